@@ -1,0 +1,155 @@
+"""Test support: JobSet builders from RFC-0033's examples, and a real TLS server runner."""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import threading
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from webhook.config import Policy
+from webhook.server import ServerState
+from webhook.serving import TlsSettings, bound_port, build_server
+
+FIXTURES = Path(__file__).parent / "fixtures"
+JOBSETS = FIXTURES / "jobsets"
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+
+
+def load_jobset(name: str) -> dict[str, Any]:
+    """A fresh copy of one of the fixture JobSets (``rfc-4.3.1-dynamic`` ...)."""
+    return copy.deepcopy(_cached(name))
+
+
+_CACHE: dict[str, dict[str, Any]] = {}
+
+
+def _cached(name: str) -> dict[str, Any]:
+    if name not in _CACHE:
+        _CACHE[name] = yaml.safe_load((JOBSETS / f"{name}.yaml").read_text())
+    return _CACHE[name]
+
+
+def _walk(obj: Any, path: str) -> tuple[Any, str | int]:
+    """Split ``a.b[0].c`` or ``a.b.0.c`` (keys with dots go in ``["..."]``) into parent and last key."""
+    parts: list[str | int] = []
+    i = 0
+    token = ""
+    while i < len(path):
+        ch = path[i]
+        if ch == "." :
+            if token:
+                parts.append(token)
+            token = ""
+        elif ch == "[":
+            if token:
+                parts.append(token)
+            token = ""
+            end = path.index("]", i)
+            inner = path[i + 1 : end]
+            parts.append(inner[1:-1] if inner.startswith('"') else int(inner))
+            i = end
+        else:
+            token += ch
+        i += 1
+    if token:
+        parts.append(token)
+    parts = [int(p) if isinstance(p, str) and p.isdigit() else p for p in parts]
+    node = obj
+    for part in parts[:-1]:
+        if isinstance(node, dict):
+            node = node.setdefault(part, {})
+        else:
+            node = node[part]  # type: ignore[index]
+    return node, parts[-1]
+
+
+def set_path(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
+    parent, last = _walk(obj, path)
+    parent[last] = value
+    return obj
+
+
+def delete_path(obj: dict[str, Any], path: str) -> dict[str, Any]:
+    parent, last = _walk(obj, path)
+    if isinstance(parent, dict):
+        parent.pop(last, None)
+    else:
+        del parent[last]
+    return obj
+
+
+POD = "spec.replicatedJobs[0].template.spec.template"
+
+
+def review(obj: Any, *, operation: str = "CREATE", namespace: str | None = None, old: Any = None,
+           username: str = "system:serviceaccount:aistudio:submitter", groups: list[str] | None = None,
+           uid: str | None = None) -> dict[str, Any]:
+    """An AdmissionReview shaped like ``shared/examples`` around ``obj``."""
+    base = json.loads((SHARED / "examples" / "admissionreview-create-jobset.json").read_text())
+    request = base["request"]
+    request["uid"] = uid or str(uuid.uuid4())
+    request["operation"] = operation
+    request["object"] = obj
+    request["oldObject"] = old
+    ns = namespace
+    if ns is None and isinstance(obj, dict):
+        ns = (obj.get("metadata") or {}).get("namespace")
+    request["namespace"] = ns or "default"
+    request["name"] = ((obj or {}).get("metadata") or {}).get("name", "") if isinstance(obj, dict) else ""
+    request["userInfo"]["username"] = username
+    request["userInfo"]["groups"] = groups if groups is not None else ["system:authenticated"]
+    if operation == "UPDATE":
+        request["options"] = {"kind": "UpdateOptions", "apiVersion": "meta.k8s.io/v1"}
+    return base
+
+
+class RunningServer:
+    """A real uvicorn server over TLS in a background thread (port chosen by the OS)."""
+
+    def __init__(self, state: ServerState, tls: TlsSettings, **options: Any) -> None:
+        self.state = state
+        self.server, self.reloader = build_server(state, "127.0.0.1", 0, tls, **options)
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def _run(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        from webhook.serving import run_server
+
+        self.loop.run_until_complete(run_server(self.server, self.reloader))
+
+    def start(self) -> RunningServer:
+        self.thread.start()
+        for _ in range(500):
+            if self.server.started:
+                break
+            threading.Event().wait(0.01)
+        else:  # pragma: no cover
+            raise RuntimeError("server did not start")
+        self.port = bound_port(self.server)
+        return self
+
+    @property
+    def url(self) -> str:
+        return f"https://localhost:{self.port}"
+
+    def stop(self) -> None:
+        self.server.should_exit = True
+        self.thread.join(timeout=10)
+
+
+@contextmanager
+def running_server(policy: Policy, tls: TlsSettings, cluster: Any = None, **options: Any) -> Iterator[RunningServer]:
+    server = RunningServer(ServerState(policy=policy, cluster=cluster), tls, **options).start()
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -1,0 +1,257 @@
+"""The rule catalog: every rule's stable ID, family, modes, subject and default action.
+
+This is the one place rules are listed. The engine runs them in this order, the config
+validates ``rules:`` keys against it, and the README's rule table is generated from it
+(``tpu-admission rules --format markdown``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from webhook.config import Mode
+from webhook.findings import Action, Finding
+from webhook.rules import Rule, RuleContext, forbidden, labels, placement, shape
+from webhook.workload import MALFORMED, Workload
+
+DYNAMIC: frozenset[Mode] = frozenset({"dynamic"})
+STATIC: frozenset[Mode] = frozenset({"static"})
+
+
+def jobset_malformed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+    """Structural problems found while parsing (wrong types, missing template, ...)."""
+    yield from workload.malformed
+
+
+RULES: tuple[Rule, ...] = (
+    Rule(
+        MALFORMED,
+        "JobSet is malformed",
+        "shape",
+        jobset_malformed,
+        why="a value of the wrong type or a missing template; reported with its path instead of failing",
+    ),
+    # labels, tiers and queues
+    Rule(
+        "queue-label-missing",
+        "Queue label missing",
+        "labels",
+        labels.queue_label_missing,
+        subject="submitted",
+        on_update=True,
+        why="the production tier names its team queue explicitly; nothing is injected there",
+    ),
+    Rule(
+        "queue-label-invalid",
+        "Queue label invalid",
+        "labels",
+        labels.queue_label_invalid,
+        subject="submitted",
+        on_update=True,
+        why="production queues are <team>-queue; a dev namespace has only its default queue",
+    ),
+    Rule(
+        "priority-label-missing",
+        "Priority label missing",
+        "labels",
+        labels.priority_label_missing,
+        subject="submitted",
+        on_update=True,
+        why="production jobs say guaranteed or best-effort; Kueue's defaulting would hide a missing one",
+    ),
+    Rule(
+        "priority-class-not-allowed",
+        "Priority class not allowed",
+        "labels",
+        labels.priority_class_not_allowed,
+        subject="submitted",
+        on_update=True,
+        why="each tier has its own priority classes (production: guaranteed/best-effort, dev: default)",
+    ),
+    Rule(
+        "queue-not-permitted",
+        "Queue not permitted",
+        "labels",
+        labels.queue_not_permitted,
+        subject="submitted",
+        on_update=True,
+        why="off unless queuePermissions is configured: who may submit to which queue",
+    ),
+    # forbidden fields
+    Rule(
+        "suspend-forbidden",
+        "spec.suspend set by hand",
+        "forbidden",
+        forbidden.suspend_forbidden,
+        subject="submitted",
+        on_update=True,
+        why="Kueue suspends and resumes jobs; a manual flip breaks its state machine",
+    ),
+    Rule(
+        "pod-priority-class-forbidden",
+        "Pod priorityClassName set",
+        "forbidden",
+        forbidden.pod_priority_class_forbidden,
+        subject="submitted",
+        why="native pod priority preempts at the kubelet and can outrank guaranteed through Kueue's fallback",
+    ),
+    Rule(
+        "exclusive-topology-forbidden",
+        "Exclusive topology annotation",
+        "forbidden",
+        forbidden.exclusive_topology_forbidden,
+        modes=DYNAMIC,
+        subject="submitted",
+        why="exclusive placement conflicts with sub-slices sharing a cube",
+    ),
+    Rule(
+        "podset-annotation-forbidden",
+        "podset-* annotation written by hand",
+        "forbidden",
+        forbidden.podset_annotation_forbidden,
+        modes=DYNAMIC,
+        subject="submitted",
+        why="the Slice Provisioner derives them from the slice-topology annotation",
+    ),
+    # placement, both modes
+    Rule(
+        "accelerator-selector-missing",
+        "tpu7x selector missing",
+        "placement",
+        placement.accelerator_selector_missing,
+        why="without it the podSet may land on non-TPU nodes",
+    ),
+    # placement, dynamic mode
+    Rule(
+        "slice-topology-missing",
+        "Slice topology missing",
+        "dynamic",
+        placement.slice_topology_missing,
+        modes=DYNAMIC,
+        why="Kueue would report 'quota insufficient' without naming the missing annotation",
+    ),
+    Rule(
+        "slice-topology-invalid",
+        "Slice topology not allowed",
+        "dynamic",
+        placement.slice_topology_invalid,
+        modes=DYNAMIC,
+        why="only the super-slice grammar and the four sub-slice shapes can be provisioned",
+    ),
+    Rule(
+        "sub-slicing-disabled",
+        "Sub-slicing disabled",
+        "dynamic",
+        placement.sub_slicing_disabled,
+        modes=DYNAMIC,
+        why="sub-slices need the preview enabled on the cluster",
+    ),
+    Rule(
+        "static-topology-selector-forbidden",
+        "Static topology selector in dynamic mode",
+        "dynamic",
+        placement.static_topology_selector_forbidden,
+        modes=DYNAMIC,
+        why="dynamic nodes carry no fixed topology; the annotation sets the slice size",
+    ),
+    Rule(
+        "slice-name-too-long",
+        "Slice name over budget",
+        "dynamic",
+        placement.slice_name_too_long,
+        modes=DYNAMIC,
+        why="the Slice CR name would pass its length budget and the slice never forms",
+    ),
+    # placement, static mode
+    Rule(
+        "static-topology-selector-missing",
+        "Static topology selector missing",
+        "static",
+        placement.static_topology_selector_missing,
+        modes=STATIC,
+        why="without it Kueue cannot pick the node pool flavor",
+    ),
+    Rule(
+        "static-topology-unknown",
+        "Unknown static topology",
+        "static",
+        placement.static_topology_unknown,
+        modes=STATIC,
+        why="no node pool of that topology exists",
+    ),
+    Rule(
+        "tas-annotation-missing",
+        "TAS annotation missing",
+        "static",
+        placement.tas_annotation_missing,
+        modes=STATIC,
+        why="nothing else keeps a slice's pods inside one node pool",
+    ),
+    Rule(
+        "tas-annotation-unpaired",
+        "TAS slice annotations unpaired",
+        "static",
+        placement.tas_annotation_unpaired,
+        modes=STATIC,
+        why="podset-slice-required-topology and podset-slice-size only work together",
+    ),
+    Rule(
+        "tas-required-topology-multislice",
+        "Single-pool annotation on a multi-slice podSet",
+        "static",
+        placement.tas_required_topology_multislice,
+        modes=STATIC,
+        why="asks all slices into one node pool: never satisfiable, pends forever",
+    ),
+    Rule(
+        "tas-slice-size-mismatch",
+        "Slice size does not match topology",
+        "static",
+        placement.tas_slice_size_mismatch,
+        modes=STATIC,
+        why="podset-slice-size must be the hosts of one slice of the selected topology",
+    ),
+    Rule(
+        "slice-topology-ignored",
+        "Slice topology annotation ignored",
+        "static",
+        placement.slice_topology_ignored,
+        modes=STATIC,
+        default_action=Action.WARN,
+        why="static pools have no Slice Provisioner to translate it",
+    ),
+    # shape
+    Rule(
+        "host-count-mismatch",
+        "Host count does not match topology",
+        "shape",
+        shape.host_count_mismatch,
+        why="parallelism and completions must both be the slice's hosts (chips ÷ 4)",
+    ),
+    Rule(
+        "tpu-request-invalid",
+        "TPU request not 4 per container",
+        "shape",
+        shape.tpu_request_invalid,
+        why="each tpu7x host has exactly 4 chips; requests and limits must both say 4",
+    ),
+)
+
+RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+
+
+def markdown_table() -> str:
+    """The README's rule table, generated so the catalog is written only once."""
+    lines = [
+        "| rule | family | modes | checked on | default | why |",
+        "| --- | --- | --- | --- | --- | --- |",
+    ]
+    for rule in RULES:
+        modes = "both" if len(rule.modes) == 2 else next(iter(rule.modes))
+        paths = "mutate" if rule.subject == "submitted" else "mutate + validate"
+        if rule.requires:
+            paths += " (cluster)"
+        lines.append(
+            f"| `{rule.id}` | {rule.family} | {modes} | {paths} | {rule.default_action.value} | {rule.why} |"
+        )
+    return "\n".join(lines)

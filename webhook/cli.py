@@ -1,0 +1,260 @@
+"""``tpu-admission``: ``serve``, ``check`` (the CI dry run), ``certs`` and ``rules``.
+
+Exit codes of ``check``: 0 everything admitted, 1 something denied, 2 bad usage,
+unreadable input or an invalid config.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import json
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from webhook import certs
+from webhook.catalog import RULES, markdown_table
+from webhook.cluster.state import ClusterState
+from webhook.config import ConfigError, Policy, load_policy
+from webhook.engine import AdmissionFacts, decide
+from webhook.formatters import FORMATTERS, CheckResult
+from webhook.sources import SourceError, load_documents
+
+EXIT_OK, EXIT_DENIED, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """Bad flags or input: exit 2 with the message."""
+
+
+def _parse_labels(text: str) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--namespace-labels: {item!r} is not key=value")
+        labels[key] = value
+    return labels
+
+
+def _load_cluster_state(paths: list[str], policy: Policy) -> ClusterState:
+    try:
+        from webhook.cluster.snapshot import load_snapshot  # type: ignore[import-not-found]
+    except ImportError:
+        raise UsageError("--cluster-state is not supported by this build yet") from None
+    return load_snapshot(paths, policy)  # type: ignore[no-any-return]
+
+
+def run_check(args: argparse.Namespace) -> int:
+    policy = load_policy(args.config)
+    if args.mode:
+        policy = policy.model_copy(update={"mode": args.mode})
+    if args.tier is not None and args.tier not in policy.tiers:
+        raise UsageError(f"--tier {args.tier!r} is not a configured tier ({', '.join(policy.tiers)})")
+    labels = _parse_labels(args.namespace_labels) if args.namespace_labels is not None else None
+    cluster = _load_cluster_state(args.cluster_state, policy) if args.cluster_state else None
+    try:
+        documents = load_documents(args.paths)
+    except SourceError as exc:
+        raise UsageError(str(exc)) from None
+
+    results = []
+    for document in documents:
+        data: Any = document.data
+        kind = str(data.get("kind", "")) if isinstance(data, dict) else ""
+        api_version = str(data.get("apiVersion", "")) if isinstance(data, dict) else ""
+        metadata = data.get("metadata") if isinstance(data, dict) else None
+        metadata = metadata if isinstance(metadata, dict) else {}
+        name = str(metadata.get("name") or metadata.get("generateName") or "")
+        namespace = str(metadata.get("namespace") or "default")  # kubectl's default namespace
+        if kind != "JobSet" or not api_version.startswith("jobset.x-k8s.io/"):
+            reason = f"not a JobSet ({api_version or 'no apiVersion'} {kind or 'no kind'})"
+            results.append(CheckResult(document, kind, namespace, name, None, reason))
+            continue
+        facts = AdmissionFacts(
+            operation="CREATE",
+            stage="mutate",
+            namespace=namespace,
+            tier_override=args.tier,
+            namespace_labels=labels,
+        )
+        results.append(CheckResult(document, kind, namespace, name, decide(data, facts, policy, cluster)))
+    print(FORMATTERS[args.output](results))
+    return EXIT_OK if all(r.allowed for r in results) else EXIT_DENIED
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from webhook.server import ServerState
+    from webhook.serving import TlsSettings, serve
+
+    _setup_logging(args.log_level)
+    log = logging.getLogger("tpu_admission.serving")
+    policy = load_policy(args.config)
+    files, generated = certs.ensure(Path(args.cert_dir), policy.server.service_dns_names)
+    if generated:
+        log.info("generated a self-signed CA and serving certificate in %s (CA: %s)", args.cert_dir, files.ca)
+    cluster = _start_cluster(args, policy)
+    log.info(
+        "serving mode=%s on https://%s:%d (cluster state: %s)",
+        policy.mode,
+        args.host,
+        args.port,
+        "watch cache" if cluster is not None else "none, structural rules only",
+    )
+    tls = TlsSettings(
+        cert=files.cert,
+        key=files.key,
+        min_version=args.tls_min_version,
+        client_ca=Path(args.client_ca) if args.client_ca else None,
+    )
+    state = ServerState(policy=policy, cluster=cluster)
+    asyncio.run(serve(state, args.host, args.port, tls, drain_seconds=args.drain_seconds))
+    return EXIT_OK
+
+
+def _start_cluster(args: argparse.Namespace, policy: Policy) -> ClusterState | None:
+    """The watch cache when a cluster is configured (``--kubeconfig`` or in a pod)."""
+    if not args.kubeconfig and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    try:
+        from webhook.cluster.watch import start_watch_cache  # type: ignore[import-not-found]
+    except ImportError:
+        logging.getLogger("tpu_admission.serving").warning("cluster state not supported by this build")
+        return None
+    return start_watch_cache(args.kubeconfig, policy)  # type: ignore[no-any-return]
+
+
+def run_certs_generate(args: argparse.Namespace) -> int:
+    names = certs.service_names(args.service, args.namespace) + list(args.dns_name or [])
+    ca_pem, cert_pem, key_pem = certs.generate(names, days=args.days)
+    if args.secret_manifest:
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "kubernetes.io/tls",
+            "metadata": {"name": args.secret_name, "namespace": args.namespace},
+            "data": {
+                "ca.crt": base64.b64encode(ca_pem).decode(),
+                "tls.crt": base64.b64encode(cert_pem).decode(),
+                "tls.key": base64.b64encode(key_pem).decode(),
+            },
+        }
+        text = json.dumps(secret, indent=2)
+        if args.secret_manifest == "-":
+            print(text)
+        else:
+            Path(args.secret_manifest).write_text(text + "\n", encoding="utf-8")
+    if args.out:
+        files = certs.write(Path(args.out), ca_pem, cert_pem, key_pem)
+        print(f"wrote {files.ca}, {files.cert}, {files.key} for {', '.join(names)}", file=sys.stderr)
+    if not args.out and not args.secret_manifest:
+        raise UsageError("certs generate: give --out DIR and/or --secret-manifest FILE|-")
+    return EXIT_OK
+
+
+def run_certs_ca_bundle(args: argparse.Namespace) -> int:
+    path = Path(args.ca) if args.ca else Path(args.cert_dir) / certs.CA_FILE
+    try:
+        print(base64.b64encode(path.read_bytes()).decode())
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the CA certificate: {exc.strerror}") from None
+    return EXIT_OK
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    if args.format == "markdown":
+        print(markdown_table())
+    else:
+        for rule in RULES:
+            print(f"{rule.id:38} {rule.default_action.value:5} {rule.title}")
+    return EXIT_OK
+
+
+class _JsonLogFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        message = record.getMessage()
+        if record.name == "tpu_admission.decision":
+            return message  # already one JSON object
+        entry = {"level": record.levelname.lower(), "logger": record.name, "msg": message}
+        if record.exc_info:
+            entry["exc"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False)
+
+
+def _setup_logging(level: str) -> None:
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_JsonLogFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tpu-admission", description=__doc__.splitlines()[0] if __doc__ else ""
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+
+    serve = commands.add_parser("serve", help="run the HTTPS admission webhook server")
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (in a pod: 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=8443)
+    serve.add_argument(
+        "--cert-dir", default="certs", help="tls.crt/tls.key here, or generated here with ca.crt"
+    )
+    serve.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
+    serve.add_argument("--kubeconfig", help="watch this cluster (in a pod the in-cluster config is used)")
+    serve.add_argument("--tls-min-version", choices=["1.2", "1.3"], default="1.2")
+    serve.add_argument("--client-ca", help="require client certificates signed by this CA (mTLS)")
+    serve.add_argument("--drain-seconds", type=float, default=0.0, help="on SIGTERM, keep serving this long")
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.set_defaults(run=run_serve)
+
+    check = commands.add_parser("check", help="check manifests as the webhook would (CI dry run)")
+    check.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, or - for stdin")
+    check.add_argument("--config", help="policy config YAML")
+    check.add_argument("--mode", choices=["static", "dynamic"], help="override the config's mode")
+    check.add_argument("--tier", help="treat every namespace as this tier")
+    check.add_argument("--namespace-labels", help="the namespace's labels, k=v,...")
+    check.add_argument("--cluster-state", nargs="+", metavar="PATH", help="kubectl get -o yaml output")
+    check.add_argument("--output", choices=sorted(FORMATTERS), default="text")
+    check.set_defaults(run=run_check)
+
+    cert_cmd = commands.add_parser("certs", help="certificate helpers for admins")
+    cert_sub = cert_cmd.add_subparsers(dest="certs_command", required=True)
+    generate = cert_sub.add_parser("generate", help="a CA and a serving certificate for a Service")
+    generate.add_argument("--service", default="tpu-admission")
+    generate.add_argument("--namespace", default="tpu-admission")
+    generate.add_argument("--dns-name", action="append", help="another name for the certificate")
+    generate.add_argument("--days", type=int, default=365)
+    generate.add_argument("--out", help="write ca.crt, tls.crt, tls.key here")
+    generate.add_argument(
+        "--secret-manifest", help="write a kubernetes.io/tls Secret manifest (- for stdout)"
+    )
+    generate.add_argument("--secret-name", default="tpu-admission-tls")
+    generate.set_defaults(run=run_certs_generate)
+    bundle = cert_sub.add_parser("ca-bundle", help="print the base64 caBundle for the webhook configurations")
+    bundle.add_argument("--cert-dir", default="certs")
+    bundle.add_argument("--ca", help="the CA certificate file (default: CERT_DIR/ca.crt)")
+    bundle.set_defaults(run=run_certs_ca_bundle)
+
+    rules = commands.add_parser("rules", help="list the rule catalog")
+    rules.add_argument("--format", choices=["text", "markdown"], default="text")
+    rules.set_defaults(run=run_rules)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.run(args))
+    except (ConfigError, UsageError) as exc:
+        print(f"tpu-admission: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,232 @@
+"""Policy config: one YAML file, every number and name of RFC-0033 as a default.
+
+The model is strict (unknown keys are errors, types are not coerced from strings where
+that would hide a typo) because a webhook that silently ignores ``subslicing: false``
+enforces the wrong policy on every submission. ``load_policy`` turns pydantic's errors
+into one line per bad key, naming the key as it is spelled in the file.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic.alias_generators import to_camel
+
+from webhook.findings import Action
+from webhook.topology import Topology, TopologyError, parse_topology
+
+Mode = Literal["static", "dynamic"]
+
+
+class ConfigError(Exception):
+    """The policy config cannot be used; the message names the file and key."""
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="forbid", frozen=True)
+
+
+class TierPolicy(_Model):
+    """What one namespace tier requires and injects (SPEC §2)."""
+
+    queue_name_pattern: str | None = None
+    default_queue: str | None = None
+    default_priority_class: str | None = None
+    allowed_priority_classes: tuple[str, ...] = ()
+
+    @field_validator("queue_name_pattern")
+    @classmethod
+    def _compiles(cls, value: str | None) -> str | None:
+        if value is not None:
+            try:
+                re.compile(value)
+            except re.error as exc:
+                raise ValueError(f"not a valid regular expression: {exc}") from exc
+        return value
+
+    @model_validator(mode="after")
+    def _default_priority_is_allowed(self) -> TierPolicy:
+        default = self.default_priority_class
+        if default is not None and default not in self.allowed_priority_classes:
+            raise ValueError(f"defaultPriorityClass {default!r} must be one of allowedPriorityClasses")
+        return self
+
+    @property
+    def injects(self) -> bool:
+        return self.default_queue is not None or self.default_priority_class is not None
+
+
+def _rfc_tiers() -> dict[str, TierPolicy]:
+    return {
+        "production": TierPolicy(
+            queue_name_pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?-queue$",
+            allowed_priority_classes=("guaranteed", "best-effort"),
+        ),
+        "dev": TierPolicy(
+            default_queue="default",
+            default_priority_class="default",
+            allowed_priority_classes=("default",),
+        ),
+    }
+
+
+class TpuPolicy(_Model):
+    """Names and numbers of the TPU hardware (tpu7x, 4 chips per host)."""
+
+    resource_name: str = "google.com/tpu"
+    accelerator_label: str = "cloud.google.com/gke-tpu-accelerator"
+    accelerator_value: str = "tpu7x"
+    topology_label: str = "cloud.google.com/gke-tpu-topology"
+    slice_topology_annotation: str = "cloud.google.com/gke-tpu-slice-topology"
+    chips_per_host: int = Field(default=4, gt=0)
+
+
+class SuperSlicePolicy(_Model):
+    """RFC-0033 4.3.1's super-slice whitelist (GA)."""
+
+    dimension_multiple: int = Field(default=4, gt=0)
+    min_topology: str = "4x4x4"
+    max_chips: int = Field(default=9216, gt=0)
+    sub_block_chips: int = Field(default=64, gt=0)
+    max_sub_blocks: int = Field(default=32, gt=0)
+
+    @field_validator("min_topology")
+    @classmethod
+    def _is_topology(cls, value: str) -> str:
+        _topology(value)
+        return value
+
+
+class ServerPolicy(_Model):
+    """Settings of the HTTPS server (not of the rules)."""
+
+    max_body_bytes: int = Field(default=3 * 1024 * 1024, gt=0)
+    service_dns_names: tuple[str, ...] = (
+        "tpu-admission",
+        "tpu-admission.tpu-admission",
+        "tpu-admission.tpu-admission.svc",
+    )
+
+
+class QueuePermission(_Model):
+    users: tuple[str, ...] = ()
+    groups: tuple[str, ...] = ()
+
+
+class Policy(_Model):
+    """The whole policy. Defaults are RFC-0033's values."""
+
+    mode: Mode = "static"
+    tier_label: str = "scheduling.antgroup.com/kueue-tier"
+    queue_label: str = "kueue.x-k8s.io/queue-name"
+    priority_label: str = "kueue.x-k8s.io/priority-class"
+    tiers: dict[str, TierPolicy] = Field(default_factory=_rfc_tiers)
+    namespace_tiers: dict[str, str] = Field(
+        default_factory=lambda: {"kubemaker": "production", "default": "dev", "falcon-jobs": "dev"}
+    )
+    guaranteed_priority_class: str = "guaranteed"
+    tpu: TpuPolicy = Field(default_factory=TpuPolicy)
+    super_slice: SuperSlicePolicy = Field(default_factory=SuperSlicePolicy)
+    sub_slicing: bool = True
+    sub_slice_topologies: tuple[str, ...] = ("2x2x1", "2x2x2", "2x2x4", "2x4x4")
+    static_topologies: tuple[str, ...] = ("4x4x4", "4x4x8", "4x8x8", "8x8x8")
+    slice_name_budget: int = Field(default=59, gt=0)
+    slice_name_hash_length: int = Field(default=5, ge=0)
+    suspend_allowed_users: tuple[str, ...] = ("system:serviceaccount:kueue-system:kueue-controller-manager",)
+    queue_permissions: dict[str, QueuePermission] = Field(default_factory=dict)
+    rules: dict[str, Action] = Field(default_factory=dict)
+    server: ServerPolicy = Field(default_factory=ServerPolicy)
+
+    @field_validator("tiers")
+    @classmethod
+    def _tier_names_are_path_segments(cls, value: dict[str, TierPolicy]) -> dict[str, TierPolicy]:
+        # The tier travels as a segment of the webhook's service path (SPEC §2), which
+        # the API server only accepts as a DNS-1123 subdomain.
+        for name in value:
+            if not _DNS1123_SUBDOMAIN.match(name):
+                raise ValueError(f"tier name {name!r} is not a DNS-1123 subdomain")
+        return value
+
+    @field_validator("sub_slice_topologies", "static_topologies")
+    @classmethod
+    def _are_topologies(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        for item in value:
+            _topology(item)
+        return value
+
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, value: dict[str, Action]) -> dict[str, Action]:
+        from webhook.catalog import RULES_BY_ID  # catalog imports rules, which import us
+
+        unknown = sorted(set(value) - set(RULES_BY_ID))
+        if unknown:
+            raise ValueError(f"unknown rule id(s) {', '.join(unknown)}; known: {', '.join(RULES_BY_ID)}")
+        return value
+
+    @model_validator(mode="after")
+    def _namespace_tiers_exist(self) -> Policy:
+        for namespace, tier in self.namespace_tiers.items():
+            if tier not in self.tiers:
+                raise ValueError(
+                    f"namespaceTiers.{namespace}: tier {tier!r} is not one of tiers ({', '.join(self.tiers)})"
+                )
+        return self
+
+    def action_for(self, rule_id: str, default: Action) -> Action:
+        return self.rules.get(rule_id, default)
+
+    @property
+    def static_topology_set(self) -> frozenset[str]:
+        return frozenset(self.static_topologies)
+
+
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+def _topology(text: str) -> Topology:
+    try:
+        return parse_topology(text)
+    except TopologyError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def _describe(errors: list[Any]) -> str:
+    lines = []
+    for error in errors:
+        key = ".".join(str(part) for part in error["loc"]) or "(top level)"
+        message = error["msg"].removeprefix("Value error, ")
+        if error["type"] == "extra_forbidden":
+            message = "unknown key (check the spelling; keys are camelCase)"
+        lines.append(f"  {key}: {message}")
+    return "\n".join(lines)
+
+
+def policy_from_mapping(data: Any, source: str = "config") -> Policy:
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the policy config must be a YAML mapping, got {type(data).__name__}")
+    try:
+        return Policy.model_validate(data)
+    except ValidationError as exc:
+        raise ConfigError(f"{source}: invalid policy config:\n{_describe(exc.errors())}") from None
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """Read and validate the policy file; ``None`` gives the embedded default."""
+    if path is None:
+        return Policy()
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(f"{path}: cannot read the policy config: {exc.strerror}") from None
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"{path}: the policy config is not valid YAML: {exc}") from None
+    return policy_from_mapping(data, str(path))

@@ -1,0 +1,136 @@
+"""Workload → findings + patch: the one decision shared by the server and ``check``.
+
+``decide`` is a pure function of the object, the request facts, the policy and
+(optionally) cluster state. The HTTP layer and the CLI only translate to and from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from webhook.catalog import RULES
+from webhook.cluster.state import ClusterState
+from webhook.config import Policy
+from webhook.findings import Action, Finding
+from webhook.patches import JsonPatch, default_labels, label_patch
+from webhook.rules import RuleContext, UserInfo
+from webhook.tiers import resolve_tier
+from webhook.workload import Workload, parse_jobset
+
+Stage = Literal["mutate", "validate"]
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionFacts:
+    """What the engine needs to know about a request besides the object."""
+
+    operation: str = "CREATE"
+    stage: Stage = "mutate"
+    namespace: str = ""
+    user: UserInfo = field(default_factory=UserInfo)
+    old_object: Any = None
+    #: tier from the request path (``/validate/<tier>``)
+    path_tier: str | None = None
+    #: CLI ``--tier``: beats everything
+    tier_override: str | None = None
+    #: CLI ``--namespace-labels``: beats the cluster state
+    namespace_labels: Mapping[str, str] | None = None
+
+
+@dataclass(slots=True)
+class Decision:
+    allowed: bool = True
+    findings: list[Finding] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    patch: JsonPatch = field(default_factory=list)
+    tier: str | None = None
+    #: rules skipped because the cluster state they need is unknown
+    skipped: list[str] = field(default_factory=list)
+
+    @property
+    def violations(self) -> list[Finding]:
+        return [f for f in self.findings if f.action is Action.DENY]
+
+    def deny_message(self) -> str:
+        return "\n".join(f.line() for f in self.violations)
+
+
+def decide(
+    obj: Any,
+    facts: AdmissionFacts,
+    policy: Policy,
+    cluster: ClusterState | None = None,
+) -> Decision:
+    labels = facts.namespace_labels
+    if labels is None and cluster is not None and facts.tier_override is None and facts.path_tier is None:
+        labels = cluster.namespace_labels(facts.namespace)
+    resolution = resolve_tier(
+        policy,
+        facts.namespace,
+        override=facts.tier_override,
+        path_tier=facts.path_tier,
+        namespace_labels=labels,
+    )
+    decision = Decision(tier=resolution.tier)
+    if resolution.warning:
+        decision.warnings.append(resolution.warning)
+    if resolution.tier is None or facts.operation not in ("CREATE", "UPDATE"):
+        return decision  # unmanaged namespace, or an operation we do not judge
+    tier = policy.tiers[resolution.tier]
+
+    workload = parse_jobset(obj, policy, facts.namespace)
+    creating = facts.operation == "CREATE"
+    old: Workload | None = None
+    changed: frozenset[str] | None = None
+    added: dict[str, str] = {}
+    if creating:
+        added = default_labels(workload, tier, policy)
+    else:
+        old = parse_jobset(facts.old_object, policy, facts.namespace)
+        keys = (policy.queue_label, policy.priority_label)
+        changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
+
+    ctx = RuleContext(
+        policy=policy,
+        tier_name=resolution.tier,
+        tier=tier,
+        operation=facts.operation,
+        user=facts.user,
+        effective_labels={**workload.labels, **added},
+        changed_labels=changed,
+        old=old,
+        cluster=cluster,
+    )
+    for rule in RULES:
+        if policy.mode not in rule.modes:
+            continue
+        if facts.stage == "validate" and rule.subject == "submitted":
+            continue
+        if not creating and not rule.on_update:
+            continue
+        action = policy.action_for(rule.id, rule.default_action)
+        if action is Action.OFF:
+            continue
+        if rule.requires:
+            if cluster is None:
+                continue  # structural-only mode: no cluster configured
+            missing = cluster.unavailable(rule.requires)
+            if missing:
+                reasons = "; ".join(f"{kind}: {why}" for kind, why in sorted(missing.items()))
+                decision.skipped.append(rule.id)
+                decision.warnings.append(f"[{rule.id}] skipped: cluster state unknown ({reasons})")
+                continue
+        for finding in rule.check(workload, ctx):
+            decision.findings.append(
+                replace(finding, action=action) if finding.action is not action else finding
+            )
+
+    for finding in decision.findings:
+        if finding.action is Action.WARN:
+            decision.warnings.append(finding.line())
+    decision.allowed = not decision.violations
+    if decision.allowed and creating and facts.stage == "mutate":
+        decision.patch = label_patch(workload, added)
+    return decision

@@ -1,0 +1,66 @@
+"""Field paths into a submitted object, rendered the way people read them.
+
+A path is an immutable tuple of steps. ``child`` adds a field name, ``index`` a list
+position and ``key`` a map key (rendered ``["..."]`` because label and annotation keys
+contain dots and slashes). ``pointer`` renders the same path as an RFC 6901 JSON
+pointer for patches and for locating the node in a YAML file.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Union
+
+Step = Union[str, int, "MapKey"]
+
+
+@dataclass(frozen=True, slots=True)
+class MapKey:
+    """A key of a string map (labels, annotations, nodeSelector, resources)."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class FieldPath:
+    steps: tuple[Step, ...] = ()
+
+    def child(self, *names: str) -> FieldPath:
+        return FieldPath(self.steps + names)
+
+    def index(self, position: int) -> FieldPath:
+        return FieldPath((*self.steps, position))
+
+    def key(self, name: str) -> FieldPath:
+        return FieldPath((*self.steps, MapKey(name)))
+
+    def __str__(self) -> str:
+        out: list[str] = []
+        for step in self.steps:
+            if isinstance(step, int):
+                out.append(f"[{step}]")
+            elif isinstance(step, MapKey):
+                out.append(f'["{step.name}"]')
+            else:
+                out.append(f".{step}" if out else step)
+        return "".join(out) or "(object)"
+
+    def pointer(self) -> str:
+        """The RFC 6901 JSON pointer of this path (``~`` → ``~0``, ``/`` → ``~1``)."""
+        parts = []
+        for step in self.steps:
+            text = step.name if isinstance(step, MapKey) else str(step)
+            parts.append(text.replace("~", "~0").replace("/", "~1"))
+        return "".join("/" + part for part in parts)
+
+    def parts(self) -> tuple[str | int, ...]:
+        """Plain steps (map keys unwrapped), for walking a parsed document."""
+        return tuple(s.name if isinstance(s, MapKey) else s for s in self.steps)
+
+
+ROOT = FieldPath()
+METADATA = ROOT.child("metadata")
+LABELS = METADATA.child("labels")
+ANNOTATIONS = METADATA.child("annotations")
+SPEC = ROOT.child("spec")
+REPLICATED_JOBS = SPEC.child("replicatedJobs")

@@ -1,0 +1,39 @@
+"""The one record every rule produces and every output format renders."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from webhook.fieldpaths import FieldPath
+
+
+class Action(StrEnum):
+    """What a finding does to the request. ``off`` rules produce no findings."""
+
+    DENY = "deny"
+    WARN = "warn"
+    OFF = "off"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    """One broken rule at one place.
+
+    ``problem`` says what is wrong (with the offending value), ``fix`` what to do about
+    it. ``action`` is filled in by the engine from the policy, never by the rule.
+    """
+
+    rule: str
+    path: FieldPath
+    problem: str
+    fix: str
+    action: Action = Action.DENY
+
+    @property
+    def message(self) -> str:
+        return f"{self.problem}; {self.fix}" if self.fix else self.problem
+
+    def line(self) -> str:
+        """``[rule-id] <path>: <what is wrong>; <how to fix>`` (SPEC §6)."""
+        return f"[{self.rule}] {self.path}: {self.message}"

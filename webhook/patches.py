@@ -1,0 +1,35 @@
+"""The default-label JSON patch (RFC 6902) for tiers that inject queue and priority."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.config import Policy, TierPolicy
+from webhook.fieldpaths import LABELS, METADATA
+from webhook.workload import Workload
+
+JsonPatch = list[dict[str, Any]]
+
+
+def default_labels(workload: Workload, tier: TierPolicy, policy: Policy) -> dict[str, str]:
+    """The labels to add: the tier's defaults that the user did not set. Never overwrites."""
+    wanted = {
+        policy.queue_label: tier.default_queue,
+        policy.priority_label: tier.default_priority_class,
+    }
+    return {key: value for key, value in wanted.items() if value is not None and key not in workload.labels}
+
+
+def label_patch(workload: Workload, added: dict[str, str]) -> JsonPatch:
+    """Add ``added`` to ``metadata.labels``, creating the map (or metadata) when absent.
+
+    Label keys contain ``/``, which RFC 6901 escapes as ``~1`` in the path.
+    """
+    if not added:
+        return []
+    if not workload.has_metadata:
+        return [{"op": "add", "path": METADATA.pointer(), "value": {"labels": dict(added)}}]
+    if not workload.has_labels_map:
+        # "add" on an existing member (e.g. ``labels: null``) replaces it, as RFC 6902 says.
+        return [{"op": "add", "path": LABELS.pointer(), "value": dict(added)}]
+    return [{"op": "add", "path": LABELS.key(key).pointer(), "value": value} for key, value in added.items()]

@@ -1,0 +1,128 @@
+"""The AdmissionReview wire format (``admission.k8s.io/v1``), in and out.
+
+Two error families, as in kopf: a review that is malformed raises ``ReviewError``
+(the server answers 4xx with the reason), while an object that breaks policy is a
+normal answer with ``allowed: false``. Optional response fields are absent, not empty.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.engine import Decision
+from webhook.rules import UserInfo
+
+API_VERSION = "admission.k8s.io/v1"
+KIND = "AdmissionReview"
+OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
+
+
+class ReviewError(Exception):
+    """The body is not a usable AdmissionReview; ``status`` is the HTTP code to answer."""
+
+    def __init__(self, reason: str, status: int = 400) -> None:
+        super().__init__(reason)
+        self.reason = reason
+        self.status = status
+
+
+@dataclass(frozen=True, slots=True)
+class AdmissionRequest:
+    uid: str
+    group: str
+    version: str
+    kind: str
+    operation: str
+    namespace: str
+    name: str
+    user: UserInfo
+    object: Any
+    old_object: Any
+    dry_run: bool
+
+    @property
+    def is_jobset(self) -> bool:
+        return self.group == "jobset.x-k8s.io" and self.kind == "JobSet"
+
+
+def _field(data: dict[str, Any], key: str, kind: type, where: str, required: bool = False) -> Any:
+    value = data.get(key)
+    if value is None:
+        if required:
+            raise ReviewError(f"{where}{key} is missing")
+        return kind()
+    if not isinstance(value, kind) or (isinstance(value, bool) and kind is not bool):
+        raise ReviewError(f"{where}{key} must be {kind.__name__}, got {type(value).__name__}")
+    return value
+
+
+def parse_review(body: bytes) -> AdmissionRequest:
+    """Decode and check the envelope; the object inside is left to the engine."""
+    try:
+        data = json.loads(body)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise ReviewError(f"body is not valid JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ReviewError(f"body must be a JSON object (an AdmissionReview), got {type(data).__name__}")
+    if data.get("kind") != KIND:
+        raise ReviewError(f"kind must be {KIND!r}, got {data.get('kind')!r}")
+    if data.get("apiVersion") != API_VERSION:
+        raise ReviewError(
+            f"apiVersion must be {API_VERSION!r}, got {data.get('apiVersion')!r}; "
+            "set admissionReviewVersions: [v1] in the webhook configuration"
+        )
+    request = _field(data, "request", dict, "", required=True)
+    uid = _field(request, "uid", str, "request.", required=True)
+    if not uid:
+        raise ReviewError("request.uid is empty")
+    operation = _field(request, "operation", str, "request.", required=True)
+    if operation not in OPERATIONS:
+        raise ReviewError(f"request.operation {operation!r} is not one of {', '.join(sorted(OPERATIONS))}")
+    kind = _field(request, "kind", dict, "request.")
+    user = _field(request, "userInfo", dict, "request.")
+    groups = _field(user, "groups", list, "request.userInfo.")
+    return AdmissionRequest(
+        uid=uid,
+        group=str(kind.get("group", "")),
+        version=str(kind.get("version", "")),
+        kind=str(kind.get("kind", "")),
+        operation=operation,
+        namespace=_field(request, "namespace", str, "request."),
+        name=_field(request, "name", str, "request."),
+        user=UserInfo(
+            username=_field(user, "username", str, "request.userInfo."),
+            groups=tuple(g for g in groups if isinstance(g, str)),
+        ),
+        object=request.get("object"),
+        old_object=request.get("oldObject"),
+        dry_run=_field(request, "dryRun", bool, "request."),
+    )
+
+
+def review_response(uid: str, decision: Decision) -> dict[str, Any]:
+    """The AdmissionReview to answer with. Pure: same decision, same bytes."""
+    response: dict[str, Any] = {"uid": uid, "allowed": decision.allowed}
+    if not decision.allowed:
+        response["status"] = {"code": 403, "reason": "Forbidden", "message": decision.deny_message()}
+    if decision.warnings:
+        response["warnings"] = list(decision.warnings)
+    if decision.patch:
+        response["patchType"] = "JSONPatch"
+        response["patch"] = base64.b64encode(json.dumps(decision.patch).encode()).decode()
+    return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+
+
+def error_response(uid: str, message: str) -> dict[str, Any]:
+    """A refusal for a request the webhook could not judge (an internal fault)."""
+    return {
+        "apiVersion": API_VERSION,
+        "kind": KIND,
+        "response": {
+            "uid": uid,
+            "allowed": False,
+            "status": {"code": 500, "reason": "InternalError", "message": message},
+        },
+    }

@@ -1,0 +1,69 @@
+"""Rule families. Each rule is a small pure function ``(workload, context) -> findings``.
+
+The types every rule module shares live here; the catalog that lists the rules, their
+IDs and default actions lives in ``webhook.catalog``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Literal
+
+from webhook.findings import Action, Finding
+
+if TYPE_CHECKING:
+    from webhook.cluster.state import ClusterState
+    from webhook.config import Mode, Policy, TierPolicy
+    from webhook.workload import Workload
+
+#: ``submitted`` rules judge what the user wrote and run only where the webhook sees the
+#: object as submitted (the mutating path); ``final`` rules judge fields no other
+#: admission plugin changes and also run on the validating path (SPEC §4).
+Subject = Literal["submitted", "final"]
+
+
+@dataclass(frozen=True, slots=True)
+class UserInfo:
+    username: str = ""
+    groups: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class RuleContext:
+    """Everything a rule may read besides the workload. Built once per request."""
+
+    policy: Policy
+    tier_name: str | None
+    tier: TierPolicy | None
+    operation: str
+    user: UserInfo
+    #: labels after the default-label patch (what Kueue will see)
+    effective_labels: dict[str, str]
+    #: on UPDATE, the label keys that changed; ``None`` on CREATE (all are in scope)
+    changed_labels: frozenset[str] | None = None
+    #: on UPDATE, the object before the change (parsed)
+    old: Workload | None = None
+    cluster: ClusterState | None = None
+
+    def label_in_scope(self, key: str) -> bool:
+        return self.changed_labels is None or key in self.changed_labels
+
+
+Check = Callable[["Workload", RuleContext], Iterable[Finding]]
+
+
+@dataclass(frozen=True, slots=True)
+class Rule:
+    id: str
+    title: str
+    family: str
+    check: Check
+    modes: frozenset[Mode] = frozenset({"static", "dynamic"})
+    subject: Subject = "final"
+    default_action: Action = Action.DENY
+    on_update: bool = False
+    #: cluster-state kinds the rule reads; empty for structural rules
+    requires: frozenset[str] = field(default_factory=frozenset)
+    #: one sentence: why the rule exists (shown in the README's rule table)
+    why: str = ""

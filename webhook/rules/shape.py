@@ -1,0 +1,92 @@
+"""Shape of a TPU podSet (SPEC §4, both modes): host count and per-host chip request."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+
+from webhook.findings import Finding
+from webhook.rules import RuleContext
+from webhook.topology import Topology, TopologyError, parse_topology, super_slice_problems
+from webhook.workload import PodSet, Workload
+
+
+def _allowed_topology(podset: PodSet, ctx: RuleContext) -> Topology | None:
+    """The podSet's topology when it is an allowed one; the placement rules judge the rest."""
+    policy = ctx.policy
+    if policy.mode == "dynamic":
+        text = podset.annotations.get(policy.tpu.slice_topology_annotation)
+        if text is None:
+            return None
+        try:
+            topology = parse_topology(text)
+        except TopologyError:
+            return None
+        if text in policy.sub_slice_topologies:
+            return topology if policy.sub_slicing else None
+        return None if super_slice_problems(topology, policy.super_slice) else topology
+    text = podset.node_selector.get(policy.tpu.topology_label)
+    if text is None:
+        return None
+    known = policy.static_topology_set
+    if ctx.cluster is not None:
+        known = known | ctx.cluster.static_topologies()
+    if text not in known:
+        return None
+    try:
+        return parse_topology(text)
+    except TopologyError:
+        return None
+
+
+def host_count_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+    chips_per_host = ctx.policy.tpu.chips_per_host
+    for podset in workload.tpu_podsets:
+        topology = _allowed_topology(podset, ctx)
+        if topology is None or topology.chips % chips_per_host:
+            continue
+        hosts = topology.chips // chips_per_host
+        fields = (("parallelism", podset.parallelism, 1), ("completions", podset.completions, None))
+        for field, value, default in fields:
+            effective = value if value is not None else default
+            if effective == hosts:
+                continue
+            shown = f"is {value}" if value is not None else f"is not set (Kubernetes treats it as {default})"
+            if value is None and default is None:
+                shown = "is not set"
+            yield Finding(
+                "host-count-mismatch",
+                podset.job_spec_path.child(field),
+                f"{field} {shown}, but a {topology} slice has {hosts} hosts "
+                f"({topology.chips} chips ÷ {chips_per_host} per host)",
+                f"set both parallelism and completions to {hosts}",
+            )
+
+
+def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+    resource = ctx.policy.tpu.resource_name
+    per_host = Decimal(ctx.policy.tpu.chips_per_host)
+    fix = f"request {resource}: {per_host} in both resources.requests and resources.limits"
+    for podset in workload.tpu_podsets:
+        tpu_containers = [c for c in podset.containers if c.requests_resource(resource)]
+        if not tpu_containers:
+            yield Finding(
+                "tpu-request-invalid",
+                podset.pod_spec_path.child("containers"),
+                f"TPU podSet {podset.name!r} has no container requesting {resource}",
+                fix,
+            )
+            continue
+        for container in tpu_containers:
+            for kind in ("requests", "limits"):
+                raw = (container.requests if kind == "requests" else container.limits).get(resource)
+                if podset.quantity(container, kind, resource) == per_host:
+                    continue
+                shown = "is missing" if raw is None else f"is {raw!r}"
+                yield Finding(
+                    "tpu-request-invalid",
+                    container.path.child("resources", kind).key(resource),
+                    f"container {container.name!r} {kind} {shown}; each tpu7x host has exactly "
+                    f"{per_host} chips",
+                    fix,
+                )
