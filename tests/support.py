@@ -44,7 +44,7 @@ def _walk(obj: Any, path: str) -> tuple[Any, str | int]:
     token = ""
     while i < len(path):
         ch = path[i]
-        if ch == "." :
+        if ch == ".":
             if token:
                 parts.append(token)
             token = ""
@@ -64,10 +64,7 @@ def _walk(obj: Any, path: str) -> tuple[Any, str | int]:
     parts = [int(p) if isinstance(p, str) and p.isdigit() else p for p in parts]
     node = obj
     for part in parts[:-1]:
-        if isinstance(node, dict):
-            node = node.setdefault(part, {})
-        else:
-            node = node[part]  # type: ignore[index]
+        node = node.setdefault(part, {}) if isinstance(node, dict) else node[part]
     return node, parts[-1]
 
 
@@ -89,9 +86,16 @@ def delete_path(obj: dict[str, Any], path: str) -> dict[str, Any]:
 POD = "spec.replicatedJobs[0].template.spec.template"
 
 
-def review(obj: Any, *, operation: str = "CREATE", namespace: str | None = None, old: Any = None,
-           username: str = "system:serviceaccount:aistudio:submitter", groups: list[str] | None = None,
-           uid: str | None = None) -> dict[str, Any]:
+def review(
+    obj: Any,
+    *,
+    operation: str = "CREATE",
+    namespace: str | None = None,
+    old: Any = None,
+    username: str = "system:serviceaccount:aistudio:submitter",
+    groups: list[str] | None = None,
+    uid: str | None = None,
+) -> dict[str, Any]:
     """An AdmissionReview shaped like ``shared/examples`` around ``obj``."""
     base = json.loads((SHARED / "examples" / "admissionreview-create-jobset.json").read_text())
     request = base["request"]
@@ -147,7 +151,9 @@ class RunningServer:
 
 
 @contextmanager
-def running_server(policy: Policy, tls: TlsSettings, cluster: Any = None, **options: Any) -> Iterator[RunningServer]:
+def running_server(
+    policy: Policy, tls: TlsSettings, cluster: Any = None, **options: Any
+) -> Iterator[RunningServer]:
     server = RunningServer(ServerState(policy=policy, cluster=cluster), tls, **options).start()
     try:
         yield server

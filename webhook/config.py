@@ -158,6 +158,14 @@ class Policy(_Model):
             _topology(item)
         return value
 
+    @field_validator("rules", mode="before")
+    @classmethod
+    def _yaml_off(cls, value: Any) -> Any:
+        # YAML 1.1 reads an unquoted ``off`` as false; that is what people write.
+        if isinstance(value, dict):
+            return {key: "off" if item is False else item for key, item in value.items()}
+        return value
+
     @field_validator("rules")
     @classmethod
     def _known_rules(cls, value: dict[str, Action]) -> dict[str, Action]:

@@ -106,7 +106,10 @@ def decide(
     for rule in RULES:
         if policy.mode not in rule.modes:
             continue
-        if facts.stage == "validate" and rule.subject == "submitted":
+        if creating and facts.stage == "validate" and rule.subject == "submitted":
+            # On CREATE other mutating webhooks (Kueue's, the Slice Provisioner's) run
+            # before the validating path; on UPDATE they do not, and the validating
+            # configuration is where UPDATE is registered.
             continue
         if not creating and not rule.on_update:
             continue

@@ -47,7 +47,7 @@ def parse_quantity(value: object) -> Decimal:
         return Decimal(repr(value))
     if not isinstance(value, str):
         raise QuantityError(f"{value!r} is not a quantity")
-    match = _QUANTITY.match(value.strip())
+    match = _QUANTITY.fullmatch(value.strip())
     if match is None:
         raise QuantityError(f"{value!r} is not a quantity (e.g. 4, 500m, 20Gi)")
     number, exponent, suffix = match.groups()

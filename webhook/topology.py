@@ -35,7 +35,7 @@ class Topology:
 
 
 def parse_topology(text: str) -> Topology:
-    match = _GRAMMAR.match(text)
+    match = _GRAMMAR.fullmatch(text)
     if match is None:
         raise TopologyError(f"{text!r} is not of the form AxBxC (three positive integers, e.g. 4x4x4)")
     a, b, c = (int(part) for part in match.groups())

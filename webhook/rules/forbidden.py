@@ -57,7 +57,7 @@ def pod_priority_class_forbidden(workload: Workload, ctx: RuleContext) -> Iterat
 
 
 def exclusive_topology_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    fix = "remove the annotation; Kueue's topology-aware scheduling places the slices"
+    fix = "remove the annotation (Kueue's topology-aware scheduling places the slices)"
     problem = "exclusive placement conflicts with sub-slices sharing a cube"
     if EXCLUSIVE_TOPOLOGY in workload.annotations:
         yield Finding("exclusive-topology-forbidden", ANNOTATIONS.key(EXCLUSIVE_TOPOLOGY), problem, fix)

@@ -46,7 +46,7 @@ def queue_label_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Findin
                 f"only to {tier.default_queue!r}",
                 f"remove the label (it is filled in) or set it to {tier.default_queue!r}",
             )
-    elif tier.queue_name_pattern is not None and not _pattern(tier.queue_name_pattern).match(value):
+    elif tier.queue_name_pattern is not None and not _pattern(tier.queue_name_pattern).fullmatch(value):
         yield Finding(
             "queue-label-invalid",
             LABELS.key(key),

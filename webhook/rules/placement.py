@@ -115,7 +115,7 @@ def static_topology_selector_forbidden(workload: Workload, ctx: RuleContext) -> 
                 "static-topology-selector-forbidden",
                 podset.node_selector_path.key(tpu.topology_label),
                 "with dynamic slicing nodes have no fixed topology, so this selector matches nothing useful",
-                f"remove it; the {tpu.slice_topology_annotation} annotation sets the slice size",
+                f"remove it (the {tpu.slice_topology_annotation} annotation sets the slice size)",
             )
 
 
@@ -275,5 +275,5 @@ def slice_topology_ignored(workload: Workload, ctx: RuleContext) -> Iterator[Fin
                 "slice-topology-ignored",
                 podset.annotations_path.key(annotation),
                 "the cluster runs static node pools and nothing translates this annotation",
-                f"remove it; select the pool with nodeSelector {ctx.policy.tpu.topology_label}",
+                f"remove it (select the pool with nodeSelector {ctx.policy.tpu.topology_label})",
             )

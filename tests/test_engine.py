@@ -1,0 +1,254 @@
+"""The engine's semantics beyond single rules: stages, UPDATE, tiers, patches, actions."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+import pytest
+from support import POD, delete_path, load_jobset, set_path
+
+from webhook.config import Policy, policy_from_mapping
+from webhook.engine import AdmissionFacts, Decision, decide
+from webhook.findings import Action
+from webhook.rules import UserInfo
+
+KUEUE = UserInfo("system:serviceaccount:kueue-system:kueue-controller-manager", ("system:serviceaccounts",))
+ALICE = UserInfo("alice", ("team-a",))
+DYNAMIC = Policy(mode="dynamic")
+STATIC = Policy()
+
+
+def run(obj: Any, policy: Policy = STATIC, **facts: Any) -> Decision:
+    facts.setdefault(
+        "namespace", obj["metadata"].get("namespace", "default") if isinstance(obj, dict) else ""
+    )
+    return decide(obj, AdmissionFacts(**facts), policy)
+
+
+def rules(decision: Decision) -> set[str]:
+    return {f.rule for f in decision.findings}
+
+
+def test_rfc_examples_are_admitted_in_their_modes() -> None:
+    for name, policy in [
+        ("rfc-4.3.1-dynamic", DYNAMIC),
+        ("pathways-dynamic", DYNAMIC),
+        ("falcon-migration", DYNAMIC),
+        ("rfc-4.6-static", STATIC),
+        ("rfc-4.6-static-single", STATIC),
+    ]:
+        decision = run(load_jobset(name), policy)
+        assert decision.allowed, (name, decision.deny_message())
+        assert decision.warnings == []
+
+
+def test_all_violations_are_reported_at_once_one_per_line() -> None:
+    decision = run(load_jobset("falcon-before-migration"), DYNAMIC)
+    assert not decision.allowed
+    assert rules(decision) == {
+        "exclusive-topology-forbidden",
+        "slice-topology-missing",
+        "static-topology-selector-forbidden",
+    }
+    lines = decision.deny_message().splitlines()
+    assert len(lines) == 3
+    for line in lines:
+        rule, _, rest = line.partition("] ")
+        assert rule.startswith("[") and rule[1:] in rules(decision)
+        path, _, message = rest.partition(": ")
+        assert path.startswith("spec.replicatedJobs[0]")
+        assert "; " in message  # what is wrong; how to fix
+
+
+def test_validating_path_skips_what_other_webhooks_add() -> None:
+    """Kueue sets suspend and a default priority; the Slice Provisioner adds podset-*."""
+    submitted = load_jobset("rfc-4.3.1-dynamic")
+    delete_path(submitted, 'metadata.labels["kueue.x-k8s.io/priority-class"]')
+    mutate = run(submitted, DYNAMIC, stage="mutate")
+    assert rules(mutate) == {"priority-label-missing"}
+
+    final = copy.deepcopy(submitted)
+    set_path(final, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "default")  # Kueue's defaulting
+    set_path(final, "spec.suspend", True)  # Kueue's webhook
+    set_path(final, f'{POD}.metadata.annotations["kueue.x-k8s.io/podset-slice-size"]', "16")  # Provisioner
+    set_path(
+        final,
+        f'{POD}.metadata.annotations["kueue.x-k8s.io/podset-slice-required-topology"]',
+        "cloud.google.com/gke-tpu-partition-4x4x4-id",
+    )
+    validate = run(final, DYNAMIC, stage="validate", path_tier="production")
+    assert validate.allowed and validate.findings == []
+
+
+def test_validating_path_still_judges_topology_and_shape() -> None:
+    obj = load_jobset("rfc-4.3.1-dynamic")
+    set_path(obj, f'{POD}.metadata.annotations["cloud.google.com/gke-tpu-slice-topology"]', "16x16x16")
+    set_path(obj, "spec.suspend", True)
+    decision = run(obj, DYNAMIC, stage="validate")
+    assert rules(decision) == {"slice-topology-invalid"}
+
+
+def test_update_by_kueue_flipping_suspend_is_allowed() -> None:
+    old = load_jobset("rfc-4.6-static")
+    old["spec"]["suspend"] = True
+    new = copy.deepcopy(old)
+    new["spec"]["suspend"] = False
+    decision = run(new, operation="UPDATE", old_object=old, user=KUEUE, stage="validate")
+    assert decision.allowed and decision.findings == [] and decision.patch == []
+
+
+def test_update_by_a_user_flipping_suspend_is_refused() -> None:
+    old = load_jobset("rfc-4.6-static")
+    old["spec"]["suspend"] = False
+    new = copy.deepcopy(old)
+    new["spec"]["suspend"] = True
+    decision = run(new, operation="UPDATE", old_object=old, user=ALICE, stage="validate")
+    assert rules(decision) == {"suspend-forbidden"}
+    assert "'alice' changed spec.suspend from false to true" in decision.deny_message()
+
+
+def test_update_changing_labels_must_pass_label_rules() -> None:
+    old = load_jobset("rfc-4.6-static")
+    new = copy.deepcopy(old)
+    set_path(new, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "not-a-queue-name!")
+    delete_path(new, 'metadata.labels["kueue.x-k8s.io/priority-class"]')
+    decision = run(new, operation="UPDATE", old_object=old, user=ALICE)
+    assert rules(decision) == {"queue-label-invalid", "priority-label-missing"}
+
+
+def test_update_leaves_unchanged_labels_and_other_fields_alone() -> None:
+    old = load_jobset("rfc-4.6-static")
+    set_path(old, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "legacy")  # predates the rules
+    new = copy.deepcopy(old)
+    set_path(new, "spec.replicatedJobs[0].replicas", 99)  # would break structural rules on CREATE
+    set_path(new, f"{POD}.spec.priorityClassName", "high")
+    decision = run(new, operation="UPDATE", old_object=old, user=ALICE)
+    assert decision.allowed and decision.findings == []
+
+
+@pytest.mark.parametrize("operation", ["DELETE", "CONNECT"])
+def test_other_operations_are_not_judged(operation: str) -> None:
+    decision = run(load_jobset("falcon-before-migration"), DYNAMIC, operation=operation)
+    assert decision.allowed and decision.findings == []
+
+
+def test_dev_tier_gets_both_default_labels_as_a_patch() -> None:
+    obj = load_jobset("falcon-migration")
+    decision = run(obj, DYNAMIC)
+    assert decision.allowed
+    assert decision.patch == [
+        {
+            "op": "add",
+            "path": "/metadata/labels",
+            "value": {"kueue.x-k8s.io/queue-name": "default", "kueue.x-k8s.io/priority-class": "default"},
+        }
+    ]
+    patched = jsonpatch.apply_patch(obj, decision.patch)
+    assert patched["metadata"]["labels"] == {
+        "kueue.x-k8s.io/queue-name": "default",
+        "kueue.x-k8s.io/priority-class": "default",
+    }
+
+
+def test_patch_escapes_label_keys_and_never_overwrites() -> None:
+    obj = load_jobset("falcon-migration")
+    obj["metadata"]["labels"] = {"app": "sft", "kueue.x-k8s.io/queue-name": "default"}
+    decision = run(obj, DYNAMIC)
+    assert decision.patch == [
+        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1priority-class", "value": "default"}
+    ]
+    patched = jsonpatch.apply_patch(obj, decision.patch)
+    assert patched["metadata"]["labels"] == {
+        "app": "sft",
+        "kueue.x-k8s.io/queue-name": "default",
+        "kueue.x-k8s.io/priority-class": "default",
+    }
+
+
+def test_patch_replaces_null_labels() -> None:
+    obj = load_jobset("falcon-migration")
+    obj["metadata"]["labels"] = None
+    decision = run(obj, DYNAMIC)
+    patched = jsonpatch.apply_patch(obj, decision.patch)
+    assert patched["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "default"
+
+
+def test_no_patch_when_denied_in_production_or_on_validate() -> None:
+    denied = load_jobset("falcon-migration")
+    set_path(denied, "spec.suspend", False)
+    assert run(denied, DYNAMIC).patch == []
+    assert run(load_jobset("falcon-migration"), DYNAMIC, stage="validate").patch == []
+    assert run(load_jobset("rfc-4.3.1-dynamic"), DYNAMIC).patch == []
+
+
+def test_tier_from_the_path_beats_the_namespace_map() -> None:
+    obj = load_jobset("falcon-migration")  # falcon-jobs is dev in the config map
+    decision = run(obj, DYNAMIC, path_tier="production")
+    assert decision.tier == "production"
+    assert rules(decision) == {"queue-label-missing", "priority-label-missing"}
+
+
+def test_namespace_labels_without_a_tier_mean_unmanaged_without_warning() -> None:
+    decision = run(load_jobset("falcon-before-migration"), DYNAMIC, namespace_labels={"team": "falcon"})
+    assert decision.allowed and decision.findings == [] and decision.warnings == [] and decision.patch == []
+
+
+def test_namespace_labels_name_the_tier() -> None:
+    obj = load_jobset("falcon-migration")
+    obj["metadata"]["namespace"] = "brand-new"
+    labels = {"scheduling.antgroup.com/kueue-tier": "dev"}
+    decision = run(obj, DYNAMIC, namespace_labels=labels)
+    assert decision.tier == "dev" and decision.patch
+
+
+def test_unknown_namespace_is_unmanaged_with_a_warning() -> None:
+    obj = load_jobset("falcon-before-migration")
+    obj["metadata"]["namespace"] = "somewhere-else"
+    decision = run(obj, DYNAMIC)
+    assert decision.allowed and decision.findings == []
+    assert len(decision.warnings) == 1 and "could not be determined" in decision.warnings[0]
+
+
+def test_unconfigured_tier_label_value_is_unmanaged_with_a_warning() -> None:
+    labels = {"scheduling.antgroup.com/kueue-tier": "staging"}
+    decision = run(load_jobset("falcon-before-migration"), DYNAMIC, namespace_labels=labels)
+    assert decision.allowed and "'staging'" in decision.warnings[0]
+
+
+def test_warn_rules_warn_and_admit() -> None:
+    obj = load_jobset("rfc-4.6-static")
+    set_path(obj, f'{POD}.metadata.annotations["cloud.google.com/gke-tpu-slice-topology"]', "4x4x4")
+    decision = run(obj)
+    assert decision.allowed
+    assert [f.action for f in decision.findings] == [Action.WARN]
+    assert decision.warnings[0].startswith("[slice-topology-ignored] spec.replicatedJobs[0]")
+
+
+def test_config_can_turn_a_rule_to_warn_or_off() -> None:
+    obj = load_jobset("rfc-4.6-static")
+    set_path(obj, f'{POD}.spec.containers[0].resources.requests["google.com/tpu"]', "8")
+    warn = run(obj, policy_from_mapping({"rules": {"tpu-request-invalid": "warn"}}))
+    assert warn.allowed and warn.warnings[0].startswith("[tpu-request-invalid]")
+    off = run(obj, policy_from_mapping({"rules": {"tpu-request-invalid": "off"}}))
+    assert off.allowed and off.findings == [] and off.warnings == []
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        None,
+        7,
+        "JobSet",
+        [],
+        {},
+        {"metadata": "x"},
+        {"spec": {"replicatedJobs": "workers"}},
+        {"spec": {"replicatedJobs": [None, 3, {"template": []}]}},
+    ],
+)
+def test_garbage_objects_become_findings(obj: Any) -> None:
+    decision = decide(obj, AdmissionFacts(namespace="kubemaker"), DYNAMIC)
+    assert not decision.allowed
+    assert "jobset-malformed" in rules(decision)

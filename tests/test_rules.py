@@ -1,0 +1,49 @@
+"""Every structural rule against its allowed and disallowed examples (rule_examples.yaml)."""
+
+from __future__ import annotations
+
+import pytest
+from rule_cases import CASES, RuleCase
+
+from webhook.catalog import RULES
+from webhook.engine import AdmissionFacts, decide
+from webhook.findings import Finding
+
+
+def findings_for(case: RuleCase) -> list[Finding]:
+    obj = case.object()
+    facts = AdmissionFacts(namespace=obj["metadata"].get("namespace", "default"), user=case.user)
+    decision = decide(obj, facts, case.policy())
+    return [f for f in decision.findings if f.rule == case.rule]
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_rule_example(case: RuleCase) -> None:
+    found = findings_for(case)
+    if not case.fires:
+        assert found == [], [f.line() for f in found]
+        return
+    assert found, f"{case.rule} did not fire"
+    first = found[0]
+    if case.path is not None:
+        assert str(first.path) == case.path
+    if case.count is not None:
+        assert len(found) == case.count, [f.line() for f in found]
+    if case.message is not None:
+        assert case.message in first.message, first.message
+    assert first.fix, "every finding says how to fix it"
+
+
+STRUCTURAL = [rule for rule in RULES if not rule.requires]
+
+
+@pytest.mark.parametrize("rule", STRUCTURAL, ids=lambda r: r.id)
+def test_every_structural_rule_has_both_kinds_of_example(rule: object) -> None:
+    rule_id = rule.id  # type: ignore[attr-defined]
+    kinds = {case.fires for case in CASES if case.rule == rule_id}
+    assert kinds == {True, False}, f"{rule_id} needs an allowed and a disallowed example"
+
+
+def test_examples_name_only_catalog_rules() -> None:
+    known = {rule.id for rule in RULES}
+    assert {case.rule for case in CASES} <= known

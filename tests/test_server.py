@@ -1,0 +1,248 @@
+"""The server as the API server calls it: AdmissionReview over real HTTPS, our own CA."""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+from typing import Any
+
+import httpx
+import jsonpatch
+import pytest
+from rule_cases import CASES, RuleCase
+from support import RunningServer, load_jobset, review, set_path
+
+from webhook.catalog import RULES_BY_ID
+from webhook.findings import Action
+
+
+def post(server: RunningServer, client: httpx.Client, path: str, body: Any, **kwargs: Any) -> httpx.Response:
+    return client.post(f"{server.url}{path}", json=body, **kwargs)
+
+
+def answer(
+    server: RunningServer, client: httpx.Client, path: str, obj: Any, **review_args: Any
+) -> dict[str, Any]:
+    body = review(obj, **review_args)
+    reply = post(server, client, path, body)
+    assert reply.status_code == 200, reply.text
+    data = reply.json()
+    assert data["apiVersion"] == "admission.k8s.io/v1" and data["kind"] == "AdmissionReview"
+    assert data["response"]["uid"] == body["request"]["uid"]
+    return data["response"]  # type: ignore[no-any-return]
+
+
+PLAIN = [case for case in CASES if case.plain]
+
+
+@pytest.mark.parametrize("case", PLAIN, ids=lambda c: c.id)
+def test_rule_examples_through_the_server(
+    case: RuleCase, static_server: RunningServer, dynamic_server: RunningServer, client: httpx.Client
+) -> None:
+    server = dynamic_server if case.mode == "dynamic" else static_server
+    response = answer(server, client, "/mutate", case.object())
+    text = response.get("status", {}).get("message", "") + "\n".join(response.get("warnings", []))
+    marker = f"[{case.rule}] "
+    if not case.fires:
+        assert marker not in text
+        return
+    assert marker in text
+    if RULES_BY_ID[case.rule].default_action is Action.DENY:
+        assert response["allowed"] is False and response["status"]["code"] == 403
+        assert "patch" not in response
+    else:
+        assert any(w.startswith(marker) for w in response["warnings"])
+
+
+def test_admitted_response_has_no_optional_fields(static_server: RunningServer, client: httpx.Client) -> None:
+    response = answer(static_server, client, "/validate/production", load_jobset("rfc-4.6-static"), uid="abc")
+    assert response == {"uid": "abc", "allowed": True}
+
+
+def test_dev_patch_applies_to_give_the_intended_object(
+    dynamic_server: RunningServer, client: httpx.Client
+) -> None:
+    obj = load_jobset("falcon-migration")
+    response = answer(dynamic_server, client, "/mutate/dev", obj)
+    assert response["allowed"] is True and response["patchType"] == "JSONPatch"
+    patch = json.loads(base64.b64decode(response["patch"]))
+    expected = load_jobset("falcon-migration")
+    expected["metadata"]["labels"] = {
+        "kueue.x-k8s.io/queue-name": "default",
+        "kueue.x-k8s.io/priority-class": "default",
+    }
+    assert jsonpatch.apply_patch(obj, patch) == expected
+
+
+def test_validate_never_patches(dynamic_server: RunningServer, client: httpx.Client) -> None:
+    response = answer(dynamic_server, client, "/validate/dev", load_jobset("falcon-migration"))
+    assert response == {"uid": response["uid"], "allowed": True}
+
+
+def test_dry_run_is_answered_like_any_request(static_server: RunningServer, client: httpx.Client) -> None:
+    body = review(load_jobset("rfc-4.6-static"))
+    body["request"]["dryRun"] = True
+    set_path(body, "request.object.spec.suspend", True)
+    reply = post(static_server, client, "/mutate", body).json()["response"]
+    assert reply["allowed"] is False and "[suspend-forbidden]" in reply["status"]["message"]
+
+
+def test_update_flip_of_suspend_by_a_user_is_refused(
+    static_server: RunningServer, client: httpx.Client
+) -> None:
+    old = load_jobset("rfc-4.6-static")
+    new = load_jobset("rfc-4.6-static")
+    new["spec"]["suspend"] = True
+    response = answer(
+        static_server, client, "/validate/production", new, operation="UPDATE", old=old, username="alice"
+    )
+    assert response["allowed"] is False and "[suspend-forbidden]" in response["status"]["message"]
+    kueue = "system:serviceaccount:kueue-system:kueue-controller-manager"
+    response = answer(
+        static_server, client, "/validate/production", new, operation="UPDATE", old=old, username=kueue
+    )
+    assert response["allowed"] is True
+
+
+def test_other_kinds_are_allowed_unchanged(static_server: RunningServer, client: httpx.Client) -> None:
+    body = review(
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "kubemaker"}}
+    )
+    body["request"]["kind"] = {"group": "", "version": "v1", "kind": "ConfigMap"}
+    reply = post(static_server, client, "/mutate", body).json()
+    assert reply["response"] == {"uid": body["request"]["uid"], "allowed": True}
+
+
+def test_unknown_namespace_is_admitted_with_a_warning(
+    static_server: RunningServer, client: httpx.Client
+) -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["metadata"]["namespace"] = "elsewhere"
+    response = answer(static_server, client, "/mutate", obj)
+    assert response["allowed"] is True and "could not be determined" in response["warnings"][0]
+
+
+def test_garbage_object_is_denied_with_a_reason_not_an_error(
+    static_server: RunningServer, client: httpx.Client
+) -> None:
+    response = answer(static_server, client, "/mutate/production", {"spec": {"replicatedJobs": "x"}})
+    assert (
+        response["allowed"] is False
+        and "[jobset-malformed] spec.replicatedJobs" in response["status"]["message"]
+    )
+
+
+MALFORMED: list[tuple[str, bytes, int, str]] = [
+    ("not json", b"{nope", 400, "not valid JSON"),
+    ("not utf-8", b"\xff\xfe{}", 400, "not valid JSON"),
+    ("a list", b"[]", 400, "must be a JSON object"),
+    ("wrong kind", b'{"kind": "Pod", "apiVersion": "admission.k8s.io/v1"}', 400, "kind must be"),
+    ("v1beta1", b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1beta1"}', 400, "apiVersion"),
+    (
+        "no request",
+        b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1"}',
+        400,
+        "request is missing",
+    ),
+    (
+        "request not an object",
+        b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": 1}',
+        400,
+        "request must be",
+    ),
+    (
+        "no uid",
+        b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", "request": {"operation": "CREATE"}}',
+        400,
+        "uid is missing",
+    ),
+    (
+        "bad operation",
+        b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", '
+        b'"request": {"uid": "u", "operation": "PATCH"}}',
+        400,
+        "operation",
+    ),
+    (
+        "groups not a list",
+        b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", '
+        b'"request": {"uid": "u", "operation": "CREATE", "userInfo": {"groups": "x"}}}',
+        400,
+        "groups",
+    ),
+]
+
+
+@pytest.mark.parametrize(("name", "body", "status", "reason"), MALFORMED, ids=[m[0] for m in MALFORMED])
+def test_malformed_reviews_get_a_4xx_with_a_reason(
+    name: str, body: bytes, status: int, reason: str, static_server: RunningServer, client: httpx.Client
+) -> None:
+    reply = client.post(
+        f"{static_server.url}/validate", content=body, headers={"content-type": "application/json"}
+    )
+    assert reply.status_code == status
+    assert reason in reply.json()["error"]
+
+
+def test_wrong_content_type_is_415(static_server: RunningServer, client: httpx.Client) -> None:
+    reply = client.post(f"{static_server.url}/mutate", content=b"{}", headers={"content-type": "text/plain"})
+    assert reply.status_code == 415 and "application/json" in reply.json()["error"]
+
+
+def test_body_over_the_limit_is_413(static_server: RunningServer, client: httpx.Client) -> None:
+    limit = static_server.state.policy.server.max_body_bytes
+    big = b'{"kind": "AdmissionReview", "pad": "' + b"x" * limit + b'"}'
+    reply = client.post(
+        f"{static_server.url}/mutate", content=big, headers={"content-type": "application/json"}
+    )
+    assert reply.status_code == 413
+
+    def chunks() -> Any:  # no content-length: the streamed size is what counts
+        for _ in range(limit // 65536 + 2):
+            yield b"x" * 65536
+
+    reply = client.post(
+        f"{static_server.url}/mutate", content=chunks(), headers={"content-type": "application/json"}
+    )
+    assert reply.status_code == 413
+    assert client.get(f"{static_server.url}/healthz").status_code == 200
+
+
+def test_unknown_tier_in_the_path_is_404(static_server: RunningServer, client: httpx.Client) -> None:
+    reply = post(static_server, client, "/mutate/staging", review(load_jobset("rfc-4.6-static")))
+    assert reply.status_code == 404 and "production, dev" in reply.json()["error"]
+
+
+def test_get_on_an_admission_endpoint_is_405(static_server: RunningServer, client: httpx.Client) -> None:
+    assert client.get(f"{static_server.url}/mutate").status_code == 405
+
+
+def test_probes(static_server: RunningServer, client: httpx.Client) -> None:
+    assert client.get(f"{static_server.url}/healthz").text == "ok"
+    assert client.get(f"{static_server.url}/readyz").status_code == 200
+
+
+def test_metrics_count_requests_and_findings(static_server: RunningServer, client: httpx.Client) -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["spec"]["suspend"] = False
+    post(static_server, client, "/mutate", review(obj))
+    text = client.get(f"{static_server.url}/metrics").text
+    assert 'tpu_admission_requests_total{decision="denied",endpoint="mutate"}' in text
+    assert 'tpu_admission_findings_total{action="deny",rule="suspend-forbidden"}' in text
+    assert "tpu_admission_request_duration_seconds_bucket" in text
+
+
+def test_one_json_log_line_per_decision(
+    static_server: RunningServer, client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["spec"]["suspend"] = True
+    with caplog.at_level(logging.INFO, logger="tpu_admission.decision"):
+        post(static_server, client, "/mutate", review(obj, uid="log-me", username="alice"))
+    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "tpu_admission.decision"]
+    line = next(entry for entry in lines if entry["uid"] == "log-me")
+    assert line["operation"] == "CREATE" and line["kind"] == "JobSet" and line["user"] == "alice"
+    assert line["namespace"] == "kubemaker" and line["name"] == "llm-pretrain-a3f8"
+    assert line["allowed"] is False and line["rules"] == ["suspend-forbidden"]
+    assert line["durationMs"] >= 0
