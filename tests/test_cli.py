@@ -51,9 +51,7 @@ def test_json_contract() -> None:
     assert proc.returncode == 1
     admitted, denied = results(proc)
     for record in (admitted, denied):
-        assert {"source", "kind", "namespace", "name", "allowed", "violations", "warnings", "patch"} <= set(
-            record
-        )
+        assert {"source", "kind", "namespace", "name", "allowed", "violations", "warnings", "patch"} <= set(record)
     assert admitted["allowed"] is True and admitted["violations"] == []
     assert admitted["patch"] == [
         {
@@ -97,9 +95,7 @@ def test_stdin_multidocument_and_non_jobsets_are_skipped() -> None:
     proc = cli("check", "-", "--output", "json", stdin=text)
     assert proc.returncode == 0, proc.stderr
     skipped, checked = results(proc)
-    assert (
-        skipped["kind"] == "ConfigMap" and "not a JobSet" in skipped["skipped"] and skipped["allowed"] is True
-    )
+    assert skipped["kind"] == "ConfigMap" and "not a JobSet" in skipped["skipped"] and skipped["allowed"] is True
     assert checked["source"] == "<stdin>" and checked["allowed"] is True
 
 
@@ -121,9 +117,7 @@ def test_tier_and_namespace_labels_flags(tmp_path: Path) -> None:
         "queue-label-missing",
         "priority-label-missing",
     }
-    unmanaged = cli(
-        "check", dev_job, "--mode", "dynamic", "--namespace-labels", "team=falcon", "--output", "json"
-    )
+    unmanaged = cli("check", dev_job, "--mode", "dynamic", "--namespace-labels", "team=falcon", "--output", "json")
     assert unmanaged.returncode == 0 and results(unmanaged)[0]["patch"] == []
 
 
@@ -185,3 +179,17 @@ def test_rule_examples_through_check(tmp_path: Path, mode: str) -> None:
 def test_module_and_rules_command() -> None:
     proc = cli("rules")
     assert proc.returncode == 0 and "slice-name-too-long" in proc.stdout
+
+
+def test_config_command_prints_a_policy_that_loads_back(tmp_path: Path) -> None:
+    proc = cli("config")
+    assert proc.returncode == 0
+    dumped = tmp_path / "policy.yaml"
+    dumped.write_text(proc.stdout)
+    from webhook.config import Policy, load_policy
+
+    assert load_policy(dumped) == Policy()
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("tiers: {dev: {defaultQueu: x}}\n")
+    proc = cli("config", "--config", str(bad))
+    assert proc.returncode == 2 and "tiers.dev.defaultQueu: unknown key" in proc.stderr

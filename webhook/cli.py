@@ -95,6 +95,8 @@ def run_serve(args: argparse.Namespace) -> int:
     _setup_logging(args.log_level)
     log = logging.getLogger("tpu_admission.serving")
     policy = load_policy(args.config)
+    if args.client_allowed_name and not args.client_ca:
+        raise UsageError("--client-allowed-name needs --client-ca (the CA that signs those client certificates)")
     files, generated = certs.ensure(Path(args.cert_dir), policy.server.service_dns_names)
     if generated:
         log.info("generated a self-signed CA and serving certificate in %s (CA: %s)", args.cert_dir, files.ca)
@@ -111,6 +113,7 @@ def run_serve(args: argparse.Namespace) -> int:
         key=files.key,
         min_version=args.tls_min_version,
         client_ca=Path(args.client_ca) if args.client_ca else None,
+        client_names=tuple(args.client_allowed_name or ()),
     )
     state = ServerState(policy=policy, cluster=cluster)
     asyncio.run(serve(state, args.host, args.port, tls, drain_seconds=args.drain_seconds))
@@ -132,6 +135,13 @@ def _start_cluster(args: argparse.Namespace, policy: Policy) -> ClusterState | N
 def run_certs_generate(args: argparse.Namespace) -> int:
     names = certs.service_names(args.service, args.namespace) + list(args.dns_name or [])
     ca_pem, cert_pem, key_pem = certs.generate(names, days=args.days)
+    if args.previous_ca:
+        try:
+            ca_pem = certs.bundle(ca_pem, Path(args.previous_ca).read_bytes())
+        except OSError as exc:
+            raise UsageError(f"--previous-ca {args.previous_ca}: cannot read it: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UsageError(f"--previous-ca {args.previous_ca}: {exc}") from None
     if args.secret_manifest:
         secret = {
             "apiVersion": "v1",
@@ -166,6 +176,15 @@ def run_certs_ca_bundle(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_config(args: argparse.Namespace) -> int:
+    """Print the effective policy (the defaults, or FILE validated and filled in)."""
+    import yaml
+
+    policy = load_policy(args.config)
+    print(yaml.safe_dump(policy.model_dump(by_alias=True, mode="json"), sort_keys=False), end="")
+    return EXIT_OK
+
+
 def run_rules(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         print(markdown_table())
@@ -195,21 +214,23 @@ def _setup_logging(level: str) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tpu-admission", description=__doc__.splitlines()[0] if __doc__ else ""
-    )
+    parser = argparse.ArgumentParser(prog="tpu-admission", description=__doc__.splitlines()[0] if __doc__ else "")
     commands = parser.add_subparsers(dest="command", required=True)
 
     serve = commands.add_parser("serve", help="run the HTTPS admission webhook server")
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (in a pod: 0.0.0.0)")
     serve.add_argument("--port", type=int, default=8443)
-    serve.add_argument(
-        "--cert-dir", default="certs", help="tls.crt/tls.key here, or generated here with ca.crt"
-    )
+    serve.add_argument("--cert-dir", default="certs", help="tls.crt/tls.key here, or generated here with ca.crt")
     serve.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
     serve.add_argument("--kubeconfig", help="watch this cluster (in a pod the in-cluster config is used)")
     serve.add_argument("--tls-min-version", choices=["1.2", "1.3"], default="1.2")
     serve.add_argument("--client-ca", help="require client certificates signed by this CA (mTLS)")
+    serve.add_argument(
+        "--client-allowed-name",
+        action="append",
+        metavar="NAME",
+        help="with --client-ca: accept only client certificates with this CN or DNS name (repeatable)",
+    )
     serve.add_argument("--drain-seconds", type=float, default=0.0, help="on SIGTERM, keep serving this long")
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(run=run_serve)
@@ -232,15 +253,22 @@ def build_parser() -> argparse.ArgumentParser:
     generate.add_argument("--dns-name", action="append", help="another name for the certificate")
     generate.add_argument("--days", type=int, default=365)
     generate.add_argument("--out", help="write ca.crt, tls.crt, tls.key here")
-    generate.add_argument(
-        "--secret-manifest", help="write a kubernetes.io/tls Secret manifest (- for stdout)"
-    )
+    generate.add_argument("--secret-manifest", help="write a kubernetes.io/tls Secret manifest (- for stdout)")
     generate.add_argument("--secret-name", default="tpu-admission-tls")
+    generate.add_argument(
+        "--previous-ca",
+        metavar="FILE",
+        help="on rotation: the CA in use now; ca.crt (the caBundle) then trusts both until pods reload",
+    )
     generate.set_defaults(run=run_certs_generate)
     bundle = cert_sub.add_parser("ca-bundle", help="print the base64 caBundle for the webhook configurations")
     bundle.add_argument("--cert-dir", default="certs")
     bundle.add_argument("--ca", help="the CA certificate file (default: CERT_DIR/ca.crt)")
     bundle.set_defaults(run=run_certs_ca_bundle)
+
+    config = commands.add_parser("config", help="validate a policy file and print the effective policy")
+    config.add_argument("--config", help="policy config YAML (default: print the RFC-0033 defaults)")
+    config.set_defaults(run=run_config)
 
     rules = commands.add_parser("rules", help="list the rule catalog")
     rules.add_argument("--format", choices=["text", "markdown"], default="text")

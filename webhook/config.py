@@ -134,6 +134,8 @@ class Policy(_Model):
     sub_slicing: bool = True
     sub_slice_topologies: tuple[str, ...] = ("2x2x1", "2x2x2", "2x2x4", "2x4x4")
     static_topologies: tuple[str, ...] = ("4x4x4", "4x4x8", "4x8x8", "8x8x8")
+    #: the TAS topology level of one static slice (RFC-0033 4.6: a node pool)
+    static_slice_level: str = "cloud.google.com/gke-nodepool"
     slice_name_budget: int = Field(default=59, gt=0)
     slice_name_hash_length: int = Field(default=5, ge=0)
     suspend_allowed_users: tuple[str, ...] = ("system:serviceaccount:kueue-system:kueue-controller-manager",)

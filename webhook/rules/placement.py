@@ -18,8 +18,10 @@ from webhook.workload import PodSet, Workload
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
-NODEPOOL_LEVEL = "cloud.google.com/gke-nodepool"
-_SLICE_PAIR = f'{SLICE_REQUIRED_TOPOLOGY}: {NODEPOOL_LEVEL} and {SLICE_SIZE}: "<hosts per slice>"'
+
+
+def _slice_pair(level: str) -> str:
+    return f'{SLICE_REQUIRED_TOPOLOGY}: {level} and {SLICE_SIZE}: "<hosts per slice>"'
 
 
 # ---------------------------------------------------------------- both modes
@@ -54,8 +56,7 @@ def slice_topology_missing(workload: Workload, ctx: RuleContext) -> Iterator[Fin
             yield Finding(
                 "slice-topology-missing",
                 podset.annotations_path.key(annotation),
-                f"TPU podSet {podset.name!r} has no slice topology; Kueue would later report "
-                "only 'quota insufficient'",
+                f"TPU podSet {podset.name!r} has no slice topology; Kueue would later report only 'quota insufficient'",
                 f"add the pod template annotation {annotation}, e.g. 4x4x4",
             )
 
@@ -193,21 +194,22 @@ def static_topology_unknown(workload: Workload, ctx: RuleContext) -> Iterator[Fi
 
 
 def tas_annotation_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+    level = ctx.policy.static_slice_level
     for podset in workload.tpu_podsets:
         notes = podset.annotations
         present = [key for key in (REQUIRED_TOPOLOGY, SLICE_REQUIRED_TOPOLOGY, SLICE_SIZE) if key in notes]
         for key in (REQUIRED_TOPOLOGY, SLICE_REQUIRED_TOPOLOGY):
-            if key in notes and notes[key] != NODEPOOL_LEVEL:
+            if key in notes and notes[key] != level:
                 yield Finding(
                     "tas-annotation-missing",
                     podset.annotations_path.key(key),
                     f"topology level {notes[key]!r} is not the static slice level",
-                    f"set it to {NODEPOOL_LEVEL} (one node pool is one static slice)",
+                    f"set it to {level} (one node pool is one static slice)",
                 )
         if present:
             continue  # pairing and multi-slice misuse have rules of their own
-        single = f"add {REQUIRED_TOPOLOGY}: {NODEPOOL_LEVEL}"
-        fix = f"add {_SLICE_PAIR}" if podset.replicas > 1 else single
+        single = f"add {REQUIRED_TOPOLOGY}: {level}"
+        fix = f"add {_slice_pair(level)}" if podset.replicas > 1 else single
         yield Finding(
             "tas-annotation-missing",
             podset.annotations_path,
@@ -223,9 +225,7 @@ def tas_annotation_unpaired(workload: Workload, ctx: RuleContext) -> Iterator[Fi
         has_size = SLICE_SIZE in podset.annotations
         if has_level == has_size:
             continue
-        missing, present = (
-            (SLICE_SIZE, SLICE_REQUIRED_TOPOLOGY) if has_level else (SLICE_REQUIRED_TOPOLOGY, SLICE_SIZE)
-        )
+        missing, present = (SLICE_SIZE, SLICE_REQUIRED_TOPOLOGY) if has_level else (SLICE_REQUIRED_TOPOLOGY, SLICE_SIZE)
         yield Finding(
             "tas-annotation-unpaired",
             podset.annotations_path.key(missing),
@@ -242,7 +242,7 @@ def tas_required_topology_multislice(workload: Workload, ctx: RuleContext) -> It
                 podset.annotations_path.key(REQUIRED_TOPOLOGY),
                 f"replicas is {podset.replicas}, so this asks all {podset.replicas} slices into "
                 "one node pool, which can never be satisfied; the job would pend forever",
-                f"replace it with {_SLICE_PAIR}",
+                f"replace it with {_slice_pair(ctx.policy.static_slice_level)}",
             )
 
 
