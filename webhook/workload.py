@@ -16,7 +16,6 @@ from webhook.config import Policy
 from webhook.fieldpaths import ANNOTATIONS, LABELS, METADATA, REPLICATED_JOBS, FieldPath
 from webhook.findings import Finding
 from webhook.quantity import QuantityError, parse_quantity
-from webhook.topology import Topology, TopologyError, parse_topology
 
 MALFORMED = "jobset-malformed"
 
@@ -276,16 +275,3 @@ def _containers(reader: _Reader, value: Any, path: FieldPath) -> list[Container]
         )
     return out
 
-
-def podset_topology(podset: PodSet, policy: Policy) -> Topology | None:
-    """The slice topology a TPU podSet asks for, by mode; ``None`` when absent or unreadable."""
-    if policy.mode == "dynamic":
-        text = podset.annotations.get(policy.tpu.slice_topology_annotation)
-    else:
-        text = podset.node_selector.get(policy.tpu.topology_label)
-    if text is None:
-        return None
-    try:
-        return parse_topology(text)
-    except TopologyError:
-        return None
