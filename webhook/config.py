@@ -9,6 +9,7 @@ into one line per bad key, naming the key as it is spelled in the file.
 from __future__ import annotations
 
 import re
+from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
@@ -190,7 +191,7 @@ class Policy(_Model):
     def action_for(self, rule_id: str, default: Action) -> Action:
         return self.rules.get(rule_id, default)
 
-    @property
+    @cached_property
     def static_topology_set(self) -> frozenset[str]:
         return frozenset(self.static_topologies)
 

@@ -15,7 +15,7 @@ from webhook.cluster.state import ClusterState
 from webhook.config import Policy
 from webhook.findings import Action, Finding
 from webhook.patches import JsonPatch, default_labels, label_patch
-from webhook.rules import RuleContext, UserInfo
+from webhook.rules import Rule, RuleContext, UserInfo
 from webhook.tiers import resolve_tier
 from webhook.workload import Workload, parse_jobset
 
@@ -55,6 +55,40 @@ class Decision:
 
     def deny_message(self) -> str:
         return "\n".join(f.line() for f in self.violations)
+
+
+Plan = tuple[tuple[Rule, Action], ...]
+_PLANS: dict[tuple[int, str, bool], tuple[Policy, Plan]] = {}
+
+
+def _plan(policy: Policy, stage: Stage, creating: bool) -> Plan:
+    """The rules that apply, with their actions, worked out once per policy and path.
+
+    The request path then only runs checks; mode, stage, operation and the configured
+    action are not re-examined for every rule of every request.
+    """
+    key = (id(policy), stage, creating)
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0] is policy:
+        return cached[1]
+    steps = []
+    for rule in RULES:
+        if policy.mode not in rule.modes:
+            continue
+        if creating and stage == "validate" and rule.subject == "submitted":
+            # On CREATE other mutating webhooks (Kueue's, the Slice Provisioner's) run
+            # before the validating path; on UPDATE they do not, and the validating
+            # configuration is where UPDATE is registered.
+            continue
+        if not creating and not rule.on_update:
+            continue
+        action = policy.action_for(rule.id, rule.default_action)
+        if action is not Action.OFF:
+            steps.append((rule, action))
+    if len(_PLANS) > 64:  # tests build many policies; a server has one
+        _PLANS.clear()
+    _PLANS[key] = (policy, tuple(steps))
+    return _PLANS[key][1]
 
 
 def decide(
@@ -103,19 +137,7 @@ def decide(
         old=old,
         cluster=cluster,
     )
-    for rule in RULES:
-        if policy.mode not in rule.modes:
-            continue
-        if creating and facts.stage == "validate" and rule.subject == "submitted":
-            # On CREATE other mutating webhooks (Kueue's, the Slice Provisioner's) run
-            # before the validating path; on UPDATE they do not, and the validating
-            # configuration is where UPDATE is registered.
-            continue
-        if not creating and not rule.on_update:
-            continue
-        action = policy.action_for(rule.id, rule.default_action)
-        if action is Action.OFF:
-            continue
+    for rule, action in _plan(policy, facts.stage, creating):
         if rule.requires:
             if cluster is None:
                 continue  # structural-only mode: no cluster configured
@@ -126,9 +148,7 @@ def decide(
                 decision.warnings.append(f"[{rule.id}] skipped: cluster state unknown ({reasons})")
                 continue
         for finding in rule.check(workload, ctx):
-            decision.findings.append(
-                replace(finding, action=action) if finding.action is not action else finding
-            )
+            decision.findings.append(replace(finding, action=action) if finding.action is not action else finding)
 
     for finding in decision.findings:
         if finding.action is Action.WARN:

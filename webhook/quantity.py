@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
+from functools import lru_cache
 
 _SUFFIX = {
     "": Decimal(1),
@@ -39,14 +40,19 @@ class QuantityError(ValueError):
 
 def parse_quantity(value: object) -> Decimal:
     """Parse a quantity as the API server would accept it; ``QuantityError`` otherwise."""
+    if isinstance(value, str):
+        return _parse_text(value)
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
         return Decimal(value)
     if isinstance(value, float):
         return Decimal(repr(value))
-    if not isinstance(value, str):
-        raise QuantityError(f"{value!r} is not a quantity")
+    raise QuantityError(f"{value!r} is not a quantity")
+
+
+@lru_cache(maxsize=1024)  # requests repeat ("4", "20Gi") across podSets and requests
+def _parse_text(value: str) -> Decimal:
     match = _QUANTITY.fullmatch(value.strip())
     if match is None:
         raise QuantityError(f"{value!r} is not a quantity (e.g. 4, 500m, 20Gi)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ class Topology:
         return "x".join(str(d) for d in self.dims)
 
 
+@lru_cache(maxsize=256)  # a handful of distinct values; rules ask for the same ones
 def parse_topology(text: str) -> Topology:
     match = _GRAMMAR.fullmatch(text)
     if match is None:

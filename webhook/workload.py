@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 
 from webhook.config import Policy
-from webhook.fieldpaths import ANNOTATIONS, LABELS, METADATA, REPLICATED_JOBS, FieldPath
+from webhook.fieldpaths import ANNOTATIONS, LABELS, METADATA, REPLICATED_JOBS, SPEC, FieldPath
 from webhook.findings import Finding
 from webhook.quantity import QuantityError, parse_quantity
 
@@ -86,6 +87,61 @@ class Container:
         return resource in self.requests or resource in self.limits
 
 
+class _PodSetPaths(NamedTuple):
+    """Every path the parser may name in ``spec.replicatedJobs[i]``, built once per index."""
+
+    job: FieldPath
+    name: FieldPath
+    replicas: FieldPath
+    template: FieldPath
+    job_metadata: FieldPath
+    job_annotations: FieldPath
+    job_spec: FieldPath
+    parallelism: FieldPath
+    completions: FieldPath
+    pod_template: FieldPath
+    pod_metadata: FieldPath
+    pod_annotations: FieldPath
+    pod_spec: FieldPath
+    node_selector: FieldPath
+    containers: FieldPath
+    init_containers: FieldPath
+
+
+@lru_cache(maxsize=512)
+def _podset_paths(index: int) -> _PodSetPaths:
+    job = REPLICATED_JOBS.index(index)
+    template = job.child("template")
+    job_spec = template.child("spec")
+    pod_template = job_spec.child("template")
+    pod_spec = pod_template.child("spec")
+    return _PodSetPaths(
+        job=job,
+        name=job.child("name"),
+        replicas=job.child("replicas"),
+        template=template,
+        job_metadata=template.child("metadata"),
+        job_annotations=template.child("metadata", "annotations"),
+        job_spec=job_spec,
+        parallelism=job_spec.child("parallelism"),
+        completions=job_spec.child("completions"),
+        pod_template=pod_template,
+        pod_metadata=pod_template.child("metadata"),
+        pod_annotations=pod_template.child("metadata", "annotations"),
+        pod_spec=pod_spec,
+        node_selector=pod_spec.child("nodeSelector"),
+        containers=pod_spec.child("containers"),
+        init_containers=pod_spec.child("initContainers"),
+    )
+
+
+@lru_cache(maxsize=2048)
+def _container_paths(list_path: FieldPath, position: int) -> tuple[FieldPath, FieldPath, FieldPath, FieldPath]:
+    item = list_path.index(position)
+    resources = item.child("resources")
+    return item, resources, resources.child("requests"), resources.child("limits")
+
+
 @dataclass(slots=True)
 class PodSet:
     """One ``spec.replicatedJobs[i]``: Kueue's podSet."""
@@ -107,19 +163,19 @@ class PodSet:
 
     @property
     def job_spec_path(self) -> FieldPath:
-        return self.path.child("template", "spec")
+        return _podset_paths(self.index).job_spec
 
     @property
     def pod_spec_path(self) -> FieldPath:
-        return self.template_path.child("spec")
+        return _podset_paths(self.index).pod_spec
 
     @property
     def annotations_path(self) -> FieldPath:
-        return self.template_path.child("metadata", "annotations")
+        return _podset_paths(self.index).pod_annotations
 
     @property
     def node_selector_path(self) -> FieldPath:
-        return self.pod_spec_path.child("nodeSelector")
+        return _podset_paths(self.index).node_selector
 
     def quantity(self, container: Container, kind: str, resource: str) -> Decimal | None:
         """The parsed request or limit, ``None`` when absent or unparseable."""
@@ -146,10 +202,11 @@ class Workload:
     has_metadata: bool = False
     podsets: list[PodSet] = field(default_factory=list)
     malformed: list[Finding] = field(default_factory=list)
+    _tpu_podsets: list[PodSet] = field(default_factory=list)
 
     @property
     def tpu_podsets(self) -> list[PodSet]:
-        return [podset for podset in self.podsets if podset.is_tpu]
+        return self._tpu_podsets
 
     @property
     def suspend_set(self) -> bool:
@@ -182,7 +239,7 @@ def parse_jobset(obj: Any, policy: Policy, namespace: str = "") -> Workload:
         # The API server appends five random characters to generateName.
         generated_suffix = 5 if name else 0
     ns = metadata.get("namespace")
-    spec = reader.mapping(root.get("spec"), FieldPath().child("spec"))
+    spec = reader.mapping(root.get("spec"), SPEC)
     workload = Workload(
         kind=str(root.get("kind", "")),
         api_version=str(root.get("apiVersion", "")),
@@ -203,75 +260,68 @@ def parse_jobset(obj: Any, policy: Policy, namespace: str = "") -> Workload:
         if podset is not None:
             workload.podsets.append(podset)
     workload.malformed = reader.problems
+    workload._tpu_podsets = [podset for podset in workload.podsets if podset.is_tpu]
     return workload
 
 
 def _parse_podset(reader: _Reader, job: Any, index: int, policy: Policy) -> PodSet | None:
-    path = REPLICATED_JOBS.index(index)
-    job = reader.mapping(job, path)
+    paths = _podset_paths(index)
+    job = reader.mapping(job, paths.job)
     if not job:
         return None
     name = job.get("name")
     if not isinstance(name, str) or not name:
-        reader.bad(path.child("name"), "is missing", "give every replicatedJob a name")
+        reader.bad(paths.name, "is missing", "give every replicatedJob a name")
         name = ""
-    template = reader.mapping(job.get("template"), path.child("template"))
+    template = reader.mapping(job.get("template"), paths.template)
     if not template:
-        reader.bad(path.child("template"), "is missing", "a replicatedJob needs a Job template")
-    job_metadata = reader.mapping(template.get("metadata"), path.child("template", "metadata"))
-    job_spec_path = path.child("template", "spec")
-    job_spec = reader.mapping(template.get("spec"), job_spec_path)
-    template_path = job_spec_path.child("template")
-    pod_template = reader.mapping(job_spec.get("template"), template_path)
+        reader.bad(paths.template, "is missing", "a replicatedJob needs a Job template")
+    job_metadata = reader.mapping(template.get("metadata"), paths.job_metadata)
+    job_spec = reader.mapping(template.get("spec"), paths.job_spec)
+    pod_template = reader.mapping(job_spec.get("template"), paths.pod_template)
     if template and not pod_template:
-        reader.bad(template_path, "is missing", "a Job template needs a pod template")
-    pod_metadata = reader.mapping(pod_template.get("metadata"), template_path.child("metadata"))
-    pod_spec_path = template_path.child("spec")
-    pod_spec = reader.mapping(pod_template.get("spec"), pod_spec_path)
-    podset = PodSet(
+        reader.bad(paths.pod_template, "is missing", "a Job template needs a pod template")
+    pod_metadata = reader.mapping(pod_template.get("metadata"), paths.pod_metadata)
+    pod_spec = reader.mapping(pod_template.get("spec"), paths.pod_spec)
+    containers = _containers(reader, pod_spec.get("containers"), paths.containers)
+    annotations = reader.string_map(pod_metadata.get("annotations"), paths.pod_annotations)
+    node_selector = reader.string_map(pod_spec.get("nodeSelector"), paths.node_selector)
+    tpu = policy.tpu
+    return PodSet(
         index=index,
         name=name,
-        path=path,
-        replicas=reader.count(job.get("replicas"), path.child("replicas"), 1) or 0,
-        parallelism=reader.count(job_spec.get("parallelism"), job_spec_path.child("parallelism"), None),
-        completions=reader.count(job_spec.get("completions"), job_spec_path.child("completions"), None),
-        job_annotations=reader.string_map(
-            job_metadata.get("annotations"), path.child("template", "metadata", "annotations")
-        ),
-        template_path=template_path,
-        annotations=reader.string_map(
-            pod_metadata.get("annotations"), template_path.child("metadata", "annotations")
-        ),
-        node_selector=reader.string_map(pod_spec.get("nodeSelector"), pod_spec_path.child("nodeSelector")),
+        path=paths.job,
+        replicas=reader.count(job.get("replicas"), paths.replicas, 1) or 0,
+        parallelism=reader.count(job_spec.get("parallelism"), paths.parallelism, None),
+        completions=reader.count(job_spec.get("completions"), paths.completions, None),
+        job_annotations=reader.string_map(job_metadata.get("annotations"), paths.job_annotations),
+        template_path=paths.pod_template,
+        annotations=annotations,
+        node_selector=node_selector,
         priority_class_name=pod_spec.get("priorityClassName"),
-        containers=_containers(reader, pod_spec.get("containers"), pod_spec_path.child("containers")),
-        init_containers=_containers(
-            reader, pod_spec.get("initContainers"), pod_spec_path.child("initContainers")
+        containers=containers,
+        init_containers=_containers(reader, pod_spec.get("initContainers"), paths.init_containers),
+        is_tpu=(
+            any(c.requests_resource(tpu.resource_name) for c in containers)
+            or tpu.slice_topology_annotation in annotations
+            or tpu.accelerator_label in node_selector
         ),
     )
-    tpu = policy.tpu
-    podset.is_tpu = (
-        any(c.requests_resource(tpu.resource_name) for c in podset.containers)
-        or tpu.slice_topology_annotation in podset.annotations
-        or tpu.accelerator_label in podset.node_selector
-    )
-    return podset
 
 
 def _containers(reader: _Reader, value: Any, path: FieldPath) -> list[Container]:
     out = []
     for position, raw in enumerate(reader.sequence(value, path)):
-        item_path = path.index(position)
+        item_path, resources_path, requests_path, limits_path = _container_paths(path, position)
         item = reader.mapping(raw, item_path)
-        resources = reader.mapping(item.get("resources"), item_path.child("resources"))
+        resources = reader.mapping(item.get("resources"), resources_path)
         name = item.get("name")
         out.append(
             Container(
                 name=name if isinstance(name, str) else f"#{position}",
                 path=item_path,
-                requests=reader.mapping(resources.get("requests"), item_path.child("resources", "requests")),
-                limits=reader.mapping(resources.get("limits"), item_path.child("resources", "limits")),
+                requests=reader.mapping(resources.get("requests"), requests_path),
+                limits=reader.mapping(resources.get("limits"), limits_path),
             )
         )
     return out
-
