@@ -22,6 +22,7 @@ CA_FILE = "ca.crt"
 CERT_FILE = "tls.crt"
 KEY_FILE = "tls.key"
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
+_SKEW = dt.timedelta(minutes=5)  # tolerate clock skew between nodes
 
 
 @dataclass(frozen=True)
@@ -41,20 +42,17 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
     )
 
 
-def generate(
-    dns_names: list[str], days: int = 365, ca_common_name: str = "tpu-admission-ca"
-) -> tuple[bytes, bytes, bytes]:
-    """Return ``(ca_pem, cert_pem, key_pem)`` for a fresh CA and a serving cert it signed."""
+def new_ca(common_name: str = "tpu-admission-ca", days: int = 365) -> tuple[bytes, bytes]:
+    """Return ``(ca_pem, ca_key_pem)`` for a fresh self-signed CA."""
     now = dt.datetime.now(dt.UTC)
-    not_before = now - dt.timedelta(minutes=5)  # tolerate clock skew between nodes
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
         x509.CertificateBuilder()
-        .subject_name(_name(ca_common_name))
-        .issuer_name(_name(ca_common_name))
+        .subject_name(_name(common_name))
+        .issuer_name(_name(common_name))
         .public_key(ca_key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
+        .not_valid_before(now - _SKEW)
         .not_valid_after(now + dt.timedelta(days=days))
         .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
         .add_extension(
@@ -74,34 +72,70 @@ def generate(
         .add_extension(x509.SubjectKeyIdentifier.from_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
+    return ca.public_bytes(serialization.Encoding.PEM), _pem_key(ca_key)
+
+
+def issue(
+    ca_pem: bytes, ca_key_pem: bytes, names: list[str], days: int = 365, *, client: bool = False
+) -> tuple[bytes, bytes]:
+    """Return ``(cert_pem, key_pem)`` signed by the CA: a serving certificate for ``names``
+    (DNS names or IP addresses), or with ``client`` a client certificate whose common name
+    is ``names[0]`` (for mTLS tests and API server client configs)."""
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
+    if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
+        raise ValueError("the CA key must be an ECDSA key")
+    now = dt.datetime.now(dt.UTC)
     key = ec.generate_private_key(ec.SECP256R1())
     alt_names: list[x509.GeneralName] = []
-    for name in dict.fromkeys(dns_names):  # keep order, drop repeats
+    for name in dict.fromkeys(names):  # keep order, drop repeats
         try:
             alt_names.append(x509.IPAddress(ipaddress.ip_address(name)))
         except ValueError:
             alt_names.append(x509.DNSName(name))
+    usage = ExtendedKeyUsageOID.CLIENT_AUTH if client else ExtendedKeyUsageOID.SERVER_AUTH
     cert = (
         x509.CertificateBuilder()
-        .subject_name(_name(dns_names[0]))
+        .subject_name(_name(names[0]))
         .issuer_name(ca.subject)
         .public_key(key.public_key())
         .serial_number(x509.random_serial_number())
-        .not_valid_before(not_before)
+        .not_valid_before(now - _SKEW)
         .not_valid_after(now + dt.timedelta(days=days))
         .add_extension(x509.SubjectAlternativeName(alt_names), critical=False)
         .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
-        .add_extension(
-            x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False
-        )
+        .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
+        .add_extension(x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()), critical=False)
         .sign(ca_key, hashes.SHA256())
     )
-    return (
-        ca.public_bytes(serialization.Encoding.PEM),
-        cert.public_bytes(serialization.Encoding.PEM),
-        _pem_key(key),
-    )
+    return cert.public_bytes(serialization.Encoding.PEM), _pem_key(key)
+
+
+def generate(
+    dns_names: list[str], days: int = 365, ca_common_name: str = "tpu-admission-ca"
+) -> tuple[bytes, bytes, bytes]:
+    """Return ``(ca_pem, cert_pem, key_pem)`` for a fresh CA and a serving cert it signed.
+
+    The CA's key is discarded: rotation makes a new CA (see ``bundle``) rather than
+    keeping a signing key on disk.
+    """
+    ca_pem, ca_key_pem = new_ca(ca_common_name, days)
+    cert_pem, key_pem = issue(ca_pem, ca_key_pem, dns_names, days)
+    return ca_pem, cert_pem, key_pem
+
+
+def bundle(ca_pem: bytes, previous_pem: bytes) -> bytes:
+    """``ca_pem`` followed by the first certificate of ``previous_pem``.
+
+    Used on rotation: the caBundle then trusts both the new CA and the one that signed
+    the certificate the running pods still serve until they reload. Taking only the
+    first certificate of the previous bundle keeps it from growing on every rotation.
+    """
+    try:
+        previous = x509.load_pem_x509_certificates(previous_pem)[0]
+    except ValueError as exc:
+        raise ValueError(f"not a PEM certificate: {exc}") from None
+    return ca_pem + previous.public_bytes(serialization.Encoding.PEM)
 
 
 def service_names(service: str, namespace: str) -> list[str]:

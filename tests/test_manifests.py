@@ -1,0 +1,592 @@
+"""The shipped manifests: they render, validate against Kubernetes' own schemas, and keep
+the promises of SPEC §2, §4 and §8 (tier entries, ordering, failure policy, read-only RBAC,
+HA, hardening, certificate wiring).
+
+Rendering: no kustomize binary is guaranteed on the machines this project runs on (none
+in Debian or PyPI; this machine happens to have ``kubectl`` from the Google Cloud SDK
+image). ``render`` below is a deliberately small kustomize: exactly the features the
+manifests use (``resources``, ``namespace``, ``patches`` that merge maps,
+``replacements``), and it raises on anything else rather than guess. Where ``kubectl``
+is present, ``test_renderer_matches_kubectl_kustomize`` holds it to the real thing.
+"""
+
+from __future__ import annotations
+
+import base64
+import copy
+import re
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import dockerfile
+import kubernetes_validate
+import pytest
+import yaml
+from cel_expr_python import cel
+from cryptography import x509
+from support import load_jobset
+
+from webhook import certs
+from webhook.cli import build_parser
+from webhook.cli import main as cli_main
+from webhook.config import Policy, policy_from_mapping
+
+MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
+OVERLAYS = ("self-managed", "cert-manager")
+# Oldest Kubernetes the manifests support (matchConditions are GA in 1.30) and the newest
+# schemas kubernetes-validate ships.
+K8S_VERSIONS = ("1.30", kubernetes_validate.latest_version())
+NAMESPACE = "tpu-admission"
+# Mutating configurations that change a JobSet on its create path (SPEC §4). The Slice
+# Provisioner's is installed from GKE's manifests; kubebuilder names it after the project
+# (slice-controller). Our name must sort before all of them, and before any name that
+# starts with a letter.
+OTHER_MUTATING = (
+    "jobset-mutating-webhook-configuration",
+    "kueue-mutating-webhook-configuration",
+    "slice-controller-mutating-webhook-configuration",
+)
+READ_VERBS = {"get", "list", "watch"}
+CACHE_KINDS = {
+    "": {"namespaces", "nodes"},
+    "kueue.x-k8s.io": {
+        "localqueues",
+        "clusterqueues",
+        "cohorts",
+        "resourceflavors",
+        "workloadpriorityclasses",
+        "workloads",
+    },
+}
+KUEUE_CONTROLLER = "system:serviceaccount:kueue-system:kueue-controller-manager"
+
+
+# --- a minimal kustomize ------------------------------------------------------------
+
+CLUSTER_SCOPED = {
+    "Namespace",
+    "ClusterRole",
+    "ClusterRoleBinding",
+    "MutatingWebhookConfiguration",
+    "ValidatingWebhookConfiguration",
+}
+KUSTOMIZATION_KEYS = {"apiVersion", "kind", "resources", "namespace", "patches", "replacements"}
+
+
+def _documents(path: Path) -> list[dict[str, Any]]:
+    return [doc for doc in yaml.safe_load_all(path.read_text()) if doc]
+
+
+def _merge(base: dict[str, Any], patch: dict[str, Any]) -> None:
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(base.get(key), dict):
+            _merge(base[key], value)
+        elif isinstance(value, list | dict) and key in base:
+            raise NotImplementedError(f"merging {key}: only maps are merged by this renderer")
+        else:
+            base[key] = copy.deepcopy(value)
+
+
+def _field_path(text: str) -> list[str]:
+    # kustomize's syntax: dots separate fields, [a.b] quotes a key containing dots.
+    return [a or b for a, b in re.findall(r"\[([^\]]+)\]|([^.\[\]]+)", text)]
+
+
+def _get(obj: Any, path: list[str]) -> Any:
+    for part in path:
+        obj = obj[part]
+    return obj
+
+
+def _set(obj: Any, path: list[str], value: Any, create: bool) -> None:
+    head, rest = path[0], path[1:]
+    if head == "*":
+        for item in obj:
+            _set(item, rest, value, create)
+        return
+    if not rest:
+        if head not in obj and not create:
+            raise KeyError(head)
+        obj[head] = value
+        return
+    if head not in obj:
+        if not create:
+            raise KeyError(head)
+        obj[head] = {}
+    _set(obj[head], rest, value, create)
+
+
+def _select(objects: list[dict[str, Any]], selector: dict[str, Any]) -> list[dict[str, Any]]:
+    unknown = set(selector) - {"kind", "name"}
+    if unknown:
+        raise NotImplementedError(f"selector keys {unknown}")
+    found = [
+        obj
+        for obj in objects
+        if obj["kind"] == selector.get("kind", obj["kind"])
+        and obj["metadata"]["name"] == selector.get("name", obj["metadata"]["name"])
+    ]
+    if not found:
+        raise LookupError(f"nothing matches {selector}")
+    return found
+
+
+def render(directory: Path) -> list[dict[str, Any]]:
+    spec = yaml.safe_load((directory / "kustomization.yaml").read_text())
+    unknown = set(spec) - KUSTOMIZATION_KEYS
+    if unknown:
+        raise NotImplementedError(f"{directory}: kustomization keys {sorted(unknown)}")
+    objects: list[dict[str, Any]] = []
+    for entry in spec.get("resources", []):
+        path = (directory / entry).resolve()
+        objects.extend(render(path) if path.is_dir() else _documents(path))
+    namespace = spec.get("namespace")
+    if namespace:
+        for obj in objects:
+            if obj["kind"] not in CLUSTER_SCOPED:
+                obj["metadata"]["namespace"] = namespace
+            for webhook in obj.get("webhooks", []):
+                service = webhook["clientConfig"]["service"]
+                if service["namespace"] != namespace:
+                    raise NotImplementedError("renaming a webhook service's namespace")
+            for subject in obj.get("subjects", []):
+                if subject.get("namespace") != namespace:
+                    raise NotImplementedError("renaming a binding subject's namespace")
+    for patch in spec.get("patches", []):
+        body = yaml.safe_load(patch["patch"]) if "patch" in patch else _documents(directory / patch["path"])[0]
+        for obj in _select(objects, patch["target"]):
+            _merge(obj, body)
+    for replacement in spec.get("replacements", []):
+        source = replacement["source"]
+        value = _get(
+            _select(objects, {k: v for k, v in source.items() if k != "fieldPath"})[0],
+            _field_path(source["fieldPath"]),
+        )
+        for target in replacement["targets"]:
+            create = bool(target.get("options", {}).get("create"))
+            if set(target.get("options", {})) - {"create"}:
+                raise NotImplementedError(f"replacement options {target['options']}")
+            for obj in _select(objects, target["select"]):
+                for field_path in target["fieldPaths"]:
+                    _set(obj, _field_path(field_path), value, create)
+    return objects
+
+
+# --- fixtures -----------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A copy of manifests/ with the self-managed Secret written by the documented command."""
+    root = tmp_path_factory.mktemp("manifests") / "manifests"
+    shutil.copytree(MANIFESTS, root, ignore=shutil.ignore_patterns("tls-secret.yaml"))
+    secret = root / "overlays" / "self-managed" / "tls-secret.yaml"
+    code = cli_main(
+        ["certs", "generate", "--service", "tpu-admission", "--namespace", NAMESPACE, "--secret-manifest", str(secret)]
+    )
+    assert code == 0 and secret.exists()
+    return root
+
+
+@pytest.fixture(scope="module")
+def rendered(tree: Path) -> dict[str, list[dict[str, Any]]]:
+    return {name: render(tree / "overlays" / name) for name in OVERLAYS}
+
+
+def one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> dict[str, Any]:
+    found = [o for o in objects if o["kind"] == kind and (name is None or o["metadata"]["name"] == name)]
+    assert len(found) == 1, f"expected one {kind} {name or ''}, found {len(found)}"
+    return found[0]
+
+
+@pytest.fixture(scope="module")
+def base(tree: Path) -> list[dict[str, Any]]:
+    return render(tree / "base")
+
+
+# --- rendering and schemas ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("overlay", OVERLAYS)
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_overlay_validates_against_kubernetes_schemas(
+    rendered: dict[str, list[dict[str, Any]]], overlay: str, version: str
+) -> None:
+    validated = set()
+    for obj in rendered[overlay]:
+        if obj["apiVersion"].startswith("cert-manager.io/"):
+            continue  # no schema offline; the wiring is checked below
+        kubernetes_validate.validate(obj, version, strict=True)
+        validated.add(obj["kind"])
+    assert {
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "ClusterRoleBinding",
+        "ConfigMap",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+        "NetworkPolicy",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    } <= validated
+
+
+def test_schema_validation_catches_a_typo(base: list[dict[str, Any]]) -> None:
+    """The validator is strict: a misspelt field or a wrong type in a webhook entry is an error."""
+    config = copy.deepcopy(one(base, "MutatingWebhookConfiguration"))
+    config["webhooks"][0]["timeoutSeconds"] = "5"
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(config, K8S_VERSIONS[0], strict=True)
+    config = copy.deepcopy(one(base, "MutatingWebhookConfiguration"))
+    config["webhooks"][0]["timeoutSecond"] = 5
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(config, K8S_VERSIONS[0], strict=True)
+
+
+def test_every_object_lives_in_the_webhook_namespace(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    for objects in rendered.values():
+        for obj in objects:
+            if obj["kind"] in CLUSTER_SCOPED:
+                assert "namespace" not in obj["metadata"], obj["metadata"]
+            else:
+                assert obj["metadata"]["namespace"] == NAMESPACE, obj["metadata"]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="no kubectl on this machine")
+@pytest.mark.parametrize("target", ["base", "overlays/self-managed", "overlays/cert-manager"])
+def test_renderer_matches_kubectl_kustomize(tree: Path, target: str) -> None:
+    proc = subprocess.run(
+        ["kubectl", "kustomize", str(tree / target)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+
+    def keyed(objects: list[dict[str, Any]]) -> dict[tuple[str, str, str], dict[str, Any]]:
+        return {(o["kind"], o["metadata"].get("namespace", ""), o["metadata"]["name"]): o for o in objects}
+
+    assert keyed(render(tree / target)) == keyed([d for d in yaml.safe_load_all(proc.stdout) if d])
+
+
+# --- webhook configurations (SPEC §2, §4) ---------------------------------------------
+
+
+def test_mutating_configuration_runs_first_and_once(base: list[dict[str, Any]]) -> None:
+    config = one(base, "MutatingWebhookConfiguration")
+    name = config["metadata"]["name"]
+    # The API server sorts configurations by name, comparing bytes (Go string order).
+    for other in OTHER_MUTATING:
+        assert name.encode() < other.encode(), other
+    assert name.encode() < b"a", "must sort before any name that starts with a letter"
+    assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", name)
+    assert config["webhooks"]
+    for webhook in config["webhooks"]:
+        assert webhook["reinvocationPolicy"] == "Never"
+
+
+@pytest.mark.parametrize("policy_source", ["defaults", "configmap"])
+def test_every_tier_has_its_webhook_entries(base: list[dict[str, Any]], policy_source: str) -> None:
+    policy = Policy() if policy_source == "defaults" else shipped_policy(base)
+    service = one(base, "Service")
+    for kind, stage in (("MutatingWebhookConfiguration", "mutate"), ("ValidatingWebhookConfiguration", "validate")):
+        webhooks = one(base, kind)["webhooks"]
+        by_path = {w["clientConfig"]["service"]["path"]: w for w in webhooks}
+        assert set(by_path) == {f"/{stage}/{tier}" for tier in policy.tiers}, kind
+        assert len({w["name"] for w in webhooks}) == len(webhooks)
+        for tier in policy.tiers:
+            webhook = by_path[f"/{stage}/{tier}"]
+            selector = webhook["namespaceSelector"]
+            assert selector["matchLabels"] == {policy.tier_label: tier}
+            assert {
+                "key": "kubernetes.io/metadata.name",
+                "operator": "NotIn",
+                "values": ["kube-system", NAMESPACE],
+            } in selector["matchExpressions"]
+            target = webhook["clientConfig"]["service"]
+            assert (target["name"], target["namespace"]) == (service["metadata"]["name"], NAMESPACE)
+            assert target["port"] == service["spec"]["ports"][0]["port"] == 443
+            # The API server accepts no query string: every segment a DNS-1123 subdomain.
+            for segment in target["path"].strip("/").split("/"):
+                assert re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*", segment)
+
+
+def test_webhook_entries_settings(base: list[dict[str, Any]]) -> None:
+    operations = {"MutatingWebhookConfiguration": ["CREATE"], "ValidatingWebhookConfiguration": ["CREATE", "UPDATE"]}
+    for kind, expected_operations in operations.items():
+        for webhook in one(base, kind)["webhooks"]:
+            assert webhook["sideEffects"] == "None"
+            assert webhook["admissionReviewVersions"] == ["v1"]
+            assert 1 <= webhook["timeoutSeconds"] <= 5
+            assert webhook["failurePolicy"] == "Fail"  # the trade-off is in README
+            assert webhook["rules"] == [
+                {
+                    "apiGroups": ["jobset.x-k8s.io"],
+                    "apiVersions": ["v1alpha2"],
+                    "resources": ["jobsets"],
+                    "operations": expected_operations,
+                    "scope": "Namespaced",
+                }
+            ]
+            assert "!has(object.metadata.deletionTimestamp)" in [c["expression"] for c in webhook["matchConditions"]]
+
+
+# --- matchConditions, evaluated by a real CEL runtime -------------------------------------
+
+CEL_ENV = cel.NewEnv(variables={"object": cel.Type.DYN, "oldObject": cel.Type.DYN, "request": cel.Type.DYN})
+
+
+def calls_webhook(webhook: dict[str, Any], request: dict[str, Any]) -> bool:
+    """What the API server decides: call only if every matchCondition is true. An error
+    would be worse than either answer (with failurePolicy Fail it rejects the request),
+    so any non-boolean result fails the test."""
+    data = {"object": request["object"], "oldObject": request.get("oldObject"), "request": request}
+    results = []
+    for condition in webhook["matchConditions"]:
+        value = CEL_ENV.compile(condition["expression"]).eval(data=data)
+        assert value.type() == cel.Type.BOOL, f"{condition['name']}: {value.value()}"
+        results.append(bool(value.value()))
+    return all(results)
+
+
+def _jobset(labels: dict[str, str] | None = None, suspend: bool | None = None) -> dict[str, Any]:
+    jobset = load_jobset("rfc-4.6-static")
+    jobset["metadata"].pop("labels", None)
+    if labels is not None:
+        jobset["metadata"]["labels"] = labels
+    jobset["spec"].pop("suspend", None)
+    if suspend is not None:
+        jobset["spec"]["suspend"] = suspend
+    return jobset
+
+
+def _update(old: dict[str, Any], new: dict[str, Any], user: str = "alice") -> dict[str, Any]:
+    return {"operation": "UPDATE", "object": new, "oldObject": old, "userInfo": {"username": user}}
+
+
+Q, P = "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/priority-class"
+LABELS = {Q: "default", P: "default"}
+DELETING = {**_jobset(LABELS), "metadata": {**_jobset(LABELS)["metadata"], "deletionTimestamp": "2026-01-01T00:00:00Z"}}
+NO_SPEC = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "metadata": {"name": "x"}}
+VALIDATING_CASES = {
+    "create": ({"operation": "CREATE", "object": _jobset(), "userInfo": {"username": "alice"}}, True),
+    "create-without-spec": ({"operation": "CREATE", "object": NO_SPEC, "userInfo": {"username": "alice"}}, True),
+    "update-nothing-checked-changed": (_update(_jobset(LABELS), {**_jobset(LABELS), "x": 1}), False),
+    "update-no-labels-no-suspend": (_update(_jobset(), _jobset()), False),
+    "update-without-spec": (_update(NO_SPEC, NO_SPEC), False),
+    "update-queue-changed": (_update(_jobset(LABELS), _jobset({**LABELS, Q: "other"})), True),
+    "update-priority-added": (_update(_jobset({Q: "default"}), _jobset(LABELS)), True),
+    "update-priority-removed": (_update(_jobset(LABELS), _jobset({Q: "default"})), True),
+    "update-label-emptied": (_update(_jobset(LABELS), _jobset({**LABELS, P: ""})), True),
+    "update-suspend-by-user": (_update(_jobset(LABELS, False), _jobset(LABELS, True)), True),
+    "update-suspend-absent-to-true": (_update(_jobset(LABELS), _jobset(LABELS, True)), True),
+    "update-suspend-absent-to-false": (_update(_jobset(LABELS), _jobset(LABELS, False)), False),
+    "update-suspend-by-kueue": (_update(_jobset(LABELS, True), _jobset(LABELS, False), KUEUE_CONTROLLER), False),
+    "update-while-deleting": (_update(_jobset(LABELS), {**DELETING, "metadata": {**DELETING["metadata"]}}), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(VALIDATING_CASES))
+def test_validating_match_conditions(base: list[dict[str, Any]], case: str) -> None:
+    request, expected = VALIDATING_CASES[case]
+    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+        assert calls_webhook(webhook, request) is expected
+
+
+@pytest.mark.parametrize(("obj", "expected"), [(_jobset(), True), (NO_SPEC, True), (DELETING, False)])
+def test_mutating_match_conditions(base: list[dict[str, Any]], obj: dict[str, Any], expected: bool) -> None:
+    request = {"operation": "CREATE", "object": obj, "userInfo": {"username": "alice"}}
+    for webhook in one(base, "MutatingWebhookConfiguration")["webhooks"]:
+        assert calls_webhook(webhook, request) is expected
+
+
+def test_match_conditions_skip_exactly_the_policys_suspend_users(base: list[dict[str, Any]]) -> None:
+    assert shipped_policy(base).suspend_allowed_users == (KUEUE_CONTROLLER,)
+    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+        assert KUEUE_CONTROLLER in " ".join(c["expression"] for c in webhook["matchConditions"])
+
+
+# --- RBAC -----------------------------------------------------------------------------
+
+
+def test_rbac_is_read_only_and_exactly_the_cached_kinds(base: list[dict[str, Any]]) -> None:
+    roles = [o for o in base if o["kind"] in {"Role", "ClusterRole"}]
+    assert len(roles) == 1
+    granted: dict[str, set[str]] = {}
+    for rule in roles[0]["rules"]:
+        assert set(rule["verbs"]) == READ_VERBS, rule
+        assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+        for group in rule["apiGroups"]:
+            assert "*" not in rule["resources"] and group != "*"
+            granted.setdefault(group, set()).update(rule["resources"])
+    assert granted == CACHE_KINDS
+    # ... which is what the watch cache lists and watches.
+    from webhook.cluster.kinds import KINDS
+
+    watched: dict[str, set[str]] = {}
+    for kind in KINDS:
+        watched.setdefault(kind.group, set()).add(kind.plural)
+    assert granted == watched
+    bindings = [o for o in base if o["kind"] in {"RoleBinding", "ClusterRoleBinding"}]
+    assert [(b["roleRef"]["name"], b["subjects"]) for b in bindings] == [
+        (roles[0]["metadata"]["name"], [{"kind": "ServiceAccount", "name": "tpu-admission", "namespace": NAMESPACE}])
+    ]
+
+
+# --- policy ConfigMap -----------------------------------------------------------------
+
+
+def shipped_policy(objects: list[dict[str, Any]]) -> Policy:
+    configmap = one(objects, "ConfigMap", "tpu-admission-policy")
+    return policy_from_mapping(yaml.safe_load(configmap["data"]["policy.yaml"]), "policy ConfigMap")
+
+
+def _keys(data: Any, prefix: str = "") -> set[str]:
+    if not isinstance(data, dict):
+        return set()
+    keys = set()
+    for key, value in data.items():
+        keys.add(prefix + key)
+        keys |= _keys(value, f"{prefix}{key}.")
+    return keys
+
+
+def test_policy_configmap_is_the_default_policy_with_every_key(base: list[dict[str, Any]]) -> None:
+    assert shipped_policy(base) == Policy()
+    text = one(base, "ConfigMap", "tpu-admission-policy")["data"]["policy.yaml"]
+    written = _keys(yaml.safe_load(text))
+    assert written == _keys(Policy().model_dump(by_alias=True, mode="json"))
+    # ... and each top-level key has a comment just above it.
+    lines = text.splitlines()
+    for index, line in enumerate(lines):
+        if re.match(r"^[a-zA-Z]", line):
+            assert any(x.startswith("#") for x in lines[max(0, index - 3) : index]), line
+
+
+# --- Deployment, Service, PDB, NetworkPolicy -------------------------------------------
+
+
+def serve_args(objects: list[dict[str, Any]]) -> Any:
+    """The container's flags as ``tpu-admission`` parses them behind the image's ENTRYPOINT."""
+    container = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    assert "command" not in container  # keep the image's ENTRYPOINT
+    entrypoint = next(c for c in dockerfile.parse_file(str(MANIFESTS.parent / "Dockerfile")) if c.cmd == "ENTRYPOINT")
+    assert entrypoint.json and entrypoint.value[0] == "tpu-admission"
+    return build_parser().parse_args([*entrypoint.value[1:], *container["args"]])
+
+
+def test_deployment_is_highly_available(base: list[dict[str, Any]]) -> None:
+    deployment = one(base, "Deployment")
+    spec = deployment["spec"]
+    pod = spec["template"]["spec"]
+    labels = spec["template"]["metadata"]["labels"]
+    assert spec["replicas"] == 3
+    assert spec["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
+    hard_spread = [
+        c
+        for c in pod["topologySpreadConstraints"]
+        if c["topologyKey"] == "kubernetes.io/hostname" and c["whenUnsatisfiable"] == "DoNotSchedule"
+    ]
+    assert hard_spread and hard_spread[0]["maxSkew"] == 1
+    assert hard_spread[0]["labelSelector"]["matchLabels"].items() <= labels.items()
+    pdb = one(base, "PodDisruptionBudget")
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert pdb["spec"].get("maxUnavailable") == 1 or pdb["spec"].get("minAvailable", 0) >= 2
+    assert one(base, "Service")["spec"]["selector"].items() <= labels.items()
+
+
+def test_deployment_probes_ports_and_drain(base: list[dict[str, Any]]) -> None:
+    pod = one(base, "Deployment")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    args = serve_args(base)
+    assert args.command == "serve" and args.host == "0.0.0.0"
+    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [("https", args.port)]
+    assert args.port == 8443
+    service_port = one(base, "Service")["spec"]["ports"][0]
+    assert (service_port["port"], service_port["targetPort"]) == (443, "https")
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        get = container[probe]["httpGet"]
+        assert (get["path"], get["scheme"], get["port"]) == (path, "HTTPS", "https")
+    pre_stop = int(container["lifecycle"]["preStop"]["exec"]["command"][1])
+    assert pre_stop > 0 and args.drain_seconds > 0
+    # Grace period covers the preStop sleep, the drain and uvicorn's 20 s graceful shutdown.
+    assert pod["terminationGracePeriodSeconds"] >= pre_stop + args.drain_seconds + 20
+    assert container["resources"]["requests"]["cpu"] and container["resources"]["requests"]["memory"]
+    network = one(base, "NetworkPolicy")
+    labels = one(base, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    assert network["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
+    assert {"protocol": "TCP", "port": args.port} in network["spec"]["ingress"][0]["ports"]
+
+
+def test_container_is_locked_down(base: list[dict[str, Any]]) -> None:
+    pod = one(base, "Deployment")["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    context = container["securityContext"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert pod["securityContext"]["runAsUser"] > 0
+    assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert context["allowPrivilegeEscalation"] is False
+    assert context["readOnlyRootFilesystem"] is True
+    assert context["capabilities"] == {"drop": ["ALL"]}
+    assert context["seccompProfile"] == {"type": "RuntimeDefault"}
+    assert not container.get("securityContext", {}).get("privileged", False)
+
+
+def test_certificates_are_mounted_read_only_at_the_cert_dir(base: list[dict[str, Any]]) -> None:
+    pod = one(base, "Deployment")["spec"]["template"]["spec"]
+    mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
+    mount = mounts[serve_args(base).cert_dir]
+    assert mount["readOnly"] is True
+    assert "subPath" not in mount  # a subPath mount never sees the Secret's updates
+    volume = next(v for v in pod["volumes"] if v["name"] == mount["name"])
+    assert volume["secret"]["secretName"] == "tpu-admission-tls"
+    config_mount = mounts[str(Path(serve_args(base).config).parent)]
+    config_volume = next(v for v in pod["volumes"] if v["name"] == config_mount["name"])
+    assert config_volume["configMap"]["name"] == "tpu-admission-policy"
+
+
+# --- certificate variants --------------------------------------------------------------
+
+
+def test_self_managed_ca_bundle_is_the_secrets_ca(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    objects = rendered["self-managed"]
+    secret = one(objects, "Secret", "tpu-admission-tls")
+    assert secret["type"] == "kubernetes.io/tls"
+    ca_pem = base64.b64decode(secret["data"]["ca.crt"])
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for webhook in one(objects, kind)["webhooks"]:
+            assert webhook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
+    # The serving certificate is what the API server would accept for the Service's name.
+    ca = x509.load_pem_x509_certificate(ca_pem)
+    serving = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
+    serving.verify_directly_issued_by(ca)
+    names = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    assert f"tpu-admission.{NAMESPACE}.svc" in names.get_values_for_type(x509.DNSName)
+
+
+def test_cert_manager_variant_is_wired(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    objects = rendered["cert-manager"]
+    assert not [o for o in objects if o["kind"] == "Secret"]
+    certificates = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Certificate"}
+    issuers = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Issuer"}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        config = one(objects, kind)
+        namespace, name = config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].split("/")
+        assert namespace == NAMESPACE and name in certificates
+        assert all("caBundle" not in w["clientConfig"] for w in config["webhooks"])
+        serving = certificates[name]["spec"]
+    assert serving["secretName"] == "tpu-admission-tls"  # what the Deployment mounts
+    assert f"tpu-admission.{NAMESPACE}.svc" in serving["dnsNames"]
+    # Every issuerRef names an Issuer of this overlay, and the chain ends in a CA.
+    for certificate in certificates.values():
+        assert certificate["spec"]["issuerRef"]["name"] in issuers
+    ca_issuer = issuers[serving["issuerRef"]["name"]]["spec"]["ca"]
+    ca_certificate = next(c for c in certificates.values() if c["spec"]["secretName"] == ca_issuer["secretName"])
+    assert ca_certificate["spec"]["isCA"] is True
+
+
+def test_generated_secret_is_git_ignored() -> None:
+    ignored = (MANIFESTS.parent / ".gitignore").read_text().splitlines()
+    assert "manifests/overlays/self-managed/tls-secret.yaml" in ignored
+    assert certs.CERT_FILE == "tls.crt"  # the Secret's keys are the files serve reads

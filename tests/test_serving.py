@@ -1,0 +1,386 @@
+"""The TLS server as the API server meets it: hot certificate reload, SIGTERM draining,
+mTLS and the TLS version floor. Real sockets on loopback, real certificates."""
+
+from __future__ import annotations
+
+import hashlib
+import http.client
+import json
+import logging
+import os
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from support import RunningServer, load_jobset, review, running_server
+
+from webhook import certs
+from webhook.config import Policy
+from webhook.server import ServerState
+from webhook.serving import TlsSettings
+
+BODY = json.dumps(review(load_jobset("rfc-4.6-static"), uid="stream")).encode()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = 15.0, what: str = "condition") -> None:
+    """A bounded wait (not a timing assertion): poll until true or give up."""
+    event = threading.Event()
+    for _ in range(int(timeout / 0.02)):
+        if condition():
+            return
+        event.wait(0.02)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def client_context(ca_pem: bytes, *, cert: tuple[Path, Path] | None = None) -> ssl.SSLContext:
+    context = ssl.create_default_context(cadata=ca_pem.decode())
+    if cert is not None:
+        context.load_cert_chain(*cert)
+    return context
+
+
+class NotSent(Exception):
+    """The connection or handshake failed: no byte of the request reached the server."""
+
+
+def post(port: int, context: ssl.SSLContext, path: str = "/mutate", body: bytes = BODY) -> tuple[int, bytes, str]:
+    """One request on a fresh connection (so a fresh handshake); returns status, body and
+    the SHA-256 of the certificate the server presented."""
+    conn = http.client.HTTPSConnection("localhost", port, context=context, timeout=10)
+    try:
+        try:
+            conn.connect()
+        except OSError as exc:
+            raise NotSent(repr(exc)) from exc
+        conn.request("POST", path, body=body, headers={"Content-Type": "application/json"})
+        reply = conn.getresponse()
+        assert conn.sock is not None
+        served = hashlib.sha256(conn.sock.getpeercert(binary_form=True) or b"").hexdigest()
+        return reply.status, reply.read(), served
+    finally:
+        conn.close()
+
+
+def fingerprint(cert_pem: bytes) -> str:
+    return hashlib.sha256(ssl.PEM_cert_to_DER_cert(cert_pem.decode())).hexdigest()
+
+
+class SecretVolume:
+    """A directory laid out like a kubelet Secret volume: ``tls.crt -> ..data/tls.crt``,
+    ``..data -> ..<generation>``; ``publish`` swaps ``..data`` atomically, as the kubelet does."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.generation = 0
+
+    def publish(self, files: dict[str, bytes]) -> None:
+        self.generation += 1
+        directory = self.root / f"..gen{self.generation}"
+        directory.mkdir()
+        for name, data in files.items():
+            (directory / name).write_bytes(data)
+        (self.root / "..data_tmp").symlink_to(directory.name)
+        os.replace(self.root / "..data_tmp", self.root / "..data")
+        for name in files:
+            link = self.root / name
+            if not link.is_symlink():
+                link.symlink_to(f"..data/{name}")
+
+    @property
+    def tls(self) -> TlsSettings:
+        return TlsSettings(cert=self.root / "tls.crt", key=self.root / "tls.key", reload_interval=0.05)
+
+
+def pair(names: list[str] | None = None) -> dict[str, bytes]:
+    ca, cert, key = certs.generate(names or ["localhost", "127.0.0.1"])
+    return {"ca.crt": ca, "tls.crt": cert, "tls.key": key}
+
+
+@dataclass
+class Stream:
+    """Requests sent one after another from a few threads until stopped."""
+
+    port: int
+    context: ssl.SSLContext
+    threads: int = 2
+    results: list[list[tuple[str, str]]] = field(default_factory=list)
+    stop: threading.Event = field(default_factory=threading.Event)
+
+    def __post_init__(self) -> None:
+        self.results = [[] for _ in range(self.threads)]
+        self._workers = [threading.Thread(target=self._run, args=(i,), daemon=True) for i in range(self.threads)]
+
+    def _run(self, index: int) -> None:
+        for _ in range(5000):  # bounded even if never stopped
+            if self.stop.is_set():
+                return
+            try:
+                status, body, served = post(self.port, self.context)
+                outcome = "ok" if status == 200 and json.loads(body)["response"]["uid"] == "stream" else f"{status}"
+            except NotSent as exc:
+                outcome, served = f"not sent: {exc}", ""
+            except Exception as exc:
+                outcome, served = f"error: {exc!r}", ""
+            self.results[index].append((outcome, served))
+
+    def count(self) -> int:
+        return sum(len(r) for r in self.results)
+
+    def __enter__(self) -> Stream:
+        for worker in self._workers:
+            worker.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        for worker in self._workers:
+            worker.join(timeout=20)
+
+
+# --- hot reload -----------------------------------------------------------------------
+
+
+@pytest.fixture
+def volume(tmp_path: Path) -> SecretVolume:
+    volume = SecretVolume(tmp_path)
+    return volume
+
+
+def test_certificate_swap_under_load_serves_the_new_one_without_a_failure(volume: SecretVolume) -> None:
+    old, new = pair(), pair()
+    volume.publish(old)
+    context = client_context(old["ca.crt"] + new["ca.crt"])  # the caBundle during rotation
+    with running_server(Policy(), volume.tls) as server, Stream(server.port, context) as stream:
+        wait_for(lambda: stream.count() >= 20, what="requests before the swap")
+        volume.publish(new)
+        wait_for(lambda: any(s == fingerprint(new["tls.crt"]) for r in stream.results for _, s in r), what="new cert")
+        seen = stream.count()
+        wait_for(lambda: stream.count() >= seen + 20, what="requests after the swap")
+    outcomes = [outcome for results in stream.results for outcome, _ in results]
+    assert [o for o in outcomes if o != "ok"] == []
+    old_fp, new_fp = fingerprint(old["tls.crt"]), fingerprint(new["tls.crt"])
+    for results in stream.results:
+        served = [s for _, s in results]
+        assert set(served) <= {old_fp, new_fp}
+        # Per client, once the new certificate is served, every later handshake gets it.
+        first_new = served.index(new_fp)
+        assert first_new > 0 and set(served[first_new:]) == {new_fp}
+    assert server.reloader.reloads == 1
+
+
+def test_a_mismatched_pair_mid_rotation_keeps_the_old_certificate(
+    volume: SecretVolume, caplog: pytest.LogCaptureFixture
+) -> None:
+    old, new = pair(), pair()
+    volume.publish(old)
+    context = client_context(old["ca.crt"] + new["ca.crt"])
+    caplog.set_level(logging.WARNING, logger="tpu_admission.serving")
+    with running_server(Policy(), volume.tls) as server:
+        volume.publish({**old, "tls.crt": new["tls.crt"]})  # new certificate, old key
+        wait_for(lambda: "certificate reload failed" in caplog.text, what="the failed reload")
+        status, _, served = post(server.port, context)
+        assert (status, served) == (200, fingerprint(old["tls.crt"]))
+        volume.publish(new)
+        wait_for(lambda: server.reloader.reloads == 1, what="the good reload")
+        status, _, served = post(server.port, context)
+        assert (status, served) == (200, fingerprint(new["tls.crt"]))
+
+
+# --- TLS versions and mTLS ------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def server_files(tmp_path_factory: pytest.TempPathFactory) -> certs.CertificateFiles:
+    return certs.write(tmp_path_factory.mktemp("server"), *pair().values())
+
+
+@pytest.mark.parametrize(
+    ("minimum", "client_max", "expected"),
+    [
+        ("1.2", ssl.TLSVersion.TLSv1_2, "TLSv1.2"),
+        ("1.2", ssl.TLSVersion.MAXIMUM_SUPPORTED, "TLSv1.3"),
+        ("1.3", ssl.TLSVersion.TLSv1_2, None),
+        ("1.3", ssl.TLSVersion.MAXIMUM_SUPPORTED, "TLSv1.3"),
+    ],
+)
+def test_tls_minimum_version(
+    server_files: certs.CertificateFiles, minimum: str, client_max: ssl.TLSVersion, expected: str | None
+) -> None:
+    tls = TlsSettings(cert=server_files.cert, key=server_files.key, min_version=minimum)
+    context = client_context(server_files.ca.read_bytes())
+    context.maximum_version = client_max
+    with running_server(Policy(), tls) as server, socket.create_connection(("127.0.0.1", server.port)) as raw:
+        if expected is None:
+            with pytest.raises(ssl.SSLError):
+                context.wrap_socket(raw, server_hostname="localhost")
+        else:
+            with context.wrap_socket(raw, server_hostname="localhost") as tls_socket:
+                assert tls_socket.version() == expected
+
+
+@dataclass(frozen=True)
+class ClientCerts:
+    ca: Path
+    apiserver: tuple[Path, Path]
+    intruder: tuple[Path, Path]
+    stranger: tuple[Path, Path]  # the right name, but from another CA
+
+
+@pytest.fixture(scope="module")
+def client_certs(tmp_path_factory: pytest.TempPathFactory) -> ClientCerts:
+    directory = tmp_path_factory.mktemp("clients")
+    ca, ca_key = certs.new_ca("apiserver-client-ca")
+    other_ca, other_key = certs.new_ca("other-ca")
+    (directory / "client-ca.crt").write_bytes(ca)
+
+    def issued(name: str, by: tuple[bytes, bytes], file: str) -> tuple[Path, Path]:
+        cert, key = certs.issue(*by, [name], client=True)
+        (directory / f"{file}.crt").write_bytes(cert)
+        (directory / f"{file}.key").write_bytes(key)
+        return directory / f"{file}.crt", directory / f"{file}.key"
+
+    return ClientCerts(
+        ca=directory / "client-ca.crt",
+        apiserver=issued("kube-apiserver", (ca, ca_key), "apiserver"),
+        intruder=issued("intruder", (ca, ca_key), "intruder"),
+        stranger=issued("kube-apiserver", (other_ca, other_key), "stranger"),
+    )
+
+
+@pytest.fixture(scope="module")
+def mtls_server(server_files: certs.CertificateFiles, client_certs: ClientCerts) -> Iterator[RunningServer]:
+    tls = TlsSettings(
+        cert=server_files.cert, key=server_files.key, client_ca=client_certs.ca, client_names=("kube-apiserver",)
+    )
+    with running_server(Policy(), tls) as server:
+        yield server
+
+
+def test_mtls_admits_the_named_client(
+    mtls_server: RunningServer, server_files: certs.CertificateFiles, client_certs: ClientCerts
+) -> None:
+    context = client_context(server_files.ca.read_bytes(), cert=client_certs.apiserver)
+    status, body, _ = post(mtls_server.port, context)
+    assert status == 200 and json.loads(body)["response"]["allowed"] is True
+
+
+@pytest.mark.parametrize("who", ["nobody", "intruder", "stranger"])
+def test_mtls_refuses_other_clients(
+    mtls_server: RunningServer, server_files: certs.CertificateFiles, client_certs: ClientCerts, who: str
+) -> None:
+    cert = None if who == "nobody" else getattr(client_certs, who)
+    context = client_context(server_files.ca.read_bytes(), cert=cert)
+    with pytest.raises((NotSent, OSError, http.client.HTTPException)):
+        post(mtls_server.port, context)
+    # ... and the server keeps serving the right client afterwards.
+    good = client_context(server_files.ca.read_bytes(), cert=client_certs.apiserver)
+    assert post(mtls_server.port, good)[0] == 200
+
+
+def test_client_ca_alone_accepts_any_certificate_it_signed(
+    server_files: certs.CertificateFiles, client_certs: ClientCerts
+) -> None:
+    """Without allowed names the CA is the only check: the name list is what refuses the intruder."""
+    tls = TlsSettings(cert=server_files.cert, key=server_files.key, client_ca=client_certs.ca)
+    with running_server(Policy(), tls) as server:
+        context = client_context(server_files.ca.read_bytes(), cert=client_certs.intruder)
+        assert post(server.port, context)[0] == 200
+
+
+def test_allowed_names_without_a_client_ca_is_refused(server_files: certs.CertificateFiles) -> None:
+    with pytest.raises(ValueError, match="client_ca"):
+        TlsSettings(cert=server_files.cert, key=server_files.key, client_names=("kube-apiserver",))
+
+
+# --- SIGTERM: the real `tpu-admission serve` -------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def readyz(port: int, context: ssl.SSLContext) -> int | None:
+    try:
+        conn = http.client.HTTPSConnection("localhost", port, context=context, timeout=5)
+        conn.request("GET", "/readyz")
+        return conn.getresponse().status
+    except OSError:
+        return None
+
+
+def refuses_connections(port: int) -> bool:
+    try:
+        socket.create_connection(("127.0.0.1", port), timeout=2).close()
+        return False
+    except OSError:
+        return True
+
+
+def test_sigterm_drains_and_answers_every_request_in_flight(tmp_path: Path) -> None:
+    """SIGTERM: readiness off at once, requests still served for --drain-seconds, then the
+    listener closes, a request already in flight is still answered, and the process exits 0.
+
+    The stream of fresh connections stops before the listener closes: a connection whose
+    handshake completes in the instant the server shuts down idle connections is the
+    generic HTTP keep-alive race, which the preStop delay and the drain exist to avoid in
+    the cluster (nothing is routed to the pod by then); the slow request is the one that
+    is genuinely in flight across the shutdown."""
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w")
+    command = [sys.executable, "-m", "webhook", "serve", "--port", str(port), "--cert-dir", str(tmp_path / "tls")]
+    process = subprocess.Popen([*command, "--drain-seconds", "2"], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: (tmp_path / "tls" / "ca.crt").exists(), what="generated certificates")
+        context = client_context((tmp_path / "tls" / "ca.crt").read_bytes())
+        wait_for(lambda: readyz(port, context) == 200, what="readiness")
+
+        # A request in flight across the whole shutdown: headers and half the body now,
+        # the rest only after the server has stopped accepting connections.
+        slow = context.wrap_socket(socket.create_connection(("127.0.0.1", port)), server_hostname="localhost")
+        head = "POST /mutate/dev HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        slow.sendall(f"{head}Content-Length: {len(BODY)}\r\n\r\n".encode() + BODY[: len(BODY) // 2])
+
+        with Stream(port, context, threads=1) as stream:
+            wait_for(lambda: stream.count() >= 5, what="requests before SIGTERM")
+            process.send_signal(signal.SIGTERM)
+            sent_at = stream.count()
+            wait_for(lambda: readyz(port, context) == 503, what="readiness off after SIGTERM")
+            wait_for(lambda: stream.count() >= sent_at + 3, what="requests served during the drain")
+        wait_for(lambda: refuses_connections(port), what="the listener to close after the drain")
+        assert process.poll() is None, "exited with a request still in flight"
+        slow.sendall(BODY[len(BODY) // 2 :])
+        reply = http.client.HTTPResponse(slow)  # type: ignore[arg-type]
+        reply.begin()
+        assert reply.status == 200 and json.loads(reply.read())["response"]["uid"] == "stream"
+        slow.close()
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+    results = [outcome for outcome, _ in stream.results[0]]
+    assert [o for o in results if o != "ok"] == []
+    assert len(results) > sent_at, "nothing was served during the drain"
+    assert "stopped: in-flight requests answered" in (tmp_path / "serve.log").read_text()
+
+
+def test_readiness_is_off_before_start_and_after_stop(server_files: certs.CertificateFiles) -> None:
+    state = ServerState(policy=Policy())
+    tls = TlsSettings(cert=server_files.cert, key=server_files.key)
+    assert state.ready is False
+    server = RunningServer(state, tls).start()
+    wait_for(lambda: state.ready, what="ready")
+    context = client_context(server_files.ca.read_bytes())
+    assert readyz(server.port, context) == 200
+    server.stop()
+    assert state.ready is False
