@@ -11,11 +11,12 @@ from collections.abc import Iterator
 
 from webhook.config import Mode
 from webhook.findings import Action, Finding
-from webhook.rules import Rule, RuleContext, forbidden, labels, placement, shape
+from webhook.rules import Rule, RuleContext, cluster, forbidden, labels, placement, shape
 from webhook.workload import MALFORMED, Workload
 
 DYNAMIC: frozenset[Mode] = frozenset({"dynamic"})
 STATIC: frozenset[Mode] = frozenset({"static"})
+_QUEUES = frozenset({"LocalQueues", "ClusterQueues"})
 
 
 def jobset_malformed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
@@ -235,6 +236,64 @@ RULES: tuple[Rule, ...] = (
         shape.tpu_request_invalid,
         why="each tpu7x host has exactly 4 chips; requests and limits must both say 4",
     ),
+    # cluster-aware (SPEC §4, §5): skipped with a warning while a required kind is unknown
+    Rule(
+        "local-queue-not-found",
+        "LocalQueue not found",
+        "cluster",
+        cluster.local_queue_not_found,
+        requires=_QUEUES,
+        why="a job sent to a missing LocalQueue (or the dev default that is not there) is stranded",
+    ),
+    Rule(
+        "namespace-not-selected",
+        "Namespace not selected by the ClusterQueue",
+        "cluster",
+        cluster.namespace_not_selected,
+        requires=_QUEUES | {"Namespaces"},
+        why="Kueue would leave it pending: namespace doesn't match ClusterQueue selector",
+    ),
+    Rule(
+        "resource-not-covered",
+        "Resource not covered by the ClusterQueue",
+        "cluster",
+        cluster.resource_not_covered,
+        requires=_QUEUES,
+        why="one uncovered resource (often ephemeral-storage) makes the whole Workload inadmissible",
+    ),
+    Rule(
+        "exceeds-queue-capacity",
+        "More chips than the queue can ever hold",
+        "cluster",
+        cluster.exceeds_queue_capacity,
+        requires=_QUEUES | {"Cohorts", "ResourceFlavors"},
+        why="beyond nominal + what it may borrow the job would never be admitted",
+    ),
+    Rule(
+        "guaranteed-balance-exceeded",
+        "Guaranteed balance exceeded",
+        "cluster",
+        cluster.guaranteed_balance_exceeded,
+        requires=_QUEUES | {"ResourceFlavors", "Workloads"},
+        why="beyond the team's nominal a guaranteed job loses its preemption privilege",
+    ),
+    Rule(
+        "exceeds-node-capacity",
+        "One pod fits no node",
+        "cluster",
+        cluster.exceeds_node_capacity,
+        requires=frozenset({"Nodes"}),
+        why="one node must hold a pod's CPU, memory, disk and TPU together (DD-0018)",
+    ),
+    Rule(
+        "insufficient-node-pools",
+        "Too few node pools of the topology",
+        "cluster",
+        cluster.insufficient_node_pools,
+        modes=STATIC,
+        requires=frozenset({"Nodes"}),
+        why="each slice takes one static node pool; with fewer pools the job pends forever",
+    ),
 )
 
 RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
@@ -251,7 +310,5 @@ def markdown_table() -> str:
         paths = "mutate" if rule.subject == "submitted" else "mutate + validate"
         if rule.requires:
             paths += " (cluster)"
-        lines.append(
-            f"| `{rule.id}` | {rule.family} | {modes} | {paths} | {rule.default_action.value} | {rule.why} |"
-        )
+        lines.append(f"| `{rule.id}` | {rule.family} | {modes} | {paths} | {rule.default_action.value} | {rule.why} |")
     return "\n".join(lines)

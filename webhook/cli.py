@@ -43,11 +43,12 @@ def _parse_labels(text: str) -> dict[str, str]:
 
 
 def _load_cluster_state(paths: list[str], policy: Policy) -> ClusterState:
+    from webhook.cluster.snapshot import load_snapshot
+
     try:
-        from webhook.cluster.snapshot import load_snapshot  # type: ignore[import-not-found]
-    except ImportError:
-        raise UsageError("--cluster-state is not supported by this build yet") from None
-    return load_snapshot(paths, policy)  # type: ignore[no-any-return]
+        return load_snapshot(paths, policy)
+    except SourceError as exc:
+        raise UsageError(f"--cluster-state: {exc}") from None
 
 
 def run_check(args: argparse.Namespace) -> int:
@@ -124,12 +125,9 @@ def _start_cluster(args: argparse.Namespace, policy: Policy) -> ClusterState | N
     """The watch cache when a cluster is configured (``--kubeconfig`` or in a pod)."""
     if not args.kubeconfig and not os.environ.get("KUBERNETES_SERVICE_HOST"):
         return None
-    try:
-        from webhook.cluster.watch import start_watch_cache  # type: ignore[import-not-found]
-    except ImportError:
-        logging.getLogger("tpu_admission.serving").warning("cluster state not supported by this build")
-        return None
-    return start_watch_cache(args.kubeconfig, policy)  # type: ignore[no-any-return]
+    from webhook.cluster.watch import start_watch_cache
+
+    return start_watch_cache(args.kubeconfig, policy)
 
 
 def run_certs_generate(args: argparse.Namespace) -> int:

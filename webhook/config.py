@@ -113,6 +113,19 @@ class ServerPolicy(_Model):
     )
 
 
+class ClusterPolicy(_Model):
+    """How the server's watch cache talks to the API server (SPEC §5)."""
+
+    page_size: int = Field(default=500, gt=0)
+    #: server-side timeout of one watch request; the loop then re-watches from where it was
+    watch_seconds: int = Field(default=300, gt=0)
+    connect_timeout_seconds: float = Field(default=5.0, gt=0)
+    backoff_initial_seconds: float = Field(default=0.5, gt=0)
+    backoff_max_seconds: float = Field(default=30.0, gt=0)
+    #: a kind whose watch has been broken longer than this is unknown, not "as it was"
+    stale_after_seconds: float = Field(default=120.0, gt=0)
+
+
 class QueuePermission(_Model):
     users: tuple[str, ...] = ()
     groups: tuple[str, ...] = ()
@@ -143,6 +156,7 @@ class Policy(_Model):
     queue_permissions: dict[str, QueuePermission] = Field(default_factory=dict)
     rules: dict[str, Action] = Field(default_factory=dict)
     server: ServerPolicy = Field(default_factory=ServerPolicy)
+    cluster: ClusterPolicy = Field(default_factory=ClusterPolicy)
 
     @field_validator("tiers")
     @classmethod

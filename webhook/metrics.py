@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
 
 
 class Metrics:
@@ -35,5 +39,37 @@ class Metrics:
         )
         self.ready = Gauge("tpu_admission_ready", "1 when the server is ready.", registry=self.registry)
 
+    def observe_cluster(self, kinds: Callable[[], Iterable[tuple[str, bool, float | None]]]) -> None:
+        """Per-kind cluster cache gauges, read from ``kinds()`` at each scrape."""
+        self.registry.register(_ClusterCollector(kinds))
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
+
+
+class _ClusterCollector:
+    """``tpu_admission_cluster_synced`` and ``…_cache_age_seconds`` per kind, computed on scrape."""
+
+    def __init__(self, kinds: Callable[[], Iterable[tuple[str, bool, float | None]]]) -> None:
+        self.kinds = kinds
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        synced = GaugeMetricFamily(
+            "tpu_admission_cluster_synced",
+            "1 when the cached kind can be read (synced, not stale, not forbidden or absent).",
+            labels=["kind"],
+        )
+        age = GaugeMetricFamily(
+            "tpu_admission_cluster_cache_age_seconds",
+            "Seconds since the cached kind was last known current (0 while its watch is open); "
+            "-1 before its first sync.",
+            labels=["kind"],
+        )
+        for kind, usable, seconds in self.kinds():
+            synced.add_metric([kind], 1.0 if usable else 0.0)
+            age.add_metric([kind], -1.0 if seconds is None else seconds)
+        yield synced
+        yield age

@@ -1,0 +1,254 @@
+"""A small Kubernetes API server for tests and benchmarks, speaking real HTTP.
+
+Same idea as kmock's ``KubernetesEmulator`` (objects in memory, served over HTTP to the
+real ``kubernetes`` client), with what the watch cache needs and kmock lacks: a global
+resourceVersion, paged lists (``limit``/``continue``), watches that resume from a
+resourceVersion and answer ``410 Gone`` once their history is compacted, bearer-token
+auth, and per-kind error injection (403, 404). Objects are changed through Python
+(``put``/``delete``), as kmock's ``objects[...]`` are; clients only read.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import socket
+import threading
+import time
+from collections.abc import Iterable
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from webhook.cluster.kinds import KINDS, Kind
+
+TOKEN = "test-token"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def write_kubeconfig(path: Path, port: int, token: str = TOKEN) -> Path:
+    path.write_text(
+        json.dumps(
+            {
+                "apiVersion": "v1",
+                "kind": "Config",
+                "clusters": [{"name": "fake", "cluster": {"server": f"http://127.0.0.1:{port}"}}],
+                "users": [{"name": "tester", "user": {"token": token}}],
+                "contexts": [{"name": "fake", "context": {"cluster": "fake", "user": "tester"}}],
+                "current-context": "fake",
+            }
+        )
+    )
+    return path
+
+
+def _key(kind: Kind, obj: dict[str, Any]) -> tuple[str, str]:
+    meta = obj.get("metadata") or {}
+    return (str(meta.get("namespace", "")) if kind.namespaced else "", str(meta["name"]))
+
+
+class FakeApiServer:
+    def __init__(self, port: int = 0) -> None:
+        self.cond = threading.Condition()
+        self.version = 0
+        self.objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {k.path: {} for k in KINDS}
+        self.history: dict[str, list[tuple[int, str, dict[str, Any]]]] = {k.path: [] for k in KINDS}
+        #: a watch from a resourceVersion older than this gets 410 Gone
+        self.oldest: dict[str, int] = {k.path: 0 for k in KINDS}
+        self.expired = 0  # bumped by expire_watches(): open watches end with 410
+        self.errors: dict[str, int] = {}  # kind name -> HTTP status to answer
+        self.requests: list[tuple[str, dict[str, list[str]]]] = []
+        self.stopping = False
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self.httpd.daemon_threads = True
+        self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+
+    @property
+    def port(self) -> int:
+        return int(self.httpd.server_address[1])
+
+    def start(self) -> FakeApiServer:
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        with self.cond:
+            self.stopping = True
+            self.cond.notify_all()
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+    # ---------------------------------------------------------------- changes
+
+    def put(self, kind: Kind, obj: dict[str, Any]) -> int:
+        """Create or replace an object; watchers get ADDED or MODIFIED."""
+        obj = copy.deepcopy(obj)
+        obj.setdefault("apiVersion", kind.api_version)
+        obj.setdefault("kind", kind.kind)
+        with self.cond:
+            self.version += 1
+            obj["metadata"]["resourceVersion"] = str(self.version)
+            store = self.objects[kind.path]
+            event = "MODIFIED" if _key(kind, obj) in store else "ADDED"
+            store[_key(kind, obj)] = obj
+            self.history[kind.path].append((self.version, event, obj))
+            self.cond.notify_all()
+            return self.version
+
+    def load(self, kind: Kind, objects: Iterable[dict[str, Any]]) -> None:
+        """Bulk-create without watch history (benchmarks: the state before anyone watches)."""
+        with self.cond:
+            store = self.objects[kind.path]
+            for obj in objects:
+                self.version += 1
+                obj.setdefault("apiVersion", kind.api_version)
+                obj.setdefault("kind", kind.kind)
+                obj["metadata"]["resourceVersion"] = str(self.version)
+                store[_key(kind, obj)] = obj
+            self.oldest[kind.path] = self.version
+
+    def delete(self, kind: Kind, name: str, namespace: str = "") -> None:
+        with self.cond:
+            obj = self.objects[kind.path].pop((namespace if kind.namespaced else "", name))
+            self.version += 1
+            obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.version)}}
+            self.history[kind.path].append((self.version, "DELETED", obj))
+            self.cond.notify_all()
+
+    def expire_watches(self) -> None:
+        """Compact all history: open watches end with 410 Gone, as do resumes from old versions."""
+        with self.cond:
+            self.expired += 1
+            for path in self.history:
+                self.history[path] = []
+                self.oldest[path] = self.version
+            self.cond.notify_all()
+
+    def watch_requests(self, kind: Kind) -> int:
+        return sum(1 for path, query in self.requests if path == kind.path and query.get("watch"))
+
+    def list_requests(self, kind: Kind) -> int:
+        return sum(1 for path, query in self.requests if path == kind.path and not query.get("watch"))
+
+
+def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
+    by_path = {kind.path: kind for kind in KINDS}
+
+    class Handler(BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+        def _json(self, status: int, body: Any) -> None:
+            data = json.dumps(body, separators=(",", ":")).encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _status(self, code: int, reason: str, message: str) -> None:
+            self._json(
+                code,
+                {
+                    "kind": "Status",
+                    "apiVersion": "v1",
+                    "status": "Failure",
+                    "reason": reason,
+                    "message": message,
+                    "code": code,
+                },
+            )
+
+        def do_GET(self) -> None:
+            url = urlsplit(self.path)
+            query = parse_qs(url.query)
+            api.requests.append((url.path, query))
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return self._status(401, "Unauthorized", "Unauthorized")
+            kind = by_path.get(url.path)
+            if kind is None:
+                return self._status(404, "NotFound", f"the server could not find the requested resource {url.path}")
+            status = api.errors.get(kind.name)
+            if status == 403:
+                return self._status(403, "Forbidden", f"{kind.plural} is forbidden: User cannot list resource")
+            if status is not None:
+                return self._status(status, "NotFound", "the server could not find the requested resource")
+            if query.get("watch", [""])[0] in ("true", "1"):
+                return self._watch(kind, query)
+            return self._list(kind, query)
+
+        def _list(self, kind: Kind, query: dict[str, list[str]]) -> None:
+            with api.cond:
+                items = list(api.objects[kind.path].values())
+                version = api.version
+            limit = int(query.get("limit", ["0"])[0]) or len(items) or 1
+            offset = int(query.get("continue", ["0"])[0])
+            page = items[offset : offset + limit]
+            metadata: dict[str, Any] = {"resourceVersion": str(version)}
+            if offset + limit < len(items):
+                metadata["continue"] = str(offset + limit)
+            self._json(
+                200, {"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": metadata, "items": page}
+            )
+
+        def _chunk(self, data: bytes) -> None:
+            self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            self.wfile.flush()
+
+        def _watch(self, kind: Kind, query: dict[str, list[str]]) -> None:
+            since = int(query.get("resourceVersion", ["0"])[0] or 0)
+            deadline = time.monotonic() + int(query.get("timeoutSeconds", ["30"])[0])
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Transfer-Encoding", "chunked")
+            self.end_headers()
+            expired = api.expired
+            try:
+                while time.monotonic() < deadline:
+                    with api.cond:
+                        gone = since < api.oldest[kind.path] or expired != api.expired
+                        events = [e for e in api.history[kind.path] if e[0] > since] if not gone else []
+                        if not gone and not events and not api.stopping:
+                            api.cond.wait(min(0.2, max(0.0, deadline - time.monotonic())))
+                            continue
+                    if api.stopping:
+                        break
+                    if gone:
+                        error = {
+                            "type": "ERROR",
+                            "object": {
+                                "kind": "Status",
+                                "apiVersion": "v1",
+                                "code": 410,
+                                "reason": "Expired",
+                                "message": f"too old resource version: {since}",
+                                "status": "Failure",
+                            },
+                        }
+                        self._chunk(json.dumps(error).encode() + b"\n")
+                        break
+                    for version, event, obj in events:
+                        self._chunk(json.dumps({"type": event, "object": obj}).encode() + b"\n")
+                        since = version
+                self._chunk(b"")
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+
+    return Handler
+
+
+def wait_until(predicate: Any, timeout: float = 20.0, what: str = "condition") -> None:
+    """Poll until ``predicate()`` is true; a liveness bound, not a timing assertion."""
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)

@@ -1,0 +1,83 @@
+"""``tpu-admission check --cluster-state`` end to end: the installed console script."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+from support import FIXTURES, load_jobset, set_path
+
+CLI = Path(sys.executable).with_name("tpu-admission")
+STATE = FIXTURES / "cluster"
+
+
+def check(tmp_path: Path, obj: dict[str, Any], *flags: str) -> tuple[int, dict[str, Any], str]:
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(obj))
+    done = subprocess.run(
+        [str(CLI), "check", str(manifest), "--output", "json", *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    result = json.loads(done.stdout)["results"][0] if done.stdout.strip() else {}
+    return done.returncode, result, done.stderr
+
+
+def test_admitted_against_the_cluster(tmp_path: Path) -> None:
+    code, result, _ = check(tmp_path, load_jobset("rfc-4.6-static"), "--cluster-state", str(STATE))
+    assert code == 0
+    assert result["allowed"] is True
+    assert result["violations"] == [] and result["warnings"] == [] and result["patch"] == []
+
+
+def test_denied_by_a_cluster_rule(tmp_path: Path) -> None:
+    obj = load_jobset("rfc-4.6-static")
+    set_path(obj, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "guaranteed")
+    set_path(obj, "spec.replicatedJobs[0].replicas", 3)
+    code, result, _ = check(tmp_path, obj, "--cluster-state", str(STATE))
+    assert code == 1
+    rules = {v["rule"]: v for v in result["violations"]}
+    assert set(rules) == {"guaranteed-balance-exceeded", "insufficient-node-pools"}
+    assert rules["guaranteed-balance-exceeded"]["action"] == "deny"
+    assert rules["guaranteed-balance-exceeded"]["path"] == 'metadata.labels["kueue.x-k8s.io/priority-class"]'
+    assert "nominal 256 − in use 128 − pending 64" in rules["guaranteed-balance-exceeded"]["message"]
+
+
+def test_namespace_labels_come_from_the_snapshot_unless_given(tmp_path: Path) -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["metadata"]["namespace"] = "orphan-dev"
+    del obj["metadata"]["labels"]
+    code, result, _ = check(tmp_path, obj, "--cluster-state", str(STATE))
+    assert code == 1
+    assert [v["rule"] for v in result["violations"]] == ["local-queue-not-found"]
+    code, result, _ = check(tmp_path, obj, "--cluster-state", str(STATE), "--namespace-labels", "team=x")
+    assert code == 0
+    assert result["warnings"] == [] and result["violations"] == []  # no tier label: unmanaged
+
+
+def test_kinds_missing_from_the_input_are_skipped_with_warnings(tmp_path: Path) -> None:
+    files = [str(STATE / "namespaces.yaml"), str(STATE / "queues.yaml")]
+    obj = load_jobset("rfc-4.6-static")
+    set_path(obj, "spec.replicatedJobs[0].replicas", 3)  # more slices than pools: but Nodes unknown
+    code, result, _ = check(tmp_path, obj, "--cluster-state", *files)
+    assert code == 0
+    assert result["warnings"] == [
+        f"[{rule}] skipped: cluster state unknown ({kinds})"
+        for rule, kinds in (
+            ("guaranteed-balance-exceeded", "Workloads: no objects of this kind in the --cluster-state input"),
+            ("exceeds-node-capacity", "Nodes: no objects of this kind in the --cluster-state input"),
+            ("insufficient-node-pools", "Nodes: no objects of this kind in the --cluster-state input"),
+        )
+    ]
+
+
+def test_unreadable_cluster_state_is_a_usage_error(tmp_path: Path) -> None:
+    code, _, stderr = check(tmp_path, load_jobset("rfc-4.6-static"), "--cluster-state", str(tmp_path / "nope"))
+    assert code == 2
+    assert "--cluster-state" in stderr and "no such file or directory" in stderr

@@ -1,0 +1,310 @@
+"""The cluster-aware rules against RFC-0033 4.2/4.6-shaped state (tests/fixtures/cluster).
+
+Each rule has a passing and a failing case; the state is the file snapshot, so the
+same fixtures drive ``check --cluster-state`` (tests/test_cluster_cli.py) and, loaded
+into the test API server, the watch cache (tests/test_cluster_watch.py).
+"""
+
+from __future__ import annotations
+
+import copy
+from decimal import Decimal
+from typing import Any
+
+import pytest
+from support import FIXTURES, POD, delete_path, load_jobset, set_path
+
+from webhook.cluster import kinds as k
+from webhook.cluster.model import selector_matches
+from webhook.cluster.snapshot import snapshot_from_objects
+from webhook.cluster.store import ClusterStore
+from webhook.config import Policy
+from webhook.engine import AdmissionFacts, Decision, decide
+from webhook.sources import load_documents
+
+CLUSTER_RULES = {
+    "local-queue-not-found",
+    "namespace-not-selected",
+    "resource-not-covered",
+    "exceeds-queue-capacity",
+    "guaranteed-balance-exceeded",
+    "exceeds-node-capacity",
+    "insufficient-node-pools",
+}
+POLICY = Policy()
+OBJECTS: list[dict[str, Any]] = [d.data for d in load_documents([str(FIXTURES / "cluster")])]
+STATE = snapshot_from_objects(OBJECTS, POLICY)
+CONTAINER = f"{POD}.spec.containers[0]"
+
+
+def judge(obj: dict[str, Any], state: ClusterStore = STATE, stage: str = "mutate") -> Decision:
+    namespace = obj["metadata"]["namespace"]
+    facts = AdmissionFacts(namespace=namespace, stage=stage)  # type: ignore[arg-type]
+    return decide(obj, facts, POLICY, state)
+
+
+def cluster_findings(decision: Decision) -> dict[str, list[str]]:
+    out: dict[str, list[str]] = {}
+    for finding in decision.findings:
+        if finding.rule in CLUSTER_RULES:
+            out.setdefault(finding.rule, []).append(finding.line())
+    return out
+
+
+def static_job(**changes: Any) -> dict[str, Any]:
+    """RFC-0033 4.6 ③: team-a-queue, best-effort, 2 × 4x4x4 slices = 128 chips."""
+    obj = load_jobset("rfc-4.6-static")
+    for path, value in changes.items():
+        set_path(obj, path, value)
+    return obj
+
+
+def dev_job(namespace: str) -> dict[str, Any]:
+    obj = static_job()
+    obj["metadata"]["namespace"] = namespace
+    del obj["metadata"]["labels"]
+    return obj
+
+
+def test_the_rfc_job_passes_every_cluster_rule() -> None:
+    decision = judge(static_job())
+    assert decision.allowed, decision.deny_message()
+    assert decision.skipped == [] and decision.warnings == []
+    assert cluster_findings(decision) == {}
+
+
+def test_the_snapshot_reads_rfc_numbers() -> None:
+    capacity = STATE.capacity("team-a", "tpu7x-4x4x4", "google.com/tpu")
+    assert capacity is not None
+    assert (capacity.nominal, capacity.borrowing_limit, capacity.cohort_lendable) == (256, 128, 320)
+    assert capacity.maximum == 384
+    dev = STATE.capacity("dev", "tpu7x-4x4x4", "google.com/tpu")
+    assert dev is not None and dev.maximum == 64 + 256
+    assert STATE.guaranteed_usage("team-a", "tpu7x-4x4x4") == (128, 64)
+    assert STATE.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
+    assert STATE.node_pools("4x4x4") == 2 and STATE.node_pools("8x8x8") == 0
+
+
+# ---------------------------------------------------------------- one case each way
+
+
+def test_local_queue_not_found() -> None:
+    found = cluster_findings(judge(static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-z-queue"})))
+    [line] = found["local-queue-not-found"]
+    assert "no LocalQueue 'team-z-queue' in namespace 'kubemaker'" in line
+    assert "inject" not in line  # the user wrote this queue
+    assert "team-a-queue, team-b-queue, team-c-queue" in line
+
+
+def test_local_queue_not_found_for_the_injected_dev_default() -> None:
+    decision = judge(dev_job("orphan-dev"))
+    assert decision.tier == "dev"  # learned from the namespace's labels in the snapshot
+    [line] = cluster_findings(decision)["local-queue-not-found"]
+    assert "no LocalQueue 'default' in namespace 'orphan-dev'" in line and "inject" in line
+    assert not decision.allowed
+
+
+def test_dev_default_queue_exists_in_falcon_jobs() -> None:
+    decision = judge(dev_job("falcon-jobs"))
+    assert cluster_findings(decision) == {}
+    assert decision.allowed, decision.deny_message()
+
+
+def test_namespace_not_selected() -> None:
+    decision = judge(dev_job("legacy"))  # its default LocalQueue points at production team-a
+    [line] = cluster_findings(decision)["namespace-not-selected"]
+    assert "ClusterQueue 'team-a'" in line
+    assert "scheduling.antgroup.com/kueue-tier=production" in line
+    assert "scheduling.antgroup.com/kueue-tier=dev" in line
+
+
+def test_a_null_namespace_selector_matches_nothing() -> None:
+    assert not selector_matches(None, {"a": "b"})
+    assert selector_matches({}, {"a": "b"})
+    expressions = {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["dev"]}]}
+    assert selector_matches(expressions, {"tier": "dev"})
+    assert not selector_matches(expressions, {"tier": "production"})
+
+
+def test_resource_not_covered() -> None:
+    decision = judge(static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"}))
+    [line] = cluster_findings(decision)["resource-not-covered"]
+    assert line.startswith(f'[resource-not-covered] {CONTAINER}.resources.requests["ephemeral-storage"]')
+    assert "resource ephemeral-storage unavailable in ClusterQueue" in line
+
+
+def test_resource_covered_passes() -> None:
+    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"})
+    delete_path(obj, f'{CONTAINER}.resources.requests["ephemeral-storage"]')
+    assert "resource-not-covered" not in cluster_findings(judge(obj))
+
+
+def test_exceeds_queue_capacity_with_a_borrowing_limit() -> None:
+    obj = static_job(**{"spec.replicatedJobs[0].replicas": 8})  # 8 × 64 = 512 > 256 + 128
+    [line] = cluster_findings(judge(obj))["exceeds-queue-capacity"]
+    assert "needs 512 google.com/tpu of flavor 'tpu7x-4x4x4'" in line
+    assert "never hold more than 384 (nominal 256 + borrowing limit 128" in line
+
+
+def test_exceeds_queue_capacity_without_a_cohort() -> None:
+    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"})
+    [line] = cluster_findings(judge(obj))["exceeds-queue-capacity"]
+    assert "never hold more than 64 (nominal 64; no cohort to borrow from)" in line
+
+
+def test_within_queue_capacity_passes() -> None:
+    obj = static_job(**{"spec.replicatedJobs[0].replicas": 6})  # 384 = the most team-a can hold
+    assert "exceeds-queue-capacity" not in cluster_findings(judge(obj))
+
+
+def test_no_borrowing_limit_means_what_the_cohort_can_lend() -> None:
+    objects = copy.deepcopy(OBJECTS)
+    for obj in objects:
+        if obj["kind"] == "ClusterQueue" and obj["metadata"]["name"] == "dev":
+            del obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"]
+    capacity = snapshot_from_objects(objects, POLICY).capacity("dev", "tpu7x-4x4x4", "google.com/tpu")
+    assert capacity is not None
+    assert capacity.maximum == 64 + 256 + 256  # team-a and team-b lend all of their nominal
+    assert "no borrowing limit" in capacity.explain()
+
+
+def test_guaranteed_balance_exceeded() -> None:
+    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/priority-class"]': "guaranteed"})
+    [line] = cluster_findings(judge(obj))["guaranteed-balance-exceeded"]
+    assert "needs 128 chips of flavor 'tpu7x-4x4x4'" in line
+    assert "64 guaranteed chips left: nominal 256 − in use 128 − pending 64" in line
+
+
+def test_guaranteed_within_balance_passes() -> None:
+    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/priority-class"]': "guaranteed"})
+    set_path(obj, "spec.replicatedJobs[0].replicas", 1)
+    decision = judge(obj)
+    assert cluster_findings(decision) == {}
+    assert decision.allowed, decision.deny_message()
+
+
+def test_best_effort_has_no_balance_to_exceed() -> None:
+    obj = static_job(**{"spec.replicatedJobs[0].replicas": 6})
+    assert "guaranteed-balance-exceeded" not in cluster_findings(judge(obj))
+
+
+def test_exceeds_node_capacity() -> None:
+    obj = static_job(**{f'{CONTAINER}.resources.requests["cpu"]': "300"})
+    [line] = cluster_findings(judge(obj))["exceeds-node-capacity"]
+    # the cordoned node with 416 CPUs does not count
+    assert "cpu 300" in line and "none of the 4 schedulable nodes" in line and "short of cpu" in line
+
+
+def test_fits_on_one_node() -> None:
+    obj = static_job(
+        **{f'{CONTAINER}.resources.requests["cpu"]': "200", f'{CONTAINER}.resources.requests["memory"]': "700Gi"}
+    )
+    assert "exceeds-node-capacity" not in cluster_findings(judge(obj))
+
+
+def test_init_containers_count_at_their_largest() -> None:
+    obj = static_job()
+    set_path(
+        obj,
+        f"{POD}.spec.initContainers",
+        [{"name": "stage-data", "image": "busybox", "resources": {"requests": {"memory": "800Gi"}}}],
+    )
+    [line] = cluster_findings(judge(obj))["exceeds-node-capacity"]
+    assert "memory 800Gi" in line and "short of memory" in line
+
+
+def test_node_fit_is_a_conjunction_per_node() -> None:
+    """DD-0018: CPU fits one node and memory another, but no node holds both."""
+    store = ClusterStore(POLICY)
+    for name, cpu, memory in (("cpu-heavy", "100", "10Gi"), ("memory-heavy", "10", "100Gi")):
+        node = {
+            "metadata": {"name": name, "labels": {"pool": "p"}},
+            "status": {"allocatable": {"cpu": cpu, "memory": memory}},
+        }
+        store.apply(k.NODES, "ADDED", node)
+    requests = {"cpu": Decimal(50), "memory": Decimal(50 * 2**30)}
+    fit = store.node_fit({"pool": "p"}, requests)
+    assert (fit.matching, fit.fits) == (2, False)
+    assert store.node_fit({"pool": "p"}, {"cpu": Decimal(50)}).fits
+    assert store.node_fit({"pool": "other"}, requests).matching == 0  # unknown, not "too small"
+
+
+def test_taints_not_tolerated_exclude_a_node() -> None:
+    store = ClusterStore(POLICY)
+    node = {
+        "metadata": {"name": "n", "labels": {}},
+        "status": {"allocatable": {"cpu": "8"}},
+        "spec": {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]},
+    }
+    store.apply(k.NODES, "ADDED", node)
+    assert store.node_fit({}, {"cpu": Decimal(1)}).matching == 0
+    tolerations = [{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}]
+    assert store.node_fit({}, {"cpu": Decimal(1)}, tolerations).fits
+
+
+def test_insufficient_node_pools() -> None:
+    obj = static_job(**{"spec.replicatedJobs[0].replicas": 3})
+    [line] = cluster_findings(judge(obj))["insufficient-node-pools"]
+    assert line.startswith("[insufficient-node-pools] spec.replicatedJobs[0].replicas:")
+    assert "needs 3 slice(s) of topology 4x4x4" in line and "has 2 4x4x4 node pool(s)" in line
+
+
+def test_enough_node_pools_pass() -> None:
+    single = load_jobset("rfc-4.6-static-single")  # one 4x8x8 slice, one 4x8x8 pool
+    assert "insufficient-node-pools" not in cluster_findings(judge(single))
+
+
+def test_cluster_rules_also_run_on_the_validating_path() -> None:
+    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-z-queue"})
+    assert "local-queue-not-found" in cluster_findings(judge(obj, stage="validate"))
+
+
+# ---------------------------------------------------------------- unknown is not zero
+
+
+def test_a_kind_missing_from_the_snapshot_skips_its_rules_with_warnings() -> None:
+    state = snapshot_from_objects([o for o in OBJECTS if o["kind"] != "Node"], POLICY)
+    obj = static_job(**{"spec.replicatedJobs[0].replicas": 3, f'{CONTAINER}.resources.requests["cpu"]': "300"})
+    decision = judge(obj, state)
+    assert set(decision.skipped) == {"exceeds-node-capacity", "insufficient-node-pools"}
+    warnings = [w for w in decision.warnings if "skipped" in w]
+    assert len(warnings) == 2
+    assert all("Nodes: no objects of this kind in the --cluster-state input" in w for w in warnings)
+    assert "exceeds-node-capacity" not in cluster_findings(decision)
+    assert decision.allowed  # nothing else is wrong, and unknown is not a reason to deny
+
+
+def test_structural_rules_keep_enforcing_while_cluster_rules_are_skipped() -> None:
+    state = snapshot_from_objects([], POLICY)
+    obj = static_job()
+    delete_path(obj, f'{POD}.spec.nodeSelector["cloud.google.com/gke-tpu-topology"]')
+    decision = judge(obj, state)
+    assert not decision.allowed
+    assert "static-topology-selector-missing" in {f.rule for f in decision.violations}
+    assert set(decision.skipped) == CLUSTER_RULES
+
+
+@pytest.mark.parametrize(("namespace", "tier"), [("orphan-dev", "dev"), ("kube-system", None)])
+def test_the_tier_comes_from_the_namespace_labels(namespace: str, tier: str | None) -> None:
+    decision = judge(dev_job(namespace))
+    assert decision.tier == tier
+    if tier is None:
+        assert decision.warnings == []  # known labels without a tier: unmanaged, no warning
+
+
+def test_ledger_moves_with_each_event() -> None:
+    store = snapshot_from_objects(OBJECTS, POLICY)
+    [pending] = [o for o in OBJECTS if o["metadata"]["name"].startswith("jobset-a-pending")]
+    [running] = [o for o in OBJECTS if o["metadata"]["name"].startswith("jobset-a-running-guaranteed")]
+    assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (128, 64)
+    admitted = copy.deepcopy(running)
+    admitted["metadata"]["name"] = pending["metadata"]["name"]
+    admitted["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["google.com/tpu"] = "64"
+    store.apply(k.WORKLOADS, "MODIFIED", admitted)  # the pending one is admitted
+    assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (192, 0)
+    finished = copy.deepcopy(running)
+    finished["status"]["conditions"].append({"type": "Finished", "status": "True"})
+    store.apply(k.WORKLOADS, "MODIFIED", finished)
+    assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (64, 0)
+    store.apply(k.WORKLOADS, "DELETED", admitted)
+    assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (0, 0)

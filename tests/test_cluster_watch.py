@@ -1,0 +1,212 @@
+"""The watch cache against a real HTTP API server (tests/cluster_apiserver.py) with the
+real ``kubernetes`` client: sync, events, 410 relist, an absent server, 403 and 404."""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
+from support import FIXTURES, load_jobset, set_path
+
+from webhook.cluster import kinds as k
+from webhook.cluster.availability import Availability
+from webhook.cluster.watch import WatchCache, WatchSettings, start_watch_cache
+from webhook.config import Policy
+from webhook.engine import AdmissionFacts, decide
+from webhook.sources import load_documents
+
+POLICY = Policy()
+FAST = WatchSettings(page_size=2, watch_seconds=10, backoff_initial=0.05, backoff_max=0.2)
+ALL = frozenset(kind.name for kind in k.KINDS)
+OBJECTS: list[dict[str, Any]] = [d.data for d in load_documents([str(FIXTURES / "cluster")])]
+
+
+def load(api: FakeApiServer) -> FakeApiServer:
+    for obj in OBJECTS:
+        api.put(k.BY_KIND[obj["kind"]], obj)
+    return api
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    server = load(FakeApiServer()).start()
+    yield server
+    server.stop()
+
+
+def watch(port: int, tmp_path: Path, settings: WatchSettings = FAST) -> WatchCache:
+    return start_watch_cache(str(write_kubeconfig(tmp_path / "kubeconfig", port)), POLICY, settings)
+
+
+@pytest.fixture
+def cache(api: FakeApiServer, tmp_path: Path) -> Iterator[WatchCache]:
+    started = watch(api.port, tmp_path)
+    wait_until(lambda: not started.unavailable(ALL), what="initial sync")
+    yield started
+    started.stop()
+
+
+def guaranteed_job(replicas: int) -> dict[str, Any]:
+    obj = load_jobset("rfc-4.6-static")
+    set_path(obj, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "guaranteed")
+    return set_path(obj, "spec.replicatedJobs[0].replicas", replicas)
+
+
+def rules(cache: WatchCache, obj: dict[str, Any]) -> set[str]:
+    decision = decide(obj, AdmissionFacts(namespace="kubemaker"), POLICY, cache)
+    return {f.rule for f in decision.findings}
+
+
+def pending_workload(name: str, chips: int) -> dict[str, Any]:
+    [template] = [o for o in OBJECTS if o["metadata"]["name"].startswith("jobset-a-pending")]
+    obj = copy.deepcopy(template)
+    obj["metadata"]["name"] = name
+    obj["spec"]["podSets"][0]["count"] = chips // 4
+    return obj
+
+
+def test_initial_sync_lists_in_pages_then_watches(api: FakeApiServer, cache: WatchCache) -> None:
+    assert cache.guaranteed_usage("team-a", "tpu7x-4x4x4") == (128, 64)
+    assert cache.namespace_labels("kubemaker") == {
+        "kubernetes.io/metadata.name": "kubemaker",
+        "scheduling.antgroup.com/kueue-tier": "production",
+    }
+    assert cache.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
+    assert len(cache.workloads) == 6
+    assert api.list_requests(k.WORKLOADS) == 3  # 6 Workloads, pages of 2
+    wait_until(lambda: api.watch_requests(k.WORKLOADS) >= 1, what="a watch")
+    query = next(q for path, q in api.requests if path == k.WORKLOADS.path and q.get("watch"))
+    assert query["resourceVersion"] == [str(api.version)]
+
+
+def test_events_move_the_guaranteed_balance(api: FakeApiServer, cache: WatchCache) -> None:
+    assert "guaranteed-balance-exceeded" not in rules(cache, guaranteed_job(1))  # 64 of 64 left
+
+    added = pending_workload("jobset-new-guaranteed-aaaaa", 64)
+    api.put(k.WORKLOADS, added)
+    wait_until(lambda: cache.guaranteed_usage("team-a", "tpu7x-4x4x4") == (128, 128), what="ADDED")
+    assert "guaranteed-balance-exceeded" in rules(cache, guaranteed_job(1))
+
+    admitted = copy.deepcopy(added)
+    admitted["status"] = {
+        "admission": {
+            "clusterQueue": "team-a",
+            "podSetAssignments": [
+                {
+                    "name": "workers",
+                    "count": 16,
+                    "flavors": {"google.com/tpu": "tpu7x-4x4x4"},
+                    "resourceUsage": {"google.com/tpu": "64"},
+                }
+            ],
+        },
+        "conditions": [{"type": "QuotaReserved", "status": "True"}],
+    }
+    api.put(k.WORKLOADS, admitted)
+    wait_until(lambda: cache.guaranteed_usage("team-a", "tpu7x-4x4x4") == (192, 64), what="MODIFIED")
+
+    api.delete(k.WORKLOADS, added["metadata"]["name"], "kubemaker")
+    wait_until(lambda: cache.guaranteed_usage("team-a", "tpu7x-4x4x4") == (128, 64), what="DELETED")
+    assert "guaranteed-balance-exceeded" not in rules(cache, guaranteed_job(1))
+
+
+def test_watch_expiry_relists(api: FakeApiServer, cache: WatchCache) -> None:
+    lists = api.list_requests(k.LOCAL_QUEUES)
+    api.expire_watches()
+    # changes made while the cache relists are not lost: the list returns them
+    api.delete(k.LOCAL_QUEUES, "team-c-queue", "kubemaker")
+    wait_until(lambda: api.list_requests(k.LOCAL_QUEUES) > lists, what="a relist")
+    wait_until(lambda: cache.local_queue("kubemaker", "team-c-queue") is None, what="the deletion")
+    wait_until(lambda: not cache.unavailable(ALL), what="sync after relist")
+    obj = load_jobset("rfc-4.6-static")
+    set_path(obj, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-c-queue")
+    assert "local-queue-not-found" in rules(cache, obj)
+
+
+def test_api_server_absent_at_start(tmp_path: Path) -> None:
+    port = free_port()
+    cache = watch(port, tmp_path)
+    try:
+        wait_until(
+            lambda: (
+                all("unreachable" in r for r in cache.unavailable(ALL).values())
+                and len(cache.unavailable(ALL)) == len(ALL)
+            ),
+            what="unreachable reasons",
+        )
+        obj = load_jobset("rfc-4.6-static")
+        set_path(obj, "spec.replicatedJobs[0].template.spec.template.spec.priorityClassName", "high")
+        decision = decide(obj, AdmissionFacts(namespace="kubemaker"), POLICY, cache)
+        assert {f.rule for f in decision.violations} == {"pod-priority-class-forbidden"}  # structural
+        assert len(decision.skipped) == 7
+        assert all("API server unreachable" in w for w in decision.warnings if "skipped" in w)
+
+        api = load(FakeApiServer(port)).start()  # the API server comes up: the cache catches up
+        try:
+            wait_until(lambda: not cache.unavailable(ALL), what="sync after the server came up")
+            assert cache.guaranteed_usage("team-a", "tpu7x-4x4x4") == (128, 64)
+        finally:
+            cache.stop()
+            api.stop()
+    finally:
+        cache.stop()
+
+
+def test_forbidden_and_absent_kinds_skip_their_rules(tmp_path: Path) -> None:
+    api = load(FakeApiServer())
+    api.errors = {"Nodes": 403, "Workloads": 404}
+    api.start()
+    cache = watch(api.port, tmp_path)
+    try:
+        wait_until(lambda: set(cache.unavailable(ALL)) == {"Nodes", "Workloads"}, what="403/404")
+        obj = guaranteed_job(3)
+        set_path(obj, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-c-queue")
+        decision = decide(obj, AdmissionFacts(namespace="kubemaker"), POLICY, cache)
+        assert set(decision.skipped) == {
+            "guaranteed-balance-exceeded",
+            "exceeds-node-capacity",
+            "insufficient-node-pools",
+        }
+        warnings = "\n".join(decision.warnings)
+        assert "[exceeds-node-capacity] skipped: cluster state unknown (Nodes: forbidden (403)" in warnings
+        assert "[guaranteed-balance-exceeded] skipped: cluster state unknown (Workloads: absent (404)" in warnings
+        # the rules whose kinds are readable still judge
+        assert {"resource-not-covered", "exceeds-queue-capacity"} <= {f.rule for f in decision.violations}
+    finally:
+        cache.stop()
+        api.stop()
+
+
+def test_a_kubeconfig_that_cannot_be_loaded_leaves_every_kind_unknown(tmp_path: Path) -> None:
+    bad = tmp_path / "kubeconfig"
+    bad.write_text("not: [a kubeconfig")
+    cache = start_watch_cache(str(bad), POLICY, FAST)
+    reasons = cache.unavailable(ALL)
+    assert set(reasons) == ALL
+    assert all(r.startswith("cluster configuration could not be loaded") for r in reasons.values())
+
+
+def test_staleness_bound() -> None:
+    now = [100.0]
+    availability = Availability(["Nodes"], stale_after=60, clock=lambda: now[0])
+    assert availability.reason("Nodes") == "not synced yet (initial list in progress)"
+    availability.listed("Nodes")
+    availability.watching("Nodes")
+    assert availability.reason("Nodes") is None and availability.age("Nodes") == 0
+    availability.broken("Nodes", "API server unreachable: connection refused")
+    now[0] += 60
+    assert availability.reason("Nodes") is None  # within the bound the last state stands
+    assert availability.age("Nodes") == 60
+    now[0] += 1
+    assert availability.reason("Nodes") == (
+        "stale: watch broken for 61s (bound 60s): API server unreachable: connection refused"
+    )
+    availability.broken("Nodes", "forbidden (403): …", fatal=True)
+    assert availability.reason("Nodes") == "forbidden (403): …"
+    availability.listed("Nodes")
+    availability.watching("Nodes")
+    assert availability.reason("Nodes") is None

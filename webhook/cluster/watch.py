@@ -1,0 +1,235 @@
+"""The server's cluster state: list + watch per kind with the official ``kubernetes`` client.
+
+One daemon thread per kind runs the kopf-style loop: list (paged) and replace, then
+watch from the list's resourceVersion; on ``410 Gone`` relist at once; on any other
+error mark the kind broken, back off (doubling, capped) and retry. The request path
+never calls the API server: it reads ``ClusterStore``, which these threads keep current.
+A cluster that cannot be reached leaves the kinds unavailable (their rules are skipped
+with a warning); serving never waits for it.
+
+Objects are read as plain JSON (``_preload_content=False``), not as generated model
+classes: deserialising 100,000 Workloads into models would cost minutes and gigabytes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from webhook.cluster import kinds as k
+from webhook.cluster.store import ClusterStore
+from webhook.config import Policy
+
+log = logging.getLogger("tpu_admission.cluster")
+
+
+@dataclass(frozen=True, slots=True)
+class WatchSettings:
+    page_size: int = 500
+    #: server-side timeout of one watch request; the loop then re-watches from where it was
+    watch_seconds: int = 300
+    connect_timeout: float = 5.0
+    backoff_initial: float = 0.5
+    backoff_max: float = 30.0
+    #: a kind whose watch is broken longer than this is unknown, not "as it was"
+    stale_after: float = 120.0
+
+    @classmethod
+    def from_policy(cls, policy: Policy) -> WatchSettings:
+        """The policy's ``cluster:`` section (every knob is a config key)."""
+        c = policy.cluster
+        return cls(
+            page_size=c.page_size,
+            watch_seconds=c.watch_seconds,
+            connect_timeout=c.connect_timeout_seconds,
+            backoff_initial=c.backoff_initial_seconds,
+            backoff_max=c.backoff_max_seconds,
+            stale_after=c.stale_after_seconds,
+        )
+
+
+class _Expired(Exception):
+    """The watch's resourceVersion is too old (410 Gone): relist."""
+
+
+def describe_error(exc: BaseException) -> str:
+    status = getattr(exc, "status", None)
+    if status == 403:
+        return "forbidden (403): the webhook's service account may not list/watch it; check its RBAC"
+    if status == 404:
+        return "absent (404): the API server does not serve this kind (CRD not installed?)"
+    if status == 401:
+        return "unauthorized (401): the credentials were refused"
+    if isinstance(status, int) and status:
+        reason = getattr(exc, "reason", "") or ""
+        return f"API error {status}: {reason}".rstrip(": ")
+    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+    return f"API server unreachable: {text[:200]}"
+
+
+class WatchCache(ClusterStore):
+    """A ``ClusterStore`` kept current by list + watch threads."""
+
+    def __init__(self, policy: Policy, api_client: Any, settings: WatchSettings | None = None) -> None:
+        self.settings = settings or WatchSettings.from_policy(policy)
+        super().__init__(policy, stale_after=self.settings.stale_after)
+        self.api_client = api_client
+        self._stopping = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self._responses: dict[str, Any] = {}
+
+    def start(self) -> WatchCache:
+        for kind in k.KINDS:
+            thread = threading.Thread(target=self._run, args=(kind,), name=f"watch-{kind.plural}", daemon=True)
+            self._threads.append(thread)
+            thread.start()
+        return self
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping.set()
+        for response in list(self._responses.values()):
+            with contextlib.suppress(Exception):  # best effort: the threads are daemons anyway
+                response.shutdown()
+        for thread in self._threads:
+            thread.join(timeout)
+
+    # ---------------------------------------------------------------- the loop
+
+    def _run(self, kind: k.Kind) -> None:
+        backoff = self.settings.backoff_initial
+        version: str | None = None
+        last_error: str | None = None
+        while not self._stopping.is_set():
+            try:
+                if version is None:
+                    version = self._list(kind)
+                    if last_error is not None:
+                        log.info("%s: synced again", kind.name)
+                        last_error = None
+                version = self._watch(kind, version)
+                backoff = self.settings.backoff_initial
+            except _Expired:
+                version = None  # relist at once: events were lost, not the server
+                self.availability.broken(kind.name, None)
+            except Exception as exc:  # every failure is a reason, never a crash
+                if self._stopping.is_set():
+                    break
+                if getattr(exc, "status", None) == 410:
+                    version = None
+                    continue
+                error = describe_error(exc)
+                self.availability.broken(kind.name, error, fatal=getattr(exc, "status", None) in (403, 404))
+                if error != last_error:
+                    log.warning("%s: %s; its checks are skipped while unknown", kind.name, error)
+                    last_error = error
+                self._stopping.wait(backoff)
+                backoff = min(backoff * 2, self.settings.backoff_max)
+
+    def _call(self, kind: k.Kind) -> Callable[..., Any]:
+        from kubernetes import client
+
+        if kind.group == "":
+            core = client.CoreV1Api(self.api_client)
+            return core.list_namespace if kind is k.NAMESPACES else core.list_node
+        custom = client.CustomObjectsApi(self.api_client)
+
+        def call(**kwargs: Any) -> Any:
+            return custom.list_cluster_custom_object(kind.group, kind.version, kind.plural, **kwargs)
+
+        return call
+
+    def _list(self, kind: k.Kind) -> str:
+        pages: list[str] = []
+        self.replace(kind, self._pages(kind, pages))
+        self.availability.listed(kind.name)
+        return pages[-1] if pages else ""
+
+    def _pages(self, kind: k.Kind, versions: list[str]) -> Iterator[dict[str, Any]]:
+        call = self._call(kind)
+        token: str | None = None
+        timeout = (self.settings.connect_timeout, 60.0)
+        while True:
+            options: dict[str, Any] = {"limit": self.settings.page_size}
+            if token:
+                options["_continue"] = token
+            response = call(**options, _preload_content=False, _request_timeout=timeout)
+            try:
+                body = json.loads(response.data)
+            finally:
+                response.release_conn()
+            metadata = body.get("metadata") or {}
+            versions.append(str(metadata.get("resourceVersion") or ""))
+            yield from body.get("items") or ()
+            token = metadata.get("continue")
+            if not token:
+                return
+
+    def _watch(self, kind: k.Kind, version: str) -> str:
+        from kubernetes.client.exceptions import ApiException
+        from kubernetes.watch.watch import iter_resp_lines
+
+        seconds = self.settings.watch_seconds
+        response = self._call(kind)(
+            watch=True,
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=seconds,
+            _preload_content=False,
+            _request_timeout=(self.settings.connect_timeout, seconds + 30),
+        )
+        self._responses[kind.name] = response
+        self.availability.watching(kind.name)
+        try:
+            if self._stopping.is_set():  # stop() may have shut the responses before this one
+                return version
+            for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
+                if self._stopping.is_set():
+                    break
+                if not line:
+                    continue
+                event = json.loads(line)
+                kind_of_event = event.get("type")
+                obj = event.get("object") or {}
+                if kind_of_event == "ERROR":
+                    if obj.get("code") == 410:
+                        raise _Expired()
+                    raise ApiException(status=obj.get("code"), reason=obj.get("message"))
+                if kind_of_event in ("ADDED", "MODIFIED", "DELETED"):
+                    self.apply(kind, kind_of_event, obj)
+                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
+                self.availability.event(kind.name)
+        finally:
+            self._responses.pop(kind.name, None)
+            response.release_conn()
+        return version
+
+
+def start_watch_cache(kubeconfig: str | None, policy: Policy, settings: WatchSettings | None = None) -> WatchCache:
+    """Load the cluster config (``kubeconfig`` or in-cluster) and start watching.
+
+    Never raises for the cluster's sake: a config that cannot be loaded leaves every
+    kind unavailable with the reason, and the server serves the structural rules.
+    """
+    from kubernetes import client, config
+
+    configuration = client.Configuration()
+    try:
+        if kubeconfig:
+            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+    except Exception as exc:  # a reason for every skipped check, not a crash
+        reason = f"cluster configuration could not be loaded: {str(exc)[:200]}"
+        log.error("%s; cluster-aware checks are skipped", reason)
+        cache = WatchCache(policy, None, settings)
+        for kind in k.KINDS:
+            cache.availability.mark_absent(kind.name, reason)
+        return cache
+    configuration.connection_pool_maxsize = len(k.KINDS) * 2
+    configuration.retries = 0  # the loop backs off itself; urllib3 retries would hide the reason
+    return WatchCache(policy, client.ApiClient(configuration), settings).start()
