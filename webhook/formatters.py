@@ -102,9 +102,7 @@ def github(results: list[CheckResult]) -> str:
             lines.append(f"::{level} {props}::{_escape(f'{finding.path}: {finding.message}')}")
         for warning in result.decision.warnings:
             if not warning.startswith("["):  # rule warnings were annotated above
-                lines.append(
-                    f"::warning file={_escape(doc.source, True)},line={doc.line}::{_escape(warning)}"
-                )
+                lines.append(f"::warning file={_escape(doc.source, True)},line={doc.line}::{_escape(warning)}")
     return "\n".join([*lines, text(results)])
 
 

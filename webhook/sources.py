@@ -76,9 +76,7 @@ def _expand(document: Document) -> Iterator[Document]:
     if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
         items_node = None
         if isinstance(document.node, yaml.MappingNode):
-            items_node = next(
-                (v for k, v in document.node.value if getattr(k, "value", None) == "items"), None
-            )
+            items_node = next((v for k, v in document.node.value if getattr(k, "value", None) == "items"), None)
         for position, item in enumerate(data["items"]):
             node = items_node.value[position] if isinstance(items_node, yaml.SequenceNode) else None
             line = node.start_mark.line + 1 if node is not None else document.line

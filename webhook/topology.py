@@ -63,7 +63,6 @@ def super_slice_problems(topology: Topology, limits: SuperSlicePolicy) -> list[s
     sub_blocks, remainder = divmod(topology.chips, limits.sub_block_chips)
     if remainder == 0 and sub_blocks > limits.max_sub_blocks:
         problems.append(
-            f"{sub_blocks} sub-blocks of {limits.sub_block_chips} chips exceeds the maximum "
-            f"of {limits.max_sub_blocks}"
+            f"{sub_blocks} sub-blocks of {limits.sub_block_chips} chips exceeds the maximum of {limits.max_sub_blocks}"
         )
     return problems
