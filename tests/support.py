@@ -151,9 +151,7 @@ class RunningServer:
 
 
 @contextmanager
-def running_server(
-    policy: Policy, tls: TlsSettings, cluster: Any = None, **options: Any
-) -> Iterator[RunningServer]:
+def running_server(policy: Policy, tls: TlsSettings, cluster: Any = None, **options: Any) -> Iterator[RunningServer]:
     server = RunningServer(ServerState(policy=policy, cluster=cluster), tls, **options).start()
     try:
         yield server

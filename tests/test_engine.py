@@ -21,9 +21,7 @@ STATIC = Policy()
 
 
 def run(obj: Any, policy: Policy = STATIC, **facts: Any) -> Decision:
-    facts.setdefault(
-        "namespace", obj["metadata"].get("namespace", "default") if isinstance(obj, dict) else ""
-    )
+    facts.setdefault("namespace", obj["metadata"].get("namespace", "default") if isinstance(obj, dict) else "")
     return decide(obj, AdmissionFacts(**facts), policy)
 
 

@@ -26,9 +26,7 @@ def jobset_validator() -> jsonschema.protocols.Validator:
 
 
 def errors(obj: Any) -> list[str]:
-    return [
-        f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in jobset_validator().iter_errors(obj)
-    ]
+    return [f"{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in jobset_validator().iter_errors(obj)]
 
 
 @pytest.mark.parametrize("path", sorted(JOBSETS.glob("*.yaml")), ids=lambda p: p.stem)

@@ -21,9 +21,7 @@ def post(server: RunningServer, client: httpx.Client, path: str, body: Any, **kw
     return client.post(f"{server.url}{path}", json=body, **kwargs)
 
 
-def answer(
-    server: RunningServer, client: httpx.Client, path: str, obj: Any, **review_args: Any
-) -> dict[str, Any]:
+def answer(server: RunningServer, client: httpx.Client, path: str, obj: Any, **review_args: Any) -> dict[str, Any]:
     body = review(obj, **review_args)
     reply = post(server, client, path, body)
     assert reply.status_code == 200, reply.text
@@ -60,9 +58,7 @@ def test_admitted_response_has_no_optional_fields(static_server: RunningServer, 
     assert response == {"uid": "abc", "allowed": True}
 
 
-def test_dev_patch_applies_to_give_the_intended_object(
-    dynamic_server: RunningServer, client: httpx.Client
-) -> None:
+def test_dev_patch_applies_to_give_the_intended_object(dynamic_server: RunningServer, client: httpx.Client) -> None:
     obj = load_jobset("falcon-migration")
     response = answer(dynamic_server, client, "/mutate/dev", obj)
     assert response["allowed"] is True and response["patchType"] == "JSONPatch"
@@ -88,35 +84,25 @@ def test_dry_run_is_answered_like_any_request(static_server: RunningServer, clie
     assert reply["allowed"] is False and "[suspend-forbidden]" in reply["status"]["message"]
 
 
-def test_update_flip_of_suspend_by_a_user_is_refused(
-    static_server: RunningServer, client: httpx.Client
-) -> None:
+def test_update_flip_of_suspend_by_a_user_is_refused(static_server: RunningServer, client: httpx.Client) -> None:
     old = load_jobset("rfc-4.6-static")
     new = load_jobset("rfc-4.6-static")
     new["spec"]["suspend"] = True
-    response = answer(
-        static_server, client, "/validate/production", new, operation="UPDATE", old=old, username="alice"
-    )
+    response = answer(static_server, client, "/validate/production", new, operation="UPDATE", old=old, username="alice")
     assert response["allowed"] is False and "[suspend-forbidden]" in response["status"]["message"]
     kueue = "system:serviceaccount:kueue-system:kueue-controller-manager"
-    response = answer(
-        static_server, client, "/validate/production", new, operation="UPDATE", old=old, username=kueue
-    )
+    response = answer(static_server, client, "/validate/production", new, operation="UPDATE", old=old, username=kueue)
     assert response["allowed"] is True
 
 
 def test_other_kinds_are_allowed_unchanged(static_server: RunningServer, client: httpx.Client) -> None:
-    body = review(
-        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "kubemaker"}}
-    )
+    body = review({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "kubemaker"}})
     body["request"]["kind"] = {"group": "", "version": "v1", "kind": "ConfigMap"}
     reply = post(static_server, client, "/mutate", body).json()
     assert reply["response"] == {"uid": body["request"]["uid"], "allowed": True}
 
 
-def test_unknown_namespace_is_admitted_with_a_warning(
-    static_server: RunningServer, client: httpx.Client
-) -> None:
+def test_unknown_namespace_is_admitted_with_a_warning(static_server: RunningServer, client: httpx.Client) -> None:
     obj = load_jobset("rfc-4.6-static")
     obj["metadata"]["namespace"] = "elsewhere"
     response = answer(static_server, client, "/mutate", obj)
@@ -127,10 +113,7 @@ def test_garbage_object_is_denied_with_a_reason_not_an_error(
     static_server: RunningServer, client: httpx.Client
 ) -> None:
     response = answer(static_server, client, "/mutate/production", {"spec": {"replicatedJobs": "x"}})
-    assert (
-        response["allowed"] is False
-        and "[jobset-malformed] spec.replicatedJobs" in response["status"]["message"]
-    )
+    assert response["allowed"] is False and "[jobset-malformed] spec.replicatedJobs" in response["status"]["message"]
 
 
 MALFORMED: list[tuple[str, bytes, int, str]] = [
@@ -178,9 +161,7 @@ MALFORMED: list[tuple[str, bytes, int, str]] = [
 def test_malformed_reviews_get_a_4xx_with_a_reason(
     name: str, body: bytes, status: int, reason: str, static_server: RunningServer, client: httpx.Client
 ) -> None:
-    reply = client.post(
-        f"{static_server.url}/validate", content=body, headers={"content-type": "application/json"}
-    )
+    reply = client.post(f"{static_server.url}/validate", content=body, headers={"content-type": "application/json"})
     assert reply.status_code == status
     assert reason in reply.json()["error"]
 
@@ -193,18 +174,14 @@ def test_wrong_content_type_is_415(static_server: RunningServer, client: httpx.C
 def test_body_over_the_limit_is_413(static_server: RunningServer, client: httpx.Client) -> None:
     limit = static_server.state.policy.server.max_body_bytes
     big = b'{"kind": "AdmissionReview", "pad": "' + b"x" * limit + b'"}'
-    reply = client.post(
-        f"{static_server.url}/mutate", content=big, headers={"content-type": "application/json"}
-    )
+    reply = client.post(f"{static_server.url}/mutate", content=big, headers={"content-type": "application/json"})
     assert reply.status_code == 413
 
     def chunks() -> Any:  # no content-length: the streamed size is what counts
         for _ in range(limit // 65536 + 2):
             yield b"x" * 65536
 
-    reply = client.post(
-        f"{static_server.url}/mutate", content=chunks(), headers={"content-type": "application/json"}
-    )
+    reply = client.post(f"{static_server.url}/mutate", content=chunks(), headers={"content-type": "application/json"})
     assert reply.status_code == 413
     assert client.get(f"{static_server.url}/healthz").status_code == 200
 
