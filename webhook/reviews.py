@@ -59,19 +59,28 @@ def _field(data: dict[str, Any], key: str, kind: type, where: str, required: boo
     return value
 
 
+def _shown(value: Any) -> str:
+    """A short, safe rendering of an untrusted value for an error message (no deep ``repr``)."""
+    if isinstance(value, str):
+        return repr(value if len(value) <= 100 else value[:100] + "...")
+    return "null" if value is None else f"a value of type {type(value).__name__}"
+
+
 def parse_review(body: bytes) -> AdmissionRequest:
     """Decode and check the envelope; the object inside is left to the engine."""
     try:
         data = json.loads(body)
     except (UnicodeDecodeError, ValueError) as exc:
         raise ReviewError(f"body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ReviewError("body is nested too deeply to be an AdmissionReview") from None
     if not isinstance(data, dict):
         raise ReviewError(f"body must be a JSON object (an AdmissionReview), got {type(data).__name__}")
     if data.get("kind") != KIND:
-        raise ReviewError(f"kind must be {KIND!r}, got {data.get('kind')!r}")
+        raise ReviewError(f"kind must be {KIND!r}, got {_shown(data.get('kind'))}")
     if data.get("apiVersion") != API_VERSION:
         raise ReviewError(
-            f"apiVersion must be {API_VERSION!r}, got {data.get('apiVersion')!r}; "
+            f"apiVersion must be {API_VERSION!r}, got {_shown(data.get('apiVersion'))}; "
             "set admissionReviewVersions: [v1] in the webhook configuration"
         )
     request = _field(data, "request", dict, "", required=True)

@@ -1,0 +1,73 @@
+"""The floor: the thinnest Starlette + uvicorn admission endpoint.
+
+It reads the body, parses the AdmissionReview with ``json.loads`` and answers allowed,
+echoing the uid. Same TLS certificate, same uvicorn settings as the webhook (our own
+``SSLContext``, no access log, no lifespan, no server header), so the difference between
+the two is exactly what the webhook does per request.
+
+    python bench/floor.py --port 9443 --cert-dir certs
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import ssl
+from pathlib import Path
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
+from starlette.routing import Route
+
+
+async def admit(request: Request) -> Response:
+    review = json.loads(await request.body())
+    answer = {
+        "apiVersion": "admission.k8s.io/v1",
+        "kind": "AdmissionReview",
+        "response": {"uid": review["request"]["uid"], "allowed": True},
+    }
+    return Response(json.dumps(answer, separators=(",", ":")).encode(), media_type="application/json")
+
+
+async def ok(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+app = Starlette(
+    routes=[
+        Route("/mutate", admit, methods=["POST"]),
+        Route("/validate", admit, methods=["POST"]),
+        Route("/readyz", ok, methods=["GET"]),
+    ]
+)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--cert-dir", type=Path, required=True)
+    args = parser.parse_args()
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_2
+    context.load_cert_chain(args.cert_dir / "tls.crt", args.cert_dir / "tls.key")
+    config = uvicorn.Config(
+        app,
+        host="127.0.0.1",
+        port=args.port,
+        ssl_certfile=str(args.cert_dir / "tls.crt"),
+        ssl_keyfile=str(args.cert_dir / "tls.key"),
+        log_config=None,
+        access_log=False,
+        server_header=False,
+        lifespan="off",
+    )
+    config.load()
+    config.ssl = context
+    uvicorn.Server(config).run()
+
+
+if __name__ == "__main__":
+    main()
