@@ -119,6 +119,9 @@ class RunningServer:
     """A real uvicorn server over TLS in a background thread (port chosen by the OS)."""
 
     def __init__(self, state: ServerState, tls: TlsSettings, **options: Any) -> None:
+        # Session-scoped clients keep idle TLS connections open; uvicorn would wait its
+        # whole graceful timeout for them at teardown.
+        options.setdefault("graceful_seconds", 1)
         self.state = state
         self.server, self.reloader = build_server(state, "127.0.0.1", 0, tls, **options)
         self.thread = threading.Thread(target=self._run, daemon=True)

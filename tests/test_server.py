@@ -217,7 +217,8 @@ def test_one_json_log_line_per_decision(
     obj["spec"]["suspend"] = True
     with caplog.at_level(logging.INFO, logger="tpu_admission.decision"):
         post(static_server, client, "/mutate", review(obj, uid="log-me", username="alice"))
-    lines = [json.loads(r.getMessage()) for r in caplog.records if r.name == "tpu_admission.decision"]
+    lines = [r.msg for r in caplog.records if r.name == "tpu_admission.decision"]
+    assert all(isinstance(line, dict) for line in lines)  # structured; serve encodes it as one JSON line
     line = next(entry for entry in lines if entry["uid"] == "log-me")
     assert line["operation"] == "CREATE" and line["kind"] == "JobSet" and line["user"] == "alice"
     assert line["namespace"] == "kubemaker" and line["name"] == "llm-pretrain-a3f8"

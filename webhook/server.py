@@ -75,6 +75,13 @@ def _content_type_ok(request: Request) -> bool:
 def create_app(state: ServerState) -> Starlette:
     policy = state.policy
     metrics = state.metrics
+    # Label children bound once: ``.labels()`` costs microseconds on every request.
+    counted = {stage: metrics.latency.labels(stage) for stage in ("mutate", "validate")}
+    outcome = {
+        (stage, allowed): metrics.requests.labels(stage, "allowed" if allowed else "denied")
+        for stage in ("mutate", "validate")
+        for allowed in (True, False)
+    }
 
     async def admit(request: Request, stage: Stage) -> Response:
         endpoint = request.scope["path"]  # request.url builds a whole URL object: ~12 µs a request
@@ -110,34 +117,32 @@ def create_app(state: ServerState) -> Starlette:
             return _JSON(error_response(review.uid, "tpu-admission failed to judge this request; see its logs"))
 
         elapsed = time.perf_counter() - started
-        metrics.latency.labels(stage).observe(elapsed)
-        metrics.requests.labels(stage, "allowed" if decision.allowed else "denied").inc()
+        counted[stage].observe(elapsed)
+        outcome[stage, decision.allowed].inc()
         for finding in decision.findings:
             metrics.findings.labels(finding.rule, finding.action.value).inc()
         for rule_id in decision.skipped:
             metrics.skipped.labels(rule_id).inc()
         if log.isEnabledFor(logging.INFO):
+            # A dict: the JSON formatter ``serve`` installs encodes it once, as one line.
             log.info(
-                json.dumps(
-                    {
-                        "msg": "decision",
-                        "endpoint": endpoint,
-                        "uid": review.uid,
-                        "operation": review.operation,
-                        "kind": review.kind,
-                        "namespace": review.namespace,
-                        "name": review.name or _object_name(review.object),
-                        "user": review.user.username,
-                        "tier": decision.tier,
-                        "dryRun": review.dry_run,
-                        "allowed": decision.allowed,
-                        "rules": sorted({f.rule for f in decision.findings}),
-                        "skipped": decision.skipped,
-                        "patched": bool(decision.patch),
-                        "durationMs": round(elapsed * 1000, 3),
-                    },
-                    separators=(",", ":"),
-                )
+                {
+                    "msg": "decision",
+                    "endpoint": endpoint,
+                    "uid": review.uid,
+                    "operation": review.operation,
+                    "kind": review.kind,
+                    "namespace": review.namespace,
+                    "name": review.name or _object_name(review.object),
+                    "user": review.user.username,
+                    "tier": decision.tier,
+                    "dryRun": review.dry_run,
+                    "allowed": decision.allowed,
+                    "rules": sorted({f.rule for f in decision.findings}) if decision.findings else [],
+                    "skipped": decision.skipped,
+                    "patched": bool(decision.patch),
+                    "durationMs": round(elapsed * 1000, 3),
+                }
             )
         return _JSON(answer)
 

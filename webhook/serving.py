@@ -24,7 +24,7 @@ import socket
 import ssl
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -258,6 +258,15 @@ async def run_server(server: uvicorn.Server, reloader: CertificateReloader) -> N
 async def serve(state: ServerState, host: str, port: int, tls: TlsSettings, **options: float) -> None:
     server, reloader = build_server(state, host, port, tls, **options)  # type: ignore[arg-type]
     await run_server(server, reloader)
+
+
+def loop_factory() -> Callable[[], asyncio.AbstractEventLoop] | None:
+    """uvloop when installed (as uvicorn's ``loop="auto"`` would pick), else asyncio's loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return None
+    return uvloop.new_event_loop
 
 
 def bound_port(server: uvicorn.Server) -> int:
