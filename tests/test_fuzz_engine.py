@@ -13,6 +13,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from fuzzing import FIXTURES, json_paths, json_values, mutate_subtrees
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from support import load_jobset
@@ -24,31 +25,9 @@ from webhook.findings import Action
 from webhook.reviews import review_response
 from webhook.rules import UserInfo
 
-FIXTURES = [
-    "rfc-4.6-static",
-    "rfc-4.6-static-single",
-    "rfc-4.3.1-dynamic",
-    "pathways-dynamic",
-    "falcon-migration",
-    "falcon-before-migration",
-]
 POLICIES = {"static": Policy(), "dynamic": Policy(mode="dynamic")}
 NAMESPACES = ["kubemaker", "default", "falcon-jobs", "unknown-ns", ""]
 FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-
-scalars = (
-    st.none()
-    | st.booleans()
-    | st.integers(min_value=-(2**70), max_value=2**70)
-    | st.floats()  # json.loads accepts NaN and Infinity, so the engine sees them too
-    | st.text(max_size=20)
-    | st.sampled_from(["4x4x4", "2x2x1", "tpu7x", "4", "", "-1", "1e3", "100Gi", "cloud.google.com/gke-nodepool"])
-)
-json_values = st.recursive(
-    scalars,
-    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=12), children, max_size=4),
-    max_leaves=25,
-)
 
 facts_strategy = st.builds(
     AdmissionFacts,
@@ -60,32 +39,10 @@ facts_strategy = st.builds(
 )
 
 
-def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
-    """Every path into a JSON tree, the root included."""
-    out = [prefix]
-    if isinstance(node, dict):
-        for key, value in node.items():
-            out += _paths(value, (*prefix, key))
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            out += _paths(value, (*prefix, index))
-    return out
-
-
 @st.composite
 def mutated_jobsets(draw: st.DrawFn) -> dict[str, Any]:
     """A fixture JobSet with one to three subtrees replaced by arbitrary JSON or removed."""
-    obj: dict[str, Any] = {"root": load_jobset(draw(st.sampled_from(FIXTURES)))}
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(obj["root"], ("root",))[1:] or [("root",)]))
-        parent: Any = obj
-        for key in path[:-1]:
-            parent = parent[key]
-        if draw(st.booleans()) and len(path) > 1:
-            del parent[path[-1]]
-        else:
-            parent[path[-1]] = draw(json_values)
-    return obj["root"]  # type: ignore[no-any-return]
+    return mutate_subtrees(draw, load_jobset(draw(st.sampled_from(FIXTURES))), keep_root=True)  # type: ignore[no-any-return]
 
 
 def check_decision(obj: Any, facts: AdmissionFacts, policy: Policy) -> Decision:
@@ -151,7 +108,7 @@ def test_dev_tier_patch_applies_whatever_the_metadata(labels: Any, namespace: st
 
 def test_the_mutator_reaches_deep_fields() -> None:
     """Guard for the strategy itself: the paths it mutates include pod-template fields."""
-    paths = _paths(load_jobset("rfc-4.6-static"))
+    paths = json_paths(load_jobset("rfc-4.6-static"))
     assert any("nodeSelector" in path for path in paths)
     assert any("resources" in path for path in paths)
 

@@ -17,11 +17,11 @@ from typing import Any
 import httpx
 import jsonpatch
 import pytest
+from fuzzing import FIXTURES, json_values, mutate_subtrees
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from support import RunningServer, load_jobset, review
-from test_fuzz_engine import FIXTURES, _paths, json_values
 
 from webhook import certs
 from webhook.config import Policy
@@ -71,17 +71,8 @@ def mutated_reviews(draw: st.DrawFn) -> dict[str, Any]:
     """A real AdmissionReview with one to three subtrees (envelope or object) replaced or removed."""
     obj = load_jobset(draw(st.sampled_from(FIXTURES)))
     namespace = draw(st.sampled_from(["kubemaker", "default", "falcon-jobs", "elsewhere"]))
-    holder: dict[str, Any] = {"root": review(obj, namespace=namespace, uid=str(uuid.uuid4()))}
-    for _ in range(draw(st.integers(1, 3))):
-        path = draw(st.sampled_from(_paths(holder["root"], ("root",))))
-        parent: Any = holder
-        for key in path[:-1]:
-            parent = parent[key]
-        if draw(st.booleans()) and len(path) > 1:
-            del parent[path[-1]]
-        else:
-            parent[path[-1]] = draw(json_values)
-    return holder["root"]  # type: ignore[no-any-return]
+    body = review(obj, namespace=namespace, uid=str(uuid.uuid4()))
+    return mutate_subtrees(draw, body, keep_root=False)  # type: ignore[no-any-return]
 
 
 @pytest.fixture(params=["static", "dynamic"])
