@@ -32,6 +32,8 @@ def test_rule_example(case: RuleCase) -> None:
     if case.message is not None:
         assert case.message in first.message, first.message
     assert first.fix, "every finding says how to fix it"
+    for finding in found:  # "<what is wrong>; <how to fix>": the one "; " separates the two
+        assert "; " not in finding.problem and "; " not in finding.fix, finding.line()
 
 
 STRUCTURAL = [rule for rule in RULES if not rule.requires]

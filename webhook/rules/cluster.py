@@ -122,7 +122,7 @@ def namespace_not_selected(workload: Workload, ctx: RuleContext) -> Iterator[Fin
         "namespace-not-selected",
         LABELS.key(ctx.policy.queue_label),
         f"ClusterQueue {info.name!r} (behind LocalQueue {ctx.effective_labels[ctx.policy.queue_label]!r}) "
-        f"{why}, and namespace {workload.namespace!r} does not match (labels: {shown}); Kueue would "
+        f"{why}, and namespace {workload.namespace!r} does not match (labels: {shown}), so Kueue would "
         'leave the job pending with "namespace doesn\'t match ClusterQueue selector"',
         "submit through a queue whose ClusterQueue selects this namespace, or fix the namespace's tier label",
     )
@@ -188,7 +188,7 @@ def exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fin
             "exceeds-queue-capacity",
             podset.node_selector_path,
             f"TPU podSet {podset.name!r} (nodeSelector {describe_selector({'matchLabels': podset.node_selector})}) "
-            f"matches no TPU flavor of ClusterQueue {info.name!r} (flavors: {flavors}); it can hold 0 chips",
+            f"matches no TPU flavor of ClusterQueue {info.name!r} (flavors: {flavors}), so it can hold 0 chips",
             "select a topology the queue has a flavor for, or ask the admins for quota on it",
         )
     for flavor, (chips, podset) in sorted(demand.items()):
@@ -199,7 +199,7 @@ def exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fin
             "exceeds-queue-capacity",
             podset.path,
             f"the job needs {chips} {resource} of flavor {flavor!r}, but ClusterQueue {info.name!r} can "
-            f"never hold more than {_chips(capacity.maximum)} ({capacity.explain()}); it would never "
+            f"never hold more than {_chips(capacity.maximum)} ({capacity.explain()}), so it would never "
             "be admitted",
             f"ask for at most {_chips(capacity.maximum)} chips (fewer replicas or a smaller topology), "
             "or ask the admins to raise the queue's quota",
@@ -227,8 +227,8 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
             LABELS.key(policy.priority_label),
             f"this {policy.guaranteed_priority_class} job needs {chips} chips of flavor {flavor!r}, but "
             f"ClusterQueue {info.name!r} has {max(balance, 0)} guaranteed chips left: nominal {nominal} − "
-            f"in use {holding} − pending {waiting}; beyond nominal it would run without its preemption "
-            "privilege",
+            f"in use {holding} − pending {waiting} (beyond nominal it would run without its preemption "
+            "privilege)",
             f"submit it as best-effort, wait for guaranteed jobs to finish, or ask for at most {max(balance, 0)} chips",
         )
 
@@ -265,8 +265,8 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
             "exceeds-node-capacity",
             podset.pod_spec_path.child("containers"),
             f"one pod of podSet {podset.name!r} requests {_resources(wanted)}, but none of the "
-            f"{fit.matching} schedulable nodes matching its nodeSelector holds all of it at once; the "
-            f"closest, {node.name}, has allocatable {_resources(offered)} (short of {', '.join(short)})",
+            f"{fit.matching} schedulable nodes matching its nodeSelector holds all of it at once (the "
+            f"closest, {node.name}, has allocatable {_resources(offered)} (short of {', '.join(short)}))",
             "request no more than one node offers (init containers count at their largest), or select larger nodes",
         )
 
@@ -289,6 +289,6 @@ def insufficient_node_pools(workload: Workload, ctx: RuleContext) -> Iterator[Fi
             "insufficient-node-pools",
             podset.path.child("replicas"),
             f"the job needs {needed} slice(s) of topology {topology}, one node pool each, but the cluster "
-            f"has {pools} {topology} node pool(s); it would pend forever",
+            f"has {pools} {topology} node pool(s), so it would pend forever",
             f"use at most {pools} replicas of {topology}, or another topology with enough pools",
         )

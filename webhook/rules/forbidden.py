@@ -25,7 +25,7 @@ def suspend_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]
             yield Finding(
                 "suspend-forbidden",
                 path,
-                f"spec.suspend is set ({str(workload.spec.get('suspend')).lower()}); Kueue "
+                f"spec.suspend is set ({str(workload.spec.get('suspend')).lower()}), but Kueue "
                 "suspends and resumes the job itself",
                 "remove spec.suspend",
             )
@@ -38,9 +38,9 @@ def suspend_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]
         "suspend-forbidden",
         path,
         f"user {ctx.user.username!r} changed spec.suspend from {str(ctx.old.suspended).lower()} "
-        f"to {str(workload.suspended).lower()}; only Kueue's controller may, a manual flip "
-        "breaks its state machine",
-        "leave spec.suspend to Kueue; to stop a job, delete the JobSet",
+        f"to {str(workload.suspended).lower()}: only Kueue's controller may (a manual flip "
+        "breaks its state machine)",
+        "leave spec.suspend to Kueue (to stop a job, delete the JobSet)",
     )
 
 

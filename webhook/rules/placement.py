@@ -56,7 +56,8 @@ def slice_topology_missing(workload: Workload, ctx: RuleContext) -> Iterator[Fin
             yield Finding(
                 "slice-topology-missing",
                 podset.annotations_path.key(annotation),
-                f"TPU podSet {podset.name!r} has no slice topology; Kueue would later report only 'quota insufficient'",
+                f"TPU podSet {podset.name!r} has no slice topology, so Kueue would later report only "
+                "'quota insufficient'",
                 f"add the pod template annotation {annotation}, e.g. 4x4x4",
             )
 
@@ -69,7 +70,7 @@ def _allowed_text(ctx: RuleContext) -> str:
         f"{limits.max_sub_blocks} sub-blocks of {limits.sub_block_chips} chips"
     )
     if ctx.policy.sub_slicing:
-        text += f"; or sub-slice {', '.join(ctx.policy.sub_slice_topologies)}"
+        text += f", or sub-slice {', '.join(ctx.policy.sub_slice_topologies)}"
     return text
 
 
@@ -88,7 +89,7 @@ def slice_topology_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Fin
             yield Finding(
                 "slice-topology-invalid",
                 podset.annotations_path.key(annotation),
-                f"slice topology {value!r} is not allowed: {'; '.join(problems)}",
+                f"slice topology {value!r} is not allowed: {', '.join(problems)}",
                 f"use an allowed value: {_allowed_text(ctx)}",
             )
 
@@ -229,7 +230,7 @@ def tas_annotation_unpaired(workload: Workload, ctx: RuleContext) -> Iterator[Fi
         yield Finding(
             "tas-annotation-unpaired",
             podset.annotations_path.key(missing),
-            f"{present} is set without {missing}; the two only work as a pair",
+            f"{present} is set without {missing}, and the two only work as a pair",
             f"add {missing}",
         )
 
@@ -241,7 +242,7 @@ def tas_required_topology_multislice(workload: Workload, ctx: RuleContext) -> It
                 "tas-required-topology-multislice",
                 podset.annotations_path.key(REQUIRED_TOPOLOGY),
                 f"replicas is {podset.replicas}, so this asks all {podset.replicas} slices into "
-                "one node pool, which can never be satisfied; the job would pend forever",
+                "one node pool, which can never be satisfied: the job would pend forever",
                 f"replace it with {_slice_pair(ctx.policy.static_slice_level)}",
             )
 

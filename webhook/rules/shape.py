@@ -86,6 +86,6 @@ def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Findin
                 yield Finding(
                     "tpu-request-invalid",
                     container.path.child("resources", kind).key(resource),
-                    f"container {container.name!r} {kind} {shown}; each tpu7x host has exactly {per_host} chips",
+                    f"container {container.name!r} {kind} {shown}, but each tpu7x host has exactly {per_host} chips",
                     fix,
                 )
