@@ -46,7 +46,8 @@ def parse_topology(text: str) -> Topology:
     return Topology((a, b, c))
 
 
-def super_slice_problems(topology: Topology, limits: SuperSlicePolicy) -> list[str]:
+@lru_cache(maxsize=256)  # asked by two rules per podSet, for a handful of distinct values
+def super_slice_problems(topology: Topology, limits: SuperSlicePolicy) -> tuple[str, ...]:
     """Every reason ``topology`` is not an allowed super-slice (empty when it is)."""
     a, b, c = topology.dims
     problems = []
@@ -65,4 +66,4 @@ def super_slice_problems(topology: Topology, limits: SuperSlicePolicy) -> list[s
         problems.append(
             f"{sub_blocks} sub-blocks of {limits.sub_block_chips} chips exceeds the maximum of {limits.max_sub_blocks}"
         )
-    return problems
+    return tuple(problems)

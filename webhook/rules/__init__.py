@@ -29,9 +29,9 @@ class UserInfo:
     groups: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # not frozen: a frozen __init__ costs a setattr call per field, per request
 class RuleContext:
-    """Everything a rule may read besides the workload. Built once per request."""
+    """Everything a rule may read besides the workload. Built once per request; rules only read it."""
 
     policy: Policy
     tier_name: str | None

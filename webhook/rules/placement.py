@@ -84,7 +84,7 @@ def slice_topology_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Fin
         try:
             problems = super_slice_problems(parse_topology(value), ctx.policy.super_slice)
         except TopologyError as exc:
-            problems = [str(exc)]
+            problems = (str(exc),)
         if problems:
             yield Finding(
                 "slice-topology-invalid",
