@@ -308,3 +308,28 @@ def test_ledger_moves_with_each_event() -> None:
     assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (64, 0)
     store.apply(k.WORKLOADS, "DELETED", admitted)
     assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (0, 0)
+
+
+def test_status_only_updates_keep_the_memos() -> None:
+    """Node heartbeats and Kueue's ClusterQueue usage writes must not reset cached answers."""
+    store = ClusterStore(POLICY)
+    node = {
+        "metadata": {"name": "n1", "labels": {"pool": "p"}},
+        "status": {"allocatable": {"cpu": "8"}, "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    store.apply(k.NODES, "ADDED", node)
+    queue = {"metadata": {"name": "team-a"}, "spec": {"cohortName": "tpu-pool"}, "status": {"pendingWorkloads": 0}}
+    store.apply(k.CLUSTER_QUEUES, "ADDED", queue)
+    generations = (store.node_generation, store.queue_generation)
+
+    heartbeat = {**node, "status": {**node["status"], "conditions": [{"type": "Ready", "status": "Unknown"}]}}
+    store.apply(k.NODES, "MODIFIED", heartbeat)
+    store.apply(k.CLUSTER_QUEUES, "MODIFIED", {**queue, "status": {"pendingWorkloads": 7}})
+    assert (store.node_generation, store.queue_generation) == generations
+
+    relabelled = {**node, "metadata": {"name": "n1", "labels": {"pool": "q"}}}
+    store.apply(k.NODES, "MODIFIED", relabelled)
+    store.apply(k.CLUSTER_QUEUES, "MODIFIED", {**queue, "spec": {"cohortName": "other"}})
+    assert store.node_generation > generations[0] and store.queue_generation > generations[1]
+    assert store.node_fit({"pool": "q"}, {"cpu": Decimal(1)}).fits
+    assert store.node_fit({"pool": "p"}, {"cpu": Decimal(1)}).matching == 0

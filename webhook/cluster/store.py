@@ -96,7 +96,34 @@ class ClusterStore:
             for key in self.keys[kind.name] - seen:
                 self._remove(kind, key)
 
+    def _unchanged(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> bool:
+        """Whether an update leaves everything we keep of the object as it was.
+
+        Most MODIFIED events are status-only: node heartbeats and condition changes, Kueue
+        writing a ClusterQueue's usage on every admission. They must not reset the memos
+        every request reads (the generations), nor re-index a node.
+        """
+        if key not in self.keys[kind.name]:
+            return False
+        metadata = obj.get("metadata") or {}
+        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+        if kind is k.NODES:
+            return self.nodes.get(str(key)) == parse_node(obj)
+        if kind is k.CLUSTER_QUEUES:
+            return self.cluster_queues.get(str(key)) == parse_cluster_queue(obj)
+        if kind is k.COHORTS:
+            return self.cohorts.get(str(key)) == parse_cohort(obj)
+        if kind is k.RESOURCE_FLAVORS:
+            return self.flavors.get(str(key)) == parse_flavor(obj)
+        if kind is k.NAMESPACES:
+            return self.namespaces.get(str(key)) == string_map(metadata.get("labels"))
+        if kind is k.LOCAL_QUEUES and isinstance(key, tuple) and isinstance(spec, dict):
+            return self.local_queues.get(key) == str(spec.get("clusterQueue") or "")
+        return False
+
     def _put(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
+        if self._unchanged(kind, key, obj):
+            return
         if key in self.keys[kind.name]:
             self._remove(kind, key)
         self.keys[kind.name].add(key)
