@@ -47,6 +47,8 @@ def cluster_findings(decision: Decision) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for finding in decision.findings:
         if finding.rule in CLUSTER_RULES:
+            # "<what is wrong>; <how to fix>": the one "; " separates the two (SPEC §6)
+            assert "; " not in finding.problem and "; " not in finding.fix, finding.line()
             out.setdefault(finding.rule, []).append(finding.line())
     return out
 
@@ -149,7 +151,7 @@ def test_exceeds_queue_capacity_with_a_borrowing_limit() -> None:
 def test_exceeds_queue_capacity_without_a_cohort() -> None:
     obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"})
     [line] = cluster_findings(judge(obj))["exceeds-queue-capacity"]
-    assert "never hold more than 64 (nominal 64; no cohort to borrow from)" in line
+    assert "never hold more than 64 (nominal 64, no cohort to borrow from)" in line
 
 
 def test_within_queue_capacity_passes() -> None:

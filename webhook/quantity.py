@@ -63,3 +63,11 @@ def _parse_text(value: str) -> Decimal:
         return Decimal(number) * _SUFFIX[suffix or ""]
     except InvalidOperation as exc:  # pragma: no cover - the regex admits only numbers
         raise QuantityError(f"{value!r} is not a quantity") from exc
+
+
+def quantity_or_none(value: object) -> Decimal | None:
+    """The quantity, or ``None`` when the value is not one (absent or malformed)."""
+    try:
+        return parse_quantity(value)
+    except QuantityError:
+        return None

@@ -16,7 +16,8 @@ from typing import Any, NamedTuple
 from webhook.config import Policy
 from webhook.fieldpaths import ANNOTATIONS, LABELS, METADATA, REPLICATED_JOBS, SPEC, FieldPath
 from webhook.findings import Finding
-from webhook.quantity import QuantityError, parse_quantity
+from webhook.quantity import quantity_or_none
+from webhook.resources import pod_requests
 
 MALFORMED = "jobset-malformed"
 
@@ -160,6 +161,7 @@ class PodSet:
     containers: list[Container]
     init_containers: list[Container]
     is_tpu: bool = False
+    _pod_requests: dict[str, Decimal] | None = field(default=None, repr=False, compare=False)
 
     @property
     def job_spec_path(self) -> FieldPath:
@@ -179,13 +181,19 @@ class PodSet:
 
     def quantity(self, container: Container, kind: str, resource: str) -> Decimal | None:
         """The parsed request or limit, ``None`` when absent or unparseable."""
-        raw = (container.requests if kind == "requests" else container.limits).get(resource)
-        if raw is None:
-            return None
-        try:
-            return parse_quantity(raw)
-        except QuantityError:
-            return None
+        return quantity_or_none((container.requests if kind == "requests" else container.limits).get(resource))
+
+    def pod_requests(self) -> dict[str, Decimal]:
+        """One pod's effective requests (init containers counted as Kubernetes counts them).
+
+        Several cluster rules ask for it; it is worked out once per request.
+        """
+        if self._pod_requests is None:
+            self._pod_requests = pod_requests(
+                ((c.requests, c.limits) for c in self.containers),
+                ((c.requests, c.limits) for c in self.init_containers),
+            )
+        return self._pod_requests
 
 
 @dataclass(slots=True)

@@ -21,7 +21,8 @@ from collections.abc import Iterator, Mapping
 from decimal import Decimal
 from typing import Any
 
-from webhook.cluster.model import pod_requests, quantity
+from webhook.quantity import quantity_or_none
+from webhook.resources import pod_requests
 
 HOLDS, WAITS, IDLE, FINISHED = "holds", "waits", "idle", "finished"
 
@@ -88,7 +89,7 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
         for assignment in admission.get("podSetAssignments") or ():
             if not isinstance(assignment, dict):
                 continue
-            used = quantity((assignment.get("resourceUsage") or {}).get(tpu))
+            used = quantity_or_none((assignment.get("resourceUsage") or {}).get(tpu))
             flavor = (assignment.get("flavors") or {}).get(tpu)
             if used and flavor:
                 chips.append((_intern(flavor), int(used)))

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-from webhook.quantity import QuantityError, parse_quantity
+from webhook.quantity import quantity_or_none
 
 #: resources judged by the node-fit rule (DD-0018: one node must hold them all together)
 NODE_FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage")
@@ -26,13 +26,6 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def quantity(value: Any) -> Decimal | None:
-    try:
-        return parse_quantity(value)
-    except QuantityError:
-        return None
 
 
 def string_map(value: Any) -> dict[str, str]:
@@ -111,9 +104,9 @@ def _quotas(resource_groups: Any) -> tuple[frozenset[str], FlavorQuotas]:
                 borrowing = resource.get("borrowingLimit")
                 lending = resource.get("lendingLimit")
                 resources[str(resource.get("name"))] = Quota(
-                    quantity(resource.get("nominalQuota")) or Decimal(0),
-                    quantity(borrowing) if borrowing is not None else None,
-                    quantity(lending) if lending is not None else None,
+                    quantity_or_none(resource.get("nominalQuota")) or Decimal(0),
+                    quantity_or_none(borrowing) if borrowing is not None else None,
+                    quantity_or_none(lending) if lending is not None else None,
                 )
             flavors.append((str(flavor.get("name")), resources))
     return frozenset(covered), tuple(flavors)
@@ -204,10 +197,10 @@ class Capacity:
     def explain(self) -> str:
         nominal = f"nominal {_n(self.nominal)}"
         if self.cohort is None:
-            return f"{nominal}; no cohort to borrow from"
+            return f"{nominal}, no cohort to borrow from"
         lendable = _n(self.cohort_lendable or Decimal(0))
         if self.borrowing_limit is None:
-            return f"{nominal} + {lendable} the rest of cohort {self.cohort} could lend; no borrowing limit"
+            return f"{nominal} + {lendable} the rest of cohort {self.cohort} could lend, no borrowing limit"
         return f"{nominal} + borrowing limit {_n(self.borrowing_limit)} (cohort {self.cohort} could lend {lendable})"
 
 
@@ -240,7 +233,7 @@ def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
     spec = _dict(obj.get("spec"))
     allocatable = {}
     for key, raw in _dict(_dict(obj.get("status")).get("allocatable")).items():
-        value = quantity(raw)
+        value = quantity_or_none(raw)
         if value is not None:
             allocatable[str(key)] = value
     taints = tuple(
@@ -281,33 +274,3 @@ class NodeFit:
     fits: bool
     #: when nothing fits: the matching node that comes closest, for the message
     closest: NodeInfo | None = None
-
-
-def pod_requests(
-    containers: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
-    init_containers: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
-) -> dict[str, Decimal]:
-    """One pod's effective requests, as the scheduler counts them.
-
-    Each container's request defaults to its limit. The pod needs the sum over its
-    containers, or the largest init container when that is more: init containers run
-    one at a time before the others start.
-    """
-
-    def one(requests: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, Decimal]:
-        out = {}
-        for key in {*requests, *limits}:
-            value = quantity(requests[key] if key in requests else limits[key])
-            if value is not None and value > 0:
-                out[str(key)] = value
-        return out
-
-    total: dict[str, Decimal] = {}
-    for requests, limits in containers:
-        for key, value in one(requests, limits).items():
-            total[key] = total.get(key, Decimal(0)) + value
-    for requests, limits in init_containers:
-        for key, value in one(requests, limits).items():
-            if value > total.get(key, Decimal(0)):
-                total[key] = value
-    return total

@@ -17,13 +17,12 @@ from webhook.cluster.model import (
     NODE_FIT_RESOURCES,
     ClusterQueueInfo,
     describe_selector,
-    pod_requests,
-    quantity,
     selector_matches,
 )
 from webhook.cluster.state import ClusterState
 from webhook.fieldpaths import LABELS
 from webhook.findings import Finding
+from webhook.quantity import quantity_or_none
 from webhook.rules import RuleContext
 from webhook.workload import PodSet, Workload
 
@@ -42,13 +41,6 @@ def _target(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, Cluster
         return None
     info = found[0].cluster_queue(found[2])
     return (found[0], info) if info is not None else None
-
-
-def podset_requests(podset: PodSet) -> dict[str, Decimal]:
-    return pod_requests(
-        ((c.requests, c.limits) for c in podset.containers),
-        ((c.requests, c.limits) for c in podset.init_containers),
-    )
 
 
 def _pods(podset: PodSet) -> int:
@@ -92,7 +84,7 @@ def local_queue_not_found(workload: Workload, ctx: RuleContext) -> Iterator[Find
             path,
             f"there is no LocalQueue {queue!r} in namespace {namespace!r}"
             + (" (the webhook would inject it as this tier's default queue)" if injected else "")
-            + f"; LocalQueues there: {', '.join(existing) or 'none'}",
+            + f" (LocalQueues there: {', '.join(existing) or 'none'})",
             f"use one of the namespace's LocalQueues, or ask the admins to create {queue!r} in {namespace!r}",
         )
     elif cluster.cluster_queue(cluster_queue) is None:
@@ -138,14 +130,14 @@ def resource_not_covered(workload: Workload, ctx: RuleContext) -> Iterator[Findi
         for container in [*podset.containers, *podset.init_containers]:
             for kind, values in (("requests", container.requests), ("limits", container.limits)):
                 for resource, raw in values.items():
-                    if resource in info.covered or resource in reported or quantity(raw) == 0:
+                    if resource in info.covered or resource in reported or quantity_or_none(raw) == 0:
                         continue
                     reported.add(resource)
                     yield Finding(
                         "resource-not-covered",
                         container.path.child("resources", kind).key(resource),
                         f"podSet {podset.name!r} requests {resource}, which ClusterQueue {info.name!r} "
-                        f"does not cover (covered: {', '.join(sorted(info.covered)) or 'nothing'}); Kueue "
+                        f"does not cover (covered: {', '.join(sorted(info.covered)) or 'nothing'}), so Kueue "
                         f'would report "resource {resource} unavailable in ClusterQueue" and never admit it',
                         f"drop the {resource} request, or ask the admins to add it to the ClusterQueue's "
                         "resource group",
@@ -161,7 +153,7 @@ def _tpu_demand(
     demand: dict[str, tuple[int, PodSet]] = {}
     unmatched: list[PodSet] = []
     for podset in workload.tpu_podsets:
-        per_pod = podset_requests(podset).get(tpu.resource_name)
+        per_pod = podset.pod_requests().get(tpu.resource_name)
         if not per_pod:
             continue  # tpu-request-invalid reports it
         flavor = cluster.tpu_flavor(info.name, podset.node_selector)
@@ -250,7 +242,7 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
         return
     tpu = ctx.policy.tpu.resource_name
     for podset in workload.podsets:
-        wanted = {r: v for r, v in podset_requests(podset).items() if r in (*NODE_FIT_RESOURCES, tpu)}
+        wanted = {r: v for r, v in podset.pod_requests().items() if r in (*NODE_FIT_RESOURCES, tpu)}
         if not wanted:
             continue
         # The TPU taint is tolerated through the TPU flavor, which Kueue injects (RFC 4.2).
