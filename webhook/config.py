@@ -56,10 +56,6 @@ class TierPolicy(_Model):
             raise ValueError(f"defaultPriorityClass {default!r} must be one of allowedPriorityClasses")
         return self
 
-    @property
-    def injects(self) -> bool:
-        return self.default_queue is not None or self.default_priority_class is not None
-
 
 def _rfc_tiers() -> dict[str, TierPolicy]:
     return {

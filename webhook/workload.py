@@ -154,7 +154,6 @@ class PodSet:
     parallelism: int | None
     completions: int | None
     job_annotations: dict[str, str]
-    template_path: FieldPath
     annotations: dict[str, str]
     node_selector: dict[str, str]
     priority_class_name: Any
@@ -198,8 +197,6 @@ class PodSet:
 
 @dataclass(slots=True)
 class Workload:
-    kind: str
-    api_version: str
     namespace: str
     name: str
     labels: dict[str, str]
@@ -249,8 +246,6 @@ def parse_jobset(obj: Any, policy: Policy, namespace: str = "") -> Workload:
     ns = metadata.get("namespace")
     spec = reader.mapping(root.get("spec"), SPEC)
     workload = Workload(
-        kind=str(root.get("kind", "")),
-        api_version=str(root.get("apiVersion", "")),
         namespace=ns if isinstance(ns, str) and ns else namespace,
         name=name,
         labels=labels,
@@ -303,7 +298,6 @@ def _parse_podset(reader: _Reader, job: Any, index: int, policy: Policy) -> PodS
         parallelism=reader.count(job_spec.get("parallelism"), paths.parallelism, None),
         completions=reader.count(job_spec.get("completions"), paths.completions, None),
         job_annotations=reader.string_map(job_metadata.get("annotations"), paths.job_annotations),
-        template_path=paths.pod_template,
         annotations=annotations,
         node_selector=node_selector,
         priority_class_name=pod_spec.get("priorityClassName"),

@@ -55,4 +55,3 @@ KINDS: tuple[Kind, ...] = (
     WORKLOADS,
 )
 BY_KIND: dict[str, Kind] = {kind.kind: kind for kind in KINDS}
-BY_NAME: dict[str, Kind] = {kind.name: kind for kind in KINDS}
