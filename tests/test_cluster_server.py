@@ -23,8 +23,7 @@ POLICY = Policy()
 
 
 def serve(cache: WatchCache, tls: TlsSettings) -> RunningServer:
-    state = ServerState(policy=POLICY, cluster=cache)
-    state.metrics.observe_cluster(cache.kind_metrics)  # as `serve` does
+    state = ServerState(policy=POLICY, cluster=cache)  # registers the cache's gauges itself
     return RunningServer(state, tls).start()
 
 
@@ -93,6 +92,9 @@ def test_cluster_gauges_on_metrics(live: RunningServer, client: httpx.Client) ->
     text = client.get(live.url + "/metrics").text
     assert 'tpu_admission_cluster_synced{kind="Workloads"} 1.0' in text
     assert 'tpu_admission_cluster_cache_age_seconds{kind="Nodes"} 0.0' in text
+    assert text.count('tpu_admission_cluster_synced{kind="Nodes"}') == 1  # registered once
+    ages = [line for line in text.splitlines() if line.startswith("tpu_admission_cluster_last_event_age_seconds{")]
+    assert len(ages) == 8 and all(float(line.rsplit(" ", 1)[1]) >= -1.0 for line in ages)
 
 
 def test_unreachable_api_server_serves_structural_rules_with_warnings(

@@ -210,3 +210,15 @@ def test_staleness_bound() -> None:
     availability.listed("Nodes")
     availability.watching("Nodes")
     assert availability.reason("Nodes") is None
+
+
+def test_seconds_since_the_last_event() -> None:
+    now = [100.0]
+    availability = Availability(["Workloads"], stale_after=60, clock=lambda: now[0])
+    availability.listed("Workloads")
+    availability.watching("Workloads")
+    assert availability.since_event("Workloads") is None  # listed, no event yet
+    availability.event("Workloads")
+    now[0] += 42
+    assert availability.since_event("Workloads") == 42
+    assert availability.reason("Workloads") is None  # a silent open watch is still current

@@ -39,7 +39,7 @@ class Metrics:
         )
         self.ready = Gauge("tpu_admission_ready", "1 when the server is ready.", registry=self.registry)
 
-    def observe_cluster(self, kinds: Callable[[], Iterable[tuple[str, bool, float | None]]]) -> None:
+    def observe_cluster(self, kinds: Callable[[], Iterable[tuple[str, bool, float | None, float | None]]]) -> None:
         """Per-kind cluster cache gauges, read from ``kinds()`` at each scrape."""
         self.registry.register(_ClusterCollector(kinds))
 
@@ -50,7 +50,7 @@ class Metrics:
 class _ClusterCollector:
     """``tpu_admission_cluster_synced`` and ``…_cache_age_seconds`` per kind, computed on scrape."""
 
-    def __init__(self, kinds: Callable[[], Iterable[tuple[str, bool, float | None]]]) -> None:
+    def __init__(self, kinds: Callable[[], Iterable[tuple[str, bool, float | None, float | None]]]) -> None:
         self.kinds = kinds
 
     def describe(self) -> list[Any]:
@@ -68,8 +68,16 @@ class _ClusterCollector:
             "-1 before its first sync.",
             labels=["kind"],
         )
-        for kind, usable, seconds in self.kinds():
+        last_event = GaugeMetricFamily(
+            "tpu_admission_cluster_last_event_age_seconds",
+            "Seconds since the last watch event of the kind (a quiet watch is not a broken one, "
+            "but a long silence on Workloads is worth a look); -1 before the first event.",
+            labels=["kind"],
+        )
+        for kind, usable, seconds, since_event in self.kinds():
             synced.add_metric([kind], 1.0 if usable else 0.0)
             age.add_metric([kind], -1.0 if seconds is None else seconds)
+            last_event.add_metric([kind], -1.0 if since_event is None else since_event)
         yield synced
         yield age
+        yield last_event

@@ -78,6 +78,14 @@ class Availability:
         since = status.broken_since if status.broken_since is not None else status.synced_at
         return max(0.0, self.clock() - since) if since is not None else None
 
+    def since_event(self, kind: str) -> float | None:
+        """Seconds since the last watch event of the kind; ``None`` before the first one.
+
+        A watch can be open and silent; this shows how long it has been silent.
+        """
+        last = self.status[kind].last_event
+        return None if last is None else max(0.0, self.clock() - last)
+
     # transitions, called by the sources
 
     def listed(self, kind: str) -> None:

@@ -229,10 +229,16 @@ class ClusterStore:
             self._memo_generation = generation
         return self._memo.get(key, _MISSING)
 
-    def kind_metrics(self) -> list[tuple[str, bool, float | None]]:
-        """Per kind: usable now, and seconds since it was last known current (for /metrics)."""
+    def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
+        """Per kind, for /metrics: usable now, seconds since last known current, since last event."""
+        availability = self.availability
         return [
-            (kind.name, self.availability.reason(kind.name) is None, self.availability.age(kind.name))
+            (
+                kind.name,
+                availability.reason(kind.name) is None,
+                availability.age(kind.name),
+                availability.since_event(kind.name),
+            )
             for kind in k.KINDS
         ]
 
