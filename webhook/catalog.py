@@ -8,6 +8,7 @@ validates ``rules:`` keys against it, and the README's rule table is generated f
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from webhook.config import Mode
 from webhook.findings import Action, Finding
@@ -302,13 +303,85 @@ RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 def markdown_table() -> str:
     """The README's rule table, generated so the catalog is written only once."""
     lines = [
-        "| rule | family | modes | checked on | default | why |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| rule | family | modes | checked on | default | why | VAP export |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for rule in RULES:
         modes = "both" if len(rule.modes) == 2 else next(iter(rule.modes))
         paths = "mutate" if rule.subject == "submitted" else "mutate + validate"
         if rule.requires:
             paths += " (cluster)"
-        lines.append(f"| `{rule.id}` | {rule.family} | {modes} | {paths} | {rule.default_action.value} | {rule.why} |")
+        lines.append(
+            f"| `{rule.id}` | {rule.family} | {modes} | {paths} | {rule.default_action.value} | {rule.why} "
+            f"| {_vap_cell(rule.id)} |"
+        )
     return "\n".join(lines)
+
+
+def _vap_cell(rule_id: str) -> str:
+    export = VAP_EXPORT[rule_id]
+    word = "yes" if export.exported else "no"
+    return f"{word}: {export.note}" if export.note else word
+
+
+@dataclass(frozen=True, slots=True)
+class VapExport:
+    """How ``tpu-admission export vap`` carries a rule into the ValidatingAdmissionPolicy."""
+
+    exported: bool
+    #: for an exported rule, what it leaves to the webhook (empty: nothing); otherwise why not
+    note: str = ""
+
+
+_WHAT_THE_USER_WROTE = (
+    "a VAP sees the object after every mutating webhook; label rules are safe there: mutation only adds "
+    "labels, so a missing one was never written, and a value Kueue fills in (default) is one the webhook "
+    "refuses too, as missing"
+)
+_CLUSTER = VapExport(False, "needs the cluster's state (queues, quotas, nodes), which a VAP cannot read")
+
+#: Per rule: exported to the ValidatingAdmissionPolicy (webhook/vap.py) or not, and why.
+#: The export covers JobSet CREATE only; UPDATE stays with the webhook.
+VAP_EXPORT: dict[str, VapExport] = {
+    MALFORMED: VapExport(False, "the API server's schema validation of the JobSet CRD refuses wrong types first"),
+    "queue-label-missing": VapExport(True, _WHAT_THE_USER_WROTE),
+    "queue-label-invalid": VapExport(True, _WHAT_THE_USER_WROTE),
+    "priority-label-missing": VapExport(True, _WHAT_THE_USER_WROTE),
+    "priority-class-not-allowed": VapExport(True, _WHAT_THE_USER_WROTE),
+    "queue-not-permitted": VapExport(True, "from request.userInfo; exported only when queuePermissions is set"),
+    "suspend-forbidden": VapExport(
+        True,
+        "narrowed to spec.suspend: false; Kueue's webhook sets true itself, so a VAP cannot tell a user's true",
+    ),
+    "pod-priority-class-forbidden": VapExport(True, "no other webhook sets a JobSet's pod priorityClassName"),
+    "exclusive-topology-forbidden": VapExport(True, "no other webhook adds the annotation"),
+    "podset-annotation-forbidden": VapExport(
+        False, "the Slice Provisioner's webhook injects podset-* annotations before a VAP runs"
+    ),
+    "accelerator-selector-missing": VapExport(True),
+    "slice-topology-missing": VapExport(True),
+    "slice-topology-invalid": VapExport(True),
+    "sub-slicing-disabled": VapExport(True),
+    "static-topology-selector-forbidden": VapExport(True),
+    "slice-name-too-long": VapExport(True, "counts the generated name, which the API server sets before a VAP runs"),
+    "static-topology-selector-missing": VapExport(True),
+    "static-topology-unknown": VapExport(
+        False,
+        "the server also accepts topologies it learns from node labels; a VAP knows only the config's list "
+        "and would refuse a pool added since",
+    ),
+    "tas-annotation-missing": VapExport(True),
+    "tas-annotation-unpaired": VapExport(True),
+    "tas-required-topology-multislice": VapExport(True),
+    "tas-slice-size-mismatch": VapExport(True, "judged for the config's static topologies only"),
+    "slice-topology-ignored": VapExport(True, "as a warning (its own policy, bound with Warn)"),
+    "host-count-mismatch": VapExport(True, "static mode: judged for the config's static topologies only"),
+    "tpu-request-invalid": VapExport(True, "reads quantities with the Kubernetes quantity library (1.29+)"),
+    "local-queue-not-found": _CLUSTER,
+    "namespace-not-selected": _CLUSTER,
+    "resource-not-covered": _CLUSTER,
+    "exceeds-queue-capacity": _CLUSTER,
+    "guaranteed-balance-exceeded": _CLUSTER,
+    "exceeds-node-capacity": _CLUSTER,
+    "insufficient-node-pools": _CLUSTER,
+}

@@ -184,6 +184,16 @@ def run_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_export_vap(args: argparse.Namespace) -> int:
+    from webhook import vap
+
+    try:
+        print(vap.render(load_policy(args.config), args.validation_actions.split(",")), end="")
+    except ValueError as exc:
+        raise UsageError(f"--validation-actions: {exc}") from None
+    return EXIT_OK
+
+
 def run_rules(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         print(markdown_table())
@@ -278,6 +288,13 @@ def build_parser() -> argparse.ArgumentParser:
     config = commands.add_parser("config", help="validate a policy file and print the effective policy")
     config.add_argument("--config", help="policy config YAML (default: print the RFC-0033 defaults)")
     config.set_defaults(run=run_config)
+
+    export = commands.add_parser("export", help="export the policy for the API server itself")
+    export_sub = export.add_subparsers(dest="export_command", required=True)
+    export_vap = export_sub.add_parser("vap", help="the structural rules as a ValidatingAdmissionPolicy (YAML)")
+    export_vap.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
+    export_vap.add_argument("--validation-actions", default="Deny", help="the binding's actions: Deny, or Warn,Audit")
+    export_vap.set_defaults(run=run_export_vap)
 
     rules = commands.add_parser("rules", help="list the rule catalog")
     rules.add_argument("--format", choices=["text", "markdown"], default="text")

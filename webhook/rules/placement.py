@@ -7,8 +7,10 @@ pool and writes Kueue's TAS annotations by hand (RFC-0033 4.6 ③).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
+from webhook.config import Policy
 from webhook.fieldpaths import METADATA
 from webhook.findings import Finding
 from webhook.rules import RuleContext
@@ -18,6 +20,9 @@ from webhook.workload import PodSet, Workload
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+#: ASCII digits with ASCII blanks around them: ``str.isdigit`` also accepts digits such
+#: as "²" that ``int`` refuses, and the exported policy's CEL (RE2) must read the same.
+_SLICE_SIZE_NUMBER = re.compile(r"[ \t\n\f\r]*([0-9]+)[ \t\n\f\r]*")
 
 
 def _slice_pair(level: str) -> str:
@@ -62,15 +67,16 @@ def slice_topology_missing(workload: Workload, ctx: RuleContext) -> Iterator[Fin
             )
 
 
-def _allowed_text(ctx: RuleContext) -> str:
-    limits = ctx.policy.super_slice
+def allowed_topologies_text(policy: Policy) -> str:
+    """What ``slice-topology-invalid`` says is allowed (the exported policy says the same)."""
+    limits = policy.super_slice
     text = (
         f"super-slice AxBxC non-decreasing, each a multiple of {limits.dimension_multiple}, "
         f"at least {limits.min_topology}, at most {limits.max_chips} chips and "
         f"{limits.max_sub_blocks} sub-blocks of {limits.sub_block_chips} chips"
     )
-    if ctx.policy.sub_slicing:
-        text += f", or sub-slice {', '.join(ctx.policy.sub_slice_topologies)}"
+    if policy.sub_slicing:
+        text += f", or sub-slice {', '.join(policy.sub_slice_topologies)}"
     return text
 
 
@@ -90,7 +96,7 @@ def slice_topology_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Fin
                 "slice-topology-invalid",
                 podset.annotations_path.key(annotation),
                 f"slice topology {value!r} is not allowed: {', '.join(problems)}",
-                f"use an allowed value: {_allowed_text(ctx)}",
+                f"use an allowed value: {allowed_topologies_text(ctx.policy)}",
             )
 
 
@@ -258,7 +264,8 @@ def tas_slice_size_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Fi
             hosts = parse_topology(topology_text).chips // policy.tpu.chips_per_host
         except TopologyError:
             continue
-        if raw.strip().isdigit() and int(raw) == hosts:
+        number = _SLICE_SIZE_NUMBER.fullmatch(raw)
+        if number is not None and int(number.group(1)) == hosts:
             continue
         yield Finding(
             "tas-slice-size-mismatch",

@@ -1,0 +1,389 @@
+"""``export vap``: the exported ValidatingAdmissionPolicy says what the webhook says.
+
+For every object of the rule-example corpus and of two fuzz corpora, the exported policy
+(evaluated by a real CEL runtime, tests/vap_runtime.py) must fire exactly the exported
+rules the webhook fires, on the object as the API server hands it to a validating policy:
+as submitted (the webhook down) and with the webhook's own label patch applied (the
+webhook up). A CEL error anywhere is a failure.
+
+The comparison is with the webhook's decision on the object as submitted (its mutating
+path, which runs every rule). Rules the catalog exports in a narrowed form are compared
+on what they cover. What other mutating webhooks add (Kueue: spec.suspend, the default
+queue and priority; the Slice Provisioner: podset-* annotations) may make the policy
+miss a finding, never add a refusal the webhook would not make: a property test holds it.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+from typing import Any
+
+import jsonpatch
+import kubernetes_validate
+import pytest
+import yaml
+from fuzzing import FIXTURES, mutate_subtrees
+from hypothesis import HealthCheck, assume, event, given, settings
+from hypothesis import strategies as st
+from rule_cases import CASES, RuleCase
+from support import load_jobset
+from vap_runtime import CelFailure, PolicyRuntime, Verdict, api_server_view
+
+from webhook import vap
+from webhook.catalog import RULES, RULES_BY_ID, VAP_EXPORT
+from webhook.cli import main as cli_main
+from webhook.config import Policy, policy_from_mapping
+from webhook.engine import AdmissionFacts, Decision, decide
+from webhook.findings import Action
+from webhook.rules import UserInfo
+
+K8S_VERSIONS = ("1.30", kubernetes_validate.latest_version())
+POLICIES = {"static": Policy(), "dynamic": Policy(mode="dynamic")}
+_RUNTIMES: dict[int, tuple[Policy, PolicyRuntime]] = {}
+
+
+def runtime_for(policy: Policy) -> PolicyRuntime:
+    cached = _RUNTIMES.get(id(policy))
+    if cached is None or cached[0] is not policy:
+        cached = (policy, PolicyRuntime(vap.export_objects(policy)))
+        _RUNTIMES[id(policy)] = cached
+    return cached[1]
+
+
+def exported_rules(policy: Policy) -> set[str]:
+    return {v.rule for v in vap.validations(policy)}
+
+
+def within_export(rule: str, submitted: dict[str, Any]) -> bool:
+    """Whether the webhook's finding lies inside what the narrowed export covers."""
+    if rule == "suspend-forbidden":
+        return (submitted.get("spec") or {}).get("suspend") is False
+    return True
+
+
+def user_info(user: UserInfo) -> dict[str, Any]:
+    return {"username": user.username, "groups": list(user.groups)}
+
+
+def compare(
+    obj: Any, policy: Policy, namespace: str, user: UserInfo = UserInfo()
+) -> tuple[Decision, Verdict, set[str]] | None:
+    """Assert the policy and the webhook agree on ``obj``; ``None`` when the API server
+    would refuse the object before any validating policy runs."""
+    view = api_server_view(obj, namespace)
+    if view is None:
+        return None
+    decision = decide(copy.deepcopy(view), AdmissionFacts(namespace=namespace, user=user), policy)
+    exported = exported_rules(policy)
+    expected = {f.rule for f in decision.findings if f.rule in exported and within_export(f.rule, view)}
+    labels = {policy.tier_label: decision.tier} if decision.tier else {}
+    runtime = runtime_for(policy)
+    verdict = runtime.review(view, namespace, labels, user_info(user))
+    assert verdict.fired == expected, (verdict.fired, expected, [f.line() for f in decision.findings])
+    for rule in verdict.denied:
+        assert policy.action_for(rule, RULES_BY_ID[rule].default_action) is Action.DENY
+    for rule in verdict.warned:
+        assert policy.action_for(rule, RULES_BY_ID[rule].default_action) is Action.WARN
+    if decision.patch:  # the webhook was up: the policy sees its labels
+        patched = jsonpatch.apply_patch(view, decision.patch)
+        assert runtime.review(patched, namespace, labels, user_info(user)).fired == expected
+    return decision, verdict, expected
+
+
+# ------------------------------------------------------------------ the output
+
+
+@pytest.mark.parametrize("mode", sorted(POLICIES))
+@pytest.mark.parametrize("version", K8S_VERSIONS)
+def test_export_is_schema_valid(mode: str, version: str) -> None:
+    objects = list(yaml.safe_load_all(vap.render(POLICIES[mode])))
+    assert [o["kind"] for o in objects] == [
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
+    ] or [o["kind"] for o in objects] == ["ValidatingAdmissionPolicy", "ValidatingAdmissionPolicyBinding"]
+    for obj in objects:
+        kubernetes_validate.validate(obj, version, strict=True)
+        assert obj["apiVersion"] == "admissionregistration.k8s.io/v1"
+
+
+def test_schema_check_can_fail() -> None:
+    objects = vap.export_objects(Policy())
+    broken = copy.deepcopy(objects[0])
+    broken["spec"]["validations"][0]["expresion"] = broken["spec"]["validations"][0].pop("expression")
+    with pytest.raises(kubernetes_validate.ValidationError):
+        kubernetes_validate.validate(broken, K8S_VERSIONS[0], strict=True)
+
+
+@pytest.mark.parametrize("mode", sorted(POLICIES))
+def test_export_covers_at_least_ten_structural_rules(mode: str) -> None:
+    exported = exported_rules(POLICIES[mode])
+    assert len(exported) >= 10, exported
+    assert all(not RULES_BY_ID[rule].requires for rule in exported)
+
+
+def test_catalog_records_every_rule_and_the_export_follows_it() -> None:
+    assert set(VAP_EXPORT) == {rule.id for rule in RULES}
+    for rule in RULES:
+        if rule.requires:
+            assert not VAP_EXPORT[rule.id].exported, rule.id
+        if not VAP_EXPORT[rule.id].exported:
+            assert VAP_EXPORT[rule.id].note, f"{rule.id}: say why it is not exported"
+    everything = Policy(queuePermissions={"q-queue": {"users": ["a"]}}, subSlicing=False)
+    produced = exported_rules(everything) | exported_rules(everything.model_copy(update={"mode": "dynamic"}))
+    assert produced == {rule for rule, export in VAP_EXPORT.items() if export.exported}
+
+
+def test_every_message_starts_with_its_rule() -> None:
+    for mode, policy in POLICIES.items():
+        for obj in vap.export_objects(policy):
+            for validation in obj["spec"].get("validations", []):
+                rule = validation["message"].split("]")[0].lstrip("[")
+                assert rule in RULES_BY_ID, (mode, validation["message"])
+                assert validation.get("messageExpression", f"'[{rule}] ' + ").startswith(f"'[{rule}] ' + "), rule
+                assert "\n" not in validation["message"]
+
+
+def test_actions_follow_the_config() -> None:
+    policy = Policy(rules={"tpu-request-invalid": "warn", "host-count-mismatch": "off"})
+    objects = {
+        o["metadata"]["name"]: o
+        for o in vap.export_objects(policy, ["Warn", "Audit"])
+        if o["kind"] == "ValidatingAdmissionPolicy"
+    }
+    deny_rules = [v["message"].split("]")[0][1:] for v in objects["tpu-admission"]["spec"]["validations"]]
+    warn_rules = [v["message"].split("]")[0][1:] for v in objects["tpu-admission-warn"]["spec"]["validations"]]
+    assert "tpu-request-invalid" in warn_rules and "tpu-request-invalid" not in deny_rules
+    assert "host-count-mismatch" not in deny_rules + warn_rules
+    assert objects["tpu-admission"]["spec"]["failurePolicy"] == "Fail"
+    bindings = [o for o in vap.export_objects(policy, ["Warn", "Audit"]) if o["kind"].endswith("Binding")]
+    assert [b["spec"]["validationActions"] for b in bindings] == [["Warn", "Audit"], ["Warn"]]
+    with pytest.raises(ValueError, match="Deny and Warn"):
+        vap.export_objects(policy, ["Deny", "Warn"])
+
+
+def test_cli_prints_the_export(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+    config = tmp_path / "policy.yaml"
+    config.write_text("mode: dynamic\nsliceNameBudget: 54\n")
+    assert cli_main(["export", "vap", "--config", str(config)]) == 0
+    out = capsys.readouterr().out
+    objects = list(yaml.safe_load_all(out))
+    assert objects == vap.export_objects(policy_from_mapping({"mode": "dynamic", "sliceNameBudget": 54}))
+    assert "> 54" in out
+    assert cli_main(["export", "vap", "--validation-actions", "Warn,Audit"]) == 0
+    bindings = [o for o in yaml.safe_load_all(capsys.readouterr().out) if o["kind"].endswith("Binding")]
+    assert bindings[0]["spec"]["validationActions"] == ["Warn", "Audit"]
+    assert cli_main(["export", "vap", "--validation-actions", "Deny,Warn"]) == 2
+
+
+# ------------------------------------------------------------------ the rule-example corpus
+
+COUNTS: Counter[str] = Counter()
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
+def test_rule_examples_agree(case: RuleCase) -> None:
+    obj = case.object()
+    namespace = obj["metadata"].get("namespace", "default")
+    result = compare(obj, case.policy(), namespace, case.user)
+    if result is None:
+        assert case.rule == "jobset-malformed", f"{case.id}: the API server would refuse this example"
+        COUNTS["refused by the schema"] += 1
+        return
+    decision, verdict, expected = result
+    COUNTS["compared"] += 1
+    if case.rule in exported_rules(case.policy()) and within_export(case.rule, obj):
+        assert (case.rule in verdict.fired) is case.fires, case.id
+    # The messages say what the webhook says: each finding's problem and fix, verbatim.
+    messages = {**verdict.denied, **verdict.warned}
+    for finding in decision.findings:
+        if finding.rule in expected:
+            assert f"{finding.problem}; {finding.fix}" in messages[finding.rule], (finding.line(), messages)
+
+
+def test_the_corpus_was_compared() -> None:
+    """Guard for the test above: almost every example reaches the policy."""
+    refused = [case.id for case in CASES if api_server_view(case.object(), case.object()["metadata"]["namespace"]) is None]
+    assert len(refused) == 3 and all(case.startswith("jobset-malformed") for case in refused), refused
+
+
+# ------------------------------------------------------------------ fuzz corpora
+
+FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+NAMESPACES = ["kubemaker", "default", "falcon-jobs", "unlabelled"]
+
+
+@st.composite
+def shared_mutated_jobsets(draw: st.DrawFn) -> Any:
+    """The engine fuzz tests' strategy: one to three subtrees replaced by arbitrary JSON."""
+    obj = load_jobset(draw(st.sampled_from(FIXTURES)))
+    obj["metadata"].pop("namespace", None)
+    return mutate_subtrees(draw, obj, keep_root=True)
+
+
+@FUZZ
+@given(obj=shared_mutated_jobsets(), mode=st.sampled_from(sorted(POLICIES)), namespace=st.sampled_from(NAMESPACES))
+def test_shared_fuzz_corpus_agrees(obj: Any, mode: str, namespace: str) -> None:
+    """Kept to what the API server accepts as a JobSet (the rest never reaches a policy)."""
+    result = compare(obj, POLICIES[mode], namespace)
+    assume(result is not None)
+    assert result is not None
+    event("denied by the policy" if result[1].denied else "admitted by the policy")
+
+
+POD = "spec.replicatedJobs.{i}.template.spec.template"
+TOPOLOGIES = [
+    "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x16x16", "16x16x16", "16x24x24", "16x24x28", "8x4x4", "4x4x6",
+    "2x2x1", "2x2x2", "2x2x4", "2x4x4", "2x2x3", "0x4x4", "4x4", "04x04x04", "4x4x4 ", "x", "", "999999x999999x999999",
+    "1234567x4x4", "4x8x4",
+]
+QUANTITIES = [4, 8, 0, "4", "8", "4.0", "4000m", "0.004k", "4e0", "40e-1", "+4", "4.", "1"]
+EDITS: dict[str, st.SearchStrategy[Any]] = {
+    'metadata.labels["kueue.x-k8s.io/queue-name"]': st.sampled_from(["team-a-queue", "default", "team-a", "Team-queue", "-queue", "a-queue"]),
+    'metadata.labels["kueue.x-k8s.io/priority-class"]': st.sampled_from(["guaranteed", "best-effort", "default", "high"]),
+    'metadata.annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"]': st.just("cloud.google.com/gke-nodepool"),
+    "metadata.name": st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=40),
+    "spec.suspend": st.booleans(),
+    "spec.replicatedJobs.{i}.name": st.text("abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=30),
+    "spec.replicatedJobs.{i}.replicas": st.integers(0, 12),
+    'spec.replicatedJobs.{i}.template.metadata.annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"]': st.just("x"),
+    "spec.replicatedJobs.{i}.template.spec.parallelism": st.integers(-2, 70),
+    "spec.replicatedJobs.{i}.template.spec.completions": st.integers(-2, 70),
+    POD + '.metadata.annotations["cloud.google.com/gke-tpu-slice-topology"]': st.sampled_from(TOPOLOGIES) | st.text(max_size=8),
+    POD + '.metadata.annotations["kueue.x-k8s.io/podset-required-topology"]': st.sampled_from(["cloud.google.com/gke-nodepool", "kubernetes.io/hostname"]),
+    POD + '.metadata.annotations["kueue.x-k8s.io/podset-slice-required-topology"]': st.sampled_from(["cloud.google.com/gke-nodepool", "rack"]),
+    POD + '.metadata.annotations["kueue.x-k8s.io/podset-slice-size"]': st.sampled_from(["16", "32", "64", " 16", "016", "sixteen", "²", "99999999999999999999999", "1e1"]),
+    POD + '.spec.nodeSelector["cloud.google.com/gke-tpu-accelerator"]': st.sampled_from(["tpu7x", "tpu-v5p-slice", ""]),
+    POD + '.spec.nodeSelector["cloud.google.com/gke-tpu-topology"]': st.sampled_from(TOPOLOGIES),
+    POD + ".spec.priorityClassName": st.sampled_from(["", "high", "system-node-critical"]),
+    POD + '.spec.containers.0.resources.requests["google.com/tpu"]': st.sampled_from(QUANTITIES),
+    POD + '.spec.containers.0.resources.limits["google.com/tpu"]': st.sampled_from(QUANTITIES),
+}
+
+
+def _set(obj: dict[str, Any], path: str, value: Any, delete: bool) -> None:
+    from support import delete_path, set_path
+
+    try:
+        if delete:
+            delete_path(obj, path)
+        else:
+            set_path(obj, path, value)
+    except (IndexError, KeyError, TypeError):
+        pass  # the fixture has no such replicatedJob or container
+
+
+@st.composite
+def targeted_jobsets(draw: st.DrawFn) -> dict[str, Any]:
+    """A fixture JobSet with the fields the exported rules read set to edge values or removed."""
+    obj = load_jobset(draw(st.sampled_from(FIXTURES)))
+    obj["metadata"].pop("namespace", None)
+    jobs = len(obj["spec"]["replicatedJobs"])
+    for path in draw(st.lists(st.sampled_from(sorted(EDITS)), min_size=1, max_size=6, unique=True)):
+        concrete = path.replace("{i}", str(draw(st.integers(0, jobs - 1))))
+        _set(obj, concrete, draw(EDITS[path]), delete=draw(st.integers(0, 4)) == 0)
+    return obj
+
+
+@FUZZ
+@given(obj=targeted_jobsets(), mode=st.sampled_from(sorted(POLICIES)), namespace=st.sampled_from(NAMESPACES))
+def test_targeted_fuzz_corpus_agrees(obj: dict[str, Any], mode: str, namespace: str) -> None:
+    result = compare(obj, POLICIES[mode], namespace)
+    assume(result is not None)
+    assert result is not None
+    for rule in sorted(result[2]):
+        event(f"fires {rule}")
+
+
+def other_webhooks(obj: dict[str, Any], policy: Policy, tier: str | None) -> dict[str, Any]:
+    """What Kueue's and the Slice Provisioner's mutating webhooks may add on CREATE."""
+    out = copy.deepcopy(obj)
+    labels = out["metadata"].setdefault("labels", {})
+    labels.setdefault(policy.queue_label, "default")  # Kueue: LocalQueue defaulting
+    labels.setdefault(policy.priority_label, "default")  # Kueue: WorkloadPriorityClass defaulting
+    out["spec"]["suspend"] = True  # Kueue manages it
+    if policy.mode == "dynamic":  # the Slice Provisioner: podset-* from the slice topology
+        for job in out["spec"]["replicatedJobs"]:
+            pod = job.get("template", {}).get("spec", {}).get("template", {})
+            notes = (pod.get("metadata") or {}).get("annotations") or {}
+            if policy.tpu.slice_topology_annotation in notes:
+                notes["kueue.x-k8s.io/podset-slice-required-topology"] = "cloud.google.com/gke-tpu-slice-4x4x4-id"
+                notes["kueue.x-k8s.io/podset-slice-size"] = "16"
+    return out
+
+
+@FUZZ
+@given(obj=targeted_jobsets(), mode=st.sampled_from(sorted(POLICIES)), namespace=st.sampled_from(NAMESPACES[:3]))
+def test_other_webhooks_never_make_the_policy_refuse_what_the_webhook_admits(
+    obj: dict[str, Any], mode: str, namespace: str
+) -> None:
+    policy = POLICIES[mode]
+    view = api_server_view(obj, namespace)
+    assume(view is not None)
+    assert view is not None
+    decision = decide(copy.deepcopy(view), AdmissionFacts(namespace=namespace), policy)
+    final = jsonpatch.apply_patch(view, decision.patch) if decision.patch else view
+    mutated = other_webhooks(final, policy, decision.tier)
+    labels = {policy.tier_label: decision.tier} if decision.tier else {}
+    verdict = runtime_for(policy).review(mutated, namespace, labels, {"username": "alice"})
+    if verdict.denied:
+        assert not decision.allowed, (verdict.denied, decision.findings)
+        event("both refuse")
+    else:
+        event("policy admits")
+
+
+# ------------------------------------------------------------------ cost and errors
+
+
+def largest_jobset() -> dict[str, Any]:
+    """A JobSet at the policy's bounds: every replicatedJob a TPU podSet with the most
+    containers, every value as long as the checks let it be before they cut it off."""
+    obj = load_jobset("rfc-4.3.1-dynamic")
+    template = obj["spec"]["replicatedJobs"][0]
+    container = template["template"]["spec"]["template"]["spec"]["containers"][0]
+    jobs = []
+    for index in range(vap.MAX_REPLICATED_JOBS):
+        job = copy.deepcopy(template)
+        job["name"] = f"job-{index}-" + "x" * 40
+        pod = job["template"]["spec"]["template"]
+        pod["metadata"]["annotations"]["cloud.google.com/gke-tpu-slice-topology"] = "999999x999999x99999" + "9" * 300
+        pod["spec"]["containers"] = [
+            {**copy.deepcopy(container), "name": f"c{n}", "resources": {"requests": {"google.com/tpu": "8"}}}
+            for n in range(vap.MAX_CONTAINERS)
+        ]
+        jobs.append(job)
+    obj["spec"]["replicatedJobs"] = jobs
+    return obj
+
+
+@pytest.mark.parametrize("mode", sorted(POLICIES))
+def test_largest_jobset_within_bounds_evaluates_without_error(mode: str) -> None:
+    obj = largest_jobset()
+    view = api_server_view(obj, "kubemaker")
+    assert view is not None
+    verdict = runtime_for(POLICIES[mode]).review(view, "kubemaker", {POLICIES[mode].tier_label: "production"}, {})
+    assert verdict.applied and verdict.denied
+    assert "tpu-request-invalid" in verdict.denied
+
+
+def test_jobsets_beyond_the_bounds_are_left_to_the_webhook() -> None:
+    obj = load_jobset("rfc-4.3.1-dynamic")
+    job = obj["spec"]["replicatedJobs"][0]
+    obj["spec"]["replicatedJobs"] = [{**copy.deepcopy(job), "name": f"j{i}"} for i in range(vap.MAX_REPLICATED_JOBS + 1)]
+    view = api_server_view(obj, "kubemaker")
+    assert view is not None
+    verdict = runtime_for(POLICIES["dynamic"]).review(view, "kubemaker", {POLICIES["dynamic"].tier_label: "production"}, {})
+    assert not verdict.applied
+
+
+def test_a_cel_error_is_a_failure() -> None:
+    """Guard for the runtime: an expression that errors fails the comparison loudly."""
+    objects = vap.export_objects(Policy())
+    objects[0]["spec"]["validations"][0]["expression"] = "int('x') == 1"
+    runtime = PolicyRuntime(objects)
+    with pytest.raises(CelFailure):
+        runtime.review(api_server_view(load_jobset("rfc-4.6-static"), "kubemaker") or {}, "kubemaker",
+                       {"scheduling.antgroup.com/kueue-tier": "production"}, {})
