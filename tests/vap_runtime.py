@@ -233,6 +233,50 @@ def _qualified(key: Any) -> bool:
     return len(name) <= 63 and len(prefix) <= 253
 
 
+def _without_nulls(node: Any) -> Any:
+    """ObjectMeta decoding and the structural schema's pruning drop ``null`` fields
+    (none of the JobSet's fields is nullable)."""
+    if isinstance(node, dict):
+        return {key: _without_nulls(value) for key, value in node.items() if value is not None}
+    if isinstance(node, list):
+        return [_without_nulls(value) for value in node]
+    return node
+
+
+_META_FIELDS = ("name", "generateName", "namespace", "labels", "annotations")
+_INT64 = range(-(2**63), 2**63)
+
+
+def _prune(node: Any, schema: dict[str, Any]) -> Any:
+    """Drop the fields the structural schema does not know, as the API server does."""
+    if isinstance(node, dict):
+        if schema.get("x-kubernetes-preserve-unknown-fields"):
+            return node
+        properties = schema.get("properties")
+        extra = schema.get("additionalProperties")
+        out = {}
+        for key, value in node.items():
+            if properties is not None and key in properties:
+                out[key] = _prune(value, properties[key])
+            elif isinstance(extra, dict):
+                out[key] = _prune(value, extra)
+            elif properties is None and extra is None and schema.get("type") == "object":
+                out[key] = value  # a free-form object (top-level metadata: handled by the caller)
+        return out
+    if isinstance(node, list) and isinstance(schema.get("items"), dict):
+        return [_prune(value, schema["items"]) for value in node]
+    return node
+
+
+def _ints_fit(node: Any) -> bool:
+    """JSON numbers beyond int64 decode as floats, which an integer field refuses."""
+    if isinstance(node, dict):
+        return all(_ints_fit(value) for value in node.values())
+    if isinstance(node, list):
+        return all(_ints_fit(value) for value in node)
+    return not isinstance(node, int) or isinstance(node, bool) or node in _INT64
+
+
 def api_server_view(obj: Any, namespace: str) -> dict[str, Any] | None:
     """The object as a validating admission policy sees it on CREATE, or ``None`` when the
     API server refuses it before (not a valid JobSet per the CRD schema, bad metadata).
@@ -240,13 +284,20 @@ def api_server_view(obj: Any, namespace: str) -> dict[str, Any] | None:
     The API server fills in ``metadata.namespace``, generates a name from ``generateName``
     (five characters) and applies the schema's defaults before validating admission.
     """
+    obj = _without_nulls(obj)
     if not isinstance(obj, dict) or not isinstance(obj.get("metadata"), dict):
+        return None
+    obj = _prune(obj, _jobset_validator().schema)
+    obj["metadata"] = {key: value for key, value in obj["metadata"].items() if key in _META_FIELDS}
+    if not _ints_fit(obj):
         return None
     if next(_jobset_validator().iter_errors(obj), None) is not None:
         return None
     metadata = obj["metadata"]
-    labels, annotations = metadata.get("labels") or {}, metadata.get("annotations") or {}
+    labels, annotations = metadata.get("labels", {}), metadata.get("annotations", {})
     if not isinstance(labels, dict) or not isinstance(annotations, dict):
+        return None  # ObjectMeta does not decode
+    if any(not isinstance(metadata.get(key, ""), str) for key in ("name", "generateName", "namespace")):
         return None
     for key, value in labels.items():
         if not _qualified(key) or not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.fullmatch(value):
@@ -256,7 +307,7 @@ def api_server_view(obj: Any, namespace: str) -> dict[str, Any] | None:
             return None
     if metadata.get("namespace") not in (None, namespace):
         return None
-    view = copy.deepcopy(obj)
+    view = obj  # already a copy
     meta = view["metadata"]
     meta["namespace"] = namespace
     name, generate = meta.get("name"), meta.get("generateName")

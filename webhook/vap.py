@@ -91,9 +91,13 @@ class Expr:
 
 
 def shown(value: str) -> Expr:
-    """``'value'`` as Python's repr prints a plain string, cut at ``SHOWN_CHARS``."""
+    """``'value'`` as Python's repr prints a plain string, cut at ``SHOWN_CHARS``.
+
+    Line breaks are escaped as repr escapes them: a message must stay on one line.
+    """
     cut = f"({value}.size() <= {SHOWN_CHARS} ? {value} : {value}.substring(0, {SHOWN_CHARS - 3}) + '...')"
-    return Expr(f"\"'\" + {cut} + \"'\"")
+    escaped = f"{cut}.replace('\\\\', '\\\\\\\\').replace('\\n', '\\\\n').replace('\\r', '\\\\r').replace('\\t', '\\\\t')"
+    return Expr(f"\"'\" + {escaped} + \"'\"")
 
 
 def key_path(base: str | Expr, key: str) -> list[str | Expr]:
