@@ -66,8 +66,11 @@ def user_info(user: UserInfo) -> dict[str, Any]:
     return {"username": user.username, "groups": list(user.groups)}
 
 
+NOBODY = UserInfo()
+
+
 def compare(
-    obj: Any, policy: Policy, namespace: str, user: UserInfo = UserInfo()
+    obj: Any, policy: Policy, namespace: str, user: UserInfo = NOBODY
 ) -> tuple[Decision, Verdict, set[str]] | None:
     """Assert the policy and the webhook agree on ``obj``; ``None`` when the API server
     would refuse the object before any validating policy runs."""
@@ -205,13 +208,17 @@ def test_rule_examples_agree(case: RuleCase) -> None:
 
 def test_the_corpus_was_compared() -> None:
     """Guard for the test above: almost every example reaches the policy."""
-    refused = [case.id for case in CASES if api_server_view(case.object(), case.object()["metadata"]["namespace"]) is None]
+    refused = [
+        case.id for case in CASES if api_server_view(case.object(), case.object()["metadata"]["namespace"]) is None
+    ]
     assert len(refused) == 3 and all(case.startswith("jobset-malformed") for case in refused), refused
 
 
 # ------------------------------------------------------------------ fuzz corpora
 
-FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+FUZZ = settings(
+    max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much]
+)
 NAMESPACES = ["kubemaker", "default", "falcon-jobs", "unlabelled"]
 
 
@@ -235,26 +242,60 @@ def test_shared_fuzz_corpus_agrees(obj: Any, mode: str, namespace: str) -> None:
 
 POD = "spec.replicatedJobs.{i}.template.spec.template"
 TOPOLOGIES = [
-    "4x4x4", "4x4x8", "4x8x8", "8x8x8", "8x16x16", "16x16x16", "16x24x24", "16x24x28", "8x4x4", "4x4x6",
-    "2x2x1", "2x2x2", "2x2x4", "2x4x4", "2x2x3", "0x4x4", "4x4", "04x04x04", "4x4x4 ", "x", "", "999999x999999x999999",
-    "1234567x4x4", "4x8x4",
+    "4x4x4",
+    "4x4x8",
+    "4x8x8",
+    "8x8x8",
+    "8x16x16",
+    "16x16x16",
+    "16x24x24",
+    "16x24x28",
+    "8x4x4",
+    "4x4x6",
+    "2x2x1",
+    "2x2x2",
+    "2x2x4",
+    "2x4x4",
+    "2x2x3",
+    "0x4x4",
+    "4x4",
+    "04x04x04",
+    "4x4x4 ",
+    "x",
+    "",
+    "999999x999999x999999",
+    "1234567x4x4",
+    "4x8x4",
 ]
 QUANTITIES = [4, 8, 0, "4", "8", "4.0", "4000m", "0.004k", "4e0", "40e-1", "+4", "4.", "1"]
 EDITS: dict[str, st.SearchStrategy[Any]] = {
-    'metadata.labels["kueue.x-k8s.io/queue-name"]': st.sampled_from(["team-a-queue", "default", "team-a", "Team-queue", "-queue", "a-queue"]),
-    'metadata.labels["kueue.x-k8s.io/priority-class"]': st.sampled_from(["guaranteed", "best-effort", "default", "high"]),
+    'metadata.labels["kueue.x-k8s.io/queue-name"]': st.sampled_from(
+        ["team-a-queue", "default", "team-a", "Team-queue", "-queue", "a-queue"]
+    ),
+    'metadata.labels["kueue.x-k8s.io/priority-class"]': st.sampled_from(
+        ["guaranteed", "best-effort", "default", "high"]
+    ),
     'metadata.annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"]': st.just("cloud.google.com/gke-nodepool"),
     "metadata.name": st.text("abcdefghijklmnopqrstuvwxyz0123456789-", min_size=1, max_size=40),
     "spec.suspend": st.booleans(),
     "spec.replicatedJobs.{i}.name": st.text("abcdefghijklmnopqrstuvwxyz-", min_size=1, max_size=30),
     "spec.replicatedJobs.{i}.replicas": st.integers(0, 12),
-    'spec.replicatedJobs.{i}.template.metadata.annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"]': st.just("x"),
+    'spec.replicatedJobs.{i}.template.metadata.annotations["alpha.jobset.sigs.k8s.io/exclusive-topology"]': st.just(
+        "x"
+    ),
     "spec.replicatedJobs.{i}.template.spec.parallelism": st.integers(-2, 70),
     "spec.replicatedJobs.{i}.template.spec.completions": st.integers(-2, 70),
-    POD + '.metadata.annotations["cloud.google.com/gke-tpu-slice-topology"]': st.sampled_from(TOPOLOGIES) | st.text(max_size=8),
-    POD + '.metadata.annotations["kueue.x-k8s.io/podset-required-topology"]': st.sampled_from(["cloud.google.com/gke-nodepool", "kubernetes.io/hostname"]),
-    POD + '.metadata.annotations["kueue.x-k8s.io/podset-slice-required-topology"]': st.sampled_from(["cloud.google.com/gke-nodepool", "rack"]),
-    POD + '.metadata.annotations["kueue.x-k8s.io/podset-slice-size"]': st.sampled_from(["16", "32", "64", " 16", "016", "sixteen", "²", "99999999999999999999999", "1e1"]),
+    POD + '.metadata.annotations["cloud.google.com/gke-tpu-slice-topology"]': st.sampled_from(TOPOLOGIES)
+    | st.text(max_size=8),
+    POD + '.metadata.annotations["kueue.x-k8s.io/podset-required-topology"]': st.sampled_from(
+        ["cloud.google.com/gke-nodepool", "kubernetes.io/hostname"]
+    ),
+    POD + '.metadata.annotations["kueue.x-k8s.io/podset-slice-required-topology"]': st.sampled_from(
+        ["cloud.google.com/gke-nodepool", "rack"]
+    ),
+    POD + '.metadata.annotations["kueue.x-k8s.io/podset-slice-size"]': st.sampled_from(
+        ["16", "32", "64", " 16", "016", "sixteen", "²", "99999999999999999999999", "1e1"]
+    ),
     POD + '.spec.nodeSelector["cloud.google.com/gke-tpu-accelerator"]': st.sampled_from(["tpu7x", "tpu-v5p-slice", ""]),
     POD + '.spec.nodeSelector["cloud.google.com/gke-tpu-topology"]': st.sampled_from(TOPOLOGIES),
     POD + ".spec.priorityClassName": st.sampled_from(["", "high", "system-node-critical"]),
@@ -372,10 +413,14 @@ def test_largest_jobset_within_bounds_evaluates_without_error(mode: str) -> None
 def test_jobsets_beyond_the_bounds_are_left_to_the_webhook() -> None:
     obj = load_jobset("rfc-4.3.1-dynamic")
     job = obj["spec"]["replicatedJobs"][0]
-    obj["spec"]["replicatedJobs"] = [{**copy.deepcopy(job), "name": f"j{i}"} for i in range(vap.MAX_REPLICATED_JOBS + 1)]
+    obj["spec"]["replicatedJobs"] = [
+        {**copy.deepcopy(job), "name": f"j{i}"} for i in range(vap.MAX_REPLICATED_JOBS + 1)
+    ]
     view = api_server_view(obj, "kubemaker")
     assert view is not None
-    verdict = runtime_for(POLICIES["dynamic"]).review(view, "kubemaker", {POLICIES["dynamic"].tier_label: "production"}, {})
+    verdict = runtime_for(POLICIES["dynamic"]).review(
+        view, "kubemaker", {POLICIES["dynamic"].tier_label: "production"}, {}
+    )
     assert not verdict.applied
 
 
@@ -385,5 +430,9 @@ def test_a_cel_error_is_a_failure() -> None:
     objects[0]["spec"]["validations"][0]["expression"] = "int('x') == 1"
     runtime = PolicyRuntime(objects)
     with pytest.raises(CelFailure):
-        runtime.review(api_server_view(load_jobset("rfc-4.6-static"), "kubemaker") or {}, "kubemaker",
-                       {"scheduling.antgroup.com/kueue-tier": "production"}, {})
+        runtime.review(
+            api_server_view(load_jobset("rfc-4.6-static"), "kubemaker") or {},
+            "kubemaker",
+            {"scheduling.antgroup.com/kueue-tier": "production"},
+            {},
+        )

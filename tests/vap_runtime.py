@@ -18,7 +18,6 @@ Also here: ``api_server_view``, the object as a validating admission policy rece
 
 from __future__ import annotations
 
-import copy
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
@@ -87,7 +86,7 @@ def _compiled(expression: str) -> Any:
 def evaluate(expression: str, data: dict[str, Any], want: Any, where: str) -> Any:
     try:
         value = _compiled(expression).eval(data=data)
-    except Exception as exc:  # noqa: BLE001 - compile errors surface as RuntimeError
+    except Exception as exc:
         raise CelFailure(f"{where}: {exc}") from exc
     if value.type() != want:
         raise CelFailure(f"{where}: expected {want.name()}, got {value.type().name()}: {value.value()}")
@@ -142,7 +141,7 @@ class PolicyRuntime:
             for text in filter(None, texts):
                 try:
                     _compiled(text)
-                except Exception as exc:  # noqa: BLE001
+                except Exception as exc:
                     raise CelFailure(f"{policy['metadata']['name']}: does not compile: {exc}\n{text[:300]}") from exc
 
     def review(
@@ -176,7 +175,9 @@ class PolicyRuntime:
                 continue
             name = policy["metadata"]["name"]
             conditions = [
-                evaluate(c["expression"], {**data, "variables": {}}, cel.Type.BOOL, f"{name} matchCondition {c['name']}")
+                evaluate(
+                    c["expression"], {**data, "variables": {}}, cel.Type.BOOL, f"{name} matchCondition {c['name']}"
+                )
                 for c in spec.get("matchConditions", [])
             ]
             if not all(conditions):
@@ -205,7 +206,7 @@ class PolicyRuntime:
 def _evaluate_any(expression: str, data: dict[str, Any], where: str) -> Any:
     try:
         return _compiled(expression).eval(data=data).plain_value()
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         raise CelFailure(f"{where} variable: {exc}") from exc
 
 

@@ -23,7 +23,6 @@ turn into a refusal.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +30,30 @@ from typing import Any
 import yaml
 
 from webhook.catalog import RULES_BY_ID, VAP_EXPORT
+from webhook.celtext import (
+    ANN,
+    CONTAINERS,
+    JOB_ANN,
+    JOB_PATH,
+    JOB_SPEC_PATH,
+    JOBS,
+    LABELS,
+    NODE_SELECTOR_PATH,
+    POD_ANNOTATIONS_PATH,
+    POD_SPEC_PATH,
+    REPLICAS,
+    SEL,
+    TIER,
+    TPU_JOBS,
+    Expr,
+    TopologyCel,
+    cat,
+    items,
+    lit,
+    lits,
+    per_job,
+    shown,
+)
 from webhook.config import Policy
 from webhook.findings import Action
 from webhook.rules.forbidden import EXCLUSIVE_TOPOLOGY
@@ -49,8 +72,6 @@ WARN_NAME = "tpu-admission-warn"
 EXCLUDED_NAMESPACES = ("kube-system", "tpu-admission")
 MAX_REPLICATED_JOBS = 64
 MAX_CONTAINERS = 32
-#: user values longer than this are cut in messages (the webhook quotes them whole)
-SHOWN_CHARS = 64
 VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
 
 
@@ -63,150 +84,6 @@ class Validation:
     message: str
     message_expression: str
     action: Action
-
-
-# ------------------------------------------------------------------ CEL text helpers
-
-
-def lit(text: str) -> str:
-    """A CEL string literal (JSON's escapes are CEL's; non-ASCII is kept as is)."""
-    return json.dumps(text, ensure_ascii=False)
-
-
-def lits(items: Sequence[str]) -> str:
-    return "[" + ", ".join(lit(item) for item in items) + "]"
-
-
-def cat(*parts: str | Expr) -> str:
-    """Concatenate literal text and CEL expressions into one CEL string expression."""
-    out = []
-    for part in parts:
-        out.append(part.text if isinstance(part, Expr) else lit(part))
-    return " + ".join(out)
-
-
-@dataclass(frozen=True, slots=True)
-class Expr:
-    text: str
-
-
-def shown(value: str) -> Expr:
-    """``'value'`` as Python's repr prints a plain string, cut at ``SHOWN_CHARS``.
-
-    Line breaks are escaped as repr escapes them: a message must stay on one line.
-    """
-    cut = f"({value}.size() <= {SHOWN_CHARS} ? {value} : {value}.substring(0, {SHOWN_CHARS - 3}) + '...')"
-    escaped = f"{cut}.replace('\\\\', '\\\\\\\\').replace('\\n', '\\\\n').replace('\\r', '\\\\r').replace('\\t', '\\\\t')"
-    return Expr(f"\"'\" + {escaped} + \"'\"")
-
-
-def key_path(base: str | Expr, key: str) -> list[str | Expr]:
-    return [base, f'["{key}"]']
-
-
-# Paths into one replicatedJob ``j``. The webhook names list items by index; CEL (1.30)
-# has no index in a comprehension, so messages name a replicatedJob by its (unique) name.
-JOB_PATH = Expr("'spec.replicatedJobs[name=' + j.name + ']'")
-JOB_SPEC_PATH = Expr(JOB_PATH.text + " + '.template.spec'")
-POD_PATH = Expr(JOB_SPEC_PATH.text + " + '.template'")
-POD_SPEC_PATH = Expr(POD_PATH.text + " + '.spec'")
-POD_ANNOTATIONS_PATH = Expr(POD_PATH.text + " + '.metadata.annotations'")
-NODE_SELECTOR_PATH = Expr(POD_SPEC_PATH.text + " + '.nodeSelector'")
-
-JOBS = "object.?spec.?replicatedJobs.orValue([])"
-ANN = "j.template.?spec.?template.?metadata.?annotations.orValue({})"
-JOB_ANN = "j.template.?metadata.?annotations.orValue({})"
-SEL = "j.template.?spec.?template.?spec.?nodeSelector.orValue({})"
-CONTAINERS = "j.template.?spec.?template.?spec.?containers.orValue([])"
-REPLICAS = "j.?replicas.orValue(1)"
-LABELS = "variables.labels"
-TIER = "variables.tier"
-TPU_JOBS = "variables.tpuJobs"
-
-
-def _per_job(rule: str, jobs: str, bad: str, item: str) -> tuple[str, str]:
-    """Expression and messageExpression of a rule judged per replicatedJob.
-
-    ``item`` is the CEL text of one finding line (``<path>: <problem>; <fix>``) for a
-    failing ``j``; several findings are joined the way the webhook lists them.
-    """
-    expression = f"!{jobs}.exists(j, {bad})"
-    message = f"'[{rule}] ' + {jobs}.filter(j, {bad}).map(j, {item}).join('; [{rule}] ')"
-    return expression, message
-
-
-def _items(rule: str, *pairs: tuple[str, str]) -> str:
-    """Several possible findings for one ``j``: the lines of those whose condition holds."""
-    parts = ", ".join(f"({cond}) ? ({text}) : ''" for cond, text in pairs)
-    return f"[{parts}].filter(s, s != '').join('; [{rule}] ')"
-
-
-# ------------------------------------------------------------------ topology in CEL
-
-
-class _Topology:
-    """CEL for ``parse_topology`` and ``super_slice_problems`` on one string value."""
-
-    GRAMMAR = "^([0-9]{1,6})x([0-9]{1,6})x([0-9]{1,6})$"
-    MAX_TEXT = 20  # 6 + 1 + 6 + 1 + 6: checked before the regex so its cost is bounded
-
-    def __init__(self, value: str, policy: Policy) -> None:
-        self.v = value
-        self.policy = policy
-        self.a, self.b, self.c = (f"int({value}.split('x')[{i}])" for i in range(3))
-
-    @property
-    def grammar(self) -> str:
-        return f"({self.v}.size() <= {self.MAX_TEXT} && {self.v}.matches({lit(self.GRAMMAR)}))"
-
-    @property
-    def zero(self) -> str:
-        return f"({self.a} == 0 || {self.b} == 0 || {self.c} == 0)"
-
-    @property
-    def chips(self) -> str:
-        return f"({self.a} * {self.b} * {self.c})"
-
-    @property
-    def text(self) -> Expr:
-        return Expr(f"(string({self.a}) + 'x' + string({self.b}) + 'x' + string({self.c}))")
-
-    def problems(self) -> list[tuple[str, str]]:
-        """(condition, CEL text) per problem, in ``super_slice_problems`` order."""
-        limits = self.policy.super_slice
-        a, b, c, m = self.a, self.b, self.c, limits.dimension_multiple
-        low = f"({a} < {b} ? ({a} < {c} ? {a} : {c}) : ({b} < {c} ? {b} : {c}))"
-        high = f"({a} > {b} ? ({a} > {c} ? {a} : {c}) : ({b} > {c} ? {b} : {c}))"
-        middle = f"({a} + {b} + {c} - {low} - {high})"
-        minimum = parse_topology(limits.min_topology)
-        m0, m1, m2 = minimum.dims
-        chips, sub = self.chips, limits.sub_block_chips
-        return [
-            (f"!({a} <= {b} && {b} <= {c})", lit("dimensions must be non-decreasing (A ≤ B ≤ C)")),
-            (f"({a} % {m} != 0 || {b} % {m} != 0 || {c} % {m} != 0)", lit(f"each dimension must be a multiple of {m}")),
-            (f"({low} < {m0} || {middle} < {m1} || {high} < {m2})", lit(f"the smallest super-slice is {minimum}")),
-            (f"{chips} > {limits.max_chips}", cat(Expr(f"string({chips})"), f" chips exceeds the maximum of {limits.max_chips}")),
-            (
-                f"({chips} % {sub} == 0 && {chips} / {sub} > {limits.max_sub_blocks})",
-                cat(
-                    Expr(f"string({chips} / {sub})"),
-                    f" sub-blocks of {sub} chips exceeds the maximum of {limits.max_sub_blocks}",
-                ),
-            ),
-        ]
-
-    @property
-    def valid_super_slice(self) -> str:
-        bad = " || ".join(cond for cond, _ in self.problems())
-        return f"({self.grammar} && !{self.zero} && !({bad}))"
-
-    def problem_text(self) -> str:
-        listed = ", ".join(f"({cond}) ? ({text}) : ''" for cond, text in self.problems())
-        return (
-            f"(!{self.grammar} ? {cat(shown(self.v), ' is not of the form AxBxC (three positive integers, e.g. 4x4x4)')}"
-            f" : {self.zero} ? {cat(shown(self.v), ' has a zero dimension; each dimension must be positive')}"
-            f" : [{listed}].filter(s, s != '').join(', '))"
-        )
 
 
 # ------------------------------------------------------------------ the rules
@@ -282,12 +159,14 @@ def _labels(policy: Policy) -> list[Validation]:
                 policy,
                 rule,
                 f"!({TIER} in {lits(strict_priority)}) || {lit(p)} in {LABELS}",
-                f'[{rule}] metadata.labels["{p}"]: this tier requires an explicit priority class and the JobSet has none',
+                f'[{rule}] metadata.labels["{p}"]: this tier requires an explicit priority class '
+                "and the JobSet has none",
                 f"'[{rule}] ' + "
                 + cat(
                     f'metadata.labels["{p}"]: the ',
                     Expr(TIER),
-                    f" tier requires an explicit priority class and the JobSet has none; add the label {p} with one of: ",
+                    " tier requires an explicit priority class and the JobSet has none; "
+                    f"add the label {p} with one of: ",
                     Expr(f"{_map(allowed)}[{TIER}]"),
                 ),
             )
@@ -363,7 +242,7 @@ def _forbidden(policy: Policy) -> list[Validation]:
     )
     rule = "pod-priority-class-forbidden"
     pcn = "j.template.?spec.?template.?spec.?priorityClassName.orValue('')"
-    expression, message = _per_job(
+    expression, message = per_job(
         rule,
         JOBS,
         f"{pcn} != ''",
@@ -379,19 +258,19 @@ def _forbidden(policy: Policy) -> list[Validation]:
     if policy.mode == "dynamic":
         rule = "exclusive-topology-forbidden"
         ex = lit(EXCLUSIVE_TOPOLOGY)
-        tail = "exclusive placement conflicts with sub-slices sharing a cube; remove the annotation (Kueue's topology-aware scheduling places the slices)"
+        tail = (
+            "exclusive placement conflicts with sub-slices sharing a cube; "
+            "remove the annotation (Kueue's topology-aware scheduling places the slices)"
+        )
         root_bad = f"{ex} in object.metadata.?annotations.orValue({{}})"
         job_bad = f"({ex} in {JOB_ANN} || {ex} in {ANN})"
-        item = _items(
+        item = items(
             rule,
             (f"{ex} in {JOB_ANN}", cat(JOB_PATH, f'.template.metadata.annotations["{EXCLUSIVE_TOPOLOGY}"]: {tail}')),
             (f"{ex} in {ANN}", cat(POD_ANNOTATIONS_PATH, f'["{EXCLUSIVE_TOPOLOGY}"]: {tail}')),
         )
         root_line = lit(f'metadata.annotations["{EXCLUSIVE_TOPOLOGY}"]: {tail}')
-        lines = (
-            f"[{root_bad} ? {root_line} : '']"
-            f" + {JOBS}.filter(j, {job_bad}).map(j, {item})"
-        )
+        lines = f"[{root_bad} ? {root_line} : ''] + {JOBS}.filter(j, {job_bad}).map(j, {item})"
         out.append(
             _v(
                 policy,
@@ -413,7 +292,13 @@ def _placement(policy: Policy) -> list[Validation]:
     bad = f"!({acc} in {SEL} && {SEL}[{acc}] == {lit(tpu.accelerator_value)})"
     problem = Expr(
         f"({acc} in {SEL} ? "
-        + cat("TPU podSet ", shown("j.name"), " selects accelerator ", shown(f"{SEL}[{acc}]"), f", not {tpu.accelerator_value!r}")
+        + cat(
+            "TPU podSet ",
+            shown("j.name"),
+            " selects accelerator ",
+            shown(f"{SEL}[{acc}]"),
+            f", not {tpu.accelerator_value!r}",
+        )
         + " : "
         + cat("TPU podSet ", shown("j.name"), f" does not select {tpu.accelerator_label}")
         + ")"
@@ -424,10 +309,14 @@ def _placement(policy: Policy) -> list[Validation]:
         problem,
         f"; set nodeSelector {tpu.accelerator_label}: {tpu.accelerator_value}",
     )
-    out.append(_job_rule(policy, rule, bad, item, f"a TPU podSet does not select {tpu.accelerator_label}: {tpu.accelerator_value}"))
+    out.append(
+        _job_rule(
+            policy, rule, bad, item, f"a TPU podSet does not select {tpu.accelerator_label}: {tpu.accelerator_value}"
+        )
+    )
 
     if policy.mode == "dynamic":
-        ann_path = [POD_ANNOTATIONS_PATH, f'["{tpu.slice_topology_annotation}"]']
+        ann_path: list[str | Expr] = [POD_ANNOTATIONS_PATH, f'["{tpu.slice_topology_annotation}"]']
         rule = "slice-topology-missing"
         item = cat(
             *ann_path,
@@ -439,7 +328,7 @@ def _placement(policy: Policy) -> list[Validation]:
         out.append(_job_rule(policy, rule, f"!({slice_ann} in {ANN})", item, "a TPU podSet has no slice topology"))
 
         value = f"{ANN}[{slice_ann}]"
-        topology = _Topology(value, policy)
+        topology = TopologyCel(value, policy)
         subs = lits(policy.sub_slice_topologies)
         rule = "slice-topology-invalid"
         bad = f"({slice_ann} in {ANN} && !({value} in {subs}) && !{topology.valid_super_slice})"
@@ -471,13 +360,18 @@ def _placement(policy: Policy) -> list[Validation]:
             f'["{tpu.topology_label}"]: with dynamic slicing nodes have no fixed topology, so this selector '
             f"matches nothing useful; remove it (the {tpu.slice_topology_annotation} annotation sets the slice size)",
         )
-        out.append(_job_rule(policy, rule, f"{topo_label} in {SEL}", item, f"a TPU podSet selects {tpu.topology_label}"))
+        out.append(
+            _job_rule(policy, rule, f"{topo_label} in {SEL}", item, f"a TPU podSet selects {tpu.topology_label}")
+        )
 
         rule = "slice-name-too-long"
         budget = policy.slice_name_budget
         last = f"({REPLICAS} > 0 ? {REPLICAS} - 1 : 0)"
         fixed = len("-jobset-") + 1 + policy.slice_name_hash_length + 1 + 1
-        length = f"(request.namespace.size() + object.metadata.name.size() + j.name.size() + string({last}).size() + {fixed})"
+        length = (
+            "(request.namespace.size() + object.metadata.name.size() + j.name.size() + "
+            f"string({last}).size() + {fixed})"
+        )
         longest = f"(object.metadata.name.size() - ({length} - {budget}))"
         item = cat(
             "metadata.name: the Slice name for replicatedJob ",
@@ -489,11 +383,17 @@ def _placement(policy: Policy) -> list[Validation]:
             f" characters, over the budget of {budget}; ",
             Expr(
                 f"({longest} > 0 ? "
-                + cat("shorten metadata.name to at most ", Expr(f"string({longest})"), " characters, or the replicatedJob name")
+                + cat(
+                    "shorten metadata.name to at most ",
+                    Expr(f"string({longest})"),
+                    " characters, or the replicatedJob name",
+                )
                 + " : 'shorten the replicatedJob name (or the namespace): no JobSet name fits')"
             ),
         )
-        out.append(_job_rule(policy, rule, f"{length} > {budget}", item, f"a Slice name would exceed {budget} characters"))
+        out.append(
+            _job_rule(policy, rule, f"{length} > {budget}", item, f"a Slice name would exceed {budget} characters")
+        )
     else:
         known = ", ".join(sorted(policy.static_topology_set))
         rule = "static-topology-selector-missing"
@@ -501,9 +401,14 @@ def _placement(policy: Policy) -> list[Validation]:
             NODE_SELECTOR_PATH,
             f'["{tpu.topology_label}"]: TPU podSet ',
             shown("j.name"),
-            f" does not say which static node pool topology it needs; set nodeSelector {tpu.topology_label} to one of: {known}",
+            " does not say which static node pool topology it needs; "
+            f"set nodeSelector {tpu.topology_label} to one of: {known}",
         )
-        out.append(_job_rule(policy, rule, f"!({topo_label} in {SEL})", item, f"a TPU podSet does not select {tpu.topology_label}"))
+        out.append(
+            _job_rule(
+                policy, rule, f"!({topo_label} in {SEL})", item, f"a TPU podSet does not select {tpu.topology_label}"
+            )
+        )
         out.extend(_tas(policy))
     return out
 
@@ -515,9 +420,12 @@ def _tas(policy: Policy) -> list[Validation]:
     out: list[Validation] = []
 
     rule = "tas-annotation-missing"
-    wrong = [(f"({key} in {ANN} && {ANN}[{key}] != {lit(level)})", raw) for key, raw in ((req, REQUIRED_TOPOLOGY), (sreq, SLICE_REQUIRED_TOPOLOGY))]
+    wrong = [
+        (f"({key} in {ANN} && {ANN}[{key}] != {lit(level)})", raw)
+        for key, raw in ((req, REQUIRED_TOPOLOGY), (sreq, SLICE_REQUIRED_TOPOLOGY))
+    ]
     none = f"!({req} in {ANN} || {sreq} in {ANN} || {size} in {ANN})"
-    item = _items(
+    item = items(
         rule,
         *(
             (
@@ -546,14 +454,30 @@ def _tas(policy: Policy) -> list[Validation]:
     out.append(_job_rule(policy, rule, bad, item, "a TPU podSet has no valid topology-aware scheduling annotation"))
 
     rule = "tas-annotation-unpaired"
-    item = Expr(
+    unpaired = Expr(
         f"({sreq} in {ANN} ? "
-        + cat(POD_ANNOTATIONS_PATH, f'["{SLICE_SIZE}"]: {SLICE_REQUIRED_TOPOLOGY} is set without {SLICE_SIZE}, and the two only work as a pair; add {SLICE_SIZE}')
+        + cat(
+            POD_ANNOTATIONS_PATH,
+            f'["{SLICE_SIZE}"]: {SLICE_REQUIRED_TOPOLOGY} is set without {SLICE_SIZE}, '
+            f"and the two only work as a pair; add {SLICE_SIZE}",
+        )
         + " : "
-        + cat(POD_ANNOTATIONS_PATH, f'["{SLICE_REQUIRED_TOPOLOGY}"]: {SLICE_SIZE} is set without {SLICE_REQUIRED_TOPOLOGY}, and the two only work as a pair; add {SLICE_REQUIRED_TOPOLOGY}')
+        + cat(
+            POD_ANNOTATIONS_PATH,
+            f'["{SLICE_REQUIRED_TOPOLOGY}"]: {SLICE_SIZE} is set without {SLICE_REQUIRED_TOPOLOGY}, '
+            f"and the two only work as a pair; add {SLICE_REQUIRED_TOPOLOGY}",
+        )
         + ")"
     )
-    out.append(_job_rule(policy, rule, f"({sreq} in {ANN}) != ({size} in {ANN})", item.text, "a TAS slice annotation is set without its pair"))
+    out.append(
+        _job_rule(
+            policy,
+            rule,
+            f"({sreq} in {ANN}) != ({size} in {ANN})",
+            unpaired.text,
+            "a TAS slice annotation is set without its pair",
+        )
+    )
 
     rule = "tas-required-topology-multislice"
     item = cat(
@@ -564,7 +488,11 @@ def _tas(policy: Policy) -> list[Validation]:
         Expr(f"string({REPLICAS})"),
         f" slices into one node pool, which can never be satisfied: the job would pend forever; replace it with {pair}",
     )
-    out.append(_job_rule(policy, rule, f"({REPLICAS} > 1 && {req} in {ANN})", item, "a multi-slice podSet asks for one node pool"))
+    out.append(
+        _job_rule(
+            policy, rule, f"({REPLICAS} > 1 && {req} in {ANN})", item, "a multi-slice podSet asks for one node pool"
+        )
+    )
 
     rule = "tas-slice-size-mismatch"
     hosts = _static_hosts(policy)
@@ -600,7 +528,7 @@ def _tas(policy: Policy) -> list[Validation]:
         f'["{ann}"]: the cluster runs static node pools and nothing translates this annotation; '
         f"remove it (select the pool with nodeSelector {policy.tpu.topology_label})",
     )
-    expression, message = _per_job(rule, JOBS, f"{lit(ann)} in {ANN}", item)
+    expression, message = per_job(rule, JOBS, f"{lit(ann)} in {ANN}", item)
     out.append(_v(policy, rule, expression, f"[{rule}] a pod template has the {ann} annotation", message))
     return out
 
@@ -625,17 +553,17 @@ def _shape(policy: Policy) -> list[Validation]:
     if policy.mode == "dynamic":
         ann = lit(tpu.slice_topology_annotation)
         value = f"{ANN}[{ann}]"
-        topology = _Topology(value, policy)
-        subs = {}
-        for text in policy.sub_slice_topologies:
-            chips = parse_topology(text).chips
-            subs[text] = (chips, str(parse_topology(text)))
-        sub_hosts = "{" + ", ".join(f"{lit(t)}: {c // per_host}" for t, (c, _) in subs.items() if c % per_host == 0) + "}"
+        topology = TopologyCel(value, policy)
+        subs = {text: (parse_topology(text).chips, str(parse_topology(text))) for text in policy.sub_slice_topologies}
+        sub_hosts = (
+            "{" + ", ".join(f"{lit(t)}: {c // per_host}" for t, (c, _) in subs.items() if c % per_host == 0) + "}"
+        )
         sub_chips = "{" + ", ".join(f"{lit(t)}: {c}" for t, (c, _) in subs.items()) + "}"
         sub_names = "{" + ", ".join(f"{lit(t)}: {lit(n)}" for t, (_, n) in subs.items()) + "}"
         is_sub = f"{value} in {lits(policy.sub_slice_topologies)}"
         sub_ok = f"{value} in {sub_hosts}" if policy.sub_slicing else "false"
-        known = f"({ann} in {ANN} && ({is_sub} ? {sub_ok} : ({topology.valid_super_slice} && {topology.chips} % {per_host} == 0)))"
+        super_ok = f"({topology.valid_super_slice} && {topology.chips} % {per_host} == 0)"
+        known = f"({ann} in {ANN} && ({is_sub} ? {sub_ok} : {super_ok}))"
         chips = f"({is_sub} ? {sub_chips}[{value}] : {topology.chips})"
         hosts = f"({chips} / {per_host})"
         name = Expr(f"({is_sub} ? {sub_names}[{value}] : {topology.text.text})")
@@ -652,7 +580,7 @@ def _shape(policy: Policy) -> list[Validation]:
     parallelism = "j.template.?spec.?parallelism.orValue(-1)"
     completions = "j.template.?spec.?completions.orValue(-1)"
     effective = f"({parallelism} >= 0 ? {parallelism} : 1)"
-    tail = [
+    tail: list[str | Expr] = [
         ", but a ",
         name,
         " slice has ",
@@ -662,14 +590,16 @@ def _shape(policy: Policy) -> list[Validation]:
         f" chips ÷ {per_host} per host); set both parallelism and completions to ",
         Expr(f"string({hosts})"),
     ]
-    item = _items(
+    item = items(
         rule,
         (
             f"{effective} != {hosts}",
             cat(
                 JOB_SPEC_PATH,
                 ".parallelism: parallelism ",
-                Expr(f"({parallelism} >= 0 ? 'is ' + string({parallelism}) : 'is not set (Kubernetes treats it as 1)')"),
+                Expr(
+                    f"({parallelism} >= 0 ? 'is ' + string({parallelism}) : 'is not set (Kubernetes treats it as 1)')"
+                ),
                 *tail,
             ),
         ),
@@ -700,7 +630,10 @@ def _shape(policy: Policy) -> list[Validation]:
 
     def finding(kind: str, field: str) -> tuple[str, str]:
         raw = f"{kind}[{resource}]"
-        shown_raw = Expr(f"(!({resource} in {kind}) ? 'is missing' : type({raw}) == string ? 'is ' + {shown(raw).text} : 'is ' + string({raw}))")
+        shown_raw = Expr(
+            f"(!({resource} in {kind}) ? 'is missing' : "
+            f"type({raw}) == string ? 'is ' + {shown(raw).text} : 'is ' + string({raw}))"
+        )
         return (
             f"!{ok(kind)}",
             cat(
@@ -717,7 +650,7 @@ def _shape(policy: Policy) -> list[Validation]:
 
     containers_item = (
         f"{CONTAINERS}.filter(c, {is_tpu} && !({ok(requests)} && {ok(limits)}))"
-        f".map(c, {_items(rule, finding(requests, 'requests'), finding(limits, 'limits'))}).join('; [{rule}] ')"
+        f".map(c, {items(rule, finding(requests, 'requests'), finding(limits, 'limits'))}).join('; [{rule}] ')"
     )
     none_item = cat(
         POD_SPEC_PATH,
@@ -733,11 +666,12 @@ def _shape(policy: Policy) -> list[Validation]:
 
 
 def _tpu_fix(policy: Policy) -> str:
-    return f"request {policy.tpu.resource_name}: {policy.tpu.chips_per_host} in both resources.requests and resources.limits"
+    tpu = policy.tpu
+    return f"request {tpu.resource_name}: {tpu.chips_per_host} in both resources.requests and resources.limits"
 
 
 def _job_rule(policy: Policy, rule: str, bad: str, item: str, summary: str) -> Validation:
-    expression, message = _per_job(rule, TPU_JOBS, bad, item)
+    expression, message = per_job(rule, TPU_JOBS, bad, item)
     return _v(policy, rule, expression, f"[{rule}] {summary}", message)
 
 
@@ -774,10 +708,7 @@ def variables(policy: Policy) -> list[dict[str, str]]:
 
 def within_bounds() -> str:
     """The matchCondition that bounds every expression's cost (module docstring)."""
-    return (
-        f"{JOBS}.size() <= {MAX_REPLICATED_JOBS} && "
-        f"{JOBS}.all(j, {CONTAINERS}.size() <= {MAX_CONTAINERS})"
-    )
+    return f"{JOBS}.size() <= {MAX_REPLICATED_JOBS} && {JOBS}.all(j, {CONTAINERS}.size() <= {MAX_CONTAINERS})"
 
 
 def _policy(policy: Policy, name: str, checks: list[Validation]) -> dict[str, Any]:
@@ -800,7 +731,11 @@ def _policy(policy: Policy, name: str, checks: list[Validation]) -> dict[str, An
                 "namespaceSelector": {
                     "matchExpressions": [
                         {"key": policy.tier_label, "operator": "In", "values": sorted(policy.tiers)},
-                        {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(EXCLUDED_NAMESPACES)},
+                        {
+                            "key": "kubernetes.io/metadata.name",
+                            "operator": "NotIn",
+                            "values": list(EXCLUDED_NAMESPACES),
+                        },
                     ]
                 },
             },
@@ -846,15 +781,13 @@ def export_objects(policy: Policy, actions: Sequence[str] = ("Deny",)) -> list[d
     return objects
 
 
-class _Dumper(yaml.SafeDumper):
-    """Long CEL expressions as folded-free plain or quoted scalars, never wrapped mid-token."""
-
-
 def render(policy: Policy, actions: Sequence[str] = ("Deny",)) -> str:
     header = (
         f"# Generated by `tpu-admission export vap` (mode: {policy.mode}). The structural rules of the\n"
         "# webhook as a ValidatingAdmissionPolicy the API server enforces itself; re-generate it\n"
         "# whenever the policy config changes.\n"
     )
-    body = yaml.dump_all(export_objects(policy, actions), Dumper=_Dumper, sort_keys=False, width=1_000_000, allow_unicode=True)
+    body = yaml.dump_all(
+        export_objects(policy, actions), Dumper=yaml.SafeDumper, sort_keys=False, width=1_000_000, allow_unicode=True
+    )
     return header + body
