@@ -16,6 +16,7 @@ miss a finding, never add a refusal the webhook would not make: a property test 
 from __future__ import annotations
 
 import copy
+import re
 import shutil
 import subprocess
 from pathlib import Path
@@ -473,3 +474,49 @@ def test_overlay_renders_with_kubectl_kustomize() -> None:
     assert sorted((o["kind"], o["metadata"]["name"]) for o in rendered) == sorted(
         (o["kind"], o["metadata"]["name"]) for o in vap.export_objects(shipped_policy())
     )
+
+
+# ------------------------------------------------------------------ the cost bound
+
+_TOKEN = re.compile(r"\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|[A-Za-z_][A-Za-z0-9_]*|\d+|\?\.|[-+*/%<>=!&|?:\[\](){},.]")
+PER_CALL_LIMIT, PER_EVALUATION_BUDGET = 1_000_000, 10_000_000
+
+
+def cost_bound(expression: str) -> int:
+    """An upper bound on the API server's runtime cost of one expression.
+
+    Kubernetes' cost model charges about one unit per evaluated CEL operation and 0.1 per
+    character a string operation touches. Every operation is at most one token of the
+    text, so the token count bounds one pass; string literals are charged by their
+    length, and each ``+`` (the concatenations of a message) another 7 units: a user's
+    value is at most 64 characters in a message (``celtext.shown``), and every value is
+    size-checked before a regex or ``int()`` reads it. A pass runs once per replicatedJob
+    (``j``) and, inside a container comprehension (``c``), once per container: the whole
+    text is charged at the innermost multiplicity it contains, an overestimate.
+    """
+    tokens = _TOKEN.findall(expression)
+    literals = sum(len(t) for t in tokens if t[0] in "'\"")
+    one_pass = len(tokens) + literals // 10 + 7 * tokens.count("+")
+    passes = 1
+    if "(j," in expression:
+        passes = vap.MAX_REPLICATED_JOBS
+    if "(c," in expression:
+        passes = vap.MAX_REPLICATED_JOBS * vap.MAX_CONTAINERS
+    return one_pass * passes
+
+
+@pytest.mark.parametrize("mode", sorted(POLICIES))
+def test_every_expression_is_within_the_api_servers_cost_limits(mode: str) -> None:
+    total = 0
+    for obj in vap.export_objects(POLICIES[mode]):
+        if obj["kind"] != "ValidatingAdmissionPolicy":
+            continue
+        spec = obj["spec"]
+        texts = [c["expression"] for c in spec["matchConditions"]] + [v["expression"] for v in spec["variables"]]
+        texts += [v["expression"] for v in spec["validations"]]
+        texts += [v.get("messageExpression", "") for v in spec["validations"]]
+        for text in texts:
+            bound = cost_bound(text)
+            assert bound < PER_CALL_LIMIT, (bound, text[:200])
+            total += bound
+    assert total < PER_EVALUATION_BUDGET, total

@@ -70,8 +70,8 @@ NAME = "tpu-admission"
 WARN_NAME = "tpu-admission-warn"
 #: the namespaces the webhook configurations exclude; so does the policy
 EXCLUDED_NAMESPACES = ("kube-system", "tpu-admission")
-MAX_REPLICATED_JOBS = 64
-MAX_CONTAINERS = 32
+MAX_REPLICATED_JOBS = 32
+MAX_CONTAINERS = 8
 VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
 
 
