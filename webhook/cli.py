@@ -194,6 +194,13 @@ def run_export_vap(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def run_export_map(args: argparse.Namespace) -> int:
+    from webhook import mutating_policy
+
+    print(mutating_policy.render(load_policy(args.config)), end="")
+    return EXIT_OK
+
+
 def run_rules(args: argparse.Namespace) -> int:
     if args.format == "markdown":
         print(markdown_table())
@@ -295,6 +302,9 @@ def build_parser() -> argparse.ArgumentParser:
     export_vap.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
     export_vap.add_argument("--validation-actions", default="Deny", help="the binding's actions: Deny, or Warn,Audit")
     export_vap.set_defaults(run=run_export_vap)
+    export_map = export_sub.add_parser("map", help="the default labels as a MutatingAdmissionPolicy (YAML)")
+    export_map.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
+    export_map.set_defaults(run=run_export_map)
 
     rules = commands.add_parser("rules", help="list the rule catalog")
     rules.add_argument("--format", choices=["text", "markdown"], default="text")
