@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from webhook import kinds
 from webhook.config import Mode
 from webhook.findings import Action, Finding
 from webhook.rules import Rule, RuleContext, cluster, forbidden, labels, placement, shape
@@ -16,6 +17,12 @@ from webhook.workload import MALFORMED, Workload
 
 DYNAMIC: frozenset[Mode] = frozenset({"dynamic"})
 STATIC: frozenset[Mode] = frozenset({"static"})
+#: RFC-0033 4.3.1: a Job's TPU pods follow the JobSet rules; a Deployment has no suspend
+#: and (a resident service) no TPU slice. Rules with no ``kinds`` apply to all three.
+JOBS = frozenset({kinds.JOBSET, kinds.JOB})
+#: what only a JobSet has: its exclusive-topology annotation, the Slice name it makes,
+#: several slices per podSet
+JOBSET_ONLY = frozenset({kinds.JOBSET})
 _QUEUES = frozenset({"LocalQueues", "ClusterQueues"})
 
 
@@ -27,7 +34,7 @@ def jobset_malformed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
 RULES: tuple[Rule, ...] = (
     Rule(
         MALFORMED,
-        "JobSet is malformed",
+        "Object is malformed",
         "shape",
         jobset_malformed,
         why="a value of the wrong type or a missing template; reported with its path instead of failing",
@@ -86,6 +93,7 @@ RULES: tuple[Rule, ...] = (
         forbidden.suspend_forbidden,
         subject="submitted",
         on_update=True,
+        kinds=JOBS,
         why="Kueue suspends and resumes jobs; a manual flip breaks its state machine",
     ),
     Rule(
@@ -103,6 +111,7 @@ RULES: tuple[Rule, ...] = (
         forbidden.exclusive_topology_forbidden,
         modes=DYNAMIC,
         subject="submitted",
+        kinds=JOBSET_ONLY,
         why="exclusive placement conflicts with sub-slices sharing a cube",
     ),
     Rule(
@@ -112,6 +121,7 @@ RULES: tuple[Rule, ...] = (
         forbidden.podset_annotation_forbidden,
         modes=DYNAMIC,
         subject="submitted",
+        kinds=JOBS,
         why="the Slice Provisioner derives them from the slice-topology annotation",
     ),
     # placement, both modes
@@ -120,6 +130,7 @@ RULES: tuple[Rule, ...] = (
         "tpu7x selector missing",
         "placement",
         placement.accelerator_selector_missing,
+        kinds=JOBS,
         why="without it the podSet may land on non-TPU nodes",
     ),
     # placement, dynamic mode
@@ -129,6 +140,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.slice_topology_missing,
         modes=DYNAMIC,
+        kinds=JOBS,
         why="Kueue would report 'quota insufficient' without naming the missing annotation",
     ),
     Rule(
@@ -137,6 +149,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.slice_topology_invalid,
         modes=DYNAMIC,
+        kinds=JOBS,
         why="only the super-slice grammar and the four sub-slice shapes can be provisioned",
     ),
     Rule(
@@ -145,6 +158,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.sub_slicing_disabled,
         modes=DYNAMIC,
+        kinds=JOBS,
         why="sub-slices need the preview enabled on the cluster",
     ),
     Rule(
@@ -153,6 +167,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.static_topology_selector_forbidden,
         modes=DYNAMIC,
+        kinds=JOBS,
         why="dynamic nodes carry no fixed topology; the annotation sets the slice size",
     ),
     Rule(
@@ -161,6 +176,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.slice_name_too_long,
         modes=DYNAMIC,
+        kinds=JOBSET_ONLY,
         why="the Slice CR name would pass its length budget and the slice never forms",
     ),
     # placement, static mode
@@ -170,6 +186,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.static_topology_selector_missing,
         modes=STATIC,
+        kinds=JOBS,
         why="without it Kueue cannot pick the node pool flavor",
     ),
     Rule(
@@ -178,6 +195,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.static_topology_unknown,
         modes=STATIC,
+        kinds=JOBS,
         why="no node pool of that topology exists",
     ),
     Rule(
@@ -186,6 +204,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.tas_annotation_missing,
         modes=STATIC,
+        kinds=JOBS,
         why="nothing else keeps a slice's pods inside one node pool",
     ),
     Rule(
@@ -194,6 +213,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.tas_annotation_unpaired,
         modes=STATIC,
+        kinds=JOBS,
         why="podset-slice-required-topology and podset-slice-size only work together",
     ),
     Rule(
@@ -202,6 +222,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.tas_required_topology_multislice,
         modes=STATIC,
+        kinds=JOBSET_ONLY,
         why="asks all slices into one node pool: never satisfiable, pends forever",
     ),
     Rule(
@@ -210,6 +231,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.tas_slice_size_mismatch,
         modes=STATIC,
+        kinds=JOBS,
         why="podset-slice-size must be the hosts of one slice of the selected topology",
     ),
     Rule(
@@ -219,6 +241,7 @@ RULES: tuple[Rule, ...] = (
         placement.slice_topology_ignored,
         modes=STATIC,
         default_action=Action.WARN,
+        kinds=JOBS,
         why="static pools have no Slice Provisioner to translate it",
     ),
     # shape
@@ -227,6 +250,7 @@ RULES: tuple[Rule, ...] = (
         "Host count does not match topology",
         "shape",
         shape.host_count_mismatch,
+        kinds=JOBS,
         why="parallelism and completions must both be the slice's hosts (chips ÷ 4)",
     ),
     Rule(
@@ -234,6 +258,7 @@ RULES: tuple[Rule, ...] = (
         "TPU request not 4 per container",
         "shape",
         shape.tpu_request_invalid,
+        kinds=JOBS,
         why="each tpu7x host has exactly 4 chips; requests and limits must both say 4",
     ),
     # cluster-aware (SPEC §4, §5): skipped with a warning while a required kind is unknown
@@ -292,6 +317,7 @@ RULES: tuple[Rule, ...] = (
         cluster.insufficient_node_pools,
         modes=STATIC,
         requires=frozenset({"Nodes"}),
+        kinds=JOBS,
         why="each slice takes one static node pool; with fewer pools the job pends forever",
     ),
 )
@@ -299,16 +325,26 @@ RULES: tuple[Rule, ...] = (
 RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 
 
+def applies_to(rule: Rule) -> str:
+    """``all``, or the kinds in the order of ``webhook.kinds.ORDER`` (``JobSet, Job``)."""
+    if rule.kinds == kinds.ALL:
+        return "all"
+    return ", ".join(kind for kind in kinds.ORDER if kind in rule.kinds)
+
+
 def markdown_table() -> str:
     """The README's rule table, generated so the catalog is written only once."""
     lines = [
-        "| rule | family | modes | checked on | default | why |",
-        "| --- | --- | --- | --- | --- | --- |",
+        "| rule | family | applies to | modes | checked on | default | why |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
     ]
     for rule in RULES:
         modes = "both" if len(rule.modes) == 2 else next(iter(rule.modes))
         paths = "mutate" if rule.subject == "submitted" else "mutate + validate"
         if rule.requires:
             paths += " (cluster)"
-        lines.append(f"| `{rule.id}` | {rule.family} | {modes} | {paths} | {rule.default_action.value} | {rule.why} |")
+        lines.append(
+            f"| `{rule.id}` | {rule.family} | {applies_to(rule)} | {modes} | {paths} | "
+            f"{rule.default_action.value} | {rule.why} |"
+        )
     return "\n".join(lines)
