@@ -242,3 +242,70 @@ def test_deployment_updates_judge_only_the_kueue_labels() -> None:
 
 def test_a_jobset_fixture_is_still_a_jobset() -> None:
     assert judge(load_jobset("rfc-4.6-static"), JOBSET).allowed
+
+
+# ---------------------------------------------------------------- RFC-0033 4.1: outside Kueue
+
+OUTSIDE = (
+    "{kind} kubemaker/{name} has no kueue.x-k8s.io/queue-name label, so Kueue does not manage it and it runs "
+    "outside every quota, as the production tier's system components do; add the label to queue it under "
+    "your team's quota"
+)
+
+
+def _system_deployment() -> dict[str, Any]:
+    """A system component living in kubemaker: no Kueue labels, a native priority class."""
+    deployment = load_deployment("service-deployment")
+    del deployment["metadata"]["labels"]
+    deployment["spec"]["template"]["spec"]["priorityClassName"] = "system-cluster-critical"
+    return deployment
+
+
+def test_production_cpu_workloads_without_a_queue_are_not_judged() -> None:
+    decision = judge(_system_deployment(), DEPLOYMENT)
+    assert (decision.allowed, decision.findings, decision.patch) == (True, [], [])
+    assert decision.warnings == [OUTSIDE.format(kind="Deployment", name="eval-gateway")]
+    job = load_job("dev-job-cpu")
+    job["metadata"]["namespace"] = "kubemaker"
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/priority-class": "guaranteed"}  # a priority alone queues nothing
+    job["spec"]["suspend"] = True
+    decision = judge(job, JOB, stage="validate")
+    assert (decision.allowed, decision.findings) == (True, [])
+    assert decision.warnings == [OUTSIDE.format(kind="Job", name="data-prep")]
+
+
+@pytest.mark.parametrize("where", ["containers", "initContainers"])
+def test_a_tpu_workload_without_a_queue_is_judged(where: str) -> None:
+    deployment = _system_deployment()
+    pod = deployment["spec"]["template"]["spec"]
+    pod.setdefault(where, [{"name": "warm", "image": "x"}])[0]["resources"] = {"limits": {"google.com/tpu": "4"}}
+    decision = judge(deployment, DEPLOYMENT)
+    assert rules(decision) == ["queue-label-missing", "priority-label-missing", "pod-priority-class-forbidden"]
+
+
+def test_what_cannot_be_read_is_judged() -> None:
+    deployment = _system_deployment()
+    deployment["spec"]["template"]["spec"]["containers"] = {"gateway": {}}
+    assert "jobset-malformed" in rules(judge(deployment, DEPLOYMENT))
+
+
+def test_jobsets_and_the_dev_tier_always_queue() -> None:
+    jobset = load_jobset("rfc-4.6-static")
+    del jobset["metadata"]["labels"]
+    assert rules(judge(jobset, JOBSET)) == ["queue-label-missing", "priority-label-missing"]
+    deployment = _system_deployment()
+    deployment["metadata"]["namespace"] = "default"
+    decision = judge(deployment, DEPLOYMENT)
+    assert rules(decision) == ["pod-priority-class-forbidden"] and decision.warnings == []
+
+
+def test_dropping_the_queue_of_a_managed_workload_is_judged() -> None:
+    old = load_deployment("service-deployment")
+    new = copy.deepcopy(old)
+    del new["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    decision = judge(new, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=old)
+    assert rules(decision) == ["queue-label-missing"]
+    # ... while an update of a workload that never had one stays unjudged.
+    system = _system_deployment()
+    decision = judge(system, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=_system_deployment())
+    assert (decision.allowed, decision.findings) == (True, [])

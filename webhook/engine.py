@@ -15,7 +15,7 @@ from webhook.cluster.state import ClusterState
 from webhook.config import Policy
 from webhook.findings import Action, Finding
 from webhook.kinds import JOBSET
-from webhook.objects import controlled_by_jobset, parse_object
+from webhook.objects import controlled_by_jobset, outside_kueue_warning, parse_object, runs_outside_kueue
 from webhook.patches import JsonPatch, default_labels, label_patch
 from webhook.rules import Rule, RuleContext, UserInfo
 from webhook.tiers import resolve_tier
@@ -133,6 +133,9 @@ def decide(
         old = parse_object(facts.kind, facts.old_object, policy, facts.namespace)
         keys = (policy.queue_label, policy.priority_label)
         changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
+    if runs_outside_kueue(workload, tier, policy) and (old is None or policy.queue_label not in old.labels):
+        decision.warnings.append(outside_kueue_warning(workload, resolution.tier, policy))
+        return decision
 
     ctx = RuleContext(
         policy=policy,

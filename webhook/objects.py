@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from webhook.config import Policy
+from webhook.config import Policy, TierPolicy
 from webhook.fieldpaths import METADATA, ROOT, SPEC
 from webhook.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.workload import Reader, Workload, parse_jobset, parse_metadata, parse_pod_template, podset_paths
@@ -95,6 +95,37 @@ PARSERS: dict[str, Callable[[Any, Policy, str], Workload]] = {
 def parse_object(kind: str, obj: Any, policy: Policy, namespace: str = "") -> Workload:
     """Read ``obj`` as the judged ``kind`` (``webhook.kinds``)."""
     return PARSERS[kind](obj, policy, namespace)
+
+
+def runs_outside_kueue(workload: Workload, tier: TierPolicy, policy: Policy) -> bool:
+    """A Job or Deployment Kueue will not manage: no queue label where none is injected, no TPU.
+
+    RFC-0033 4.1 (纳管范围): Kueue runs with ``manageJobsWithoutQueueName: false``, and in
+    the production tier a workload without ``queue-name`` "is not taken over and runs as
+    usual: the namespace also hosts the teams' system components, which must not enter
+    quotas and queues". Refusing those would stop the namespace's own services, so they
+    are not judged. A TPU workload is no system component: without a queue it would take
+    TPUs outside every quota, so it is judged (and refused for its missing queue). The
+    dev tier injects a queue, so nothing there runs outside Kueue; JobSets always queue.
+    """
+    if workload.kind == JOBSET or tier.default_queue is not None or policy.queue_label in workload.labels:
+        return False
+    if workload.malformed:
+        return False  # what could not be read might be a TPU request: judge it
+    resource = policy.tpu.resource_name
+    uses_tpu = workload.tpu_podsets or any(
+        container.requests_resource(resource) for podset in workload.podsets for container in podset.init_containers
+    )
+    return not uses_tpu
+
+
+def outside_kueue_warning(workload: Workload, tier_name: str, policy: Policy) -> str:
+    where = f"{workload.namespace}/{workload.name}" if workload.namespace else workload.name
+    return (
+        f"{workload.kind} {where} has no {policy.queue_label} label, so Kueue does not manage it and it runs "
+        f"outside every quota, as the {tier_name} tier's system components do; add the label to queue it under "
+        "your team's quota"
+    )
 
 
 def controlled_by_jobset(obj: Any) -> bool:
