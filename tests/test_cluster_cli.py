@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from support import FIXTURES, load_jobset, set_path
+from support import FIXTURES, load_deployment, load_job, load_jobset, set_path
 
 CLI = Path(sys.executable).with_name("tpu-admission")
 STATE = FIXTURES / "cluster"
@@ -81,3 +81,15 @@ def test_unreadable_cluster_state_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = check(tmp_path, load_jobset("rfc-4.6-static"), "--cluster-state", str(tmp_path / "nope"))
     assert code == 2
     assert "--cluster-state" in stderr and "no such file or directory" in stderr
+
+
+def test_jobs_and_deployments_against_the_cluster(tmp_path: Path) -> None:
+    code, result, _ = check(tmp_path, load_job("rfc-job-static"), "--cluster-state", str(STATE))
+    assert (code, result["kind"], result["allowed"], result["violations"]) == (0, "Job", True, [])
+    service = load_deployment("service-deployment")
+    set_path(service, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-c-queue")
+    code, result, _ = check(tmp_path, service, "--cluster-state", str(STATE))
+    assert (code, result["kind"]) == (1, "Deployment")
+    assert [(v["rule"], v["path"]) for v in result["violations"]] == [
+        ("resource-not-covered", 'spec.template.spec.containers[0].resources.requests["ephemeral-storage"]')
+    ]

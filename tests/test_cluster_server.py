@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 import pytest
 from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
-from support import RunningServer, load_jobset, review, set_path
+from support import RunningServer, load_job, load_jobset, review, set_path
 from test_cluster_watch import ALL, FAST, load
 
 from webhook import certs
@@ -121,3 +121,13 @@ def test_unreachable_api_server_serves_structural_rules_with_warnings(
         client.close()
         server.stop()
         cache.stop()
+
+
+def test_a_cluster_rule_denies_a_job_through_the_server(live: RunningServer, client: httpx.Client) -> None:
+    obj = load_job("rfc-job-static")
+    set_path(obj, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-z-queue")
+    answer = post(client, live, obj, "/validate/production")
+    assert answer["allowed"] is False
+    assert answer["status"]["message"].startswith(
+        "[local-queue-not-found] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: there is no LocalQueue 'team-z-queue'"
+    )
