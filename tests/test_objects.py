@@ -54,7 +54,7 @@ def test_a_job_is_one_podset_gang_admitted_over_its_parallelism() -> None:
     assert str(podset.pod_spec_path) == "spec.template.spec"
     assert str(podset.annotations_path) == "spec.template.metadata.annotations"
     assert str(podset.job_spec_path.child("parallelism")) == "spec.parallelism"
-    assert podset.tolerations == ({"key": "google.com/tpu", "operator": "Exists"},)
+    assert podset.pod_spec["tolerations"][0] == {"key": "google.com/tpu", "operator": "Exists"}
 
 
 def test_a_deployment_is_one_workload_per_pod() -> None:

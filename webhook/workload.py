@@ -188,8 +188,9 @@ class PodSet:
     priority_class_name: Any
     containers: list[Container]
     init_containers: list[Container]
-    tolerations: tuple[dict[str, Any], ...] = ()
     is_tpu: bool = False
+    #: the pod template's spec as submitted (tolerations: read by the cluster rules)
+    pod_spec: dict[str, Any] = field(default_factory=dict)
     _pod_requests: dict[str, Decimal] | None = field(default=None, repr=False, compare=False)
 
     @property
@@ -366,7 +367,6 @@ def parse_pod_template(
     containers = _containers(reader, pod_spec.get("containers"), paths.containers)
     annotations = reader.string_map(pod_metadata.get("annotations"), paths.pod_annotations)
     node_selector = reader.string_map(pod_spec.get("nodeSelector"), paths.node_selector)
-    raw_tolerations = pod_spec.get("tolerations")
     tpu = policy.tpu
     return PodSet(
         index=index,
@@ -381,9 +381,7 @@ def parse_pod_template(
         priority_class_name=pod_spec.get("priorityClassName"),
         containers=containers,
         init_containers=_containers(reader, pod_spec.get("initContainers"), paths.init_containers),
-        tolerations=(
-            tuple(t for t in raw_tolerations if isinstance(t, dict)) if isinstance(raw_tolerations, list) else ()
-        ),
+        pod_spec=pod_spec,
         is_tpu=(
             any(c.requests_resource(tpu.resource_name) for c in containers)
             or tpu.slice_topology_annotation in annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
+from typing import Any
 
 from webhook.cluster.model import (
     NODE_FIT_RESOURCES,
@@ -227,6 +228,11 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
 # ---------------------------------------------------------------- nodes
 
 
+def _tolerations(podset: PodSet) -> tuple[dict[str, Any], ...]:
+    raw = podset.pod_spec.get("tolerations")
+    return tuple(t for t in raw if isinstance(t, dict)) if isinstance(raw, list) else ()
+
+
 def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     if ctx.cluster is None:
         return
@@ -237,7 +243,7 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
             continue
         # The TPU taint is tolerated through the TPU flavor, which Kueue injects (RFC 4.2).
         tolerate = frozenset({tpu}) if podset.is_tpu else frozenset()
-        fit = ctx.cluster.node_fit(podset.node_selector, wanted, podset.tolerations, tolerate)
+        fit = ctx.cluster.node_fit(podset.node_selector, wanted, _tolerations(podset), tolerate)
         if fit.fits or fit.matching == 0 or fit.closest is None:
             continue  # no matching node at all is unknown capacity, not zero (DD-0018)
         node = fit.closest
