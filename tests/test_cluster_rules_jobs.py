@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import Any
 
 from support import delete_path, load_deployment, load_job, set_path
-from test_cluster_rules import STATE, cluster_findings
+from test_cluster_rules import CLUSTER_RULES, OBJECTS, STATE
 
+from webhook.cluster.snapshot import snapshot_from_objects
 from webhook.config import Policy
 from webhook.engine import AdmissionFacts, Decision, decide
 from webhook.kinds import DEPLOYMENT, JOB
@@ -21,6 +22,16 @@ CONTAINER = "spec.template.spec.containers[0]"
 QUEUE = 'metadata.labels["kueue.x-k8s.io/queue-name"]'
 PRIORITY = 'metadata.labels["kueue.x-k8s.io/priority-class"]'
 SELECTOR = "spec.template.spec.nodeSelector"
+
+
+def cluster_findings(decision: Decision) -> dict[str, list[str]]:
+    """The cluster rules' findings (this file's rule included), each checked for the message shape."""
+    out: dict[str, list[str]] = {}
+    for finding in decision.findings:
+        if finding.rule in CLUSTER_RULES | {"replicas-beyond-nominal"}:
+            assert "; " not in finding.problem and "; " not in finding.fix, finding.line()
+            out.setdefault(finding.rule, []).append(finding.line())
+    return out
 
 
 def judge(obj: dict[str, Any], kind: str, stage: str = "mutate") -> Decision:
@@ -146,3 +157,59 @@ def test_a_jobs_own_tolerations_count_for_node_fit() -> None:
 
 def test_cluster_rules_run_on_the_validating_path_for_jobs() -> None:
     assert "local-queue-not-found" in cluster_findings(judge(job(**{QUEUE: "team-z-queue"}), JOB, "validate"))
+
+
+# ---------------------------------------------------------------- replicas-beyond-nominal
+
+
+def test_the_flavor_one_pod_takes() -> None:
+    assert STATE.pod_flavor("team-a", {}, tpu=False) == "cpu-standard"  # TPU flavors are passed over
+    assert STATE.pod_flavor("team-a", {"cloud.google.com/gke-nodepool": "cpu-pool"}, tpu=False) == "cpu-standard"
+    selector = {"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "4x4x8"}
+    assert STATE.pod_flavor("team-a", selector, tpu=True) == "tpu7x-4x4x8"
+    assert STATE.pod_flavor("team-z", {}, tpu=False) is None
+    without_flavors = snapshot_from_objects([o for o in OBJECTS if o["kind"] != "ResourceFlavor"], POLICY)
+    assert without_flavors.pod_flavor("team-a", {}, tpu=False) is None  # unknown, not "none fits"
+
+
+def test_replicas_within_nominal_pass() -> None:
+    decision = judge(deployment(**{"spec.replicas": 400}), DEPLOYMENT)  # 1600 CPU, 6400Gi, 4000Gi: all nominal
+    assert cluster_findings(decision) == {} and decision.warnings == []
+
+
+def test_replicas_beyond_nominal_is_a_warning() -> None:
+    decision = judge(deployment(**{"spec.replicas": 600}), DEPLOYMENT)
+    assert decision.allowed and [f.rule for f in decision.findings] == ["replicas-beyond-nominal"]
+    assert decision.warnings == [
+        "[replicas-beyond-nominal] spec.replicas: 600 replicas need more than ClusterQueue 'team-a' has as nominal "
+        "quota on flavor 'cpu-standard' (cpu 2400 over nominal 2000, ephemeral-storage 6000Gi over nominal 4000Gi, "
+        "memory 9600Gi over nominal 8000Gi), and Kueue admits each pod on its own: the replicas beyond it run on "
+        "borrowed quota, which guaranteed jobs reclaim by evicting them; run at most 400 replicas to stay within "
+        "the nominal quota, or ask the admins for more nominal quota on 'cpu-standard'"
+    ]
+
+
+def test_replicas_beyond_nominal_for_tpu_pods() -> None:
+    obj = deployment(**{"spec.replicas": 100})  # 400 chips on tpu7x-4x4x4, nominal 256
+    obj["spec"]["template"]["spec"]["nodeSelector"] = {
+        "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+        "cloud.google.com/gke-tpu-topology": "4x4x4",
+    }
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"google.com/tpu": "4"}}
+    [line] = cluster_findings(judge(obj, DEPLOYMENT))["replicas-beyond-nominal"]
+    assert "flavor 'tpu7x-4x4x4' (google.com/tpu 400 over nominal 256)" in line and "at most 64 replicas" in line
+
+
+def test_replicas_beyond_nominal_only_for_production_deployments() -> None:
+    dev = load_deployment("dev-deployment")
+    set_path(dev, "spec.replicas", 1000)  # 1000 CPU in the dev queue's 500: dev shares one queue
+    assert cluster_findings(judge(dev, DEPLOYMENT)) == {}
+    many = job(**{"spec.parallelism": 16})
+    assert "replicas-beyond-nominal" not in cluster_findings(judge(many, JOB))
+
+
+def test_replicas_beyond_nominal_is_skipped_while_flavors_are_unknown() -> None:
+    state = snapshot_from_objects([o for o in OBJECTS if o["kind"] != "ResourceFlavor"], POLICY)
+    facts = AdmissionFacts(namespace="kubemaker", kind=DEPLOYMENT)
+    decision = decide(deployment(**{"spec.replicas": 600}), facts, POLICY, state)
+    assert "replicas-beyond-nominal" in decision.skipped and decision.allowed

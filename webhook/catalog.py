@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from webhook import kinds
 from webhook.config import Mode
 from webhook.findings import Action, Finding
-from webhook.rules import Rule, RuleContext, cluster, forbidden, labels, placement, shape
+from webhook.rules import Rule, RuleContext, cluster, forbidden, labels, placement, services, shape
 from webhook.workload import MALFORMED, Workload
 
 DYNAMIC: frozenset[Mode] = frozenset({"dynamic"})
@@ -319,6 +319,17 @@ RULES: tuple[Rule, ...] = (
         requires=frozenset({"Nodes"}),
         kinds=JOBS,
         why="each slice takes one static node pool; with fewer pools the job pends forever",
+    ),
+    Rule(
+        services.RULE,
+        "Service replicas beyond nominal quota",
+        "cluster",
+        services.replicas_beyond_nominal,
+        default_action=Action.WARN,
+        requires=_QUEUES | {"ResourceFlavors"},
+        kinds=frozenset({kinds.DEPLOYMENT}),
+        why="a Deployment's pods are admitted one by one: replicas beyond the team's nominal quota run on "
+        "borrowed quota that guaranteed jobs reclaim (RFC 4.3.1)",
     ),
 )
 
