@@ -10,7 +10,7 @@ import jsonpatch
 import pytest
 from support import load_deployment, load_job, load_jobset
 
-from webhook.config import Policy
+from webhook.config import Policy, policy_from_mapping
 from webhook.engine import AdmissionFacts, Decision, decide
 from webhook.kinds import DEPLOYMENT, JOB, JOBSET, kind_of_document
 from webhook.objects import controlled_by_jobset, parse_deployment, parse_job, parse_object
@@ -309,3 +309,23 @@ def test_dropping_the_queue_of_a_managed_workload_is_judged() -> None:
     system = _system_deployment()
     decision = judge(system, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=_system_deployment())
     assert (decision.allowed, decision.findings) == (True, [])
+
+
+def test_a_tier_can_judge_unqueued_cpu_workloads_too() -> None:
+    """``allowUnqueuedCpuWorkloads: false``: every Job and Deployment there must name a queue."""
+    strict = policy_from_mapping(
+        {
+            "tiers": {
+                "production": {
+                    "queueNamePattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?-queue$",
+                    "allowedPriorityClasses": ["guaranteed", "best-effort"],
+                    "allowUnqueuedCpuWorkloads": False,
+                }
+            },
+            "namespaceTiers": {"kubemaker": "production"},
+        },
+        "test",
+    )
+    decision = judge(_system_deployment(), DEPLOYMENT, strict)
+    assert rules(decision) == ["queue-label-missing", "priority-label-missing", "pod-priority-class-forbidden"]
+    assert decision.warnings == []

@@ -107,8 +107,11 @@ def runs_outside_kueue(workload: Workload, tier: TierPolicy, policy: Policy) -> 
     are not judged. A TPU workload is no system component: without a queue it would take
     TPUs outside every quota, so it is judged (and refused for its missing queue). The
     dev tier injects a queue, so nothing there runs outside Kueue; JobSets always queue.
+    A tier opts in with ``allowUnqueuedCpuWorkloads`` (the RFC's production tier does).
     """
-    if workload.kind == JOBSET or tier.default_queue is not None or policy.queue_label in workload.labels:
+    if not tier.allow_unqueued_cpu_workloads or tier.default_queue is not None:
+        return False
+    if workload.kind == JOBSET or policy.queue_label in workload.labels:
         return False
     if workload.malformed:
         return False  # what could not be read might be a TPU request: judge it
