@@ -2,27 +2,43 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
-from support import delete_path, load_jobset, set_path
+from support import delete_path, load_deployment, load_job, load_jobset, set_path
 
 from webhook.config import Policy, policy_from_mapping
+from webhook.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.rules import UserInfo
 
 EXAMPLES = Path(__file__).parent / "rule_examples.yaml"
-DYNAMIC_FIXTURES = {"rfc-4.3.1-dynamic", "pathways-dynamic", "falcon-migration", "falcon-before-migration"}
+DYNAMIC_FIXTURES = {
+    "rfc-4.3.1-dynamic",
+    "pathways-dynamic",
+    "falcon-migration",
+    "falcon-before-migration",
+    "rfc-job-dynamic",
+}
+#: the key naming a case's base object, and where that kind's fixtures are
+LOADERS: dict[str, tuple[str, Callable[[str], dict[str, Any]]]] = {
+    "jobset": (JOBSET, load_jobset),
+    "job": (JOB, load_job),
+    "deployment": (DEPLOYMENT, load_deployment),
+}
 
 
 @dataclass
 class RuleCase:
     rule: str
     name: str
-    jobset: str
+    #: the base fixture's name (a JobSet, Job or Deployment, as ``kind`` says)
+    base: str
     fires: bool
     mode: str
+    kind: str = JOBSET
     sets: dict[str, Any] = field(default_factory=dict)
     deletes: list[str] = field(default_factory=list)
     config: dict[str, Any] = field(default_factory=dict)
@@ -33,10 +49,11 @@ class RuleCase:
 
     @property
     def id(self) -> str:
-        return f"{self.rule}: {self.name}"
+        return f"{self.rule}: {self.kind} {self.name}" if self.kind != JOBSET else f"{self.rule}: {self.name}"
 
     def object(self) -> dict[str, Any]:
-        obj = load_jobset(self.jobset)
+        loader = next(load for kind, load in LOADERS.values() if kind == self.kind)
+        obj = loader(self.base)
         for path in self.deletes:
             delete_path(obj, path)
         for path, value in self.sets.items():
@@ -58,13 +75,16 @@ def load_cases() -> list[RuleCase]:
     for rule, items in data.items():
         for item in items:
             user = item.get("user") or {}
+            (key,) = [key for key in LOADERS if key in item]
+            base = item[key]
             cases.append(
                 RuleCase(
                     rule=rule,
                     name=item["case"],
-                    jobset=item["jobset"],
+                    base=base,
+                    kind=LOADERS[key][0],
                     fires=item["fires"],
-                    mode=item.get("mode") or ("dynamic" if item["jobset"] in DYNAMIC_FIXTURES else "static"),
+                    mode=item.get("mode") or ("dynamic" if base in DYNAMIC_FIXTURES else "static"),
                     sets=item.get("set") or {},
                     deletes=item.get("delete") or [],
                     config=item.get("config") or {},

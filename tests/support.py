@@ -1,4 +1,4 @@
-"""Test support: JobSet builders from RFC-0033's examples, and a real TLS server runner."""
+"""Test support: JobSet, Job and Deployment builders from RFC-0033's examples, and a real TLS server runner."""
 
 from __future__ import annotations
 
@@ -15,26 +15,40 @@ from typing import Any
 import yaml
 
 from webhook.config import Policy
+from webhook.kinds import JOBSET, JUDGED, kind_of_document
 from webhook.server import ServerState
 from webhook.serving import TlsSettings, bound_port, build_server
 
 FIXTURES = Path(__file__).parent / "fixtures"
 JOBSETS = FIXTURES / "jobsets"
+#: RFC-0033 4.3.1's other two kinds: batch/v1 Jobs and apps/v1 Deployments
+JOBS = FIXTURES / "jobs"
+DEPLOYMENTS = FIXTURES / "deployments"
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 
 
 def load_jobset(name: str) -> dict[str, Any]:
     """A fresh copy of one of the fixture JobSets (``rfc-4.3.1-dynamic`` ...)."""
-    return copy.deepcopy(_cached(name))
+    return copy.deepcopy(_cached(JOBSETS, name))
 
 
-_CACHE: dict[str, dict[str, Any]] = {}
+def load_job(name: str) -> dict[str, Any]:
+    """A fresh copy of one of the fixture batch/v1 Jobs (``rfc-job-static`` ...)."""
+    return copy.deepcopy(_cached(JOBS, name))
 
 
-def _cached(name: str) -> dict[str, Any]:
-    if name not in _CACHE:
-        _CACHE[name] = yaml.safe_load((JOBSETS / f"{name}.yaml").read_text())
-    return _CACHE[name]
+def load_deployment(name: str) -> dict[str, Any]:
+    """A fresh copy of one of the fixture apps/v1 Deployments (``service-deployment`` ...)."""
+    return copy.deepcopy(_cached(DEPLOYMENTS, name))
+
+
+_CACHE: dict[tuple[Path, str], dict[str, Any]] = {}
+
+
+def _cached(directory: Path, name: str) -> dict[str, Any]:
+    if (directory, name) not in _CACHE:
+        _CACHE[directory, name] = yaml.safe_load((directory / f"{name}.yaml").read_text())
+    return _CACHE[directory, name]
 
 
 def _walk(obj: Any, path: str) -> tuple[Any, str | int]:
@@ -101,6 +115,19 @@ def review(
     request = base["request"]
     request["uid"] = uid or str(uuid.uuid4())
     request["operation"] = operation
+    judged = kind_of_document(obj)
+    if judged is not None and judged != JOBSET:  # the example is a JobSet's review already
+        target = JUDGED[judged]
+        request["kind"] = request["requestKind"] = {
+            "group": target.group,
+            "version": target.version,
+            "kind": target.kind,
+        }
+        request["resource"] = request["requestResource"] = {
+            "group": target.group,
+            "version": target.version,
+            "resource": target.resource,
+        }
     request["object"] = obj
     request["oldObject"] = old
     ns = namespace

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 from rule_cases import CASES
-from support import JOBSETS, load_jobset
+from support import JOBSETS, load_deployment, load_job, load_jobset
 
 ENTRY = [sys.executable, "-m", "webhook"]
 
@@ -193,3 +193,80 @@ def test_config_command_prints_a_policy_that_loads_back(tmp_path: Path) -> None:
     bad.write_text("tiers: {dev: {defaultQueu: x}}\n")
     proc = cli("config", "--config", str(bad))
     assert proc.returncode == 2 and "tiers.dev.defaultQueu: unknown key" in proc.stderr
+
+
+def _kustomize_output() -> str:
+    """What ``kubectl kustomize`` prints for an overlay: one stream, one document per object."""
+    child = load_job("rfc-job-static")
+    child["metadata"].update(
+        name="llm-pretrain-a3f8-workers-0",
+        ownerReferences=[
+            {
+                "apiVersion": "jobset.x-k8s.io/v1alpha2",
+                "kind": "JobSet",
+                "name": "llm-pretrain-a3f8",
+                "uid": "u",
+                "controller": True,
+            }
+        ],
+    )
+    child["spec"]["suspend"] = True  # the JobSet controller's Job: not judged again
+    bad_job = load_job("rfc-job-static")
+    bad_job["spec"]["parallelism"] = 8
+    bad_deployment = load_deployment("service-deployment")
+    del bad_deployment["metadata"]["labels"]["kueue.x-k8s.io/priority-class"]
+    documents = [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "cfg", "namespace": "kubemaker"}},
+        load_jobset("rfc-4.6-static"),
+        child,
+        bad_job,
+        bad_deployment,
+        load_job("dev-job-cpu"),
+        load_deployment("dev-deployment"),
+    ]
+    return "---\n".join(yaml.safe_dump(d, sort_keys=False) for d in documents)
+
+
+def test_check_judges_jobs_and_deployments_in_kustomize_output() -> None:
+    proc = cli("check", "-", "--output", "json", stdin=_kustomize_output())
+    assert proc.returncode == 1, proc.stderr
+    summary = [
+        (r["kind"], r["name"], r["allowed"], sorted({v["rule"] for v in r["violations"]}), bool(r["patch"]))
+        for r in results(proc)
+    ]
+    assert summary == [
+        ("ConfigMap", "cfg", True, [], False),
+        ("JobSet", "llm-pretrain-a3f8", True, [], False),
+        ("Job", "llm-pretrain-a3f8-workers-0", True, [], False),
+        ("Job", "llm-eval-b7c2", False, ["host-count-mismatch"], False),
+        ("Deployment", "eval-gateway", False, ["priority-label-missing"], False),
+        ("Job", "data-prep", True, [], True),
+        ("Deployment", "notebook-proxy", True, [], True),
+    ]
+    skipped = results(proc)[0]["skipped"]
+    assert skipped == "not a JobSet, Job or Deployment (v1 ConfigMap)"
+
+
+def test_every_output_format_names_the_kind() -> None:
+    text = cli("check", "-", stdin=_kustomize_output())
+    assert text.returncode == 1
+    assert "<stdin>:" in text.stdout and ": Job kubemaker/llm-eval-b7c2: DENIED (tier production)" in text.stdout
+    assert ": Deployment kubemaker/eval-gateway: DENIED (tier production)" in text.stdout
+    assert ": Deployment default/notebook-proxy: admitted (tier dev)" in text.stdout
+    assert "6 checked, 2 denied, 1 skipped" in text.stdout
+    github = cli("check", "-", "--output", "github", stdin=_kustomize_output())
+    errors = [line for line in github.stdout.splitlines() if line.startswith("::error ")]
+    assert len(errors) == 2  # the Job's parallelism, the Deployment's priority
+    assert "title=host-count-mismatch (Job kubemaker/llm-eval-b7c2)" in errors[0]
+    assert "title=priority-label-missing (Deployment kubemaker/eval-gateway)" in errors[1]
+
+
+def test_github_annotation_points_at_a_jobs_field(tmp_path: Path) -> None:
+    job = load_job("rfc-job-static")
+    job["spec"]["template"]["spec"]["priorityClassName"] = "ci-tpu-pool"
+    source = tmp_path / "job.yaml"
+    source.write_text(yaml.safe_dump(job, sort_keys=False))
+    proc = cli("check", str(source), "--output", "github")
+    (error,) = [line for line in proc.stdout.splitlines() if line.startswith("::error ")]
+    line_number = int(error.split(",line=")[1].split(",")[0])
+    assert "priorityClassName: ci-tpu-pool" in source.read_text().splitlines()[line_number - 1]

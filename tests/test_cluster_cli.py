@@ -9,7 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from support import FIXTURES, load_jobset, set_path
+from cluster_job_cases import CASES as JOB_CASES
+from cluster_job_cases import RULES as CLUSTER_RULES
+from support import FIXTURES, load_deployment, load_job, load_jobset, set_path
 
 CLI = Path(sys.executable).with_name("tpu-admission")
 STATE = FIXTURES / "cluster"
@@ -81,3 +83,39 @@ def test_unreadable_cluster_state_is_a_usage_error(tmp_path: Path) -> None:
     code, _, stderr = check(tmp_path, load_jobset("rfc-4.6-static"), "--cluster-state", str(tmp_path / "nope"))
     assert code == 2
     assert "--cluster-state" in stderr and "no such file or directory" in stderr
+
+
+def test_jobs_and_deployments_against_the_cluster(tmp_path: Path) -> None:
+    code, result, _ = check(tmp_path, load_job("rfc-job-static"), "--cluster-state", str(STATE))
+    assert (code, result["kind"], result["allowed"], result["violations"]) == (0, "Job", True, [])
+    service = load_deployment("service-deployment")
+    set_path(service, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-c-queue")
+    code, result, _ = check(tmp_path, service, "--cluster-state", str(STATE))
+    assert (code, result["kind"]) == (1, "Deployment")
+    assert [(v["rule"], v["path"]) for v in result["violations"]] == [
+        ("resource-not-covered", 'spec.template.spec.containers[0].resources.requests["ephemeral-storage"]')
+    ]
+
+
+def test_cluster_rules_on_jobs_and_deployments_through_check(tmp_path: Path) -> None:
+    """Every cluster rule trips on a Job and/or a Deployment, and nothing trips on the allowed ones."""
+    for index, case in enumerate(JOB_CASES):
+        (tmp_path / f"case-{index:02}.yaml").write_text(yaml.safe_dump(case.object()))
+    done = subprocess.run(
+        [str(CLI), "check", str(tmp_path), "--output", "json", "--cluster-state", str(STATE)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stderr
+    by_file = {Path(r["source"]).name: r for r in json.loads(done.stdout)["results"]}
+    for index, case in enumerate(JOB_CASES):
+        record = by_file[f"case-{index:02}.yaml"]
+        assert record["kind"] == case.kind
+        fired = {v["rule"] for v in record["violations"]} & CLUSTER_RULES
+        if case.rule is None:
+            assert fired == set(), case.name
+        else:
+            assert case.rule in fired, (case.name, fired)
+    assert {case.rule for case in JOB_CASES} >= CLUSTER_RULES

@@ -10,7 +10,10 @@ from typing import Any
 import httpx
 import pytest
 from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
-from support import RunningServer, load_jobset, review, set_path
+from cluster_job_cases import CASES as JOB_CASES
+from cluster_job_cases import RULES as CLUSTER_RULES
+from cluster_job_cases import ClusterCase
+from support import RunningServer, load_job, load_jobset, review, set_path
 from test_cluster_watch import ALL, FAST, load
 
 from webhook import certs
@@ -121,3 +124,28 @@ def test_unreachable_api_server_serves_structural_rules_with_warnings(
         client.close()
         server.stop()
         cache.stop()
+
+
+def test_a_cluster_rule_denies_a_job_through_the_server(live: RunningServer, client: httpx.Client) -> None:
+    obj = load_job("rfc-job-static")
+    set_path(obj, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-z-queue")
+    answer = post(client, live, obj, "/validate/production")
+    assert answer["allowed"] is False
+    assert answer["status"]["message"].startswith(
+        "[local-queue-not-found] metadata.labels[\"kueue.x-k8s.io/queue-name\"]: there is no LocalQueue 'team-z-queue'"
+    )
+
+
+@pytest.mark.parametrize("case", JOB_CASES, ids=lambda c: c.name)
+def test_cluster_rules_on_jobs_and_deployments_through_the_server(
+    live: RunningServer, client: httpx.Client, case: ClusterCase
+) -> None:
+    answer = post(client, live, case.object(), f"/mutate/{case.tier}")
+    said = answer.get("status", {}).get("message", "") + "\n" + "\n".join(answer.get("warnings", []))
+    fired = {rule for rule in CLUSTER_RULES if f"[{rule}] " in said and f"[{rule}] skipped" not in said}
+    assert "skipped" not in said  # the cache is synced: every cluster rule ran
+    if case.rule is None:
+        assert fired == set()
+    else:
+        assert case.rule in fired
+        assert answer["allowed"] is (case.rule == "replicas-beyond-nominal")  # the one warn-level rule

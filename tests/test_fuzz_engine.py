@@ -1,4 +1,4 @@
-"""Fuzz the engine: arbitrary JSON and mutated real JobSets give findings, never an exception.
+"""Fuzz the engine: arbitrary JSON and mutated real JobSets, Jobs and Deployments give findings, never an exception.
 
 Whatever ``decide`` gets, it answers: a consistent decision (denied exactly when a deny
 finding exists, every finding from the catalog), a response that encodes as JSON, and a
@@ -16,8 +16,9 @@ import pytest
 from fuzzing import FIXTURES, json_paths, json_values, mutate_subtrees
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
-from support import load_jobset
+from support import load_deployment, load_job, load_jobset
 
+from webhook import kinds
 from webhook.catalog import RULES_BY_ID
 from webhook.config import Policy
 from webhook.engine import AdmissionFacts, Decision, decide
@@ -36,6 +37,7 @@ facts_strategy = st.builds(
     namespace=st.sampled_from(NAMESPACES),
     user=st.builds(UserInfo, username=st.text(max_size=10), groups=st.tuples(st.text(max_size=10))),
     path_tier=st.sampled_from([None, None, "production", "dev"]),
+    kind=st.sampled_from(kinds.ORDER),
 )
 
 
@@ -43,6 +45,20 @@ facts_strategy = st.builds(
 def mutated_jobsets(draw: st.DrawFn) -> dict[str, Any]:
     """A fixture JobSet with one to three subtrees replaced by arbitrary JSON or removed."""
     return mutate_subtrees(draw, load_jobset(draw(st.sampled_from(FIXTURES))), keep_root=True)  # type: ignore[no-any-return]
+
+
+@st.composite
+def mutated_jobs_and_deployments(draw: st.DrawFn) -> tuple[dict[str, Any], str]:
+    """A fixture Job or Deployment with one to three subtrees replaced by arbitrary JSON or removed."""
+    loader, names, kind = draw(
+        st.sampled_from(
+            [
+                (load_job, ["rfc-job-static", "rfc-job-dynamic", "dev-job-cpu"], kinds.JOB),
+                (load_deployment, ["service-deployment", "dev-deployment"], kinds.DEPLOYMENT),
+            ]
+        )
+    )
+    return mutate_subtrees(draw, loader(draw(st.sampled_from(names))), keep_root=True), kind
 
 
 def check_decision(obj: Any, facts: AdmissionFacts, policy: Policy) -> Decision:
@@ -85,6 +101,24 @@ def test_arbitrary_json_never_raises(obj: Any, facts: AdmissionFacts, mode: str)
 @FUZZ
 @given(obj=mutated_jobsets(), facts=facts_strategy, mode=st.sampled_from(sorted(POLICIES)))
 def test_mutated_jobsets_never_raise(obj: dict[str, Any], facts: AdmissionFacts, mode: str) -> None:
+    check_decision(obj, facts, POLICIES[mode])
+
+
+@FUZZ
+@given(
+    mutated=mutated_jobs_and_deployments(),
+    old=st.none() | json_values,
+    operation=st.sampled_from(["CREATE", "UPDATE"]),
+    stage=st.sampled_from(["mutate", "validate"]),
+    mode=st.sampled_from(sorted(POLICIES)),
+)
+def test_mutated_jobs_and_deployments_never_raise(
+    mutated: tuple[dict[str, Any], str], old: Any, operation: str, stage: str, mode: str
+) -> None:
+    obj, kind = mutated
+    metadata = obj.get("metadata")
+    namespace = str(metadata.get("namespace", "")) if isinstance(metadata, dict) else ""
+    facts = AdmissionFacts(operation=operation, stage=stage, namespace=namespace, old_object=old, kind=kind)  # type: ignore[arg-type]
     check_decision(obj, facts, POLICIES[mode])
 
 

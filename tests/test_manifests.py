@@ -26,12 +26,15 @@ import pytest
 import yaml
 from cel_expr_python import cel
 from cryptography import x509
-from support import load_jobset
+from support import load_deployment, load_job, load_jobset
 
 from webhook import certs
 from webhook.cli import build_parser
 from webhook.cli import main as cli_main
 from webhook.config import Policy, policy_from_mapping
+from webhook.kinds import JUDGED
+from webhook.kinds import ORDER as KIND_ORDER
+from webhook.objects import controlled_by_jobset
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 OVERLAYS = ("self-managed", "cert-manager")
@@ -320,14 +323,17 @@ def test_webhook_entries_settings(base: list[dict[str, Any]]) -> None:
             assert webhook["admissionReviewVersions"] == ["v1"]
             assert 1 <= webhook["timeoutSeconds"] <= 5
             assert webhook["failurePolicy"] == "Fail"  # the trade-off is in README
+            # JobSets, Jobs and Deployments (RFC-0033 4.3.1), the versions the engine reads;
+            # never Pods (a Deployment's or Job's pods were judged with their owner).
             assert webhook["rules"] == [
                 {
-                    "apiGroups": ["jobset.x-k8s.io"],
-                    "apiVersions": ["v1alpha2"],
-                    "resources": ["jobsets"],
+                    "apiGroups": [judged.group],
+                    "apiVersions": [judged.version],
+                    "resources": [judged.resource],
                     "operations": expected_operations,
                     "scope": "Namespaced",
                 }
+                for judged in (JUDGED[kind] for kind in KIND_ORDER)
             ]
             assert "!has(object.metadata.deletionTimestamp)" in [c["expression"] for c in webhook["matchConditions"]]
 
@@ -399,6 +405,62 @@ def test_mutating_match_conditions(base: list[dict[str, Any]], obj: dict[str, An
     request = {"operation": "CREATE", "object": obj, "userInfo": {"username": "alice"}}
     for webhook in one(base, "MutatingWebhookConfiguration")["webhooks"]:
         assert calls_webhook(webhook, request) is expected
+
+
+OWNER = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "name": "llm-pretrain-a3f8",
+    "uid": "6f1e0c2a-0000-4000-8000-000000000001",
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
+
+
+def _job(**metadata: Any) -> dict[str, Any]:
+    job = load_job("rfc-job-static")
+    job["metadata"].pop("labels")
+    job["metadata"].update(metadata)
+    return job
+
+
+BARE_JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}
+OWNED_JOB_CASES = {
+    # (object, whether the API server calls us); the engine must agree (controlled_by_jobset)
+    "job-of-a-jobset": (_job(ownerReferences=[OWNER], labels={"jobset.sigs.k8s.io/jobset-name": "a"}), False),
+    "job-of-a-jobset-among-owners": (
+        _job(ownerReferences=[{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u"}, OWNER]),
+        False,
+    ),
+    "job-without-owners-or-labels": (_job(), True),
+    "job-without-metadata-fields": (BARE_JOB, True),
+    "job-with-empty-owners": (_job(ownerReferences=[]), True),
+    "job-with-the-jobset-label-only": (_job(labels={"jobset.sigs.k8s.io/jobset-name": "a"}), True),
+    "job-of-a-cronjob": (_job(ownerReferences=[{**OWNER, "apiVersion": "batch/v1", "kind": "CronJob"}]), True),
+    "job-with-a-non-controller-jobset-owner": (_job(ownerReferences=[{**OWNER, "controller": False}]), True),
+    "job-with-a-jobset-owner-without-controller": (
+        _job(ownerReferences=[{k: v for k, v in OWNER.items() if k != "controller"}]),
+        True,
+    ),
+    "job-owned-by-another-groups-jobset": (_job(ownerReferences=[{**OWNER, "apiVersion": "example.com/v1"}]), True),
+    "deployment": (load_deployment("service-deployment"), True),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OWNED_JOB_CASES))
+def test_jobsets_own_jobs_are_not_sent(base: list[dict[str, Any]], case: str) -> None:
+    obj, expected = OWNED_JOB_CASES[case]
+    assert controlled_by_jobset(obj) is not expected  # the engine's own test says the same
+    create = {"operation": "CREATE", "object": obj, "userInfo": {"username": "alice"}}
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for webhook in one(base, kind)["webhooks"]:
+            assert calls_webhook(webhook, create) is expected, (kind, webhook["name"])
+    # An UPDATE that changes a checked field is sent only for what is not a JobSet's own Job.
+    changed = copy.deepcopy(obj)
+    changed["metadata"]["labels"] = {**changed["metadata"].get("labels", {}), Q: "team-b-queue"}
+    update = _update(obj, changed)
+    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+        assert calls_webhook(webhook, update) is expected
 
 
 def test_match_conditions_skip_exactly_the_policys_suspend_users(base: list[dict[str, Any]]) -> None:

@@ -5,14 +5,16 @@ from __future__ import annotations
 import pytest
 from rule_cases import CASES, RuleCase
 
-from webhook.catalog import RULES
+from webhook import kinds
+from webhook.catalog import RULES, RULES_BY_ID
 from webhook.engine import AdmissionFacts, decide
 from webhook.findings import Finding
+from webhook.rules import Rule
 
 
 def findings_for(case: RuleCase) -> list[Finding]:
     obj = case.object()
-    facts = AdmissionFacts(namespace=obj["metadata"].get("namespace", "default"), user=case.user)
+    facts = AdmissionFacts(namespace=obj["metadata"].get("namespace", "default"), user=case.user, kind=case.kind)
     decision = decide(obj, facts, case.policy())
     return [f for f in decision.findings if f.rule == case.rule]
 
@@ -36,14 +38,20 @@ def test_rule_example(case: RuleCase) -> None:
         assert "; " not in finding.problem and "; " not in finding.fix, finding.line()
 
 
-STRUCTURAL = [rule for rule in RULES if not rule.requires]
+STRUCTURAL = [(rule, kind) for rule in RULES if not rule.requires for kind in kinds.ORDER if kind in rule.kinds]
 
 
-@pytest.mark.parametrize("rule", STRUCTURAL, ids=lambda r: r.id)
-def test_every_structural_rule_has_both_kinds_of_example(rule: object) -> None:
-    rule_id = rule.id  # type: ignore[attr-defined]
-    kinds = {case.fires for case in CASES if case.rule == rule_id}
-    assert kinds == {True, False}, f"{rule_id} needs an allowed and a disallowed example"
+@pytest.mark.parametrize(("rule", "kind"), STRUCTURAL, ids=lambda v: getattr(v, "id", v))
+def test_every_structural_rule_has_both_kinds_of_example(rule: Rule, kind: str) -> None:
+    """For every kind a rule applies to, an allowed and a refused example of that kind."""
+    outcomes = {case.fires for case in CASES if case.rule == rule.id and case.kind == kind}
+    assert outcomes == {True, False}, f"{rule.id} needs an allowed and a disallowed {kind} example"
+
+
+def test_examples_stay_within_the_kinds_a_rule_applies_to() -> None:
+    """A refused example of a kind the rule does not apply to could never fire."""
+    for case in CASES:
+        assert case.kind in RULES_BY_ID[case.rule].kinds or not case.fires, case.id
 
 
 def test_examples_name_only_catalog_rules() -> None:

@@ -11,7 +11,7 @@ import httpx
 import jsonpatch
 import pytest
 from rule_cases import CASES, RuleCase
-from support import RunningServer, load_jobset, review, set_path
+from support import RunningServer, load_deployment, load_job, load_jobset, review, set_path
 
 from webhook.catalog import RULES_BY_ID
 from webhook.findings import Action
@@ -224,3 +224,67 @@ def test_one_json_log_line_per_decision(
     assert line["namespace"] == "kubemaker" and line["name"] == "llm-pretrain-a3f8"
     assert line["allowed"] is False and line["rules"] == ["suspend-forbidden"]
     assert line["durationMs"] >= 0
+
+
+# ---------------------------------------------------------------- Jobs, Deployments, Pods
+
+JOBSET_OWNER = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "name": "llm-pretrain-a3f8",
+    "uid": "6f1e0c2a-0000-4000-8000-000000000001",
+    "controller": True,
+}
+
+
+def test_a_jobsets_own_job_is_admitted_unchanged(static_server: RunningServer, client: httpx.Client) -> None:
+    job = load_job("rfc-job-static")
+    del job["metadata"]["labels"]  # would be queue-label-missing, ...
+    job["spec"]["suspend"] = True  # ... and suspend-forbidden, were it not the JobSet's child
+    job["metadata"]["ownerReferences"] = [JOBSET_OWNER]
+    for path in ("/mutate/production", "/validate/production", "/mutate"):
+        response = answer(static_server, client, path, job, uid="child")
+        assert response == {"uid": "child", "allowed": True}
+    del job["metadata"]["ownerReferences"]
+    response = answer(static_server, client, "/mutate/production", job)
+    assert response["allowed"] is False
+    assert response["status"]["message"].count("\n") == 2  # three lines: two labels and suspend
+
+
+def test_pods_are_never_judged(static_server: RunningServer, client: httpx.Client) -> None:
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "p", "namespace": "kubemaker"},
+        "spec": {"priorityClassName": "ci-tpu-pool", "containers": [{"name": "c", "image": "x"}]},
+    }
+    body = review(pod, uid="pod")
+    body["request"]["kind"] = {"group": "", "version": "v1", "kind": "Pod"}
+    reply = post(static_server, client, "/mutate/production", body).json()
+    assert reply["response"] == {"uid": "pod", "allowed": True}
+
+
+@pytest.mark.parametrize("obj", [load_job("dev-job-cpu"), load_deployment("dev-deployment")], ids=["Job", "Deployment"])
+def test_dev_job_and_deployment_get_the_default_labels(
+    obj: dict[str, Any], dynamic_server: RunningServer, client: httpx.Client
+) -> None:
+    response = answer(dynamic_server, client, "/mutate/dev", obj)
+    assert response["allowed"] is True and response["patchType"] == "JSONPatch"
+    patched = jsonpatch.apply_patch(obj, json.loads(base64.b64decode(response["patch"])))
+    assert patched["metadata"]["labels"] == {
+        "kueue.x-k8s.io/queue-name": "default",
+        "kueue.x-k8s.io/priority-class": "default",
+    }
+    assert {k: v for k, v in patched.items() if k != "metadata"} == {k: v for k, v in obj.items() if k != "metadata"}
+
+
+def test_the_decision_log_names_the_kind(
+    static_server: RunningServer, client: httpx.Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    deployment = load_deployment("service-deployment")
+    deployment["spec"]["template"]["spec"]["priorityClassName"] = "high"
+    with caplog.at_level(logging.INFO, logger="tpu_admission.decision"):
+        post(static_server, client, "/mutate", review(deployment, uid="log-deployment"))
+    line = next(r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg["uid"] == "log-deployment")
+    assert (line["kind"], line["name"], line["allowed"]) == ("Deployment", "eval-gateway", False)
+    assert line["rules"] == ["pod-priority-class-forbidden"]

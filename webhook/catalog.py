@@ -10,13 +10,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from webhook import kinds
 from webhook.config import Mode
 from webhook.findings import Action, Finding
-from webhook.rules import Rule, RuleContext, cluster, forbidden, labels, placement, shape
+from webhook.rules import Rule, RuleContext, cluster, forbidden, labels, placement, services, shape
 from webhook.workload import MALFORMED, Workload
 
 DYNAMIC: frozenset[Mode] = frozenset({"dynamic"})
 STATIC: frozenset[Mode] = frozenset({"static"})
+#: RFC-0033 4.3.1: a Job's TPU pods follow the JobSet rules; a Deployment has no suspend
+#: and (a resident service) no TPU slice. Rules with no ``kinds`` apply to all three.
+JOBS = frozenset({kinds.JOBSET, kinds.JOB})
+#: what only a JobSet has: its exclusive-topology annotation, the Slice name it makes,
+#: several slices per podSet
+JOBSET_ONLY = frozenset({kinds.JOBSET})
 _QUEUES = frozenset({"LocalQueues", "ClusterQueues"})
 
 
@@ -28,7 +35,7 @@ def jobset_malformed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
 RULES: tuple[Rule, ...] = (
     Rule(
         MALFORMED,
-        "JobSet is malformed",
+        "Object is malformed",
         "shape",
         jobset_malformed,
         why="a value of the wrong type or a missing template; reported with its path instead of failing",
@@ -87,6 +94,7 @@ RULES: tuple[Rule, ...] = (
         forbidden.suspend_forbidden,
         subject="submitted",
         on_update=True,
+        kinds=JOBS,
         why="Kueue suspends and resumes jobs; a manual flip breaks its state machine",
     ),
     Rule(
@@ -104,6 +112,7 @@ RULES: tuple[Rule, ...] = (
         forbidden.exclusive_topology_forbidden,
         modes=DYNAMIC,
         subject="submitted",
+        kinds=JOBSET_ONLY,
         why="exclusive placement conflicts with sub-slices sharing a cube",
     ),
     Rule(
@@ -113,6 +122,7 @@ RULES: tuple[Rule, ...] = (
         forbidden.podset_annotation_forbidden,
         modes=DYNAMIC,
         subject="submitted",
+        kinds=JOBS,
         why="the Slice Provisioner derives them from the slice-topology annotation",
     ),
     # placement, both modes
@@ -121,6 +131,7 @@ RULES: tuple[Rule, ...] = (
         "tpu7x selector missing",
         "placement",
         placement.accelerator_selector_missing,
+        kinds=JOBS,
         why="without it the podSet may land on non-TPU nodes",
     ),
     # placement, dynamic mode
@@ -130,6 +141,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.slice_topology_missing,
         modes=DYNAMIC,
+        kinds=JOBS,
         why="Kueue would report 'quota insufficient' without naming the missing annotation",
     ),
     Rule(
@@ -138,6 +150,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.slice_topology_invalid,
         modes=DYNAMIC,
+        kinds=JOBS,
         why="only the super-slice grammar and the four sub-slice shapes can be provisioned",
     ),
     Rule(
@@ -146,6 +159,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.sub_slicing_disabled,
         modes=DYNAMIC,
+        kinds=JOBS,
         why="sub-slices need the preview enabled on the cluster",
     ),
     Rule(
@@ -154,6 +168,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.static_topology_selector_forbidden,
         modes=DYNAMIC,
+        kinds=JOBS,
         why="dynamic nodes carry no fixed topology; the annotation sets the slice size",
     ),
     Rule(
@@ -162,6 +177,7 @@ RULES: tuple[Rule, ...] = (
         "dynamic",
         placement.slice_name_too_long,
         modes=DYNAMIC,
+        kinds=JOBSET_ONLY,
         why="the Slice CR name would pass its length budget and the slice never forms",
     ),
     # placement, static mode
@@ -171,6 +187,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.static_topology_selector_missing,
         modes=STATIC,
+        kinds=JOBS,
         why="without it Kueue cannot pick the node pool flavor",
     ),
     Rule(
@@ -179,6 +196,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.static_topology_unknown,
         modes=STATIC,
+        kinds=JOBS,
         why="no node pool of that topology exists",
     ),
     Rule(
@@ -187,6 +205,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.tas_annotation_missing,
         modes=STATIC,
+        kinds=JOBS,
         why="nothing else keeps a slice's pods inside one node pool",
     ),
     Rule(
@@ -195,6 +214,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.tas_annotation_unpaired,
         modes=STATIC,
+        kinds=JOBS,
         why="podset-slice-required-topology and podset-slice-size only work together",
     ),
     Rule(
@@ -203,6 +223,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.tas_required_topology_multislice,
         modes=STATIC,
+        kinds=JOBSET_ONLY,
         why="asks all slices into one node pool: never satisfiable, pends forever",
     ),
     Rule(
@@ -211,6 +232,7 @@ RULES: tuple[Rule, ...] = (
         "static",
         placement.tas_slice_size_mismatch,
         modes=STATIC,
+        kinds=JOBS,
         why="podset-slice-size must be the hosts of one slice of the selected topology",
     ),
     Rule(
@@ -220,6 +242,7 @@ RULES: tuple[Rule, ...] = (
         placement.slice_topology_ignored,
         modes=STATIC,
         default_action=Action.WARN,
+        kinds=JOBS,
         why="static pools have no Slice Provisioner to translate it",
     ),
     # shape
@@ -228,6 +251,7 @@ RULES: tuple[Rule, ...] = (
         "Host count does not match topology",
         "shape",
         shape.host_count_mismatch,
+        kinds=JOBS,
         why="parallelism and completions must both be the slice's hosts (chips ÷ 4)",
     ),
     Rule(
@@ -235,6 +259,7 @@ RULES: tuple[Rule, ...] = (
         "TPU request not 4 per container",
         "shape",
         shape.tpu_request_invalid,
+        kinds=JOBS,
         why="each tpu7x host has exactly 4 chips; requests and limits must both say 4",
     ),
     # cluster-aware (SPEC §4, §5): skipped with a warning while a required kind is unknown
@@ -293,18 +318,37 @@ RULES: tuple[Rule, ...] = (
         cluster.insufficient_node_pools,
         modes=STATIC,
         requires=frozenset({"Nodes"}),
+        kinds=JOBS,
         why="each slice takes one static node pool; with fewer pools the job pends forever",
+    ),
+    Rule(
+        services.RULE,
+        "Service replicas beyond nominal quota",
+        "cluster",
+        services.replicas_beyond_nominal,
+        default_action=Action.WARN,
+        requires=_QUEUES | {"ResourceFlavors"},
+        kinds=frozenset({kinds.DEPLOYMENT}),
+        why="a Deployment's pods are admitted one by one: replicas beyond the team's nominal quota run on "
+        "borrowed quota that guaranteed jobs reclaim (RFC 4.3.1)",
     ),
 )
 
 RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
 
 
+def applies_to(rule: Rule) -> str:
+    """``all``, or the kinds in the order of ``webhook.kinds.ORDER`` (``JobSet, Job``)."""
+    if rule.kinds == kinds.ALL:
+        return "all"
+    return ", ".join(kind for kind in kinds.ORDER if kind in rule.kinds)
+
+
 def markdown_table() -> str:
     """The README's rule table, generated so the catalog is written only once."""
     lines = [
-        "| rule | family | modes | checked on | default | why | VAP export |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| rule | family | applies to | modes | checked on | default | why | VAP export |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for rule in RULES:
         modes = "both" if len(rule.modes) == 2 else next(iter(rule.modes))
@@ -312,8 +356,8 @@ def markdown_table() -> str:
         if rule.requires:
             paths += " (cluster)"
         lines.append(
-            f"| `{rule.id}` | {rule.family} | {modes} | {paths} | {rule.default_action.value} | {rule.why} "
-            f"| {_vap_cell(rule.id)} |"
+            f"| `{rule.id}` | {rule.family} | {applies_to(rule)} | {modes} | {paths} | "
+            f"{rule.default_action.value} | {rule.why} | {_vap_cell(rule.id)} |"
         )
     return "\n".join(lines)
 
@@ -384,4 +428,5 @@ VAP_EXPORT: dict[str, VapExport] = {
     "guaranteed-balance-exceeded": _CLUSTER,
     "exceeds-node-capacity": _CLUSTER,
     "insufficient-node-pools": _CLUSTER,
+    "replicas-beyond-nominal": _CLUSTER,
 }

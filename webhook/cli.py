@@ -23,6 +23,7 @@ from webhook.cluster.state import ClusterState
 from webhook.config import ConfigError, Policy, load_policy
 from webhook.engine import AdmissionFacts, decide
 from webhook.formatters import FORMATTERS, CheckResult
+from webhook.kinds import kind_of_document
 from webhook.sources import SourceError, load_documents
 
 EXIT_OK, EXIT_DENIED, EXIT_USAGE = 0, 1, 2
@@ -73,8 +74,9 @@ def run_check(args: argparse.Namespace) -> int:
         metadata = metadata if isinstance(metadata, dict) else {}
         name = str(metadata.get("name") or metadata.get("generateName") or "")
         namespace = str(metadata.get("namespace") or "default")  # kubectl's default namespace
-        if kind != "JobSet" or not api_version.startswith("jobset.x-k8s.io/"):
-            reason = f"not a JobSet ({api_version or 'no apiVersion'} {kind or 'no kind'})"
+        judged = kind_of_document(data)
+        if judged is None:
+            reason = f"not a JobSet, Job or Deployment ({api_version or 'no apiVersion'} {kind or 'no kind'})"
             results.append(CheckResult(document, kind, namespace, name, None, reason))
             continue
         facts = AdmissionFacts(
@@ -83,6 +85,7 @@ def run_check(args: argparse.Namespace) -> int:
             namespace=namespace,
             tier_override=args.tier,
             namespace_labels=labels,
+            kind=judged,
         )
         results.append(CheckResult(document, kind, namespace, name, decide(data, facts, policy, cluster)))
     print(FORMATTERS[args.output](results))

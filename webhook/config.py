@@ -38,6 +38,9 @@ class TierPolicy(_Model):
     default_queue: str | None = None
     default_priority_class: str | None = None
     allowed_priority_classes: tuple[str, ...] = ()
+    #: without a default queue: a Job or Deployment with no queue label and no TPU runs
+    #: outside Kueue as a system component would, and is admitted unjudged (RFC-0033 4.1)
+    allow_unqueued_cpu_workloads: bool = False
 
     @field_validator("queue_name_pattern")
     @classmethod
@@ -62,6 +65,7 @@ def _rfc_tiers() -> dict[str, TierPolicy]:
         "production": TierPolicy(
             queue_name_pattern=r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?-queue$",
             allowed_priority_classes=("guaranteed", "best-effort"),
+            allow_unqueued_cpu_workloads=True,
         ),
         "dev": TierPolicy(
             default_queue="default",

@@ -14,10 +14,12 @@ from webhook.catalog import RULES
 from webhook.cluster.state import ClusterState
 from webhook.config import Policy
 from webhook.findings import Action, Finding
+from webhook.kinds import JOBSET
+from webhook.objects import controlled_by_jobset, outside_kueue_warning, parse_object, runs_outside_kueue
 from webhook.patches import JsonPatch, default_labels, label_patch
 from webhook.rules import Rule, RuleContext, UserInfo
 from webhook.tiers import resolve_tier
-from webhook.workload import Workload, parse_jobset
+from webhook.workload import Workload
 
 Stage = Literal["mutate", "validate"]
 
@@ -37,6 +39,8 @@ class AdmissionFacts:
     tier_override: str | None = None
     #: CLI ``--namespace-labels``: beats the cluster state
     namespace_labels: Mapping[str, str] | None = None
+    #: the object's kind (``webhook.kinds``: JobSet, Job, Deployment)
+    kind: str = JOBSET
 
 
 @dataclass(slots=True)
@@ -58,22 +62,22 @@ class Decision:
 
 
 Plan = tuple[tuple[Rule, Action], ...]
-_PLANS: dict[tuple[int, str, bool], tuple[Policy, Plan]] = {}
+_PLANS: dict[tuple[int, str, bool, str], tuple[Policy, Plan]] = {}
 
 
-def _plan(policy: Policy, stage: Stage, creating: bool) -> Plan:
-    """The rules that apply, with their actions, worked out once per policy and path.
+def _plan(policy: Policy, stage: Stage, creating: bool, kind: str) -> Plan:
+    """The rules that apply, with their actions, worked out once per policy, path and kind.
 
-    The request path then only runs checks; mode, stage, operation and the configured
-    action are not re-examined for every rule of every request.
+    The request path then only runs checks; mode, stage, operation, kind and the
+    configured action are not re-examined for every rule of every request.
     """
-    key = (id(policy), stage, creating)
+    key = (id(policy), stage, creating, kind)
     cached = _PLANS.get(key)
     if cached is not None and cached[0] is policy:
         return cached[1]
     steps = []
     for rule in RULES:
-        if policy.mode not in rule.modes:
+        if policy.mode not in rule.modes or kind not in rule.kinds:
             continue
         if creating and stage == "validate" and rule.subject == "submitted":
             # On CREATE other mutating webhooks (Kueue's, the Slice Provisioner's) run
@@ -97,6 +101,10 @@ def decide(
     policy: Policy,
     cluster: ClusterState | None = None,
 ) -> Decision:
+    if controlled_by_jobset(obj):
+        # A JobSet's own Job: judged as part of its JobSet already, and Kueue manages it
+        # through the JobSet. Admitted as it is, without a word.
+        return Decision()
     labels = facts.namespace_labels
     if labels is None and cluster is not None and facts.tier_override is None and facts.path_tier is None:
         labels = cluster.namespace_labels(facts.namespace)
@@ -114,7 +122,7 @@ def decide(
         return decision  # unmanaged namespace, or an operation we do not judge
     tier = policy.tiers[resolution.tier]
 
-    workload = parse_jobset(obj, policy, facts.namespace)
+    workload = parse_object(facts.kind, obj, policy, facts.namespace)
     creating = facts.operation == "CREATE"
     old: Workload | None = None
     changed: frozenset[str] | None = None
@@ -122,9 +130,12 @@ def decide(
     if creating:
         added = default_labels(workload, tier, policy)
     else:
-        old = parse_jobset(facts.old_object, policy, facts.namespace)
+        old = parse_object(facts.kind, facts.old_object, policy, facts.namespace)
         keys = (policy.queue_label, policy.priority_label)
         changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
+    if runs_outside_kueue(workload, tier, policy) and (old is None or policy.queue_label not in old.labels):
+        decision.warnings.append(outside_kueue_warning(workload, resolution.tier, policy))
+        return decision
 
     ctx = RuleContext(
         policy=policy,
@@ -137,7 +148,7 @@ def decide(
         old=old,
         cluster=cluster,
     )
-    for rule, action in _plan(policy, facts.stage, creating):
+    for rule, action in _plan(policy, facts.stage, creating, facts.kind):
         if rule.requires:
             if cluster is None:
                 continue  # structural-only mode: no cluster configured

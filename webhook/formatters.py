@@ -17,7 +17,7 @@ class CheckResult:
     kind: str
     namespace: str
     name: str
-    decision: Decision | None  # None: not a JobSet, skipped
+    decision: Decision | None  # None: not a judged kind (JobSet, Job, Deployment), skipped
     skipped: str = ""
 
     @property

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.engine import Decision
+from webhook.kinds import judged_kind
 from webhook.rules import UserInfo
 
 API_VERSION = "admission.k8s.io/v1"
@@ -44,8 +45,9 @@ class AdmissionRequest:
     dry_run: bool
 
     @property
-    def is_jobset(self) -> bool:
-        return self.group == "jobset.x-k8s.io" and self.kind == "JobSet"
+    def judged_kind(self) -> str | None:
+        """JobSet, Job or Deployment when the webhook judges this kind (``webhook.kinds``), else ``None``."""
+        return judged_kind(self.group, self.kind)
 
 
 def _field(data: dict[str, Any], key: str, kind: type, where: str, required: bool = False) -> Any:

@@ -117,6 +117,7 @@ def create_app(state: ServerState) -> Starlette:
             metrics.requests.labels(stage, "invalid").inc()
             return await _send_json(send, exc.status, {"error": exc.reason})
 
+        kind = review.judged_kind  # None: not a kind we judge (Pods never are), allowed unchanged
         facts = AdmissionFacts(
             operation=review.operation,
             stage=stage,
@@ -124,9 +125,10 @@ def create_app(state: ServerState) -> Starlette:
             user=review.user,
             old_object=review.old_object,
             path_tier=tier,
+            kind=kind or "",
         )
         try:
-            decision = decide(review.object, facts, policy, state.cluster) if review.is_jobset else Decision()
+            decision = decide(review.object, facts, policy, state.cluster) if kind else Decision()
             answer = review_response(review.uid, decision)
         except Exception:  # a bug must not become a 5xx or a dropped connection
             errors.exception("internal error judging %s", review.uid)

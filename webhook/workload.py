@@ -1,9 +1,12 @@
-"""A JobSet as the rules see it: metadata plus one ``PodSet`` per replicatedJob.
+"""A judged object as the rules see it: metadata plus its podSets (Kueue's unit of quota).
+
+A JobSet has one ``PodSet`` per replicatedJob (here); a batch/v1 Job and an apps/v1
+Deployment have one each (``webhook.objects``), read by the same pod-template parser.
 
 Parsing never raises. Real submissions are messy (a string where a map belongs, a
 missing template, ``replicas: -1``); every such problem becomes a ``jobset-malformed``
-finding with its path and the parse carries on with what it could read, so the user
-gets all of their mistakes in one answer.
+finding (the ID predates the other kinds and stays stable) with its path, and the parse
+carries on with what it could read, so the user gets all of their mistakes in one answer.
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from typing import Any, NamedTuple
 from webhook.config import Policy
 from webhook.fieldpaths import ANNOTATIONS, LABELS, METADATA, REPLICATED_JOBS, SPEC, FieldPath
 from webhook.findings import Finding
+from webhook.kinds import JOBSET
 from webhook.quantity import quantity_or_none
 from webhook.resources import pod_requests
 
 MALFORMED = "jobset-malformed"
 
 
-class _Reader:
+class Reader:
     """Typed access to untrusted JSON that records what was not the expected type."""
 
     def __init__(self) -> None:
@@ -88,8 +92,13 @@ class Container:
         return resource in self.requests or resource in self.limits
 
 
-class _PodSetPaths(NamedTuple):
-    """Every path the parser may name in ``spec.replicatedJobs[i]``, built once per index."""
+class PodSetPaths(NamedTuple):
+    """Every path the parser and the rules may name in one podSet, built once.
+
+    A JobSet's podSet is ``spec.replicatedJobs[i]``; a Job's and a Deployment's is the
+    object's own ``spec`` (``webhook.objects``). Fields a kind does not have point at the
+    nearest place that does (a Job has no ``replicas``: its podSet path).
+    """
 
     job: FieldPath
     name: FieldPath
@@ -109,20 +118,23 @@ class _PodSetPaths(NamedTuple):
     init_containers: FieldPath
 
 
-@lru_cache(maxsize=512)
-def _podset_paths(index: int) -> _PodSetPaths:
-    job = REPLICATED_JOBS.index(index)
-    template = job.child("template")
-    job_spec = template.child("spec")
-    pod_template = job_spec.child("template")
+def podset_paths(
+    job: FieldPath,
+    name: FieldPath,
+    replicas: FieldPath,
+    template: FieldPath,
+    job_metadata: FieldPath,
+    job_spec: FieldPath,
+    pod_template: FieldPath,
+) -> PodSetPaths:
     pod_spec = pod_template.child("spec")
-    return _PodSetPaths(
+    return PodSetPaths(
         job=job,
-        name=job.child("name"),
-        replicas=job.child("replicas"),
+        name=name,
+        replicas=replicas,
         template=template,
-        job_metadata=template.child("metadata"),
-        job_annotations=template.child("metadata", "annotations"),
+        job_metadata=job_metadata,
+        job_annotations=job_metadata.child("annotations"),
         job_spec=job_spec,
         parallelism=job_spec.child("parallelism"),
         completions=job_spec.child("completions"),
@@ -136,6 +148,22 @@ def _podset_paths(index: int) -> _PodSetPaths:
     )
 
 
+@lru_cache(maxsize=512)
+def _jobset_paths(index: int) -> PodSetPaths:
+    job = REPLICATED_JOBS.index(index)
+    template = job.child("template")
+    job_spec = template.child("spec")
+    return podset_paths(
+        job=job,
+        name=job.child("name"),
+        replicas=job.child("replicas"),
+        template=template,
+        job_metadata=template.child("metadata"),
+        job_spec=job_spec,
+        pod_template=job_spec.child("template"),
+    )
+
+
 @lru_cache(maxsize=2048)
 def _container_paths(list_path: FieldPath, position: int) -> tuple[FieldPath, FieldPath, FieldPath, FieldPath]:
     item = list_path.index(position)
@@ -145,11 +173,12 @@ def _container_paths(list_path: FieldPath, position: int) -> tuple[FieldPath, Fi
 
 @dataclass(slots=True)
 class PodSet:
-    """One ``spec.replicatedJobs[i]``: Kueue's podSet."""
+    """One of Kueue's podSets: a JobSet's ``spec.replicatedJobs[i]``, or a Job's or Deployment's pods."""
 
     index: int
     name: str
-    path: FieldPath
+    paths: PodSetPaths
+    #: slices of this podSet (a JobSet's replicatedJob replicas; 1 for a Job or a Deployment's pod)
     replicas: int
     parallelism: int | None
     completions: int | None
@@ -160,23 +189,29 @@ class PodSet:
     containers: list[Container]
     init_containers: list[Container]
     is_tpu: bool = False
+    #: the pod template's spec as submitted (tolerations: read by the cluster rules)
+    pod_spec: dict[str, Any] = field(default_factory=dict)
     _pod_requests: dict[str, Decimal] | None = field(default=None, repr=False, compare=False)
 
     @property
+    def path(self) -> FieldPath:
+        return self.paths.job
+
+    @property
     def job_spec_path(self) -> FieldPath:
-        return _podset_paths(self.index).job_spec
+        return self.paths.job_spec
 
     @property
     def pod_spec_path(self) -> FieldPath:
-        return _podset_paths(self.index).pod_spec
+        return self.paths.pod_spec
 
     @property
     def annotations_path(self) -> FieldPath:
-        return _podset_paths(self.index).pod_annotations
+        return self.paths.pod_annotations
 
     @property
     def node_selector_path(self) -> FieldPath:
-        return _podset_paths(self.index).node_selector
+        return self.paths.node_selector
 
     def quantity(self, container: Container, kind: str, resource: str) -> Decimal | None:
         """The parsed request or limit, ``None`` when absent or unparseable."""
@@ -197,11 +232,17 @@ class PodSet:
 
 @dataclass(slots=True)
 class Workload:
+    """A judged object as the rules see it: its metadata and its podSets."""
+
     namespace: str
     name: str
     labels: dict[str, str]
     annotations: dict[str, str]
     spec: dict[str, Any]
+    #: ``webhook.kinds``: JobSet, Job or Deployment
+    kind: str = JOBSET
+    #: Workloads Kueue makes of it: a Deployment's ``spec.replicas`` (one per pod), else 1
+    replicas: int = 1
     generated_suffix: int = 0
     has_labels_map: bool = False
     has_metadata: bool = False
@@ -226,13 +267,17 @@ class Workload:
     def name_length(self) -> int:
         return len(self.name) + self.generated_suffix
 
+    def finish(self, reader: Reader) -> Workload:
+        self.malformed = reader.problems
+        self._tpu_podsets = [podset for podset in self.podsets if podset.is_tpu]
+        return self
 
-def parse_jobset(obj: Any, policy: Policy, namespace: str = "") -> Workload:
-    """Read a JobSet; ``namespace`` fills in when the object has none (a CREATE may omit it)."""
-    reader = _Reader()
+
+def parse_metadata(reader: Reader, obj: Any, namespace: str, kind: str) -> Workload:
+    """The part every kind shares: name, namespace, labels, annotations and ``spec``."""
     root = obj if isinstance(obj, dict) else {}
     if not isinstance(obj, dict):
-        reader.bad(FieldPath(), f"the object must be a JSON object, got {_type(obj)}", "submit a JobSet")
+        reader.bad(FieldPath(), f"the object must be a JSON object, got {_type(obj)}", f"submit a {kind}")
     metadata = reader.mapping(root.get("metadata"), METADATA)
     labels = reader.string_map(metadata.get("labels"), LABELS)
     annotations = reader.string_map(metadata.get("annotations"), ANNOTATIONS)
@@ -244,31 +289,36 @@ def parse_jobset(obj: Any, policy: Policy, namespace: str = "") -> Workload:
         # The API server appends five random characters to generateName.
         generated_suffix = 5 if name else 0
     ns = metadata.get("namespace")
-    spec = reader.mapping(root.get("spec"), SPEC)
-    workload = Workload(
+    return Workload(
         namespace=ns if isinstance(ns, str) and ns else namespace,
         name=name,
         labels=labels,
         annotations=annotations,
-        spec=spec,
+        spec=reader.mapping(root.get("spec"), SPEC),
+        kind=kind,
         generated_suffix=generated_suffix,
         has_labels_map=isinstance(metadata.get("labels"), dict),
         has_metadata=isinstance(root.get("metadata"), dict),
     )
+
+
+def parse_jobset(obj: Any, policy: Policy, namespace: str = "") -> Workload:
+    """Read a JobSet; ``namespace`` fills in when the object has none (a CREATE may omit it)."""
+    reader = Reader()
+    workload = parse_metadata(reader, obj, namespace, JOBSET)
+    spec = workload.spec
     jobs = reader.sequence(spec.get("replicatedJobs"), REPLICATED_JOBS)
     if "replicatedJobs" not in spec:
         reader.bad(REPLICATED_JOBS, "is missing", "a JobSet needs at least one replicatedJob")
     for index, job in enumerate(jobs):
-        podset = _parse_podset(reader, job, index, policy)
+        podset = _parse_replicated_job(reader, job, index, policy)
         if podset is not None:
             workload.podsets.append(podset)
-    workload.malformed = reader.problems
-    workload._tpu_podsets = [podset for podset in workload.podsets if podset.is_tpu]
-    return workload
+    return workload.finish(reader)
 
 
-def _parse_podset(reader: _Reader, job: Any, index: int, policy: Policy) -> PodSet | None:
-    paths = _podset_paths(index)
+def _parse_replicated_job(reader: Reader, job: Any, index: int, policy: Policy) -> PodSet | None:
+    paths = _jobset_paths(index)
     job = reader.mapping(job, paths.job)
     if not job:
         return None
@@ -284,6 +334,34 @@ def _parse_podset(reader: _Reader, job: Any, index: int, policy: Policy) -> PodS
     pod_template = reader.mapping(job_spec.get("template"), paths.pod_template)
     if template and not pod_template:
         reader.bad(paths.pod_template, "is missing", "a Job template needs a pod template")
+    return parse_pod_template(
+        reader,
+        pod_template,
+        paths,
+        policy,
+        index=index,
+        name=name,
+        replicas=reader.count(job.get("replicas"), paths.replicas, 1) or 0,
+        parallelism=reader.count(job_spec.get("parallelism"), paths.parallelism, None),
+        completions=reader.count(job_spec.get("completions"), paths.completions, None),
+        job_annotations=reader.string_map(job_metadata.get("annotations"), paths.job_annotations),
+    )
+
+
+def parse_pod_template(
+    reader: Reader,
+    pod_template: dict[str, Any],
+    paths: PodSetPaths,
+    policy: Policy,
+    *,
+    index: int,
+    name: str,
+    replicas: int,
+    parallelism: int | None,
+    completions: int | None,
+    job_annotations: dict[str, str],
+) -> PodSet:
+    """One podSet from its pod template; the counts come from the kind that owns it."""
     pod_metadata = reader.mapping(pod_template.get("metadata"), paths.pod_metadata)
     pod_spec = reader.mapping(pod_template.get("spec"), paths.pod_spec)
     containers = _containers(reader, pod_spec.get("containers"), paths.containers)
@@ -293,16 +371,17 @@ def _parse_podset(reader: _Reader, job: Any, index: int, policy: Policy) -> PodS
     return PodSet(
         index=index,
         name=name,
-        path=paths.job,
-        replicas=reader.count(job.get("replicas"), paths.replicas, 1) or 0,
-        parallelism=reader.count(job_spec.get("parallelism"), paths.parallelism, None),
-        completions=reader.count(job_spec.get("completions"), paths.completions, None),
-        job_annotations=reader.string_map(job_metadata.get("annotations"), paths.job_annotations),
+        paths=paths,
+        replicas=replicas,
+        parallelism=parallelism,
+        completions=completions,
+        job_annotations=job_annotations,
         annotations=annotations,
         node_selector=node_selector,
         priority_class_name=pod_spec.get("priorityClassName"),
         containers=containers,
         init_containers=_containers(reader, pod_spec.get("initContainers"), paths.init_containers),
+        pod_spec=pod_spec,
         is_tpu=(
             any(c.requests_resource(tpu.resource_name) for c in containers)
             or tpu.slice_topology_annotation in annotations
@@ -311,7 +390,7 @@ def _parse_podset(reader: _Reader, job: Any, index: int, policy: Policy) -> PodS
     )
 
 
-def _containers(reader: _Reader, value: Any, path: FieldPath) -> list[Container]:
+def _containers(reader: Reader, value: Any, path: FieldPath) -> list[Container]:
     out = []
     for position, raw in enumerate(reader.sequence(value, path)):
         item_path, resources_path, requests_path, limits_path = _container_paths(path, position)

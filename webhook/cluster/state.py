@@ -39,6 +39,11 @@ class ClusterState(Protocol):
     def tpu_flavor(self, cluster_queue: str, node_selector: Mapping[str, str]) -> str | None:
         """The TPU flavor a podSet with this node selector would be assigned in that queue."""
 
+    def pod_flavor(self, cluster_queue: str, node_selector: Mapping[str, str], tpu: bool) -> str | None:
+        """The flavor of ``cluster_queue`` one pod would be assigned: ``tpu_flavor`` for a TPU pod,
+        else the first flavor that is not a TPU flavor and whose ``nodeLabels`` the selector
+        allows; ``None`` when there is none or a flavor it would try first is unknown."""
+
     def capacity(self, cluster_queue: str, flavor: str, resource: str) -> Capacity | None:
         """The most the queue can ever hold of ``resource`` in ``flavor`` (nominal + borrowing)."""
 

@@ -298,6 +298,30 @@ class ClusterStore:
                 return name
         return None
 
+    def pod_flavor(self, cluster_queue: str, node_selector: Mapping[str, str], tpu: bool) -> str | None:
+        """The flavor one pod takes: a TPU pod's TPU flavor, else the first non-TPU flavor it may use.
+
+        RFC-0033 4.2: CPU pods never land on the TPU flavors (TAS-only, skipped by podSets
+        without a topology request) but on ``cpu-standard``. Flavors are tried in
+        resource-group order; a flavor whose ``nodeLabels`` set a key the selector gives
+        another value is passed over. An unknown flavor before the answer makes it unknown.
+        """
+        if tpu:
+            return self.tpu_flavor(cluster_queue, node_selector)
+        with self.lock:
+            info = self.cluster_queues.get(cluster_queue)
+            if info is None:
+                return None
+            for name, _resources in info.flavors:
+                flavor = self.flavors.get(name)
+                if flavor is None:
+                    return None
+                if self.policy.tpu.accelerator_label in flavor.node_labels:
+                    continue
+                if all(node_selector.get(key, value) == value for key, value in flavor.node_labels.items()):
+                    return name
+        return None
+
     def capacity(self, cluster_queue: str, flavor: str, resource: str) -> Capacity | None:
         with self.lock:
             info = self.cluster_queues.get(cluster_queue)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
 from webhook.findings import Action, Finding
+from webhook.kinds import ALL as ALL_KINDS
 
 if TYPE_CHECKING:
     from webhook.cluster.state import ClusterState
@@ -65,5 +66,7 @@ class Rule:
     on_update: bool = False
     #: cluster-state kinds the rule reads; empty for structural rules
     requires: frozenset[str] = field(default_factory=frozenset)
+    #: the object kinds it applies to (``webhook.kinds``: JobSet, Job, Deployment)
+    kinds: frozenset[str] = ALL_KINDS
     #: one sentence: why the rule exists (shown in the README's rule table)
     why: str = ""

@@ -228,12 +228,8 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
 # ---------------------------------------------------------------- nodes
 
 
-def _tolerations(workload: Workload, podset: PodSet) -> tuple[dict[str, Any], ...]:
-    try:
-        pod = workload.spec["replicatedJobs"][podset.index]["template"]["spec"]["template"]["spec"]
-        raw = pod.get("tolerations")
-    except (LookupError, TypeError, AttributeError):
-        return ()
+def _tolerations(podset: PodSet) -> tuple[dict[str, Any], ...]:
+    raw = podset.pod_spec.get("tolerations")
     return tuple(t for t in raw if isinstance(t, dict)) if isinstance(raw, list) else ()
 
 
@@ -247,7 +243,7 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
             continue
         # The TPU taint is tolerated through the TPU flavor, which Kueue injects (RFC 4.2).
         tolerate = frozenset({tpu}) if podset.is_tpu else frozenset()
-        fit = ctx.cluster.node_fit(podset.node_selector, wanted, _tolerations(workload, podset), tolerate)
+        fit = ctx.cluster.node_fit(podset.node_selector, wanted, _tolerations(podset), tolerate)
         if fit.fits or fit.matching == 0 or fit.closest is None:
             continue  # no matching node at all is unknown capacity, not zero (DD-0018)
         node = fit.closest
@@ -279,8 +275,10 @@ def insufficient_node_pools(workload: Workload, ctx: RuleContext) -> Iterator[Fi
             continue
         yield Finding(
             "insufficient-node-pools",
-            podset.path.child("replicas"),
+            podset.paths.replicas,
             f"the job needs {needed} slice(s) of topology {topology}, one node pool each, but the cluster "
             f"has {pools} {topology} node pool(s), so it would pend forever",
-            f"use at most {pools} replicas of {topology}, or another topology with enough pools",
+            f"use at most {pools} replicas of {topology}, or another topology with enough pools"
+            if pools
+            else "select a topology the cluster has node pools of",
         )

@@ -40,7 +40,7 @@ def suspend_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]
         f"user {ctx.user.username!r} changed spec.suspend from {str(ctx.old.suspended).lower()} "
         f"to {str(workload.suspended).lower()}: only Kueue's controller may (a manual flip "
         "breaks its state machine)",
-        "leave spec.suspend to Kueue (to stop a job, delete the JobSet)",
+        f"leave spec.suspend to Kueue (to stop a job, delete the {workload.kind})",
     )
 
 

@@ -1,4 +1,4 @@
-"""Labels, tiers and queues (SPEC §4, first table): what the user wrote on the JobSet."""
+"""Labels, tiers and queues (SPEC §4, first table): what the user wrote on the object's own labels."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def queue_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Findin
         yield Finding(
             "queue-label-missing",
             LABELS.key(key),
-            f"the {ctx.tier_name} tier requires an explicit queue and the JobSet has none",
+            f"the {ctx.tier_name} tier requires an explicit queue and the {workload.kind} has none",
             f'add the label {key}: "<team>-queue" naming your team\'s LocalQueue',
         )
 
@@ -64,7 +64,7 @@ def priority_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Fin
         yield Finding(
             "priority-label-missing",
             LABELS.key(key),
-            f"the {ctx.tier_name} tier requires an explicit priority class and the JobSet has none",
+            f"the {ctx.tier_name} tier requires an explicit priority class and the {workload.kind} has none",
             f"add the label {key} with one of: {', '.join(tier.allowed_priority_classes)}",
         )
 

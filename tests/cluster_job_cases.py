@@ -1,0 +1,140 @@
+"""Cluster-rule cases for Jobs and Deployments against tests/fixtures/cluster (RFC-0033 4.2/4.6).
+
+Shared by ``check --cluster-state`` (tests/test_cluster_cli.py) and the live server with
+its watch cache (tests/test_cluster_server.py): each case is an object, the tier path
+the API server would call, and the one cluster rule it must trip (``None``: none may).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from support import load_deployment, load_job, set_path
+
+#: the cluster rules' IDs, Job and Deployment alike
+RULES = frozenset(
+    {
+        "local-queue-not-found",
+        "namespace-not-selected",
+        "resource-not-covered",
+        "exceeds-queue-capacity",
+        "guaranteed-balance-exceeded",
+        "exceeds-node-capacity",
+        "insufficient-node-pools",
+        "replicas-beyond-nominal",
+    }
+)
+QUEUE = 'metadata.labels["kueue.x-k8s.io/queue-name"]'
+PRIORITY = 'metadata.labels["kueue.x-k8s.io/priority-class"]'
+CONTAINER = "spec.template.spec.containers[0]"
+TPU_4X4X4 = {"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "4x4x4"}
+
+
+@dataclass(frozen=True)
+class ClusterCase:
+    name: str
+    kind: str
+    build: Callable[[], dict[str, Any]]
+    rule: str | None
+
+    @property
+    def tier(self) -> str:
+        return "dev" if self.object()["metadata"]["namespace"] in ("default", "falcon-jobs", "legacy") else "production"
+
+    def object(self) -> dict[str, Any]:
+        return self.build()
+
+
+def _edit(obj: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    for path, value in changes.items():
+        set_path(obj, path, value)
+    return obj
+
+
+def job(**changes: Any) -> dict[str, Any]:
+    return _edit(load_job("rfc-job-static"), **changes)
+
+
+def big_job(**changes: Any) -> dict[str, Any]:
+    """One 8x8x8 slice (512 chips): team-a's 8x8x8 flavor has nominal 0, and no 8x8x8 pool exists."""
+    selector = {**TPU_4X4X4, "cloud.google.com/gke-tpu-topology": "8x8x8"}
+    return job(
+        **{"spec.template.spec.nodeSelector": selector, "spec.parallelism": 128, "spec.completions": 128}, **changes
+    )
+
+
+def deployment(**changes: Any) -> dict[str, Any]:
+    return _edit(load_deployment("service-deployment"), **changes)
+
+
+def tpu_deployment(chips: str, **changes: Any) -> dict[str, Any]:
+    """A Deployment whose one pod asks ``chips`` TPU chips on a 4x4x4 node."""
+    obj = deployment(**{"spec.template.spec.nodeSelector": dict(TPU_4X4X4), **changes})
+    obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"google.com/tpu": chips}}
+    return obj
+
+
+def _dev(loader: Callable[[str], dict[str, Any]], name: str, namespace: str) -> dict[str, Any]:
+    return _edit(loader(name), **{"metadata.namespace": namespace})
+
+
+CASES = [
+    ClusterCase("rfc-job", "Job", job, None),
+    ClusterCase("rfc-deployment", "Deployment", deployment, None),
+    ClusterCase("dev-job", "Job", lambda: load_job("dev-job-cpu"), None),
+    ClusterCase("dev-deployment", "Deployment", lambda: load_deployment("dev-deployment"), None),
+    ClusterCase("job-missing-queue", "Job", lambda: job(**{QUEUE: "team-z-queue"}), "local-queue-not-found"),
+    ClusterCase(
+        "deployment-missing-queue", "Deployment", lambda: deployment(**{QUEUE: "team-z-queue"}), "local-queue-not-found"
+    ),
+    ClusterCase("job-not-selected", "Job", lambda: _dev(load_job, "dev-job-cpu", "legacy"), "namespace-not-selected"),
+    ClusterCase(
+        "deployment-not-selected",
+        "Deployment",
+        lambda: _dev(load_deployment, "dev-deployment", "legacy"),
+        "namespace-not-selected",
+    ),
+    ClusterCase("job-not-covered", "Job", lambda: job(**{QUEUE: "team-c-queue"}), "resource-not-covered"),
+    ClusterCase(
+        "deployment-not-covered", "Deployment", lambda: deployment(**{QUEUE: "team-c-queue"}), "resource-not-covered"
+    ),
+    ClusterCase("job-over-capacity", "Job", big_job, "exceeds-queue-capacity"),
+    ClusterCase(
+        "deployment-pod-over-capacity",
+        "Deployment",
+        lambda: tpu_deployment("68", **{QUEUE: "team-c-queue"}),
+        "exceeds-queue-capacity",
+    ),
+    ClusterCase("job-guaranteed", "Job", lambda: job(**{PRIORITY: "guaranteed"}), None),
+    ClusterCase(
+        "job-guaranteed-over-balance", "Job", lambda: big_job(**{PRIORITY: "guaranteed"}), "guaranteed-balance-exceeded"
+    ),
+    ClusterCase(
+        "deployment-guaranteed-over-balance",
+        "Deployment",
+        lambda: tpu_deployment("68", **{PRIORITY: "guaranteed"}),
+        "guaranteed-balance-exceeded",
+    ),
+    ClusterCase(
+        "job-fits-no-node",
+        "Job",
+        lambda: job(**{f'{CONTAINER}.resources.requests["cpu"]': "300"}),
+        "exceeds-node-capacity",
+    ),
+    ClusterCase(
+        "deployment-fits-no-node",
+        "Deployment",
+        lambda: deployment(**{f'{CONTAINER}.resources.requests["cpu"]': "40"}),
+        "exceeds-node-capacity",
+    ),
+    ClusterCase("job-without-pools", "Job", big_job, "insufficient-node-pools"),
+    ClusterCase(
+        "deployment-beyond-nominal",
+        "Deployment",
+        lambda: deployment(**{"spec.replicas": 600}),
+        "replicas-beyond-nominal",
+    ),
+    ClusterCase("deployment-within-nominal", "Deployment", lambda: deployment(**{"spec.replicas": 400}), None),
+]

@@ -1,0 +1,331 @@
+"""Jobs and Deployments as the rules see them (webhook/objects.py), and the engine's answers
+for them: RFC-0033 4.3.1's last table, JobSet-owned Jobs, dev-tier injection, UPDATE."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import jsonpatch
+import pytest
+from support import load_deployment, load_job, load_jobset
+
+from webhook.config import Policy, policy_from_mapping
+from webhook.engine import AdmissionFacts, Decision, decide
+from webhook.kinds import DEPLOYMENT, JOB, JOBSET, kind_of_document
+from webhook.objects import controlled_by_jobset, parse_deployment, parse_job, parse_object
+from webhook.rules import UserInfo
+
+STATIC = Policy()
+DYNAMIC = Policy(mode="dynamic")
+KUEUE = "system:serviceaccount:kueue-system:kueue-controller-manager"
+OWNER = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "name": "llm-pretrain-a3f8",
+    "uid": "6f1e0c2a-0000-4000-8000-000000000001",
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
+
+
+def judge(obj: Any, kind: str, policy: Policy = STATIC, **facts: Any) -> Decision:
+    namespace = obj["metadata"].get("namespace", "default") if isinstance(obj, dict) else "default"
+    return decide(obj, AdmissionFacts(namespace=namespace, kind=kind, **facts), policy)
+
+
+def rules(decision: Decision) -> list[str]:
+    return [f.rule for f in decision.findings]
+
+
+# ---------------------------------------------------------------- parsing
+
+
+def test_a_job_is_one_podset_gang_admitted_over_its_parallelism() -> None:
+    job = load_job("rfc-job-static")
+    job["spec"]["template"]["spec"]["tolerations"] = [{"key": "google.com/tpu", "operator": "Exists"}, "junk"]
+    workload = parse_job(job, STATIC)
+    assert (workload.kind, workload.name, workload.namespace) == (JOB, "llm-eval-b7c2", "kubemaker")
+    assert workload.replicas == 1
+    assert workload.malformed == []
+    (podset,) = workload.podsets
+    assert (podset.name, podset.replicas, podset.parallelism, podset.completions) == ("main", 1, 16, 16)
+    assert podset.is_tpu and workload.tpu_podsets == [podset]
+    assert str(podset.pod_spec_path) == "spec.template.spec"
+    assert str(podset.annotations_path) == "spec.template.metadata.annotations"
+    assert str(podset.job_spec_path.child("parallelism")) == "spec.parallelism"
+    assert podset.pod_spec["tolerations"][0] == {"key": "google.com/tpu", "operator": "Exists"}
+
+
+def test_a_deployment_is_one_workload_per_pod() -> None:
+    workload = parse_deployment(load_deployment("service-deployment"), STATIC)
+    assert (workload.kind, workload.replicas) == (DEPLOYMENT, 3)
+    (podset,) = workload.podsets
+    # Kueue admits each pod on its own: the podSet is one pod, whatever spec.replicas says.
+    assert (podset.replicas, podset.parallelism, podset.completions) == (1, 1, 1)
+    assert not podset.is_tpu and workload.tpu_podsets == []
+    assert podset.pod_requests() == {"cpu": 4, "memory": 16 * 2**30, "ephemeral-storage": 10 * 2**30}
+    unset = load_deployment("dev-deployment")
+    del unset["spec"]["replicas"]
+    assert parse_deployment(unset, STATIC).replicas == 1  # Kubernetes' default
+
+
+@pytest.mark.parametrize("obj", [None, "job", [], {"spec": "x"}, {"metadata": {"labels": []}}])
+def test_garbage_is_findings_for_every_kind(obj: Any) -> None:
+    for kind in (JOBSET, JOB, DEPLOYMENT):
+        workload = parse_object(kind, obj, STATIC, "default")
+        assert workload.malformed, (kind, obj)
+        assert all(f.rule == "jobset-malformed" for f in workload.malformed)
+
+
+@pytest.mark.parametrize(
+    ("doc", "kind"),
+    [
+        ({"apiVersion": "batch/v1", "kind": "Job"}, JOB),
+        ({"apiVersion": "apps/v1", "kind": "Deployment"}, DEPLOYMENT),
+        ({"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet"}, JOBSET),
+        ({"apiVersion": "v1", "kind": "Pod"}, None),
+        ({"apiVersion": "batch/v1", "kind": "CronJob"}, None),
+        ({"apiVersion": "example.com/v1", "kind": "Job"}, None),
+        ({"apiVersion": "extensions/v1beta1", "kind": "Deployment"}, None),
+        ({"kind": "Job"}, None),
+        ("Job", None),
+    ],
+)
+def test_kind_of_a_document(doc: Any, kind: str | None) -> None:
+    assert kind_of_document(doc) == kind
+
+
+# ---------------------------------------------------------------- JobSet-owned Jobs
+
+
+@pytest.mark.parametrize(
+    ("metadata", "owned"),
+    [
+        ({"ownerReferences": [OWNER]}, True),
+        ({"ownerReferences": [{"kind": "ReplicaSet", "apiVersion": "apps/v1", "controller": True}, OWNER]}, True),
+        ({"ownerReferences": [{**OWNER, "controller": False}]}, False),  # not its controller: Kueue manages it
+        ({"ownerReferences": [{k: v for k, v in OWNER.items() if k != "controller"}]}, False),
+        ({"ownerReferences": [{**OWNER, "apiVersion": "example.com/v1"}]}, False),
+        ({"ownerReferences": [{**OWNER, "kind": "Job"}]}, False),
+        ({"labels": {"jobset.sigs.k8s.io/jobset-name": "llm-pretrain-a3f8"}}, False),  # anyone can write a label
+        ({"ownerReferences": "JobSet"}, False),
+        ({"ownerReferences": ["JobSet"]}, False),
+        ({}, False),
+    ],
+)
+def test_controlled_by_jobset(metadata: dict[str, Any], owned: bool) -> None:
+    assert controlled_by_jobset({"metadata": metadata}) is owned
+    assert controlled_by_jobset(None) is False
+
+
+def _breaks_everything() -> dict[str, Any]:
+    """A production Job with no labels, spec.suspend and a native priority class."""
+    job = load_job("rfc-job-static")
+    del job["metadata"]["labels"]
+    job["spec"]["suspend"] = True
+    job["spec"]["template"]["spec"]["priorityClassName"] = "ci-tpu-pool"
+    return job
+
+
+def test_a_job_of_a_jobset_is_admitted_without_a_word() -> None:
+    job = _breaks_everything()
+    job["metadata"]["ownerReferences"] = [OWNER]
+    job["metadata"]["labels"] = {"jobset.sigs.k8s.io/jobset-name": "llm-pretrain-a3f8"}
+    for stage in ("mutate", "validate"):
+        decision = judge(job, JOB, stage=stage)
+        assert (decision.allowed, decision.findings, decision.warnings, decision.patch) == (True, [], [], [])
+    # ... also where the namespace's tier is unknown (no "could not be determined" warning)
+    job["metadata"]["namespace"] = "elsewhere"
+    assert judge(job, JOB).warnings == []
+
+
+def test_the_same_job_without_its_owner_is_judged() -> None:
+    decision = judge(_breaks_everything(), JOB)
+    assert not decision.allowed
+    assert rules(decision) == [
+        "queue-label-missing",
+        "priority-label-missing",
+        "suspend-forbidden",
+        "pod-priority-class-forbidden",
+    ]
+    assert decision.deny_message().splitlines() == [
+        '[queue-label-missing] metadata.labels["kueue.x-k8s.io/queue-name"]: the production tier requires an '
+        'explicit queue and the Job has none; add the label kueue.x-k8s.io/queue-name: "<team>-queue" naming '
+        "your team's LocalQueue",
+        '[priority-label-missing] metadata.labels["kueue.x-k8s.io/priority-class"]: the production tier requires '
+        "an explicit priority class and the Job has none; add the label kueue.x-k8s.io/priority-class with one "
+        "of: guaranteed, best-effort",
+        "[suspend-forbidden] spec.suspend: spec.suspend is set (true), but Kueue suspends and resumes the job "
+        "itself; remove spec.suspend",
+        "[pod-priority-class-forbidden] spec.template.spec.priorityClassName: pod priorityClassName "
+        "'ci-tpu-pool' triggers kubelet-level preemption and can outrank Kueue's guaranteed class; remove it and "
+        "express priority with the kueue.x-k8s.io/priority-class label",
+    ]
+
+
+# ---------------------------------------------------------------- RFC-shaped objects
+
+
+@pytest.mark.parametrize(
+    ("loader", "name", "kind", "policy"),
+    [
+        (load_job, "rfc-job-static", JOB, STATIC),
+        (load_job, "rfc-job-dynamic", JOB, DYNAMIC),
+        (load_job, "dev-job-cpu", JOB, STATIC),
+        (load_deployment, "service-deployment", DEPLOYMENT, STATIC),
+        (load_deployment, "dev-deployment", DEPLOYMENT, DYNAMIC),
+    ],
+)
+def test_rfc_shaped_objects_are_admitted(loader: Any, name: str, kind: str, policy: Policy) -> None:
+    decision = judge(loader(name), kind, policy)
+    assert (decision.allowed, decision.findings, decision.warnings) == (True, [], [])
+
+
+@pytest.mark.parametrize(
+    ("obj", "kind"), [(load_job("dev-job-cpu"), JOB), (load_deployment("dev-deployment"), DEPLOYMENT)]
+)
+def test_dev_tier_gets_its_default_labels(obj: dict[str, Any], kind: str) -> None:
+    decision = judge(obj, kind)
+    assert decision.allowed and decision.tier == "dev"
+    expected = copy.deepcopy(obj)
+    expected["metadata"]["labels"] = {
+        "kueue.x-k8s.io/queue-name": "default",
+        "kueue.x-k8s.io/priority-class": "default",
+    }
+    assert jsonpatch.apply_patch(obj, decision.patch) == expected
+    # The validating path never patches.
+    assert judge(obj, kind, stage="validate").patch == []
+
+
+def test_a_deployment_keeps_its_own_labels_and_gets_the_missing_one() -> None:
+    deployment = load_deployment("dev-deployment")
+    deployment["metadata"]["labels"] = {"app": "notebook-proxy", "kueue.x-k8s.io/queue-name": "default"}
+    decision = judge(deployment, DEPLOYMENT)
+    assert decision.patch == [
+        {"op": "add", "path": "/metadata/labels/kueue.x-k8s.io~1priority-class", "value": "default"}
+    ]
+
+
+def test_validate_on_create_leaves_suspend_to_kueues_webhook() -> None:
+    job = load_job("rfc-job-static")
+    job["spec"]["suspend"] = True  # Kueue's mutating webhook sets it before /validate sees the Job
+    assert judge(job, JOB, stage="validate").allowed
+    assert rules(judge(job, JOB)) == ["suspend-forbidden"]
+
+
+# ---------------------------------------------------------------- UPDATE
+
+
+def test_job_update_suspend_flip_is_kueues_alone() -> None:
+    old = load_job("rfc-job-static")
+    new = load_job("rfc-job-static")
+    new["spec"]["suspend"] = True
+    by_user = judge(new, JOB, stage="validate", operation="UPDATE", old_object=old)
+    assert rules(by_user) == ["suspend-forbidden"]
+    assert "delete the Job" in by_user.findings[0].fix
+    by_kueue = judge(new, JOB, stage="validate", operation="UPDATE", old_object=old, user=UserInfo(KUEUE))
+    assert (by_kueue.allowed, by_kueue.findings) == (True, [])
+
+
+def test_deployment_updates_judge_only_the_kueue_labels() -> None:
+    old = load_deployment("service-deployment")
+    scaled = copy.deepcopy(old)
+    scaled["spec"]["replicas"] = 30
+    scaled["spec"]["template"]["spec"]["priorityClassName"] = "high"  # a create rule, not an update rule
+    assert judge(scaled, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=old).findings == []
+    moved = copy.deepcopy(old)
+    moved["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-a"
+    decision = judge(moved, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=old)
+    assert rules(decision) == ["queue-label-invalid"] and not decision.allowed
+
+
+def test_a_jobset_fixture_is_still_a_jobset() -> None:
+    assert judge(load_jobset("rfc-4.6-static"), JOBSET).allowed
+
+
+# ---------------------------------------------------------------- RFC-0033 4.1: outside Kueue
+
+OUTSIDE = (
+    "{kind} kubemaker/{name} has no kueue.x-k8s.io/queue-name label, so Kueue does not manage it and it runs "
+    "outside every quota, as the production tier's system components do; add the label to queue it under "
+    "your team's quota"
+)
+
+
+def _system_deployment() -> dict[str, Any]:
+    """A system component living in kubemaker: no Kueue labels, a native priority class."""
+    deployment = load_deployment("service-deployment")
+    del deployment["metadata"]["labels"]
+    deployment["spec"]["template"]["spec"]["priorityClassName"] = "system-cluster-critical"
+    return deployment
+
+
+def test_production_cpu_workloads_without_a_queue_are_not_judged() -> None:
+    decision = judge(_system_deployment(), DEPLOYMENT)
+    assert (decision.allowed, decision.findings, decision.patch) == (True, [], [])
+    assert decision.warnings == [OUTSIDE.format(kind="Deployment", name="eval-gateway")]
+    job = load_job("dev-job-cpu")
+    job["metadata"]["namespace"] = "kubemaker"
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/priority-class": "guaranteed"}  # a priority alone queues nothing
+    job["spec"]["suspend"] = True
+    decision = judge(job, JOB, stage="validate")
+    assert (decision.allowed, decision.findings) == (True, [])
+    assert decision.warnings == [OUTSIDE.format(kind="Job", name="data-prep")]
+
+
+@pytest.mark.parametrize("where", ["containers", "initContainers"])
+def test_a_tpu_workload_without_a_queue_is_judged(where: str) -> None:
+    deployment = _system_deployment()
+    pod = deployment["spec"]["template"]["spec"]
+    pod.setdefault(where, [{"name": "warm", "image": "x"}])[0]["resources"] = {"limits": {"google.com/tpu": "4"}}
+    decision = judge(deployment, DEPLOYMENT)
+    assert rules(decision) == ["queue-label-missing", "priority-label-missing", "pod-priority-class-forbidden"]
+
+
+def test_what_cannot_be_read_is_judged() -> None:
+    deployment = _system_deployment()
+    deployment["spec"]["template"]["spec"]["containers"] = {"gateway": {}}
+    assert "jobset-malformed" in rules(judge(deployment, DEPLOYMENT))
+
+
+def test_jobsets_and_the_dev_tier_always_queue() -> None:
+    jobset = load_jobset("rfc-4.6-static")
+    del jobset["metadata"]["labels"]
+    assert rules(judge(jobset, JOBSET)) == ["queue-label-missing", "priority-label-missing"]
+    deployment = _system_deployment()
+    deployment["metadata"]["namespace"] = "default"
+    decision = judge(deployment, DEPLOYMENT)
+    assert rules(decision) == ["pod-priority-class-forbidden"] and decision.warnings == []
+
+
+def test_dropping_the_queue_of_a_managed_workload_is_judged() -> None:
+    old = load_deployment("service-deployment")
+    new = copy.deepcopy(old)
+    del new["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    decision = judge(new, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=old)
+    assert rules(decision) == ["queue-label-missing"]
+    # ... while an update of a workload that never had one stays unjudged.
+    system = _system_deployment()
+    decision = judge(system, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=_system_deployment())
+    assert (decision.allowed, decision.findings) == (True, [])
+
+
+def test_a_tier_can_judge_unqueued_cpu_workloads_too() -> None:
+    """``allowUnqueuedCpuWorkloads: false``: every Job and Deployment there must name a queue."""
+    strict = policy_from_mapping(
+        {
+            "tiers": {
+                "production": {
+                    "queueNamePattern": "^[a-z0-9]([-a-z0-9]*[a-z0-9])?-queue$",
+                    "allowedPriorityClasses": ["guaranteed", "best-effort"],
+                    "allowUnqueuedCpuWorkloads": False,
+                }
+            },
+            "namespaceTiers": {"kubemaker": "production"},
+        },
+        "test",
+    )
+    decision = judge(_system_deployment(), DEPLOYMENT, strict)
+    assert rules(decision) == ["queue-label-missing", "priority-label-missing", "pod-priority-class-forbidden"]
+    assert decision.warnings == []

@@ -1,0 +1,71 @@
+"""Resident services (RFC-0033 4.3.1, last table): a Deployment is one Workload per pod.
+
+Kueue admits a Deployment's pods one at a time, so when the replicas do not all fit in
+the team's nominal quota the rest run on capacity borrowed from the cohort, which
+guaranteed training jobs reclaim: those replicas are evicted and the service runs short.
+The RFC's advice is to keep services inside the nominal quota; this rule says so at
+submission, as a warning (borrowing is allowed, only fragile).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from decimal import Decimal
+
+from webhook.findings import Finding
+from webhook.rules import RuleContext
+from webhook.workload import Workload
+
+RULE = "replicas-beyond-nominal"
+_BINARY = ("memory", "ephemeral-storage")
+
+
+def _amount(resource: str, value: Decimal) -> str:
+    if resource in _BINARY and value >= 2**30:
+        return f"{(value / 2**30).quantize(Decimal('0.1')).normalize():f}Gi"
+    return f"{value.normalize():f}"
+
+
+def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+    tier, cluster = ctx.tier, ctx.cluster
+    # Production-like tiers only (the team names its queue): the dev tier shares one queue.
+    if tier is None or tier.default_queue is not None or cluster is None or workload.replicas < 1:
+        return
+    queue = ctx.effective_labels.get(ctx.policy.queue_label)
+    cluster_queue = cluster.local_queue(workload.namespace, queue) if queue else None
+    info = cluster.cluster_queue(cluster_queue) if cluster_queue else None
+    if info is None:
+        return  # local-queue-not-found reports it
+    replicas = workload.replicas
+    for podset in workload.podsets:
+        per_pod = podset.pod_requests()
+        flavor = cluster.pod_flavor(info.name, podset.node_selector, podset.is_tpu) if per_pod else None
+        if flavor is None:
+            continue  # no flavor, or one the cache does not know: nothing to say (unknown is not zero)
+        over: list[str] = []
+        within = replicas
+        for resource, amount in sorted(per_pod.items()):
+            quota = info.quota(flavor, resource)
+            if quota is None:
+                continue  # not covered: resource-not-covered reports it
+            within = min(within, int(quota.nominal // amount))
+            if amount * replicas > quota.nominal:
+                over.append(
+                    f"{resource} {_amount(resource, amount * replicas)} over nominal {_amount(resource, quota.nominal)}"
+                )
+        if not over:
+            continue
+        fix = (
+            f"run at most {within} replicas to stay within the nominal quota, or ask the admins for more nominal "
+            f"quota on {flavor!r}"
+            if within
+            else f"ask the admins for nominal quota on {flavor!r} (not one replica fits in it)"
+        )
+        yield Finding(
+            RULE,
+            podset.paths.replicas,
+            f"{replicas} replicas need more than ClusterQueue {info.name!r} has as nominal quota on flavor "
+            f"{flavor!r} ({', '.join(over)}), and Kueue admits each pod on its own: the replicas beyond it run on "
+            "borrowed quota, which guaranteed jobs reclaim by evicting them",
+            fix,
+        )
