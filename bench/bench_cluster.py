@@ -53,8 +53,6 @@ POLICY = Policy()
 
 
 def cluster_objects(queues: int, nodes: int) -> Iterator[tuple[k.Kind, dict[str, Any]]]:
-    for name, value in (("guaranteed", 1000), ("best-effort", 100), ("default", 10)):
-        yield k.PRIORITY_CLASSES, {"metadata": {"name": name}, "value": value}
     yield k.NAMESPACES, {"metadata": {"name": "kubemaker", "labels": {TIER: "production"}}}
     for topology, _ in TOPOLOGIES:
         labels = {"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": topology}

@@ -15,7 +15,7 @@ import pytest
 from support import FIXTURES, POD, delete_path, load_jobset, set_path
 
 from webhook.cluster import kinds as k
-from webhook.cluster.model import selector_matches
+from webhook.cluster.model import Toleration, selector_matches
 from webhook.cluster.snapshot import snapshot_from_objects
 from webhook.cluster.store import ClusterStore
 from webhook.config import Policy
@@ -76,13 +76,12 @@ def test_the_rfc_job_passes_every_cluster_rule() -> None:
 
 
 def test_the_snapshot_reads_rfc_numbers() -> None:
-    capacity = STATE.capacity("team-a", "tpu7x-4x4x4", "google.com/tpu")
-    assert capacity is not None
-    assert (capacity.nominal, capacity.borrowing_limit, capacity.cohort_lendable) == (256, 128, 320)
-    assert capacity.maximum == 384
-    dev = STATE.capacity("dev", "tpu7x-4x4x4", "google.com/tpu")
-    assert dev is not None and dev.maximum == 64 + 256
-    assert STATE.guaranteed_usage("team-a", "tpu7x-4x4x4") == (128, 64)
+    capacity = STATE.potential("team-a", "tpu7x-4x4x4", "google.com/tpu")
+    assert capacity.value == 384
+    assert capacity.explanation == "nominal 256 + borrowing limit 128 (cohort tpu-pool could lend 320)"
+    assert STATE.potential("dev", "tpu7x-4x4x4", "google.com/tpu").value == 64 + 256
+    balance = STATE.balance("team-a", "tpu7x-4x4x4")
+    assert (balance.nominal, balance.holding, balance.waiting, balance.left) == (256, 128, 64, 64)
     assert STATE.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
     assert STATE.node_pools("4x4x4") == 2 and STATE.node_pools("8x8x8") == 0
 
@@ -164,10 +163,9 @@ def test_no_borrowing_limit_means_what_the_cohort_can_lend() -> None:
     for obj in objects:
         if obj["kind"] == "ClusterQueue" and obj["metadata"]["name"] == "dev":
             del obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"]
-    capacity = snapshot_from_objects(objects, POLICY).capacity("dev", "tpu7x-4x4x4", "google.com/tpu")
-    assert capacity is not None
-    assert capacity.maximum == 64 + 256 + 256  # team-a and team-b lend all of their nominal
-    assert "no borrowing limit" in capacity.explain()
+    capacity = snapshot_from_objects(objects, POLICY).potential("dev", "tpu7x-4x4x4", "google.com/tpu")
+    assert capacity.value == 64 + 256 + 256  # team-a and team-b lend all of their nominal
+    assert "no borrowing limit" in capacity.explanation
 
 
 def test_guaranteed_balance_exceeded() -> None:
@@ -240,7 +238,7 @@ def test_taints_not_tolerated_exclude_a_node() -> None:
     }
     store.apply(k.NODES, "ADDED", node)
     assert store.node_fit({}, {"cpu": Decimal(1)}).matching == 0
-    tolerations = [{"key": "dedicated", "operator": "Equal", "value": "infra", "effect": "NoSchedule"}]
+    tolerations = [Toleration("dedicated", "Equal", "infra", "NoSchedule")]
     assert store.node_fit({}, {"cpu": Decimal(1)}, tolerations).fits
 
 
@@ -294,22 +292,27 @@ def test_the_tier_comes_from_the_namespace_labels(namespace: str, tier: str | No
         assert decision.warnings == []  # known labels without a tier: unmanaged, no warning
 
 
+def usage(store: ClusterStore) -> tuple[int, int]:
+    balance = store.balance("team-a", "tpu7x-4x4x4")
+    return balance.holding, balance.waiting
+
+
 def test_ledger_moves_with_each_event() -> None:
     store = snapshot_from_objects(OBJECTS, POLICY)
     [pending] = [o for o in OBJECTS if o["metadata"]["name"].startswith("jobset-a-pending")]
     [running] = [o for o in OBJECTS if o["metadata"]["name"].startswith("jobset-a-running-guaranteed")]
-    assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (128, 64)
+    assert usage(store) == (128, 64)
     admitted = copy.deepcopy(running)
     admitted["metadata"]["name"] = pending["metadata"]["name"]
     admitted["status"]["admission"]["podSetAssignments"][0]["resourceUsage"]["google.com/tpu"] = "64"
     store.apply(k.WORKLOADS, "MODIFIED", admitted)  # the pending one is admitted
-    assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (192, 0)
+    assert usage(store) == (192, 0)
     finished = copy.deepcopy(running)
     finished["status"]["conditions"].append({"type": "Finished", "status": "True"})
     store.apply(k.WORKLOADS, "MODIFIED", finished)
-    assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (64, 0)
+    assert usage(store) == (64, 0)
     store.apply(k.WORKLOADS, "DELETED", admitted)
-    assert store.guaranteed_usage("team-a", "tpu7x-4x4x4") == (0, 0)
+    assert usage(store) == (0, 0)
 
 
 def test_status_only_updates_keep_the_memos() -> None:

@@ -17,6 +17,7 @@ from support import RunningServer, load_job, load_jobset, review, set_path
 from test_cluster_watch import ALL, FAST, load
 
 from webhook import certs
+from webhook.cluster import kinds as k
 from webhook.cluster.watch import WatchCache, start_watch_cache
 from webhook.config import Policy
 from webhook.server import ServerState
@@ -97,7 +98,7 @@ def test_cluster_gauges_on_metrics(live: RunningServer, client: httpx.Client) ->
     assert 'tpu_admission_cluster_cache_age_seconds{kind="Nodes"} 0.0' in text
     assert text.count('tpu_admission_cluster_synced{kind="Nodes"}') == 1  # registered once
     ages = [line for line in text.splitlines() if line.startswith("tpu_admission_cluster_last_event_age_seconds{")]
-    assert len(ages) == 8 and all(float(line.rsplit(" ", 1)[1]) >= -1.0 for line in ages)
+    assert len(ages) == len(k.KINDS) and all(float(line.rsplit(" ", 1)[1]) >= -1.0 for line in ages)
 
 
 def test_unreachable_api_server_serves_structural_rules_with_warnings(

@@ -59,7 +59,6 @@ CACHE_KINDS = {
         "clusterqueues",
         "cohorts",
         "resourceflavors",
-        "workloadpriorityclasses",
         "workloads",
     },
 }

@@ -292,15 +292,15 @@ RULES: tuple[Rule, ...] = (
         "More chips than the queue can ever hold",
         "cluster",
         cluster.exceeds_queue_capacity,
-        requires=_QUEUES | {"Cohorts", "ResourceFlavors"},
-        why="beyond nominal + what it may borrow the job would never be admitted",
+        requires=_QUEUES | {"ResourceFlavors"},
+        why="no flavor Kueue could assign can ever hold it (nominal + what the cohort tree may lend)",
     ),
     Rule(
         "guaranteed-balance-exceeded",
         "Guaranteed balance exceeded",
         "cluster",
         cluster.guaranteed_balance_exceeded,
-        requires=_QUEUES | {"ResourceFlavors", "Workloads"},
+        requires=_QUEUES | {"Cohorts", "ResourceFlavors", "Workloads"},
         why="beyond the team's nominal a guaranteed job loses its preemption privilege",
     ),
     Rule(
@@ -309,7 +309,8 @@ RULES: tuple[Rule, ...] = (
         "cluster",
         cluster.exceeds_node_capacity,
         requires=frozenset({"Nodes"}),
-        why="one node must hold a pod's CPU, memory, disk and TPU together (DD-0018)",
+        why="one node must hold a pod's CPU, memory, disk and TPU together (DD-0018), and in dynamic mode "
+        "all tpu7x nodes together the job's chips",
     ),
     Rule(
         "insufficient-node-pools",

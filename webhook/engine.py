@@ -147,6 +147,7 @@ def decide(
         changed_labels=changed,
         old=old,
         cluster=cluster,
+        namespace_labels=facts.namespace_labels,
     )
     for rule, action in _plan(policy, facts.stage, creating, facts.kind):
         if rule.requires:
@@ -160,6 +161,10 @@ def decide(
                 continue
         for finding in rule.check(workload, ctx):
             decision.findings.append(replace(finding, action=action) if finding.action is not action else finding)
+        if ctx.unknown:
+            decision.skipped.append(rule.id)
+            decision.warnings.append(f"[{rule.id}] skipped: cluster state unknown ({'; '.join(ctx.unknown)})")
+            ctx.unknown.clear()
 
     for finding in decision.findings:
         if finding.action is Action.WARN:

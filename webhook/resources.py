@@ -12,32 +12,48 @@ from typing import Any
 
 from webhook.quantity import quantity_or_none
 
+#: (requests, limits) of one container
+Resources = tuple[Mapping[str, Any], Mapping[str, Any]]
+#: (requests, limits, restartable) of one init container; restartable = ``restartPolicy: Always`` (a sidecar)
+InitResources = tuple[Mapping[str, Any], Mapping[str, Any], bool]
 
-def pod_requests(
-    containers: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
-    init_containers: Iterable[tuple[Mapping[str, Any], Mapping[str, Any]]],
-) -> dict[str, Decimal]:
-    """One pod's effective requests, as the scheduler counts them.
 
-    Each container's request defaults to its limit. The pod needs the sum over its
-    containers, or the largest init container when that is more: init containers run
-    one at a time before the others start.
+def _effective(requests: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, Decimal]:
+    """A container's requests, each defaulting to its limit."""
+    out = {}
+    for key in {*requests, *limits}:
+        value = quantity_or_none(requests[key] if key in requests else limits[key])
+        if value is not None and value > 0:
+            out[str(key)] = value
+    return out
+
+
+def pod_requests(containers: Iterable[Resources], init_containers: Iterable[InitResources]) -> dict[str, Decimal]:
+    """One pod's effective requests, as Kubernetes (and Kueue, which uses its helper) counts them.
+
+    The main containers run together with every sidecar (restartable init container), so
+    they add up. Init containers run one at a time, in order; while a plain one runs, the
+    sidecars declared before it are already running. The pod needs the larger of the two.
     """
-
-    def one(requests: Mapping[str, Any], limits: Mapping[str, Any]) -> dict[str, Decimal]:
-        out = {}
-        for key in {*requests, *limits}:
-            value = quantity_or_none(requests[key] if key in requests else limits[key])
-            if value is not None and value > 0:
-                out[str(key)] = value
-        return out
-
-    total: dict[str, Decimal] = {}
+    running: dict[str, Decimal] = {}
     for requests, limits in containers:
-        for key, value in one(requests, limits).items():
-            total[key] = total.get(key, Decimal(0)) + value
-    for requests, limits in init_containers:
-        for key, value in one(requests, limits).items():
-            if value > total.get(key, Decimal(0)):
-                total[key] = value
+        for key, value in _effective(requests, limits).items():
+            running[key] = running.get(key, Decimal(0)) + value
+    sidecars: dict[str, Decimal] = {}
+    peak: dict[str, Decimal] = {}
+    for requests, limits, restartable in init_containers:
+        own = _effective(requests, limits)
+        if restartable:
+            for key, value in own.items():
+                sidecars[key] = sidecars.get(key, Decimal(0)) + value
+            during = dict(sidecars)
+        else:
+            during = {key: sidecars.get(key, Decimal(0)) + own.get(key, Decimal(0)) for key in {*own, *sidecars}}
+        for key, value in during.items():
+            if value > peak.get(key, Decimal(0)):
+                peak[key] = value
+    total = {key: running.get(key, Decimal(0)) + sidecars.get(key, Decimal(0)) for key in {*running, *sidecars}}
+    for key, value in peak.items():
+        if value > total.get(key, Decimal(0)):
+            total[key] = value
     return total

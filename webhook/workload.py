@@ -87,6 +87,8 @@ class Container:
     path: FieldPath
     requests: dict[str, Any]
     limits: dict[str, Any]
+    #: an init container with ``restartPolicy: Always``: a sidecar that runs beside the main containers
+    restartable: bool = False
 
     def requests_resource(self, resource: str) -> bool:
         return resource in self.requests or resource in self.limits
@@ -189,7 +191,7 @@ class PodSet:
     containers: list[Container]
     init_containers: list[Container]
     is_tpu: bool = False
-    #: the pod template's spec as submitted (tolerations: read by the cluster rules)
+    #: the pod template's spec as submitted (tolerations, affinity: read by the cluster rules)
     pod_spec: dict[str, Any] = field(default_factory=dict)
     _pod_requests: dict[str, Decimal] | None = field(default=None, repr=False, compare=False)
 
@@ -225,7 +227,7 @@ class PodSet:
         if self._pod_requests is None:
             self._pod_requests = pod_requests(
                 ((c.requests, c.limits) for c in self.containers),
-                ((c.requests, c.limits) for c in self.init_containers),
+                ((c.requests, c.limits, c.restartable) for c in self.init_containers),
             )
         return self._pod_requests
 
@@ -403,6 +405,7 @@ def _containers(reader: Reader, value: Any, path: FieldPath) -> list[Container]:
                 path=item_path,
                 requests=reader.mapping(resources.get("requests"), requests_path),
                 limits=reader.mapping(resources.get("limits"), limits_path),
+                restartable=item.get("restartPolicy") == "Always",
             )
         )
     return out

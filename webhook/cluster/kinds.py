@@ -39,9 +39,6 @@ LOCAL_QUEUES = Kind("LocalQueues", "LocalQueue", KUEUE_GROUP, KUEUE_VERSION, "lo
 CLUSTER_QUEUES = Kind("ClusterQueues", "ClusterQueue", KUEUE_GROUP, KUEUE_VERSION, "clusterqueues", False)
 COHORTS = Kind("Cohorts", "Cohort", KUEUE_GROUP, KUEUE_VERSION, "cohorts", False)
 RESOURCE_FLAVORS = Kind("ResourceFlavors", "ResourceFlavor", KUEUE_GROUP, KUEUE_VERSION, "resourceflavors", False)
-PRIORITY_CLASSES = Kind(
-    "WorkloadPriorityClasses", "WorkloadPriorityClass", KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", False
-)
 WORKLOADS = Kind("Workloads", "Workload", KUEUE_GROUP, KUEUE_VERSION, "workloads", True)
 
 KINDS: tuple[Kind, ...] = (
@@ -50,7 +47,6 @@ KINDS: tuple[Kind, ...] = (
     CLUSTER_QUEUES,
     COHORTS,
     RESOURCE_FLAVORS,
-    PRIORITY_CLASSES,
     NODES,
     WORKLOADS,
 )

@@ -90,12 +90,20 @@ class Quota:
 FlavorQuotas = tuple[tuple[str, Mapping[str, Quota]], ...]
 
 
-def _quotas(resource_groups: Any) -> tuple[frozenset[str], FlavorQuotas]:
-    covered: set[str] = set()
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    """One ``spec.resourceGroups[]`` entry: the resources it covers and its flavors, in order."""
+
+    covered: frozenset[str]
+    flavors: tuple[str, ...]
+
+
+def _quotas(resource_groups: Any) -> tuple[tuple[ResourceGroup, ...], FlavorQuotas]:
+    groups: list[ResourceGroup] = []
     flavors: list[tuple[str, Mapping[str, Quota]]] = []
     for group in _list(resource_groups):
         group = _dict(group)
-        covered.update(str(r) for r in _list(group.get("coveredResources")))
+        names: list[str] = []
         for flavor in _list(group.get("flavors")):
             flavor = _dict(flavor)
             resources: dict[str, Quota] = {}
@@ -108,8 +116,10 @@ def _quotas(resource_groups: Any) -> tuple[frozenset[str], FlavorQuotas]:
                     quantity_or_none(borrowing) if borrowing is not None else None,
                     quantity_or_none(lending) if lending is not None else None,
                 )
-            flavors.append((str(flavor.get("name")), resources))
-    return frozenset(covered), tuple(flavors)
+            names.append(str(flavor.get("name")))
+            flavors.append((names[-1], resources))
+        groups.append(ResourceGroup(frozenset(str(r) for r in _list(group.get("coveredResources"))), tuple(names)))
+    return tuple(groups), tuple(flavors)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,8 +128,18 @@ class ClusterQueueInfo:
     cohort: str | None
     #: the raw ``namespaceSelector``; ``None`` is Kueue's null selector (matches nothing)
     namespace_selector: Mapping[str, Any] | None
-    covered: frozenset[str]
+    groups: tuple[ResourceGroup, ...]
     flavors: FlavorQuotas
+
+    @property
+    def covered(self) -> frozenset[str]:
+        return frozenset().union(*(group.covered for group in self.groups))
+
+    def group_of(self, resource: str) -> ResourceGroup | None:
+        for group in self.groups:
+            if resource in group.covered:
+                return group
+        return None
 
     def quota(self, flavor: str, resource: str) -> Quota | None:
         for name, resources in self.flavors:
@@ -134,22 +154,30 @@ class ClusterQueueInfo:
 def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueInfo:
     spec = _dict(obj.get("spec"))
     selector = spec.get("namespaceSelector")
-    covered, flavors = _quotas(spec.get("resourceGroups"))
+    groups, flavors = _quotas(spec.get("resourceGroups"))
     cohort = spec.get("cohortName")
     return ClusterQueueInfo(
         name=str(_dict(obj.get("metadata")).get("name", "")),
         cohort=str(cohort) if cohort else None,
         namespace_selector=selector if isinstance(selector, dict) else None,
-        covered=covered,
+        groups=groups,
         flavors=flavors,
     )
 
 
 @dataclass(frozen=True, slots=True)
 class CohortInfo:
+    """A Cohort object: its parent in the cohort tree and its own (cohort-level) quotas."""
+
     name: str
     parent: str | None
     flavors: FlavorQuotas
+
+    def quota(self, flavor: str, resource: str) -> Quota | None:
+        for name, resources in self.flavors:
+            if name == flavor:
+                return resources.get(resource)
+        return None
 
 
 def parse_cohort(obj: Mapping[str, Any]) -> CohortInfo:
@@ -163,49 +191,96 @@ def parse_cohort(obj: Mapping[str, Any]) -> CohortInfo:
 
 
 @dataclass(frozen=True, slots=True)
-class FlavorInfo:
-    name: str
-    node_labels: Mapping[str, str]
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
 
 
-def parse_flavor(obj: Mapping[str, Any]) -> FlavorInfo:
-    return FlavorInfo(
-        name=str(_dict(obj.get("metadata")).get("name", "")),
-        node_labels=string_map(_dict(obj.get("spec")).get("nodeLabels")),
+def parse_tolerations(value: Any) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration(
+            str(t.get("key") or ""),
+            str(t.get("operator") or "Equal"),
+            str(t.get("value") or ""),
+            str(t.get("effect") or ""),
+        )
+        for t in map(_dict, _list(value))
     )
 
 
 @dataclass(frozen=True, slots=True)
-class Capacity:
-    """The most a ClusterQueue can ever hold of one flavor's resource (Kueue's rules)."""
-
-    nominal: Decimal
-    borrowing_limit: Decimal | None
-    cohort: str | None
-    #: what the rest of the cohort can lend (``None`` without a cohort)
-    cohort_lendable: Decimal | None
-
-    @property
-    def maximum(self) -> Decimal:
-        if self.cohort is None or self.cohort_lendable is None:
-            return self.nominal
-        borrow = self.cohort_lendable
-        if self.borrowing_limit is not None:
-            borrow = min(borrow, self.borrowing_limit)
-        return self.nominal + borrow
-
-    def explain(self) -> str:
-        nominal = f"nominal {_n(self.nominal)}"
-        if self.cohort is None:
-            return f"{nominal}, no cohort to borrow from"
-        lendable = _n(self.cohort_lendable or Decimal(0))
-        if self.borrowing_limit is None:
-            return f"{nominal} + {lendable} the rest of cohort {self.cohort} could lend, no borrowing limit"
-        return f"{nominal} + borrowing limit {_n(self.borrowing_limit)} (cohort {self.cohort} could lend {lendable})"
+class FlavorInfo:
+    name: str
+    node_labels: Mapping[str, str]
+    #: ``spec.nodeTaints`` that block scheduling (NoSchedule, NoExecute)
+    node_taints: tuple[Taint, ...] = ()
+    #: ``spec.tolerations``: Kueue adds them to the pods it admits on this flavor
+    tolerations: tuple[Toleration, ...] = ()
 
 
-def _n(value: Decimal) -> str:
-    return format(value.normalize(), "f") if value == value.to_integral_value() else str(value)
+def parse_flavor(obj: Mapping[str, Any]) -> FlavorInfo:
+    spec = _dict(obj.get("spec"))
+    return FlavorInfo(
+        name=str(_dict(obj.get("metadata")).get("name", "")),
+        node_labels=string_map(spec.get("nodeLabels")),
+        node_taints=_blocking_taints(spec.get("nodeTaints")),
+        tolerations=parse_tolerations(spec.get("tolerations")),
+    )
+
+
+# ---------------------------------------------------------------- node affinity
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``NodeSelectorRequirement`` of a required node-affinity term."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes' node selector requirement semantics (``nodeaffinity``)."""
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        if self.operator in ("Gt", "Lt") and present and len(self.values) == 1:
+            try:
+                have, bound = int(labels[self.key]), int(self.values[0])
+            except ValueError:
+                return False
+            return have > bound if self.operator == "Gt" else have < bound
+        return False
+
+
+#: required node affinity: terms ORed, each term's requirements ANDed (``matchFields`` dropped)
+Affinity = tuple[tuple[Requirement, ...], ...]
+
+
+def parse_required_affinity(pod_spec: Mapping[str, Any]) -> Affinity:
+    """``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``."""
+    required = _dict(
+        _dict(_dict(pod_spec.get("affinity")).get("nodeAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution")
+    )
+    terms = []
+    for term in map(_dict, _list(required.get("nodeSelectorTerms"))):
+        terms.append(
+            tuple(
+                Requirement(
+                    str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in _list(e.get("values")))
+                )
+                for e in map(_dict, _list(term.get("matchExpressions")))
+            )
+        )
+    return tuple(terms)
 
 
 # ---------------------------------------------------------------- nodes
@@ -236,31 +311,33 @@ def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
         value = quantity_or_none(raw)
         if value is not None:
             allocatable[str(key)] = value
-    taints = tuple(
-        Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
-        for t in map(_dict, _list(spec.get("taints")))
-        if t.get("effect") in ("NoSchedule", "NoExecute")
-    )
     return NodeInfo(
         name=str(metadata.get("name", "")),
         labels=string_map(metadata.get("labels")),
         allocatable=allocatable,
-        taints=taints,
+        taints=_blocking_taints(spec.get("taints")),
         unschedulable=spec.get("unschedulable") is True,
     )
 
 
-def tolerated(taint: Taint, tolerations: Iterable[Mapping[str, Any]]) -> bool:
+def _blocking_taints(value: Any) -> tuple[Taint, ...]:
+    """NoSchedule and NoExecute taints (PreferNoSchedule never blocks)."""
+    return tuple(
+        Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
+        for t in map(_dict, _list(value))
+        if t.get("effect") in ("NoSchedule", "NoExecute")
+    )
+
+
+def tolerated(taint: Taint, tolerations: Iterable[Toleration]) -> bool:
     """Kubernetes' toleration matching for one taint."""
     for toleration in tolerations:
-        effect = toleration.get("effect") or ""
-        if effect and effect != taint.effect:
+        if toleration.effect and toleration.effect != taint.effect:
             continue
-        key = toleration.get("key") or ""
-        operator = toleration.get("operator") or "Equal"
-        if operator == "Exists" and (not key or key == taint.key):
+        key = toleration.key
+        if toleration.operator == "Exists" and (not key or key == taint.key):
             return True
-        if operator == "Equal" and key == taint.key and (toleration.get("value") or "") == taint.value:
+        if toleration.operator == "Equal" and key == taint.key and toleration.value == taint.value:
             return True
     return False
 

@@ -1,20 +1,22 @@
 """The interface the engine and the rules read cluster state through.
 
 Two implementations fill it: the watch cache (server) and the file snapshot (``check
---cluster-state``), both ``webhook.cluster.store.ClusterStore`` underneath. Every answer
-distinguishes "known" from "unknown": unknown is not zero (SPEC §5), so a rule whose
-inputs are unknown is skipped with a warning instead of judging against an empty
-cluster. The engine asks ``unavailable`` before running a rule that ``requires`` kinds;
-the other methods are only called once those kinds are known.
+--cluster-state``), both ``webhook.cluster.store.ClusterStore`` underneath; quota answers
+come from its quota model (``webhook.cluster.quota``). Every answer distinguishes "known"
+from "unknown": unknown is not zero (SPEC §5), so a rule whose inputs are unknown is
+skipped with a warning instead of judging against an empty cluster. The engine asks
+``unavailable`` before running a rule that ``requires`` kinds; the other methods are only
+called once those kinds are known.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Protocol
 
-from webhook.cluster.model import Capacity, ClusterQueueInfo, NodeFit
+from webhook.cluster.model import ClusterQueueInfo, NodeFit, Toleration
+from webhook.cluster.quota import Assignment, Balance, Bound, PodSetDemand
 
 
 class ClusterState(Protocol):
@@ -27,6 +29,9 @@ class ClusterState(Protocol):
     def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
         """Of ``kinds``, those that cannot be read now, each with the reason."""
 
+    def cohorts_known(self) -> bool:
+        """Whether the Cohort objects can be read (the cohort tree above a queue)."""
+
     def local_queue(self, namespace: str, name: str) -> str | None:
         """The ClusterQueue a LocalQueue points to; ``None`` when there is no such LocalQueue."""
 
@@ -34,30 +39,34 @@ class ClusterState(Protocol):
         """The LocalQueues of a namespace, sorted (for messages)."""
 
     def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
-        """A ClusterQueue's selector, covered resources and quotas; ``None`` when absent."""
+        """A ClusterQueue's selector, resource groups and quotas; ``None`` when absent."""
 
-    def tpu_flavor(self, cluster_queue: str, node_selector: Mapping[str, str]) -> str | None:
-        """The TPU flavor a podSet with this node selector would be assigned in that queue."""
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
+        """Kueue's flavor assignment of ``podsets`` in the queue, judged on "could it ever fit".
 
-    def pod_flavor(self, cluster_queue: str, node_selector: Mapping[str, str], tpu: bool) -> str | None:
-        """The flavor of ``cluster_queue`` one pod would be assigned: ``tpu_flavor`` for a TPU pod,
-        else the first flavor that is not a TPU flavor and whose ``nodeLabels`` the selector
-        allows; ``None`` when there is none or a flavor it would try first is unknown."""
+        ``within_balance`` also passes over a flavor whose guaranteed balance cannot hold the chips.
+        """
 
-    def capacity(self, cluster_queue: str, flavor: str, resource: str) -> Capacity | None:
-        """The most the queue can ever hold of ``resource`` in ``flavor`` (nominal + borrowing)."""
+    def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
+        """The most the queue could ever hold of ``resource`` in ``flavor`` (Kueue's potential quota)."""
 
-    def guaranteed_usage(self, cluster_queue: str, flavor: str) -> tuple[int, int]:
-        """Chips of the queue's guaranteed Workloads on ``flavor``: (holding quota, waiting)."""
+    def in_use(self, cluster_queue: str, flavor: str) -> int:
+        """TPU chips of the queue's Workloads that hold quota on ``flavor`` now (every priority)."""
+
+    def balance(self, cluster_queue: str, flavor: str) -> Balance:
+        """The queue's guaranteed balance of TPU chips on ``flavor``."""
 
     def node_fit(
         self,
         selector: Mapping[str, str],
         requests: Mapping[str, Decimal],
-        tolerations: Sequence[Mapping[str, Any]] = (),
+        tolerations: Sequence[Toleration] = (),
         tolerate_keys: frozenset[str] = frozenset(),
     ) -> NodeFit:
         """Whether one schedulable, tolerated node matching ``selector`` holds ``requests`` at once."""
 
     def node_pools(self, topology: str) -> int:
         """How many TPU node pools of a static topology exist."""
+
+    def accelerator_chips(self) -> Decimal | None:
+        """Chips on all nodes of the TPU accelerator; ``None`` when unknown."""

@@ -11,32 +11,30 @@ from __future__ import annotations
 
 import sys
 import threading
-from collections import Counter, defaultdict
+from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
 from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
-from webhook.cluster.ledger import GuaranteedLedger, WorkloadEntry, project
+from webhook.cluster.ledger import ChipsLedger, WorkloadEntry, project
 from webhook.cluster.model import (
-    Capacity,
     ClusterQueueInfo,
     CohortInfo,
     FlavorInfo,
     NodeFit,
-    NodeInfo,
-    Quota,
+    Toleration,
     parse_cluster_queue,
     parse_cohort,
     parse_flavor,
     parse_node,
     string_map,
-    tolerated,
 )
+from webhook.cluster.nodes import NodeIndex
+from webhook.cluster.quota import Assignment, Balance, Bound, PodSetDemand, QuotaModel
 from webhook.config import Policy
 
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 Key = str | tuple[str, str]
 _MEMO_LIMIT = 4096
 
@@ -49,6 +47,8 @@ def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
 
 
 class ClusterStore:
+    """Bookkeeping: the objects (parsed), their indexes, and the ledger. Quota is ``self.quota``."""
+
     def __init__(self, policy: Policy, stale_after: float = 120.0) -> None:
         self.policy = policy
         self.tpu = policy.tpu.resource_name
@@ -59,19 +59,26 @@ class ClusterStore:
         self.local_queues: dict[tuple[str, str], str] = {}
         self.queues_of_cq: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
         self.cluster_queues: dict[str, ClusterQueueInfo] = {}
+        #: cohort name -> ClusterQueues naming it; parent cohort -> child Cohort objects
         self.members: defaultdict[str, set[str]] = defaultdict(set)
+        self.children: defaultdict[str, set[str]] = defaultdict(set)
         self.cohorts: dict[str, CohortInfo] = {}
         self.flavors: dict[str, FlavorInfo] = {}
-        self.priority_classes: dict[str, int] = {}
-        self.nodes: dict[str, NodeInfo] = {}
-        self.label_index: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
-        self.pools: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.node_index = NodeIndex(policy.tpu)
         self.workloads: dict[tuple[str, str], WorkloadEntry] = {}
-        self.ledger = GuaranteedLedger(policy.guaranteed_priority_class)
+        self.ledger = ChipsLedger(policy.guaranteed_priority_class)
         self.queue_generation = 0  # ClusterQueues, Cohorts, ResourceFlavors, LocalQueues
         self.node_generation = 0
         self._memo: dict[Any, Any] = {}
-        self._memo_generation = (-1, -1)
+        self._memo_generation: tuple[int, int, bool] = (-1, -1, False)
+        self.quota = QuotaModel(self, self._memoized, self._remember)
+
+    @property
+    def nodes(self) -> dict[str, Any]:
+        return self.node_index.nodes
+
+    def cohorts_known(self) -> bool:
+        return self.availability.reason(k.COHORTS.name) is None
 
     # ---------------------------------------------------------------- writes
 
@@ -108,7 +115,7 @@ class ClusterStore:
         metadata = obj.get("metadata") or {}
         spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
         if kind is k.NODES:
-            return self.nodes.get(str(key)) == parse_node(obj)
+            return self.node_index.nodes.get(str(key)) == parse_node(obj)
         if kind is k.CLUSTER_QUEUES:
             return self.cluster_queues.get(str(key)) == parse_cluster_queue(obj)
         if kind is k.COHORTS:
@@ -146,17 +153,16 @@ class ClusterStore:
                 self.members[info.cohort].add(key)
         elif kind is k.COHORTS:
             assert isinstance(key, str)
-            self.cohorts[key] = parse_cohort(obj)
+            cohort = parse_cohort(obj)
+            self.cohorts[key] = cohort
+            if cohort.parent:
+                self.children[cohort.parent].add(key)
         elif kind is k.RESOURCE_FLAVORS:
             assert isinstance(key, str)
             self.flavors[key] = parse_flavor(obj)
-        elif kind is k.PRIORITY_CLASSES:
-            assert isinstance(key, str)
-            value = obj.get("value")
-            self.priority_classes[key] = value if isinstance(value, int) else 0
         elif kind is k.NODES:
             assert isinstance(key, str)
-            self._put_node(parse_node(obj))
+            self.node_index.put(parse_node(obj))
         elif kind is k.WORKLOADS:
             assert isinstance(key, tuple)
             entry = project(obj, self.tpu)
@@ -179,42 +185,16 @@ class ClusterStore:
             if info is not None and info.cohort:
                 self.members[info.cohort].discard(info.name)
         elif kind is k.COHORTS:
-            self.cohorts.pop(name, None)
+            cohort = self.cohorts.pop(name, None)
+            if cohort is not None and cohort.parent:
+                self.children[cohort.parent].discard(name)
         elif kind is k.RESOURCE_FLAVORS:
             self.flavors.pop(name, None)
-        elif kind is k.PRIORITY_CLASSES:
-            self.priority_classes.pop(name, None)
         elif kind is k.NODES:
-            node = self.nodes.pop(name, None)
-            if node is not None:
-                self._index_node(node, -1)
+            self.node_index.remove(name)
         elif kind is k.WORKLOADS:
             self.ledger.move(pair[0], self.workloads.pop(pair, None), -1)
         self._bump(kind)
-
-    def _put_node(self, node: NodeInfo) -> None:
-        self.nodes[node.name] = node
-        self._index_node(node, +1)
-
-    def _index_node(self, node: NodeInfo, sign: int) -> None:
-        for item in node.labels.items():
-            if sign > 0:
-                self.label_index[item].add(node.name)
-            else:
-                names = self.label_index.get(item)
-                if names is not None:
-                    names.discard(node.name)
-                    if not names:
-                        del self.label_index[item]
-        tpu = self.policy.tpu
-        if node.labels.get(tpu.accelerator_label) == tpu.accelerator_value:
-            topology = node.labels.get(tpu.topology_label)
-            if topology:
-                pools = self.pools[topology]
-                pool = node.labels.get(NODEPOOL_LABEL, node.name)
-                pools[pool] += sign
-                if pools[pool] <= 0:
-                    del pools[pool]
 
     def _bump(self, kind: k.Kind) -> None:
         if kind is k.NODES:
@@ -223,11 +203,14 @@ class ClusterStore:
             self.queue_generation += 1
 
     def _memoized(self, key: Any) -> Any:
-        generation = (self.queue_generation, self.node_generation)
+        generation = (self.queue_generation, self.node_generation, self.cohorts_known())
         if generation != self._memo_generation or len(self._memo) > _MEMO_LIMIT:
             self._memo = {}
             self._memo_generation = generation
         return self._memo.get(key, _MISSING)
+
+    def _remember(self, key: Any, value: Any) -> None:
+        self._memo[key] = value
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
         """Per kind, for /metrics: usable now, seconds since last known current, since last event."""
@@ -256,7 +239,7 @@ class ClusterStore:
         if self.availability.reason(k.NODES.name) is not None:
             return frozenset()
         with self.lock:
-            return frozenset(topology for topology, pools in self.pools.items() if pools)
+            return self.node_index.topologies()
 
     def local_queue(self, namespace: str, name: str) -> str | None:
         return self.local_queues.get((namespace, name))
@@ -268,151 +251,71 @@ class ClusterStore:
     def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
         return self.cluster_queues.get(name)
 
-    def tpu_flavor(self, cluster_queue: str, node_selector: Mapping[str, str]) -> str | None:
-        """The TPU flavor of ``cluster_queue`` a podSet with this node selector would use.
-
-        Static mode: the first TPU flavor whose ``nodeLabels`` the selector satisfies (one
-        flavor per node-pool topology). Dynamic mode: the queue's one TPU flavor.
-        """
-        memo_key = ("flavor", cluster_queue, tuple(sorted(node_selector.items())))
-        cached = self._memoized(memo_key)
-        if cached is not _MISSING:
-            return cached  # type: ignore[no-any-return]
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
         with self.lock:
-            answer = self._tpu_flavor(cluster_queue, node_selector)
-            self._memo[memo_key] = answer
-        return answer
+            if not within_balance:
+                return self.quota.assign(cluster_queue, podsets)
+            tpu = self.tpu
 
-    def _tpu_flavor(self, cluster_queue: str, node_selector: Mapping[str, str]) -> str | None:
-        info = self.cluster_queues.get(cluster_queue)
-        if info is None:
-            return None
-        tpu = self.policy.tpu
-        for name in info.flavors_for(self.tpu):
-            flavor = self.flavors.get(name)
-            if flavor is None or tpu.accelerator_label not in flavor.node_labels:
-                continue  # not a TPU flavor (cpu-standard), or unknown
-            if self.policy.mode == "dynamic":
-                return name
-            if all(node_selector.get(key) == value for key, value in flavor.node_labels.items()):
-                return name
-        return None
+            def budget(flavor: str, resource: str) -> Decimal | None:
+                return Decimal(self.balance(cluster_queue, flavor).left) if resource == tpu else None
 
-    def pod_flavor(self, cluster_queue: str, node_selector: Mapping[str, str], tpu: bool) -> str | None:
-        """The flavor one pod takes: a TPU pod's TPU flavor, else the first non-TPU flavor it may use.
+            return self.quota.assign(cluster_queue, podsets, budget)
 
-        RFC-0033 4.2: CPU pods never land on the TPU flavors (TAS-only, skipped by podSets
-        without a topology request) but on ``cpu-standard``. Flavors are tried in
-        resource-group order; a flavor whose ``nodeLabels`` set a key the selector gives
-        another value is passed over. An unknown flavor before the answer makes it unknown.
-        """
-        if tpu:
-            return self.tpu_flavor(cluster_queue, node_selector)
+    def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
+        with self.lock:
+            return self.quota.potential(cluster_queue, flavor, resource)
+
+    def in_use(self, cluster_queue: str, flavor: str) -> int:
+        return self.ledger.in_use.get((cluster_queue, flavor), 0)
+
+    def balance(self, cluster_queue: str, flavor: str) -> Balance:
+        """The guaranteed balance of the queue's TPU quota on ``flavor`` (see ``webhook.cluster.ledger``)."""
         with self.lock:
             info = self.cluster_queues.get(cluster_queue)
-            if info is None:
-                return None
-            for name, _resources in info.flavors:
-                flavor = self.flavors.get(name)
-                if flavor is None:
-                    return None
-                if self.policy.tpu.accelerator_label in flavor.node_labels:
-                    continue
-                if all(node_selector.get(key, value) == value for key, value in flavor.node_labels.items()):
-                    return name
-        return None
-
-    def capacity(self, cluster_queue: str, flavor: str, resource: str) -> Capacity | None:
-        with self.lock:
-            info = self.cluster_queues.get(cluster_queue)
-            if info is None:
-                return None
-            own = info.quota(flavor, resource) or Quota(Decimal(0))
-            if not info.cohort:
-                return Capacity(own.nominal, own.borrowing_limit, None, None)
-            memo_key = ("cohort", info.cohort, flavor, resource)
-            total = self._memoized(memo_key)
-            if total is _MISSING:
-                total = sum(
-                    (
-                        (self.cluster_queues[m].quota(flavor, resource) or Quota(Decimal(0))).lendable
-                        for m in self.members[info.cohort]
-                        if m in self.cluster_queues
-                    ),
-                    Decimal(0),
-                )
-                cohort = self.cohorts.get(info.cohort)
-                if cohort is not None:
-                    for name, resources in cohort.flavors:
-                        if name == flavor and resource in resources:
-                            total += resources[resource].nominal
-                self._memo[memo_key] = total
-            return Capacity(own.nominal, own.borrowing_limit, info.cohort, total - own.lendable)
-
-    def guaranteed_usage(self, cluster_queue: str, flavor: str) -> tuple[int, int]:
-        """Chips of the queue's guaranteed Workloads on ``flavor``: (holding quota, waiting)."""
-        with self.lock:
+            quota = info.quota(flavor, self.tpu) if info is not None else None
+            nominal = int(quota.nominal) if quota is not None else 0
             holding = self.ledger.holding.get((cluster_queue, flavor), 0)
             waiting = 0
             for namespace, queue in self.queues_of_cq.get(cluster_queue, ()):
-                for selector, chips in self.ledger.waiting_for(namespace, queue):
-                    if self.tpu_flavor(cluster_queue, dict(selector)) == flavor:
-                        waiting += chips
-        return holding, waiting
+                for shape, count in self.ledger.waiting_for(namespace, queue):
+                    assignment = self.quota.assign(cluster_queue, shape)
+                    if assignment.fits:  # never-fitting and unknown ones do not count
+                        waiting += count * int(assignment.usage(shape, self.tpu).get(flavor, 0))
+        return Balance(nominal, holding, waiting)
 
     def node_fit(
         self,
         selector: Mapping[str, str],
         requests: Mapping[str, Decimal],
-        tolerations: Sequence[Mapping[str, Any]] = (),
+        tolerations: Sequence[Toleration] = (),
         tolerate_keys: frozenset[str] = frozenset(),
     ) -> NodeFit:
         memo_key = (
             "fit",
             tuple(sorted(selector.items())),
             tuple(sorted(requests.items())),
-            repr(tolerations),
+            tuple(tolerations),
             tolerate_keys,
         )
         cached = self._memoized(memo_key)
         if cached is not _MISSING:
             return cached  # type: ignore[no-any-return]
         with self.lock:
-            answer = self._node_fit(selector, requests, tolerations, tolerate_keys)
+            answer = self.node_index.fit(selector, requests, tolerations, tolerate_keys)
             self._memo[memo_key] = answer
         return answer
 
-    def _node_fit(
-        self,
-        selector: Mapping[str, str],
-        requests: Mapping[str, Decimal],
-        tolerations: Sequence[Mapping[str, Any]],
-        tolerate_keys: frozenset[str],
-    ) -> NodeFit:
-        if selector:
-            sets: list[set[str]] = [self.label_index.get(item, set()) for item in selector.items()]
-            smallest: set[str] = min(sets, key=len)
-            candidates: Iterable[str] = smallest
-        else:
-            candidates = self.nodes
-        matching, closest, best = 0, None, -1
-        for name in candidates:
-            node = self.nodes[name]
-            if node.unschedulable or any(node.labels.get(key) != v for key, v in selector.items()):
-                continue
-            if any(t.key not in tolerate_keys and not tolerated(t, tolerations) for t in node.taints):
-                continue
-            matching += 1
-            held = sum(1 for r, q in requests.items() if node.allocatable.get(r, Decimal(0)) >= q)
-            if held == len(requests):
-                return NodeFit(matching, True)
-            if held > best:
-                closest, best = node, held
-        return NodeFit(matching, False, closest)
-
     def node_pools(self, topology: str) -> int:
         with self.lock:
-            return len(self.pools.get(topology, ()))
+            return self.node_index.node_pools(topology)
+
+    def accelerator_chips(self) -> Decimal | None:
+        """Chips on all nodes of the TPU accelerator; ``None`` when no node advertises the resource."""
+        with self.lock:
+            if self.tpu not in self.node_index.advertised:
+                return None
+            return self.node_index.accelerator_chips
 
 
 _MISSING = object()

@@ -6,7 +6,7 @@ IDs and default actions lives in ``webhook.catalog``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
@@ -46,6 +46,11 @@ class RuleContext:
     #: on UPDATE, the object before the change (parsed)
     old: Workload | None = None
     cluster: ClusterState | None = None
+    #: the namespace's labels when the caller gave them (CLI ``--namespace-labels``): they beat the cache
+    namespace_labels: Mapping[str, str] | None = None
+    #: filled by a cluster rule that found part of its state unknown: the engine turns it into
+    #: a "skipped" warning (unknown is not zero)
+    unknown: list[str] = field(default_factory=list)
 
     def label_in_scope(self, key: str) -> bool:
         return self.changed_labels is None or key in self.changed_labels

@@ -11,14 +11,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
-from typing import Any
 
 from webhook.cluster.model import (
     NODE_FIT_RESOURCES,
     ClusterQueueInfo,
     describe_selector,
+    parse_tolerations,
     selector_matches,
 )
+from webhook.cluster.quota import Attempt, PodSetDemand, format_amount, podset_demand
 from webhook.cluster.state import ClusterState
 from webhook.fieldpaths import LABELS
 from webhook.findings import Finding
@@ -101,7 +102,7 @@ def namespace_not_selected(workload: Workload, ctx: RuleContext) -> Iterator[Fin
     if target is None:
         return
     cluster, info = target
-    labels = cluster.namespace_labels(workload.namespace)
+    labels = ctx.namespace_labels if ctx.namespace_labels is not None else cluster.namespace_labels(workload.namespace)
     if labels is None or selector_matches(info.namespace_selector, labels):
         return
     why = (
@@ -125,46 +126,36 @@ def resource_not_covered(workload: Workload, ctx: RuleContext) -> Iterator[Findi
     if target is None:
         return
     _, info = target
-    for podset in workload.podsets:
+    covered = info.covered
+    for podset in workload.podsets:  # every podSet, a CPU head included (RFC 4.2)
         reported: set[str] = set()
         for container in [*podset.containers, *podset.init_containers]:
             for kind, values in (("requests", container.requests), ("limits", container.limits)):
                 for resource, raw in values.items():
-                    if resource in info.covered or resource in reported or quantity_or_none(raw) == 0:
-                        continue
+                    if resource in covered or resource in reported or quantity_or_none(raw) == 0:
+                        continue  # Kueue skips a zero request of a resource the queue does not cover
                     reported.add(resource)
                     yield Finding(
                         "resource-not-covered",
                         container.path.child("resources", kind).key(resource),
                         f"podSet {podset.name!r} requests {resource}, which ClusterQueue {info.name!r} "
-                        f"does not cover (covered: {', '.join(sorted(info.covered)) or 'nothing'}), so Kueue "
+                        f"does not cover (covered: {', '.join(sorted(covered)) or 'nothing'}), so Kueue "
                         f'would report "resource {resource} unavailable in ClusterQueue" and never admit it',
                         f"drop the {resource} request, or ask the admins to add it to the ClusterQueue's "
                         "resource group",
                     )
 
 
-def _tpu_demand(
-    workload: Workload, ctx: RuleContext, cluster: ClusterState, info: ClusterQueueInfo
-) -> tuple[dict[str, tuple[int, PodSet]], list[PodSet]]:
-    """Chips per TPU flavor (with the first podSet on it), and TPU podSets no flavor takes."""
-    tpu = ctx.policy.tpu
-    known = ctx.policy.static_topology_set | cluster.static_topologies()
-    demand: dict[str, tuple[int, PodSet]] = {}
-    unmatched: list[PodSet] = []
-    for podset in workload.tpu_podsets:
-        per_pod = podset.pod_requests().get(tpu.resource_name)
-        if not per_pod:
-            continue  # tpu-request-invalid reports it
-        flavor = cluster.tpu_flavor(info.name, podset.node_selector)
-        if flavor is None:
-            selected = podset.node_selector.get(tpu.accelerator_label) == tpu.accelerator_value
-            if selected and (ctx.policy.mode == "dynamic" or podset.node_selector.get(tpu.topology_label) in known):
-                unmatched.append(podset)
-            continue
-        chips, first = demand.get(flavor, (0, podset))
-        demand[flavor] = (chips + int(per_pod) * _pods(podset), first)
-    return demand, unmatched
+def _demands(workload: Workload) -> list[PodSetDemand]:
+    """The podSets as Kueue's flavor assigner reads them (count = replicas × parallelism)."""
+    return [
+        podset_demand(podset.name, podset.pod_spec, _pods(podset), podset.pod_requests()) for podset in workload.podsets
+    ]
+
+
+def _skipped_flavors(attempts: tuple[Attempt, ...]) -> str:
+    passed = [f"{a.flavor} {a.detail}" for a in attempts if a.kind in ("mismatch", "taint")]
+    return ", ".join(passed)
 
 
 def exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
@@ -172,30 +163,56 @@ def exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fin
     if target is None:
         return
     cluster, info = target
-    resource = ctx.policy.tpu.resource_name
-    demand, unmatched = _tpu_demand(workload, ctx, cluster, info)
-    for podset in unmatched:
-        flavors = ", ".join(info.flavors_for(resource)) or "none"
-        yield Finding(
+    demands = _demands(workload)
+    assignment = cluster.assign(info.name, demands)
+    for podset, result in zip(workload.podsets, assignment.podsets, strict=True):
+        if result.status == "unknown":
+            reasons = [f"{a.flavor}: {a.detail}" for a in result.attempts if a.kind == "unknown"]
+            if reasons:
+                ctx.unknown.append(f"podSet {podset.name!r} in ClusterQueue {info.name!r}: {reasons[0]}")
+            return
+        if result.status == "fit":
+            continue
+        yield _no_flavor(podset, info.name, result.attempts)
+        return  # Kueue stops at the first podSet without a flavor: later ones are not judged
+
+
+def _no_flavor(podset: PodSet, queue: str, attempts: tuple[Attempt, ...]) -> Finding:
+    over = [a for a in attempts if a.kind == "capacity" and a.bound is not None and a.bound.value is not None]
+    skipped = _skipped_flavors(attempts)
+    if not over:
+        selector = describe_selector({"matchLabels": podset.node_selector})
+        return Finding(
             "exceeds-queue-capacity",
             podset.node_selector_path,
-            f"TPU podSet {podset.name!r} (nodeSelector {describe_selector({'matchLabels': podset.node_selector})}) "
-            f"matches no TPU flavor of ClusterQueue {info.name!r} (flavors: {flavors}), so it can hold 0 chips",
-            "select a topology the queue has a flavor for, or ask the admins for quota on it",
+            f"podSet {podset.name!r} (nodeSelector {selector}) can get no flavor of ClusterQueue {queue!r} "
+            f"({skipped or 'it has none for these resources'}), so it can hold 0 chips and Kueue would never "
+            "admit it",
+            "select a flavor the queue has (its nodeLabels), or ask the admins for quota on it",
         )
-    for flavor, (chips, podset) in sorted(demand.items()):
-        capacity = cluster.capacity(info.name, flavor, resource)
-        if capacity is None or chips <= capacity.maximum:
-            continue
-        yield Finding(
-            "exceeds-queue-capacity",
-            podset.path,
-            f"the job needs {chips} {resource} of flavor {flavor!r}, but ClusterQueue {info.name!r} can "
-            f"never hold more than {_chips(capacity.maximum)} ({capacity.explain()}), so it would never "
-            "be admitted",
-            f"ask for at most {_chips(capacity.maximum)} chips (fewer replicas or a smaller topology), "
-            "or ask the admins to raise the queue's quota",
-        )
+    first = over[0]
+    assert first.bound is not None and first.bound.value is not None
+    most = first.bound.value
+    others = [
+        f"{a.flavor} at most {format_amount(a.bound.value)}"
+        for a in over[1:]
+        if a.bound is not None and a.bound.value is not None
+    ]
+    problem = (
+        f"the job needs {format_amount(first.needed)} {first.resource} of flavor {first.flavor!r}, but "
+        f"ClusterQueue {queue!r} can never hold more than {format_amount(most)} ({first.bound.explanation})"
+    )
+    if others:
+        problem += f", and no later flavor either ({', '.join(others)})"
+    if skipped:
+        problem += f" (passed over: {skipped})"
+    return Finding(
+        "exceeds-queue-capacity",
+        podset.path,
+        problem + ", so it would never be admitted",
+        f"ask for at most {format_amount(most)} {first.resource} (fewer replicas or a smaller topology), "
+        "or ask the admins to raise the queue's quota",
+    )
 
 
 def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
@@ -206,31 +223,30 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
     if target is None:
         return
     cluster, info = target
-    demand, _ = _tpu_demand(workload, ctx, cluster, info)
-    for flavor, (chips, _podset) in sorted(demand.items()):
-        quota = info.quota(flavor, policy.tpu.resource_name)
-        nominal = int(quota.nominal) if quota is not None else 0
-        holding, waiting = cluster.guaranteed_usage(info.name, flavor)
-        balance = nominal - holding - waiting
-        if chips <= balance:
+    demands = _demands(workload)
+    plain = cluster.assign(info.name, demands)
+    if not plain.fits:
+        return  # never fits (exceeds-queue-capacity says so) or unknown
+    chips = plain.usage(demands, policy.tpu.resource_name)
+    if not chips or cluster.assign(info.name, demands, within_balance=True).fits:
+        return  # some flavor Kueue could pick holds it within the balance
+    for flavor, needed in sorted(chips.items()):
+        balance = cluster.balance(info.name, flavor)
+        if needed <= balance.left:
             continue
+        left = max(balance.left, 0)
         yield Finding(
             "guaranteed-balance-exceeded",
             LABELS.key(policy.priority_label),
-            f"this {policy.guaranteed_priority_class} job needs {chips} chips of flavor {flavor!r}, but "
-            f"ClusterQueue {info.name!r} has {max(balance, 0)} guaranteed chips left: nominal {nominal} − "
-            f"in use {holding} − pending {waiting} (beyond nominal it would run without its preemption "
-            "privilege)",
-            f"submit it as best-effort, wait for guaranteed jobs to finish, or ask for at most {max(balance, 0)} chips",
+            f"this {policy.guaranteed_priority_class} job needs {_chips(needed)} chips of flavor {flavor!r}, but "
+            f"ClusterQueue {info.name!r} has {left} guaranteed chips left: nominal {balance.nominal} − "
+            f"in use {balance.holding} − pending {balance.waiting} (beyond nominal it would run without its "
+            "preemption privilege)",
+            f"submit it as best-effort, wait for guaranteed jobs to finish, or ask for at most {left} chips",
         )
 
 
 # ---------------------------------------------------------------- nodes
-
-
-def _tolerations(podset: PodSet) -> tuple[dict[str, Any], ...]:
-    raw = podset.pod_spec.get("tolerations")
-    return tuple(t for t in raw if isinstance(t, dict)) if isinstance(raw, list) else ()
 
 
 def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
@@ -243,7 +259,8 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
             continue
         # The TPU taint is tolerated through the TPU flavor, which Kueue injects (RFC 4.2).
         tolerate = frozenset({tpu}) if podset.is_tpu else frozenset()
-        fit = ctx.cluster.node_fit(podset.node_selector, wanted, _tolerations(podset), tolerate)
+        tolerations = parse_tolerations(podset.pod_spec.get("tolerations"))
+        fit = ctx.cluster.node_fit(podset.node_selector, wanted, tolerations, tolerate)
         if fit.fits or fit.matching == 0 or fit.closest is None:
             continue  # no matching node at all is unknown capacity, not zero (DD-0018)
         node = fit.closest
@@ -257,6 +274,29 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
             f"closest, {node.name}, has allocatable {_resources(offered)} (short of {', '.join(short)}))",
             "request no more than one node offers (init containers count at their largest), or select larger nodes",
         )
+    if ctx.policy.mode == "dynamic":
+        yield from _exceeds_accelerator_chips(workload, ctx, ctx.cluster)
+
+
+def _exceeds_accelerator_chips(workload: Workload, ctx: RuleContext, cluster: ClusterState) -> Iterator[Finding]:
+    """Dynamic mode: TAS carves slices out of the tpu7x nodes, so their chips are a hard ceiling."""
+    tpu = ctx.policy.tpu
+    podsets = [p for p in workload.tpu_podsets if p.pod_requests().get(tpu.resource_name)]
+    if not podsets:
+        return
+    total = cluster.accelerator_chips()
+    if total is None:
+        return  # no node advertises the TPU resource: unknown, not zero
+    needed = sum((p.pod_requests()[tpu.resource_name] * _pods(p) for p in podsets), Decimal(0))
+    if needed <= total:
+        return
+    yield Finding(
+        "exceeds-node-capacity",
+        podsets[0].path,
+        f"the job needs {_chips(needed)} {tpu.resource_name}, but all {tpu.accelerator_value} nodes of the "
+        f"cluster together hold {_chips(total)}, so topology-aware scheduling could never place it",
+        f"ask for at most {_chips(total)} chips",
+    )
 
 
 def insufficient_node_pools(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:

@@ -1,0 +1,136 @@
+"""Nodes, indexed so that "does one pod fit one node" never scans every node.
+
+Nodes are grouped by *shape*: their allocatable resources and blocking taints. A cluster
+of 5,000 nodes has a handful of shapes (one per machine type and pool kind), so the fit
+question is answered per shape: does this shape tolerate the pod and hold its requests,
+and does at least one node of that shape match the pod's nodeSelector (a set
+intersection with the label index, stopped at the first hit). Cordoned nodes are kept
+out of the shapes: they take no new pods.
+
+DD-0018 §4a: a resource that no node advertises is unknown, not zero; the fit check
+leaves it out rather than call every node too small.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from collections.abc import Iterable, Mapping
+from decimal import Decimal
+from typing import TypeVar
+
+from webhook.cluster.model import NodeFit, NodeInfo, Taint, Toleration, tolerated
+from webhook.config import TpuPolicy
+
+_K = TypeVar("_K")
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+
+#: allocatable (sorted) and blocking taints
+Shape = tuple[tuple[tuple[str, Decimal], ...], tuple[Taint, ...]]
+
+
+class NodeIndex:
+    def __init__(self, tpu: TpuPolicy) -> None:
+        self.tpu = tpu
+        self.nodes: dict[str, NodeInfo] = {}
+        self.label_index: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
+        #: static-pool topology -> node pool -> nodes
+        self.pools: defaultdict[str, Counter[str]] = defaultdict(Counter)
+        self.shapes: defaultdict[Shape, set[str]] = defaultdict(set)
+        #: resource -> how many nodes advertise it
+        self.advertised: Counter[str] = Counter()
+        #: chips on the nodes of the TPU accelerator (tpu7x)
+        self.accelerator_chips = Decimal(0)
+
+    def put(self, node: NodeInfo) -> None:
+        self.remove(node.name)
+        self.nodes[node.name] = node
+        self._index(node, +1)
+
+    def remove(self, name: str) -> None:
+        node = self.nodes.pop(name, None)
+        if node is not None:
+            self._index(node, -1)
+
+    @staticmethod
+    def shape(node: NodeInfo) -> Shape:
+        return tuple(sorted(node.allocatable.items())), node.taints
+
+    def _index(self, node: NodeInfo, sign: int) -> None:
+        for item in node.labels.items():
+            _move(self.label_index, item, node.name, sign)
+        if not node.unschedulable:
+            _move(self.shapes, self.shape(node), node.name, sign)
+        for resource in node.allocatable:
+            self.advertised[resource] += sign
+            if self.advertised[resource] <= 0:
+                del self.advertised[resource]
+        tpu = self.tpu
+        if node.labels.get(tpu.accelerator_label) == tpu.accelerator_value:
+            self.accelerator_chips += sign * node.allocatable.get(tpu.resource_name, Decimal(0))
+            topology = node.labels.get(tpu.topology_label)
+            if topology:
+                pools = self.pools[topology]
+                pool = node.labels.get(NODEPOOL_LABEL, node.name)
+                pools[pool] += sign
+                if pools[pool] <= 0:
+                    del pools[pool]
+
+    # ---------------------------------------------------------------- answers
+
+    def _matching(self, names: set[str], selector: Mapping[str, str], first_only: bool) -> list[str]:
+        """Nodes of ``names`` that carry every label of ``selector`` (the first one, or all)."""
+        sets = [names, *(self.label_index.get(item, set()) for item in selector.items())]
+        sets.sort(key=len)
+        smallest, rest = sets[0], sets[1:]
+        found = []
+        for name in smallest:
+            if all(name in other for other in rest):
+                found.append(name)
+                if first_only:
+                    break
+        return found
+
+    def fit(
+        self,
+        selector: Mapping[str, str],
+        requests: Mapping[str, Decimal],
+        tolerations: Iterable[Toleration],
+        tolerate_keys: frozenset[str],
+    ) -> NodeFit:
+        wanted = {r: q for r, q in requests.items() if r in self.advertised}  # unknown is not zero
+        tolerations = tuple(tolerations)
+        candidates: list[tuple[int, set[str], Shape]] = []
+        for shape, names in self.shapes.items():
+            allocatable, taints = shape
+            if any(t.key not in tolerate_keys and not tolerated(t, tolerations) for t in taints):
+                continue
+            offered = dict(allocatable)
+            held = sum(1 for r, q in wanted.items() if offered.get(r, Decimal(0)) >= q)
+            if held == len(wanted) and self._matching(names, selector, first_only=True):
+                return NodeFit(1, True)
+            candidates.append((held, names, shape))
+        # Nothing fits: count the matching nodes and find the closest, for the message.
+        matching, closest, best = 0, None, -1
+        for held, names, _shape in candidates:
+            found = self._matching(names, selector, first_only=False)
+            matching += len(found)
+            if found and held > best:
+                closest, best = self.nodes[min(found)], held
+        return NodeFit(matching, False, closest)
+
+    def node_pools(self, topology: str) -> int:
+        return len(self.pools.get(topology, ()))
+
+    def topologies(self) -> frozenset[str]:
+        return frozenset(topology for topology, pools in self.pools.items() if pools)
+
+
+def _move(index: defaultdict[_K, set[str]], key: _K, name: str, sign: int) -> None:
+    if sign > 0:
+        index[key].add(name)
+        return
+    names = index.get(key)
+    if names is not None:
+        names.discard(name)
+        if not names:
+            del index[key]
