@@ -300,7 +300,7 @@ RULES: tuple[Rule, ...] = (
         "Guaranteed balance exceeded",
         "cluster",
         cluster.guaranteed_balance_exceeded,
-        requires=_QUEUES | {"Cohorts", "ResourceFlavors", "Workloads"},
+        requires=_QUEUES | {"ResourceFlavors", "Workloads"},
         why="beyond the team's nominal a guaranteed job loses its preemption privilege",
     ),
     Rule(

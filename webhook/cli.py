@@ -19,6 +19,7 @@ from typing import Any
 
 from webhook import certs
 from webhook.catalog import RULES, markdown_table
+from webhook.cluster.export import run_snapshot
 from webhook.cluster.state import ClusterState
 from webhook.config import ConfigError, Policy, load_policy
 from webhook.engine import AdmissionFacts, decide
@@ -273,6 +274,11 @@ def build_parser() -> argparse.ArgumentParser:
     check.add_argument("--cluster-state", nargs="+", metavar="PATH", help="kubectl get -o yaml output")
     check.add_argument("--output", choices=sorted(FORMATTERS), default="text")
     check.set_defaults(run=run_check)
+
+    snapshot = commands.add_parser("snapshot", help="write a --cluster-state file from a live cluster")
+    snapshot.add_argument("--kubeconfig", help="the cluster (default: the in-cluster config)")
+    snapshot.add_argument("-o", "--output", help="the file to write (default: stdout)")
+    snapshot.set_defaults(run=lambda args: run_snapshot(args.kubeconfig, args.output))
 
     cert_cmd = commands.add_parser("certs", help="certificate helpers for admins")
     cert_sub = cert_cmd.add_subparsers(dest="certs_command", required=True)

@@ -160,6 +160,8 @@ class Bound:
 
     value: Decimal | None
     explanation: str
+    #: ``False`` when ``value`` is only an upper bound (the cohort tree is unknown)
+    exact: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,6 +200,8 @@ class PodSetAssignment:
     attempts: tuple[Attempt, ...] = ()
     #: uncovered resources requested with a non-zero quantity (``resource-not-covered``'s business)
     uncovered: tuple[str, ...] = ()
+    #: ``False`` when the flavor was picked against an upper bound only: Kueue might pick a later one
+    exact: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -207,6 +211,10 @@ class Assignment:
     @property
     def fits(self) -> bool:
         return all(p.status == "fit" for p in self.podsets)
+
+    @property
+    def exact(self) -> bool:
+        return all(p.exact for p in self.podsets)
 
     @property
     def status(self) -> str:
@@ -333,7 +341,7 @@ class QuotaModel:
         if not self.source.cohorts_known():
             if limit is None:
                 return Bound(None, f"cohort {queue.cohort} is unknown and there is no borrowing limit")
-            return Bound(nominal + limit, f"{capped}, cohort {queue.cohort} unknown")
+            return Bound(nominal + limit, f"{capped}, cohort {queue.cohort} unknown", exact=False)
         chain = self._chain(queue.cohort)
         if chain is None:
             return Bound(None, f"the cohort tree above {queue.cohort} has a cycle")
@@ -385,7 +393,7 @@ class QuotaModel:
             if pods_group is not None:
                 requests[PODS] = Decimal(demand.count)
             flavors: dict[str, str] = {}
-            status, attempts, uncovered = "fit", [], []
+            status, attempts, uncovered, exact = "fit", [], [], True
             for resource in sorted(requests):
                 if resource in flavors:
                     continue
@@ -395,15 +403,16 @@ class QuotaModel:
                         uncovered.append(resource)
                     continue
                 wanted = {r: v for r, v in requests.items() if r in group.covered}
-                chosen, tried = self._pick(cluster_queue, group, demand, wanted, taken, budget)
+                chosen, tried, exactly = self._pick(cluster_queue, group, demand, wanted, taken, budget)
                 attempts.extend(tried)
+                exact = exact and exactly
                 if chosen is None:
                     status = "unknown" if any(a.kind == "unknown" for a in tried) else "nofit"
                     break
                 for r, v in wanted.items():
                     flavors[r] = chosen
                     taken[(chosen, r)] = taken.get((chosen, r), ZERO) + v
-            results.append(PodSetAssignment(demand.name, flavors, status, tuple(attempts), tuple(uncovered)))
+            results.append(PodSetAssignment(demand.name, flavors, status, tuple(attempts), tuple(uncovered), exact))
             if status != "fit":
                 # Later podSets would be judged against usage we cannot know; Kueue stops here too.
                 results.extend(PodSetAssignment(p.name, {}, "unknown") for p in podsets[len(results) :])
@@ -418,25 +427,27 @@ class QuotaModel:
         wanted: Mapping[str, Decimal],
         taken: Mapping[tuple[str, str], Decimal],
         budget: Callable[[str, str], Decimal | None] | None,
-    ) -> tuple[str | None, list[Attempt]]:
+    ) -> tuple[str | None, list[Attempt], bool]:
+        """The first flavor of ``group`` that could ever hold ``wanted``; whether that is certain."""
         tried: list[Attempt] = []
         for name in group.flavors:
             flavor = self.source.flavors.get(name)
             if flavor is None:
                 tried.append(Attempt(name, "unknown", "its ResourceFlavor object is unknown"))
-                return None, tried  # Kueue would say "flavor not found"; we cannot judge what follows
+                return None, tried, True  # Kueue would say "flavor not found"; we cannot judge what follows
             mismatch = flavor_mismatch(flavor, demand)
             if mismatch is not None:
                 tried.append(Attempt(name, mismatch[0], mismatch[1]))
                 continue
             failed: Attempt | None = None
-            unknown = False
+            unknown, exact = False, True
             for resource, value in sorted(wanted.items()):
                 needed = taken.get((name, resource), ZERO) + value
                 bound = self.potential(cluster_queue, name, resource)
                 if bound.value is None:
                     unknown = True
                     continue
+                exact = exact and bound.exact
                 if needed > bound.value:
                     failed = Attempt(name, "capacity", "", resource, needed, bound)
                     break
@@ -449,9 +460,9 @@ class QuotaModel:
                 continue
             if unknown:
                 tried.append(Attempt(name, "unknown", bound_reason(cluster_queue, self, name, wanted)))
-                return None, tried
-            return name, tried
-        return None, tried
+                return None, tried, True
+            return name, tried, exact
+        return None, tried, True
 
 
 def bound_reason(cluster_queue: str, model: QuotaModel, flavor: str, wanted: Mapping[str, Decimal]) -> str:

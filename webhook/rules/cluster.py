@@ -165,16 +165,28 @@ def exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fin
     cluster, info = target
     demands = _demands(workload)
     assignment = cluster.assign(info.name, demands)
+    certain = True  # every earlier podSet's flavor is the one Kueue would pick
     for podset, result in zip(workload.podsets, assignment.podsets, strict=True):
         if result.status == "unknown":
-            reasons = [f"{a.flavor}: {a.detail}" for a in result.attempts if a.kind == "unknown"]
-            if reasons:
-                ctx.unknown.append(f"podSet {podset.name!r} in ClusterQueue {info.name!r}: {reasons[0]}")
+            _note_unknown(ctx, podset, info.name, result.attempts)
             return
         if result.status == "fit":
+            certain = certain and result.exact
             continue
-        yield _no_flavor(podset, info.name, result.attempts)
+        if certain:
+            yield _no_flavor(podset, info.name, result.attempts)
+        else:
+            ctx.unknown.append(
+                f"podSet {podset.name!r} in ClusterQueue {info.name!r}: earlier podSets' flavors depend on an "
+                "unknown cohort tree"
+            )
         return  # Kueue stops at the first podSet without a flavor: later ones are not judged
+
+
+def _note_unknown(ctx: RuleContext, podset: PodSet, queue: str, attempts: tuple[Attempt, ...]) -> None:
+    reasons = [f"{a.flavor}: {a.detail}" for a in attempts if a.kind == "unknown"]
+    if reasons:
+        ctx.unknown.append(f"podSet {podset.name!r} in ClusterQueue {queue!r}: {reasons[0]}")
 
 
 def _no_flavor(podset: PodSet, queue: str, attempts: tuple[Attempt, ...]) -> Finding:
@@ -225,8 +237,11 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
     cluster, info = target
     demands = _demands(workload)
     plain = cluster.assign(info.name, demands)
+    if plain.status == "unknown" or (plain.fits and not plain.exact):
+        ctx.unknown.append(f"which flavor Kueue would pick in ClusterQueue {info.name!r} is unknown (cohort tree)")
+        return
     if not plain.fits:
-        return  # never fits (exceeds-queue-capacity says so) or unknown
+        return  # never fits: exceeds-queue-capacity says so
     chips = plain.usage(demands, policy.tpu.resource_name)
     if not chips or cluster.assign(info.name, demands, within_balance=True).fits:
         return  # some flavor Kueue could pick holds it within the balance

@@ -1,0 +1,482 @@
+"""Issue #8's "Why" cases, each a cluster state plus a JobSet, decided as Kueue would decide.
+
+Every case runs twice: through ``tpu-admission check --cluster-state`` (the case's own
+state file, the console entry point in-process) and through the server (real TLS,
+a live watch cache fed by the test API server holding every case of that mode at once,
+each case in its own namespace). Both must give the same cluster findings.
+
+Static cases run with ``insufficient-node-pools`` off: they carry no Nodes (quota is the
+point here), and an empty node list would make every multi-slice job lack pools.
+"""
+
+from __future__ import annotations
+
+import json
+import ssl
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from cluster_apiserver import FakeApiServer, wait_until, write_kubeconfig
+from support import FIXTURES, RunningServer, load_jobset, review, set_path
+from test_cluster_watch import ALL, FAST
+
+from webhook import certs
+from webhook.cli import main
+from webhook.cluster import kinds as k
+from webhook.cluster.watch import WatchCache, start_watch_cache
+from webhook.config import Policy
+from webhook.server import ServerState
+from webhook.serving import TlsSettings
+from webhook.sources import load_documents
+
+KQ = "kueue.x-k8s.io/v1beta2"
+TPU = "google.com/tpu"
+ACC = "cloud.google.com/gke-tpu-accelerator"
+TOPO = "cloud.google.com/gke-tpu-topology"
+TIER = "scheduling.antgroup.com/kueue-tier"
+PRIORITY = 'metadata.labels["kueue.x-k8s.io/priority-class"]'
+QUEUE = 'metadata.labels["kueue.x-k8s.io/queue-name"]'
+CLUSTER_RULES = {
+    "local-queue-not-found",
+    "namespace-not-selected",
+    "resource-not-covered",
+    "exceeds-queue-capacity",
+    "guaranteed-balance-exceeded",
+    "exceeds-node-capacity",
+    "insufficient-node-pools",
+}
+POLICIES = {
+    "static": {"rules": {"insufficient-node-pools": "off"}},
+    "dynamic": {"mode": "dynamic"},
+}
+
+
+# ---------------------------------------------------------------- object builders
+
+
+def namespace(name: str) -> dict[str, Any]:
+    return {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": {TIER: "production"}}}
+
+
+def flavor(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    toleration = {"key": TPU, "operator": "Exists", "effect": "NoSchedule"}
+    return {
+        "apiVersion": KQ,
+        "kind": "ResourceFlavor",
+        "metadata": {"name": name},
+        "spec": {"nodeLabels": labels, "tolerations": [toleration]},
+    }
+
+
+def cluster_queue(name: str, flavors: list[tuple[str, int, int | None]], cohort: str | None = None) -> dict[str, Any]:
+    """One resource group covering TPU, CPU, memory and disk; (flavor, TPU nominal, borrowingLimit)."""
+    entries = []
+    for flavor_name, nominal, borrowing in flavors:
+        tpu: dict[str, Any] = {"name": TPU, "nominalQuota": nominal}
+        if borrowing is not None:
+            tpu["borrowingLimit"] = borrowing
+        rest = [{"name": r, "nominalQuota": q} for r, q in (("cpu", "100000"), ("memory", "100000Gi"))]
+        entries.append(
+            {"name": flavor_name, "resources": [tpu, *rest, {"name": "ephemeral-storage", "nominalQuota": "100000Gi"}]}
+        )
+    spec: dict[str, Any] = {
+        "namespaceSelector": {"matchLabels": {TIER: "production"}},
+        "resourceGroups": [{"coveredResources": [TPU, "cpu", "memory", "ephemeral-storage"], "flavors": entries}],
+    }
+    if cohort:
+        spec["cohortName"] = cohort
+    return {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def local_queue(ns: str, cq: str) -> dict[str, Any]:
+    return {
+        "apiVersion": KQ,
+        "kind": "LocalQueue",
+        "metadata": {"name": "team-a-queue", "namespace": ns},
+        "spec": {"clusterQueue": cq},
+    }
+
+
+def cohort(name: str, parent: str | None = None, quota: tuple[str, int] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if parent:
+        spec["parentName"] = parent
+    if quota:
+        spec["resourceGroups"] = [
+            {
+                "coveredResources": [TPU],
+                "flavors": [{"name": quota[0], "resources": [{"name": TPU, "nominalQuota": quota[1]}]}],
+            }
+        ]
+    return {"apiVersion": KQ, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+
+
+def workload(
+    ns: str,
+    name: str,
+    pods: int,
+    topology: str,
+    conditions: list[dict[str, Any]] | None = None,
+    admitted_to: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """A guaranteed Workload of ``pods`` × 4 chips; ``admitted_to`` = (ClusterQueue, flavor) when it holds quota."""
+    pod = {
+        "nodeSelector": {ACC: "tpu7x", TOPO: topology},
+        "containers": [
+            {"name": "jax", "image": "python:3.12", "resources": {"requests": {TPU: "4"}, "limits": {TPU: "4"}}}
+        ],
+    }
+    status: dict[str, Any] = {"conditions": conditions or []}
+    if admitted_to is not None:
+        status["conditions"].append({"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"})
+        status["admission"] = {
+            "clusterQueue": admitted_to[0],
+            "podSetAssignments": [
+                {
+                    "name": "workers",
+                    "count": pods,
+                    "flavors": {TPU: admitted_to[1]},
+                    "resourceUsage": {TPU: str(pods * 4)},
+                }
+            ],
+        }
+    return {
+        "apiVersion": KQ,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": ns},
+        "spec": {
+            "queueName": "team-a-queue",
+            "priorityClassRef": {"group": "kueue.x-k8s.io", "kind": "WorkloadPriorityClass", "name": "guaranteed"},
+            "active": True,
+            "podSets": [{"name": "workers", "count": pods, "template": {"spec": pod}}],
+        },
+        "status": status,
+    }
+
+
+def tpu7x_nodes(count: int) -> list[dict[str, Any]]:
+    """Dynamic-mode tpu7x hosts, 4 chips each."""
+    allocatable = {"cpu": "208", "memory": "720Gi", "ephemeral-storage": "200Gi", TPU: "4", "pods": "110"}
+    return [
+        {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {
+                "name": f"gke-tpu7x-{i}",
+                "labels": {ACC: "tpu7x", "kubernetes.io/hostname": f"gke-tpu7x-{i}"},
+            },
+            "spec": {"taints": [{"key": TPU, "value": "present", "effect": "NoSchedule"}]},
+            "status": {"allocatable": allocatable, "capacity": allocatable},
+        }
+        for i in range(count)
+    ]
+
+
+def static_job(ns: str, replicas: int, guaranteed: bool = False) -> dict[str, Any]:
+    """RFC-0033 4.6 ③ in ``ns``: ``replicas`` 4x4x4 slices of 64 chips."""
+    obj = load_jobset("rfc-4.6-static")
+    obj["metadata"]["namespace"] = ns
+    set_path(obj, "spec.replicatedJobs[0].replicas", replicas)
+    if guaranteed:
+        set_path(obj, PRIORITY, "guaranteed")
+    return obj
+
+
+def dynamic_job(ns: str, replicas: int) -> dict[str, Any]:
+    obj = load_jobset("rfc-4.3.1-dynamic")
+    obj["metadata"]["namespace"] = ns
+    set_path(obj, "spec.replicatedJobs[0].replicas", replicas)
+    return obj
+
+
+# ---------------------------------------------------------------- the cases
+
+
+@dataclass
+class Case:
+    id: str
+    mode: str
+    objects: list[dict[str, Any]]
+    #: (JobSet, the cluster rules that must deny it, text each of their messages must hold)
+    jobs: list[tuple[dict[str, Any], set[str], list[str]]] = field(default_factory=list)
+
+
+def _rfc_without_cohort_objects() -> list[dict[str, Any]]:
+    """RFC-0033's own setup: ClusterQueues name cohort tpu-pool, no Cohort object exists."""
+    objects = [d.data for d in load_documents([str(FIXTURES / "cluster")])]
+    kept = [o for o in objects if o["kind"] not in ("Cohort", "Node")]
+    return [*kept, {"apiVersion": KQ, "kind": "CohortList", "items": []}]
+
+
+CASES = [
+    Case(
+        "reserved-then-spot",
+        "static",
+        [
+            namespace("why-a"),
+            flavor("why-a-reserved", {ACC: "tpu7x", TOPO: "4x4x4", "cloud.google.com/reservation-name": "res-1"}),
+            flavor("why-a-spot", {ACC: "tpu7x", TOPO: "4x4x4", "cloud.google.com/gke-spot": "true"}),
+            cluster_queue("why-a", [("why-a-reserved", 64, None), ("why-a-spot", 512, None)]),
+            local_queue("why-a", "why-a"),
+        ],
+        [
+            (static_job("why-a", 4), set(), []),  # 256 chips: never on reserved (64), so on spot
+            (
+                static_job("why-a", 16),  # 1,024 chips: on neither
+                {"exceeds-queue-capacity"},
+                [
+                    "needs 1024 google.com/tpu of flavor 'why-a-reserved'",
+                    "no later flavor either (why-a-spot at most 512)",
+                ],
+            ),
+        ],
+    ),
+    Case(
+        "other-accelerator-first",
+        "dynamic",
+        [
+            namespace("why-b"),
+            flavor("why-b-v6e", {ACC: "tpu-v6e-slice"}),
+            flavor("why-b-tpu7x", {ACC: "tpu7x"}),
+            cluster_queue("why-b", [("why-b-v6e", 1024, None), ("why-b-tpu7x", 256, None)]),
+            local_queue("why-b", "why-b"),
+            *tpu7x_nodes(64),
+        ],
+        [
+            (dynamic_job("why-b", 4), set(), []),  # 256 tpu7x chips: the v6e flavor does not match
+            (
+                dynamic_job("why-b", 8),
+                {"exceeds-queue-capacity", "exceeds-node-capacity"},
+                [
+                    "flavor 'why-b-tpu7x'",
+                    "passed over: why-b-v6e has cloud.google.com/gke-tpu-accelerator=tpu-v6e-slice",
+                ],
+            ),
+        ],
+    ),
+    Case(
+        "extra-flavor-label",
+        "static",
+        [
+            namespace("why-c"),
+            flavor("why-c-4x4x4", {ACC: "tpu7x", TOPO: "4x4x4", "example.com/pool-group": "pretrain"}),
+            cluster_queue("why-c", [("why-c-4x4x4", 256, None)]),
+            local_queue("why-c", "why-c"),
+        ],
+        [(static_job("why-c", 2), set(), [])],
+    ),
+    Case(
+        "nested-cohorts",
+        "static",
+        [
+            namespace("why-d"),
+            flavor("why-d-4x4x4", {ACC: "tpu7x", TOPO: "4x4x4"}),
+            cohort("why-d-root"),
+            cohort("why-d-left", parent="why-d-root"),
+            cohort("why-d-right", parent="why-d-root", quota=("why-d-4x4x4", 256)),
+            cluster_queue("why-d", [("why-d-4x4x4", 64, None)], cohort="why-d-left"),
+            cluster_queue("why-d-other", [("why-d-4x4x4", 256, None)], cohort="why-d-right"),
+            local_queue("why-d", "why-d"),
+        ],
+        [
+            (static_job("why-d", 8), set(), []),  # 512 of the 576 the tree up to the root holds
+            (
+                static_job("why-d", 10),
+                {"exceeds-queue-capacity"},
+                ["never hold more than 576 (nominal 64 + 512 the rest of cohort why-d-left (tree up to why-d-root)"],
+            ),
+        ],
+    ),
+    Case(
+        "pending-never-fits",
+        "static",
+        [
+            namespace("why-e"),
+            flavor("why-e-4x4x4", {ACC: "tpu7x", TOPO: "4x4x4"}),
+            cluster_queue("why-e", [("why-e-4x4x4", 256, None)]),
+            local_queue("why-e", "why-e"),
+            workload("why-e", "holds-64", 16, "4x4x4", admitted_to=("why-e", "why-e-4x4x4")),
+            workload("why-e", "waits-1024", 256, "4x4x4"),  # over nominal on its own: never admitted
+            workload(  # Kueue marked it inadmissible
+                "why-e",
+                "inadmissible-128",
+                32,
+                "4x4x4",
+                [{"type": "QuotaReserved", "status": "False", "reason": "Inadmissible", "message": "stopped"}],
+            ),
+        ],
+        [
+            (static_job("why-e", 2, guaranteed=True), set(), []),  # 128 ≤ 256 − 64
+            (
+                static_job("why-e", 4, guaranteed=True),
+                {"guaranteed-balance-exceeded"},
+                ["192 guaranteed chips left: nominal 256 − in use 64 − pending 0"],
+            ),
+        ],
+    ),
+    Case(
+        "implicit-cohorts",
+        "static",
+        _rfc_without_cohort_objects(),
+        [
+            (static_job("kubemaker", 6), set(), []),  # 384 = nominal 256 + borrowing limit 128
+            (
+                static_job("kubemaker", 8),
+                {"exceeds-queue-capacity"},
+                ["never hold more than 384 (nominal 256 + borrowing limit 128 (cohort tpu-pool could lend 320)"],
+            ),
+        ],
+    ),
+    Case(
+        "tpu7x-nodes-hold-256",
+        "dynamic",
+        [
+            namespace("why-g"),
+            flavor("why-g-tpu7x", {ACC: "tpu7x"}),
+            cluster_queue("why-g", [("why-g-tpu7x", 1024, None)]),
+            local_queue("why-g", "why-g"),
+            *tpu7x_nodes(64),
+        ],
+        [
+            (dynamic_job("why-g", 4), set(), []),
+            (
+                dynamic_job("why-g", 6),
+                {"exceeds-node-capacity"},
+                ["needs 384 google.com/tpu, but all tpu7x nodes of the cluster together hold 256"],
+            ),
+        ],
+    ),
+]
+JOBS = [(case, i) for case in CASES for i in range(len(case.jobs))]
+
+
+def _check_ids() -> list[str]:
+    return [f"{case.id}-{i}" for case, i in JOBS]
+
+
+def expect(decision_rules: set[str], messages: list[str], case: Case, index: int) -> None:
+    _, rules, snippets = case.jobs[index]
+    assert decision_rules == rules, messages
+    for snippet in snippets:
+        assert any(snippet in message for message in messages), (snippet, messages)
+
+
+# ---------------------------------------------------------------- through check
+
+
+@pytest.mark.parametrize(("case", "index"), JOBS, ids=_check_ids())
+def test_check_decides_like_kueue(case: Case, index: int, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    state = tmp_path / "state.yaml"
+    state.write_text(yaml.safe_dump_all(case.objects))
+    config = tmp_path / "policy.yaml"
+    config.write_text(yaml.safe_dump(POLICIES[case.mode]))
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(case.jobs[index][0]))
+    code = main(["check", str(manifest), "--config", str(config), "--cluster-state", str(state), "--output", "json"])
+    result = json.loads(capsys.readouterr().out)["results"][0]
+    violations = [v for v in result["violations"] if v["rule"] in CLUSTER_RULES]
+    expect({v["rule"] for v in violations}, [v["message"] for v in violations], case, index)
+    assert code == (1 if case.jobs[index][1] else 0), result
+
+
+# ---------------------------------------------------------------- through the server
+
+
+@pytest.fixture(scope="module")
+def why_client(cert_files: certs.CertificateFiles) -> Iterator[httpx.Client]:
+    """Our own client, closed before the servers stop (uvicorn waits for open keep-alive connections)."""
+    with httpx.Client(verify=ssl.create_default_context(cafile=str(cert_files.ca)), timeout=10) as http:
+        yield http
+
+
+@pytest.fixture(scope="module")
+def live(
+    tmp_path_factory: pytest.TempPathFactory, tls: TlsSettings, why_client: httpx.Client
+) -> Iterator[dict[str, RunningServer]]:
+    servers: dict[str, RunningServer] = {}
+    stack: list[tuple[FakeApiServer, WatchCache, RunningServer]] = []
+    for mode in ("static", "dynamic"):
+        api = FakeApiServer()
+        seen: set[tuple[str, str, str]] = set()
+        for case in CASES:
+            if case.mode != mode:
+                continue
+            for obj in case.objects:
+                kind = k.BY_KIND.get(obj["kind"])
+                identity = (
+                    (obj["kind"], obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
+                    if kind
+                    else ("", "", "")
+                )
+                if kind is not None and identity not in seen:  # typed lists and unread kinds are file-only
+                    seen.add(identity)
+                    api.put(kind, obj)
+        api.start()
+        policy = Policy.model_validate(POLICIES[mode])
+        kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kube") / "config", api.port)
+        cache = start_watch_cache(str(kubeconfig), policy, FAST)
+        wait_until(lambda cache=cache: not cache.unavailable(ALL), what="initial sync")
+        server = RunningServer(ServerState(policy=policy, cluster=cache), tls).start()
+        servers[mode] = server
+        stack.append((api, cache, server))
+    yield servers
+    why_client.close()
+    for api, cache, server in stack:
+        server.stop()
+        cache.stop()
+        api.stop()
+
+
+@pytest.mark.parametrize(("case", "index"), JOBS, ids=_check_ids())
+def test_the_server_decides_like_kueue(
+    case: Case, index: int, live: dict[str, RunningServer], why_client: httpx.Client
+) -> None:
+    server = live[case.mode]
+    response = why_client.post(server.url + "/validate", json=review(case.jobs[index][0]))
+    assert response.status_code == 200
+    answer = response.json()["response"]
+    lines = answer["status"]["message"].splitlines() if not answer["allowed"] else []
+    rules = {line[1 : line.index("]")] for line in lines if line.startswith("[")}
+    assert answer["allowed"] is not bool(case.jobs[index][1]), lines
+    expect(rules & CLUSTER_RULES, lines, case, index)
+
+
+def test_a_borrowing_limit_bounds_the_queue_when_cohorts_are_unknown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No Cohort kind in the file at all: team-a's borrowingLimits still bound it (384).
+
+    Its last flavor, cpu-standard, has no nodeLabels, so it matches a TPU podSet too: with
+    the cohort unknown, it needs a borrowingLimit (0 here) for the bound to be known.
+    """
+    objects = [o for o in _rfc_without_cohort_objects() if o["kind"] != "CohortList"]
+    [team_a] = [o for o in objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-a"]
+    [cpu_standard] = [f for f in team_a["spec"]["resourceGroups"][0]["flavors"] if f["name"] == "cpu-standard"]
+    cpu_standard["resources"][0]["borrowingLimit"] = 0
+    state = tmp_path / "state.yaml"
+    state.write_text(yaml.safe_dump_all(objects))
+    manifest = tmp_path / "job.yaml"
+    manifest.write_text(yaml.safe_dump(static_job("kubemaker", 8)))
+    config = tmp_path / "policy.yaml"
+    config.write_text(yaml.safe_dump(POLICIES["static"]))
+    main(["check", str(manifest), "--config", str(config), "--cluster-state", str(state), "--output", "json"])
+    result = json.loads(capsys.readouterr().out)["results"][0]
+    [violation] = [v for v in result["violations"]]
+    assert (
+        "never hold more than 384 (nominal 256 + borrowing limit 128, cohort tpu-pool unknown)" in violation["message"]
+    )
+    assert violation["rule"] == "exceeds-queue-capacity"
+    # a guaranteed job that fits under that bound: which flavor Kueue picks needs the tree, so the balance is skipped
+    manifest.write_text(yaml.safe_dump(static_job("kubemaker", 1, guaranteed=True)))
+    assert (
+        main(["check", str(manifest), "--config", str(config), "--cluster-state", str(state), "--output", "json"]) == 0
+    )
+    result = json.loads(capsys.readouterr().out)["results"][0]
+    assert result["violations"] == []
+    [warning] = [w for w in result["warnings"] if w.startswith("[guaranteed-balance-exceeded] skipped")]
+    assert "which flavor Kueue would pick in ClusterQueue 'team-a' is unknown (cohort tree)" in warning
