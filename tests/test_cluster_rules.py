@@ -35,6 +35,7 @@ POLICY = Policy()
 OBJECTS: list[dict[str, Any]] = [d.data for d in load_documents([str(FIXTURES / "cluster")])]
 STATE = snapshot_from_objects(OBJECTS, POLICY)
 CONTAINER = f"{POD}.spec.containers[0]"
+TIER = "scheduling.antgroup.com/kueue-tier"
 
 
 def judge(obj: dict[str, Any], state: ClusterStore = STATE, stage: str = "mutate") -> Decision:
@@ -134,6 +135,43 @@ def test_resource_not_covered() -> None:
     assert "resource ephemeral-storage unavailable in ClusterQueue" in line
 
 
+def test_resource_not_covered_in_a_cpu_head() -> None:
+    """RFC 4.2: every requested resource must be covered, in a CPU-only podSet too."""
+    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"})
+    delete_path(obj, f'{CONTAINER}.resources.requests["ephemeral-storage"]')
+    head = copy.deepcopy(obj["spec"]["replicatedJobs"][0])
+    head["name"], head["replicas"] = "coordinator", 1
+    head_pod = head["template"]["spec"]["template"]
+    head["template"]["spec"]["parallelism"] = head["template"]["spec"]["completions"] = 1
+    head_pod["metadata"] = {}
+    head_pod["spec"] = {
+        "containers": [
+            {
+                "name": "head",
+                "image": "python:3.12",
+                "resources": {"requests": {"cpu": "4", "ephemeral-storage": "10Gi"}},
+            }
+        ]
+    }
+    obj["spec"]["replicatedJobs"].append(head)
+    [line] = cluster_findings(judge(obj))["resource-not-covered"]
+    assert line.startswith("[resource-not-covered] spec.replicatedJobs[1].template.spec.template.spec.containers[0]")
+    assert "podSet 'coordinator' requests ephemeral-storage" in line
+
+
+def test_namespace_labels_given_on_the_command_line_beat_the_cache() -> None:
+    """SPEC §7: with --namespace-labels, the namespace's labels come from the flag."""
+    obj = dev_job("legacy")  # its labels in the cache say dev; team-a selects production
+    set_path(obj, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "default")
+    set_path(obj, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "best-effort")
+    facts = AdmissionFacts(namespace="legacy", stage="mutate", namespace_labels={TIER: "production"})
+    decision = decide(obj, facts, POLICY, STATE)
+    assert decision.tier == "production"
+    assert "namespace-not-selected" not in cluster_findings(decision)
+    facts = AdmissionFacts(namespace="legacy", stage="mutate", namespace_labels={TIER: "dev"})
+    assert "namespace-not-selected" in cluster_findings(decide(dev_job("legacy"), facts, POLICY, STATE))
+
+
 def test_resource_covered_passes() -> None:
     obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"})
     delete_path(obj, f'{CONTAINER}.resources.requests["ephemeral-storage"]')
@@ -211,6 +249,22 @@ def test_init_containers_count_at_their_largest() -> None:
     )
     [line] = cluster_findings(judge(obj))["exceeds-node-capacity"]
     assert "memory 800Gi" in line and "short of memory" in line
+
+
+def test_a_sidecar_adds_to_the_pod_on_its_node() -> None:
+    """A restartable init container runs beside the main container: 700Gi + 100Gi > 720Gi."""
+    obj = static_job(**{f'{CONTAINER}.resources.requests["memory"]': "700Gi"})
+    sidecar = {
+        "name": "proxy",
+        "image": "envoy",
+        "restartPolicy": "Always",
+        "resources": {"requests": {"memory": "100Gi"}},
+    }
+    set_path(obj, f"{POD}.spec.initContainers", [sidecar])
+    [line] = cluster_findings(judge(obj))["exceeds-node-capacity"]
+    assert "memory 800Gi" in line
+    del sidecar["restartPolicy"]  # a plain init container runs alone: 700Gi at most
+    assert "exceeds-node-capacity" not in cluster_findings(judge(obj))
 
 
 def test_node_fit_is_a_conjunction_per_node() -> None:

@@ -20,9 +20,10 @@ from webhook.workload import PodSet, Workload
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
 SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
-#: ASCII digits with ASCII blanks around them: ``str.isdigit`` also accepts digits such
-#: as "²" that ``int`` refuses, and the exported policy's CEL (RE2) must read the same.
-_SLICE_SIZE_NUMBER = re.compile(r"[ \t\n\f\r]*([0-9]+)[ \t\n\f\r]*")
+#: Kueue reads podset-slice-size with Go's ``strconv.ParseInt(s, 10, 32)``: an optional
+#: sign and ASCII digits, nothing around them (``str.isdigit`` also accepts "²"); the
+#: exported policy's CEL (RE2) reads the same (webhook/vap.py).
+_SLICE_SIZE_NUMBER = re.compile(r"[+-]?[0-9]+")
 
 
 def _slice_pair(level: str) -> str:
@@ -264,15 +265,30 @@ def tas_slice_size_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Fi
             hosts = parse_topology(topology_text).chips // policy.tpu.chips_per_host
         except TopologyError:
             continue
-        number = _SLICE_SIZE_NUMBER.fullmatch(raw)
-        if number is not None and int(number.group(1)) == hosts:
+        size = kueue_int32(raw)
+        if size == hosts:
             continue
+        why = (
+            "is not a plain integer (Kueue parses it as a base-10 int32, no spaces or units, and its "
+            'webhook refuses anything else: "must be a numeric value")'
+            if size is None
+            else f"is not the {hosts} hosts of a {topology_text} slice"
+        )
         yield Finding(
             "tas-slice-size-mismatch",
             podset.annotations_path.key(SLICE_SIZE),
-            f"slice size {raw!r} is not the {hosts} hosts of a {topology_text} slice",
+            f"slice size {raw!r} {why}",
             f'set it to "{hosts}"',
         )
+
+
+
+def kueue_int32(raw: str) -> int | None:
+    """The annotation as Kueue reads it (Go ``strconv.ParseInt(s, 10, 32)``); ``None`` when it refuses it."""
+    if not _SLICE_SIZE_NUMBER.fullmatch(raw):
+        return None
+    value = int(raw)
+    return value if -(2**31) <= value < 2**31 else None
 
 
 def slice_topology_ignored(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
