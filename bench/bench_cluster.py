@@ -14,7 +14,9 @@ the test API server (tests/cluster_apiserver.py, real HTTP) and measures:
    cluster-aware rule runs) against the full cache, compared with the same decision
    against the small RFC fixture cluster measured in the same run (goal ≤ 1.2×); once
    with the store's memos warm (steady state) and once with them dropped before every
-   decision (the first request after any change).
+   decision (the first request after any change);
+4. the worst shape for node fit: the same job plus a CPU head (no nodeSelector) whose
+   CPU request no node holds, so every node is a candidate and none fits; memos cold.
 
 Prints one table; the ratio column is against the baseline measured in this run.
 """
@@ -22,6 +24,7 @@ Prints one table; the ratio column is against the baseline measured in this run.
 from __future__ import annotations
 
 import argparse
+import copy
 import gc
 import statistics
 import sys
@@ -195,6 +198,19 @@ def workload(i: int, queues: int) -> dict[str, Any]:
     return obj
 
 
+def with_cpu_head(job: dict[str, Any]) -> dict[str, Any]:
+    """``job`` plus a one-pod CPU podSet without nodeSelector asking for more CPU than any node has."""
+    out = copy.deepcopy(job)
+    head = copy.deepcopy(out["spec"]["replicatedJobs"][0])
+    head["name"], head["replicas"] = "coordinator", 1
+    head["template"]["spec"]["parallelism"] = head["template"]["spec"]["completions"] = 1
+    head["template"]["spec"]["template"] = {
+        "spec": {"containers": [{"name": "head", "image": "python:3.12", "resources": {"requests": {"cpu": "300"}}}]}
+    }
+    out["spec"]["replicatedJobs"].append(head)
+    return out
+
+
 def latency(state: ClusterStore | None, obj: dict[str, Any], runs: int, cold: bool) -> float:
     """Median seconds per decision."""
     facts = AdmissionFacts(namespace="kubemaker", path_tier="production")
@@ -267,6 +283,10 @@ def main() -> int:
         base = measure(small, fixture_job, cold)
         full = measure(cache, job, cold)
         rows.append((label, f"{base * 1e6:.0f} µs", f"{full * 1e6:.0f} µs", full / base, "≤ 1.2"))
+    base = measure(small, with_cpu_head(fixture_job), True)
+    full = measure(cache, with_cpu_head(job), True)
+    label = "CPU head fitting no node, memos cold"
+    rows.append((label, f"{base * 1e6:.0f} µs", f"{full * 1e6:.0f} µs", full / base, "≤ 1.2"))
     structural = latency(None, fixture_job, args.runs, False)
     cache.stop()
     api.stop()

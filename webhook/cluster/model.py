@@ -10,7 +10,7 @@ already validated them against their schema.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -130,10 +130,9 @@ class ClusterQueueInfo:
     namespace_selector: Mapping[str, Any] | None
     groups: tuple[ResourceGroup, ...]
     flavors: FlavorQuotas
-
-    @property
-    def covered(self) -> frozenset[str]:
-        return frozenset().union(*(group.covered for group in self.groups))
+    #: (flavor, resource) -> quota: the lookup every potential-quota sum makes
+    quotas: Mapping[tuple[str, str], Quota] = field(default_factory=dict)
+    covered: frozenset[str] = frozenset()
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.groups:
@@ -142,10 +141,7 @@ class ClusterQueueInfo:
         return None
 
     def quota(self, flavor: str, resource: str) -> Quota | None:
-        for name, resources in self.flavors:
-            if name == flavor:
-                return resources.get(resource)
-        return None
+        return self.quotas.get((flavor, resource))
 
     def flavors_for(self, resource: str) -> list[str]:
         return [name for name, resources in self.flavors if resource in resources]
@@ -162,6 +158,8 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueInfo:
         namespace_selector=selector if isinstance(selector, dict) else None,
         groups=groups,
         flavors=flavors,
+        quotas={(name, r): quota for name, resources in flavors for r, quota in resources.items()},
+        covered=frozenset().union(*(group.covered for group in groups)),
     )
 
 

@@ -36,6 +36,8 @@ class NodeIndex:
         #: static-pool topology -> node pool -> nodes
         self.pools: defaultdict[str, Counter[str]] = defaultdict(Counter)
         self.shapes: defaultdict[Shape, set[str]] = defaultdict(set)
+        #: the first node name of each shape, for messages (worked out once per change of the shape)
+        self._first: dict[Shape, str] = {}
         #: resource -> how many nodes advertise it
         self.advertised: Counter[str] = Counter()
         #: chips on the nodes of the TPU accelerator (tpu7x)
@@ -59,7 +61,9 @@ class NodeIndex:
         for item in node.labels.items():
             _move(self.label_index, item, node.name, sign)
         if not node.unschedulable:
-            _move(self.shapes, self.shape(node), node.name, sign)
+            shape = self.shape(node)
+            _move(self.shapes, shape, node.name, sign)
+            self._first.pop(shape, None)
         for resource in node.allocatable:
             self.advertised[resource] += sign
             if self.advertised[resource] <= 0:
@@ -111,12 +115,23 @@ class NodeIndex:
             candidates.append((held, names, shape))
         # Nothing fits: count the matching nodes and find the closest, for the message.
         matching, closest, best = 0, None, -1
-        for held, names, _shape in candidates:
+        for held, names, shape in candidates:
+            if not selector:  # every node of the shape matches: no need to walk them
+                matching += len(names)
+                if names and held > best:
+                    closest, best = self.nodes[self._first_of(shape, names)], held
+                continue
             found = self._matching(names, selector, first_only=False)
             matching += len(found)
             if found and held > best:
                 closest, best = self.nodes[min(found)], held
         return NodeFit(matching, False, closest)
+
+    def _first_of(self, shape: Shape, names: set[str]) -> str:
+        first = self._first.get(shape)
+        if first is None:
+            first = self._first[shape] = min(names)
+        return first
 
     def node_pools(self, topology: str) -> int:
         return len(self.pools.get(topology, ()))

@@ -140,8 +140,8 @@ class QuotaSource(Protocol):
     def flavors(self) -> Mapping[str, FlavorInfo]: ...
 
     @property
-    def members(self) -> Mapping[str, set[str]]:
-        """Cohort name -> the ClusterQueues whose ``cohortName`` names it."""
+    def lent(self) -> Mapping[str, Mapping[tuple[str, str], Decimal]]:
+        """Cohort name -> (flavor, resource) -> what its member ClusterQueues lend it (``lends``)."""
 
     @property
     def children(self) -> Mapping[str, set[str]]:
@@ -292,11 +292,9 @@ class QuotaModel:
         info = self.source.cohorts.get(cohort)
         own = info.quota(flavor, resource) if info is not None else None
         total = own.nominal if own is not None else ZERO
-        for name in self.source.members.get(cohort, ()):
-            queue = self.source.cluster_queues.get(name)
-            if queue is not None:
-                quota = queue.quota(flavor, resource) or Quota(ZERO)
-                total += quota.nominal - _kept(quota.nominal, quota)
+        lent = self.source.lent.get(cohort)  # the member ClusterQueues' part, summed as they change
+        if lent:
+            total += lent.get((flavor, resource), ZERO)
         if depth < 64:  # cycles are refused before we get here; the bound is belt and braces
             for child in self.source.children.get(cohort, ()):
                 child_info = self.source.cohorts.get(child)
@@ -471,6 +469,11 @@ def bound_reason(cluster_queue: str, model: QuotaModel, flavor: str, wanted: Map
         if bound.value is None:
             return bound.explanation
     return "unknown"
+
+
+def lends(queue: ClusterQueueInfo) -> dict[tuple[str, str], Decimal]:
+    """What a ClusterQueue puts into its cohort's subtree quota: nominal − what it keeps."""
+    return {key: quota.nominal - _kept(quota.nominal, quota) for key, quota in queue.quotas.items()}
 
 
 def _kept(subtree: Decimal, quota: Quota) -> Decimal:

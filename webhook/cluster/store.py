@@ -32,7 +32,7 @@ from webhook.cluster.model import (
     string_map,
 )
 from webhook.cluster.nodes import NodeIndex
-from webhook.cluster.quota import Assignment, Balance, Bound, PodSetDemand, QuotaModel
+from webhook.cluster.quota import Assignment, Balance, Bound, PodSetDemand, QuotaModel, lends
 from webhook.config import Policy
 
 Key = str | tuple[str, str]
@@ -61,6 +61,8 @@ class ClusterStore:
         self.cluster_queues: dict[str, ClusterQueueInfo] = {}
         #: cohort name -> ClusterQueues naming it; parent cohort -> child Cohort objects
         self.members: defaultdict[str, set[str]] = defaultdict(set)
+        #: cohort name -> (flavor, resource) -> what its member ClusterQueues lend it, kept summed
+        self.lent: defaultdict[str, dict[tuple[str, str], Decimal]] = defaultdict(dict)
         self.children: defaultdict[str, set[str]] = defaultdict(set)
         self.cohorts: dict[str, CohortInfo] = {}
         self.flavors: dict[str, FlavorInfo] = {}
@@ -151,6 +153,7 @@ class ClusterStore:
             self.cluster_queues[key] = info
             if info.cohort:
                 self.members[info.cohort].add(key)
+                self._lend(info, +1)
         elif kind is k.COHORTS:
             assert isinstance(key, str)
             cohort = parse_cohort(obj)
@@ -184,6 +187,7 @@ class ClusterStore:
             info = self.cluster_queues.pop(name, None)
             if info is not None and info.cohort:
                 self.members[info.cohort].discard(info.name)
+                self._lend(info, -1)
         elif kind is k.COHORTS:
             cohort = self.cohorts.pop(name, None)
             if cohort is not None and cohort.parent:
@@ -195,6 +199,14 @@ class ClusterStore:
         elif kind is k.WORKLOADS:
             self.ledger.move(pair[0], self.workloads.pop(pair, None), -1)
         self._bump(kind)
+
+    def _lend(self, info: ClusterQueueInfo, sign: int) -> None:
+        assert info.cohort is not None
+        sums = self.lent[info.cohort]
+        for key, amount in lends(info).items():
+            sums[key] = sums.get(key, Decimal(0)) + sign * amount
+        if not self.members[info.cohort]:
+            del self.lent[info.cohort]
 
     def _bump(self, kind: k.Kind) -> None:
         if kind is k.NODES:
