@@ -103,7 +103,7 @@ class NodeIndex:
     ) -> NodeFit:
         wanted = {r: q for r, q in requests.items() if r in self.advertised}  # unknown is not zero
         tolerations = tuple(tolerations)
-        candidates: list[tuple[int, set[str], Shape]] = []
+        candidates: list[tuple[tuple[int, Decimal], set[str], Shape]] = []
         for shape, names in self.shapes.items():
             allocatable, taints = shape
             if any(t.key not in tolerate_keys and not tolerated(t, tolerations) for t in taints):
@@ -112,19 +112,22 @@ class NodeIndex:
             held = sum(1 for r, q in wanted.items() if offered.get(r, Decimal(0)) >= q)
             if held == len(wanted) and self._matching(names, selector, first_only=True):
                 return NodeFit(1, True)
-            candidates.append((held, names, shape))
+            # closeness, for the message: resources held, then how much of the rest it offers
+            share = sum((min(offered.get(r, Decimal(0)) / q, Decimal(1)) for r, q in wanted.items() if q), Decimal(0))
+            candidates.append(((held, share), names, shape))
         # Nothing fits: count the matching nodes and find the closest, for the message.
-        matching, closest, best = 0, None, -1
-        for held, names, shape in candidates:
+        matching, closest = 0, None
+        best: tuple[int, Decimal] = (-1, Decimal(0))
+        for score, names, shape in candidates:
             if not selector:  # every node of the shape matches: no need to walk them
                 matching += len(names)
-                if names and held > best:
-                    closest, best = self.nodes[self._first_of(shape, names)], held
+                if names and score > best:
+                    closest, best = self.nodes[self._first_of(shape, names)], score
                 continue
             found = self._matching(names, selector, first_only=False)
             matching += len(found)
-            if found and held > best:
-                closest, best = self.nodes[min(found)], held
+            if found and score > best:
+                closest, best = self.nodes[min(found)], score
         return NodeFit(matching, False, closest)
 
     def _first_of(self, shape: Shape, names: set[str]) -> str:

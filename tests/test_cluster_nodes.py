@@ -1,0 +1,56 @@
+"""Node fit by shape (``webhook.cluster.nodes``): no scan of every node, unknown is not zero."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from typing import Any
+
+from webhook.cluster.model import parse_node
+from webhook.cluster.nodes import NodeIndex
+from webhook.config import Policy
+
+
+def node(name: str, cpu: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:
+    return {"metadata": {"name": name, "labels": labels or {}}, "spec": spec, "status": {"allocatable": {"cpu": cpu}}}
+
+
+def index(*nodes: dict[str, Any]) -> NodeIndex:
+    out = NodeIndex(Policy().tpu)
+    for obj in nodes:
+        out.put(parse_node(obj))
+    return out
+
+
+def test_nodes_of_one_machine_type_share_one_shape() -> None:
+    nodes = index(*(node(f"n{i}", "8", {"pool": "a"}) for i in range(100)), node("big", "64", {"pool": "b"}))
+    assert len(nodes.shapes) == 2
+    fit = nodes.fit({}, {"cpu": Decimal(100)}, (), frozenset())
+    assert (fit.fits, fit.matching, fit.closest.name if fit.closest else None) == (False, 101, "big")
+    assert nodes.fit({"pool": "b"}, {"cpu": Decimal(32)}, (), frozenset()).fits
+    assert not nodes.fit({"pool": "a"}, {"cpu": Decimal(32)}, (), frozenset()).fits
+
+
+def test_a_cordoned_node_takes_no_pods() -> None:
+    nodes = index(node("cordoned", "64", unschedulable=True), node("small", "8"))
+    fit = nodes.fit({}, {"cpu": Decimal(32)}, (), frozenset())
+    assert (fit.fits, fit.matching) == (False, 1)
+    nodes.put(parse_node(node("cordoned", "64")))  # uncordoned
+    assert nodes.fit({}, {"cpu": Decimal(32)}, (), frozenset()).fits
+
+
+def test_a_resource_no_node_advertises_is_unknown_not_zero() -> None:
+    """DD-0018 §4a: leave it out of the fit rather than call every node too small."""
+    nodes = index(node("n", "8"))
+    assert nodes.fit({}, {"cpu": Decimal(4), "example.com/fpga": Decimal(1)}, (), frozenset()).fits
+    assert not nodes.fit({}, {"cpu": Decimal(16), "example.com/fpga": Decimal(1)}, (), frozenset()).fits
+
+
+def test_removing_a_node_updates_shapes_and_chips() -> None:
+    tpu = {"cloud.google.com/gke-tpu-accelerator": "tpu7x"}
+    obj = node("t", "8", tpu)
+    obj["status"]["allocatable"]["google.com/tpu"] = "4"
+    nodes = index(obj, node("c", "8"))
+    assert nodes.accelerator_chips == 4 and "google.com/tpu" in nodes.advertised
+    nodes.remove("t")
+    assert nodes.accelerator_chips == 0 and "google.com/tpu" not in nodes.advertised
+    assert sum(len(names) for names in nodes.shapes.values()) == 1
