@@ -12,8 +12,8 @@ TPU = "google.com/tpu"
 
 
 def workload(
-    conditions: list[tuple[str, str, str]] = (), active: bool | None = None, admitted: bool = False
-) -> dict[str, Any]:  # type: ignore[assignment]
+    conditions: list[tuple[str, str, str]] | None = None, active: bool | None = None, admitted: bool = False
+) -> dict[str, Any]:
     pod = {"containers": [{"name": "c", "resources": {"requests": {TPU: "4"}}}]}
     spec: dict[str, Any] = {
         "queueName": "q",
@@ -22,7 +22,7 @@ def workload(
     }
     if active is not None:
         spec["active"] = active
-    status: dict[str, Any] = {"conditions": [{"type": t, "status": s, "reason": r} for t, s, r in conditions]}
+    status: dict[str, Any] = {"conditions": [{"type": t, "status": s, "reason": r} for t, s, r in conditions or []]}
     if admitted:
         status["admission"] = {
             "clusterQueue": "cq",
