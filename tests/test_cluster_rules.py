@@ -83,6 +83,7 @@ def test_the_snapshot_reads_rfc_numbers() -> None:
     assert STATE.potential("dev", "tpu7x-4x4x4", "google.com/tpu").value == 64 + 256
     balance = STATE.balance("team-a", "tpu7x-4x4x4")
     assert (balance.nominal, balance.holding, balance.waiting, balance.left) == (256, 128, 64, 64)
+    assert STATE.in_use("team-a", "tpu7x-4x4x4") == 128 + 64  # every priority: the best-effort job too
     assert STATE.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
     assert STATE.node_pools("4x4x4") == 2 and STATE.node_pools("8x8x8") == 0
 

@@ -80,11 +80,6 @@ class Quota:
     borrowing_limit: Decimal | None = None
     lending_limit: Decimal | None = None
 
-    @property
-    def lendable(self) -> Decimal:
-        """What this queue lends to its cohort: the lending limit, else all of its nominal."""
-        return self.nominal if self.lending_limit is None else min(self.lending_limit, self.nominal)
-
 
 #: flavor -> resource -> quota, flavors in the order of the resource groups
 FlavorQuotas = tuple[tuple[str, Mapping[str, Quota]], ...]
@@ -142,9 +137,6 @@ class ClusterQueueInfo:
 
     def quota(self, flavor: str, resource: str) -> Quota | None:
         return self.quotas.get((flavor, resource))
-
-    def flavors_for(self, resource: str) -> list[str]:
-        return [name for name, resources in self.flavors if resource in resources]
 
 
 def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueInfo:
