@@ -111,6 +111,8 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
         count = podset.get("count", 1)
         podsets.append(podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1))
     shape = tuple(podsets)
+    if len(_SHAPES) > 65536:  # shapes of Workloads long gone; live entries keep their own reference
+        _SHAPES.clear()
     return WorkloadEntry(queue, "", priority, WAITS, shape=_SHAPES.setdefault(shape, shape))
 
 
