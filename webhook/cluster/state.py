@@ -29,9 +29,6 @@ class ClusterState(Protocol):
     def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
         """Of ``kinds``, those that cannot be read now, each with the reason."""
 
-    def cohorts_known(self) -> bool:
-        """Whether the Cohort objects can be read (the cohort tree above a queue)."""
-
     def local_queue(self, namespace: str, name: str) -> str | None:
         """The ClusterQueue a LocalQueue points to; ``None`` when there is no such LocalQueue."""
 
