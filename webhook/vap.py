@@ -61,6 +61,7 @@ from webhook.rules.placement import (
     REQUIRED_TOPOLOGY,
     SLICE_REQUIRED_TOPOLOGY,
     SLICE_SIZE,
+    SLICE_SIZE_NOT_INTEGER,
     allowed_topologies_text,
 )
 from webhook.topology import parse_topology
@@ -499,23 +500,30 @@ def _tas(policy: Policy) -> list[Validation]:
     topo_label = lit(policy.tpu.topology_label)
     topo = f"{SEL}[{topo_label}]"
     raw = f"{ANN}[{size}]"
-    # ASCII blanks around at most 18 significant digits: int() cannot overflow, and a
-    # longer number can never equal a host count (placement._SLICE_SIZE_NUMBER).
-    number = lit("^[ \t\n\f\r]*0*[0-9]{1,18}[ \t\n\f\r]*$")
+    # Kueue's integer parse (placement.kueue_integer): a sign and ASCII digits, nothing
+    # around them. Equality is tested on at most 18 significant digits: int() cannot
+    # overflow, and a longer number can never equal a host count.
+    integer = lit("^[+-]?[0-9]+$")
+    number = lit("^[+]?0*[0-9]{1,18}$")
     hosts_map = "{" + ", ".join(f"{lit(t)}: {h}" for t, h in hosts.items()) + "}"
     bad = (
         f"({size} in {ANN} && {topo_label} in {SEL} && {topo} in {hosts_map} && "
-        f"!({raw}.matches({number}) && int({raw}.trim()) == {hosts_map}[{topo}]))"
+        f"!({raw}.matches({number}) && int({raw}) == {hosts_map}[{topo}]))"
+    )
+    wrong_count = cat(
+        "is not the ",
+        Expr(f"string({hosts_map}[{topo}])"),
+        " hosts of a ",
+        Expr(topo),
+        " slice",
     )
     item = cat(
         POD_ANNOTATIONS_PATH,
         f'["{SLICE_SIZE}"]: slice size ',
         shown(raw),
-        " is not the ",
-        Expr(f"string({hosts_map}[{topo}])"),
-        " hosts of a ",
-        Expr(topo),
-        ' slice; set it to "',
+        " ",
+        Expr(f"({raw}.matches({integer}) ? {wrong_count} : {lit(SLICE_SIZE_NOT_INTEGER)})"),
+        '; set it to "',
         Expr(f"string({hosts_map}[{topo}])"),
         '"',
     )

@@ -24,6 +24,11 @@ SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 #: sign and ASCII digits, nothing around them (``str.isdigit`` also accepts "²"); the
 #: exported policy's CEL (RE2) reads the same (webhook/vap.py).
 _SLICE_SIZE_NUMBER = re.compile(r"[+-]?[0-9]+")
+#: why a podset-slice-size that is not such a number is refused (the exported policy says the same)
+SLICE_SIZE_NOT_INTEGER = (
+    "is not a plain integer (Kueue parses it as a base-10 int32, no spaces or units, and its "
+    'webhook refuses anything else: "must be a numeric value")'
+)
 
 
 def _slice_pair(level: str) -> str:
@@ -265,15 +270,10 @@ def tas_slice_size_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Fi
             hosts = parse_topology(topology_text).chips // policy.tpu.chips_per_host
         except TopologyError:
             continue
-        size = kueue_int32(raw)
+        size = kueue_integer(raw)
         if size == hosts:
             continue
-        why = (
-            "is not a plain integer (Kueue parses it as a base-10 int32, no spaces or units, and its "
-            'webhook refuses anything else: "must be a numeric value")'
-            if size is None
-            else f"is not the {hosts} hosts of a {topology_text} slice"
-        )
+        why = SLICE_SIZE_NOT_INTEGER if size is None else f"is not the {hosts} hosts of a {topology_text} slice"
         yield Finding(
             "tas-slice-size-mismatch",
             podset.annotations_path.key(SLICE_SIZE),
@@ -283,12 +283,13 @@ def tas_slice_size_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Fi
 
 
 
-def kueue_int32(raw: str) -> int | None:
-    """The annotation as Kueue reads it (Go ``strconv.ParseInt(s, 10, 32)``); ``None`` when it refuses it."""
-    if not _SLICE_SIZE_NUMBER.fullmatch(raw):
-        return None
-    value = int(raw)
-    return value if -(2**31) <= value < 2**31 else None
+def kueue_integer(raw: str) -> int | None:
+    """The annotation's number as Kueue's parse reads it; ``None`` when it is not written as one.
+
+    Out of int32 range Kueue refuses it too; such a number is never a slice's host count,
+    so the rule reports it as the wrong count.
+    """
+    return int(raw) if _SLICE_SIZE_NUMBER.fullmatch(raw) else None
 
 
 def slice_topology_ignored(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
