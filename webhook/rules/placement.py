@@ -282,7 +282,6 @@ def tas_slice_size_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Fi
         )
 
 
-
 def kueue_integer(raw: str) -> int | None:
     """The annotation's number as Kueue's parse reads it; ``None`` when it is not written as one.
 
