@@ -65,6 +65,14 @@ def big_job(**changes: Any) -> dict[str, Any]:
     )
 
 
+def two_slices_job(**changes: Any) -> dict[str, Any]:
+    """128 chips of 4x4x4: within what team-a can hold (384), beyond its guaranteed balance (64).
+
+    (An 8x8x8 job can never fit team-a at all: exceeds-queue-capacity, not the balance.)
+    """
+    return job(**{"spec.parallelism": 32, "spec.completions": 32}, **changes)
+
+
 def deployment(**changes: Any) -> dict[str, Any]:
     return _edit(load_deployment("service-deployment"), **changes)
 
@@ -109,7 +117,10 @@ CASES = [
     ),
     ClusterCase("job-guaranteed", "Job", lambda: job(**{PRIORITY: "guaranteed"}), None),
     ClusterCase(
-        "job-guaranteed-over-balance", "Job", lambda: big_job(**{PRIORITY: "guaranteed"}), "guaranteed-balance-exceeded"
+        "job-guaranteed-over-balance",
+        "Job",
+        lambda: two_slices_job(**{PRIORITY: "guaranteed"}),
+        "guaranteed-balance-exceeded",
     ),
     ClusterCase(
         "deployment-guaranteed-over-balance",

@@ -446,3 +446,18 @@ def test_a_cohort_cycle_is_unknown() -> None:
     )
     assert state.potential(CQ, "default", "cpu").value is None
     assert state.assign(CQ, [demand("main", 1, pod({"cpu": "8"}))]).status == "unknown"
+
+
+def test_a_podset_without_a_topology_request_passes_over_topology_aware_flavors() -> None:
+    """Kueue: pkg/scheduler/flavorassigner/tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS
+    ("supports only TopologyAwareScheduling"), unless every flavor of the queue is one (TAS implied)."""
+    flavors = {"tas": {"topologyName": "topo"}, "plain": {}}
+    state = store(cluster_queue(CQ, [[("tas", {"cpu": q("8")}), ("plain", {"cpu": q("8")})]]), flavors=flavors)
+    cpu = pod({"cpu": "1"})
+    [plain] = state.assign(CQ, [podset_demand("main", cpu, 1, {"cpu": Decimal(1)})]).podsets
+    assert dict(plain.flavors) == {"cpu": "plain"}
+    [tas] = state.assign(CQ, [podset_demand("main", cpu, 1, {"cpu": Decimal(1)}, tas=True)]).podsets
+    assert dict(tas.flavors) == {"cpu": "tas"}
+    only_tas = store(cluster_queue(CQ, [[("tas", {"cpu": q("8")})]]), flavors=flavors)
+    [implied] = only_tas.assign(CQ, [podset_demand("main", cpu, 1, {"cpu": Decimal(1)})]).podsets
+    assert dict(implied.flavors) == {"cpu": "tas"}

@@ -7,12 +7,15 @@ pod, so the queue rules judge one pod, never the whole of ``spec.replicas``.
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 from support import delete_path, load_deployment, load_job, set_path
 from test_cluster_rules import CLUSTER_RULES, OBJECTS, STATE
 
+from webhook.cluster.quota import podset_demand
 from webhook.cluster.snapshot import snapshot_from_objects
+from webhook.cluster.store import ClusterStore
 from webhook.config import Policy
 from webhook.engine import AdmissionFacts, Decision, decide
 from webhook.kinds import DEPLOYMENT, JOB
@@ -129,8 +132,14 @@ def test_a_deployment_is_judged_one_pod_at_a_time() -> None:
 def test_guaranteed_balance() -> None:
     # team-a's 4x4x4 balance: nominal 256 − in use 128 − pending 64 = 64, one slice
     assert cluster_findings(judge(job(**{PRIORITY: "guaranteed"}), JOB)) == {}
-    [line] = cluster_findings(judge(big_job(**{PRIORITY: "guaranteed"}), JOB))["guaranteed-balance-exceeded"]
-    assert "needs 512 chips of flavor 'tpu7x-8x8x8'" in line and "has 0 guaranteed chips left" in line
+    two = job(**{PRIORITY: "guaranteed", "spec.parallelism": 32, "spec.completions": 32})
+    [line] = cluster_findings(judge(two, JOB))["guaranteed-balance-exceeded"]
+    assert "needs 128 chips of flavor 'tpu7x-4x4x4'" in line and "has 64 guaranteed chips left" in line
+    # a job that can never fit the queue at all is exceeds-queue-capacity's, not the balance's
+    assert set(cluster_findings(judge(big_job(**{PRIORITY: "guaranteed"}), JOB))) == {
+        "exceeds-queue-capacity",
+        "insufficient-node-pools",
+    }
 
 
 def test_exceeds_node_capacity() -> None:
@@ -162,14 +171,22 @@ def test_cluster_rules_run_on_the_validating_path_for_jobs() -> None:
 # ---------------------------------------------------------------- replicas-beyond-nominal
 
 
+def pod_flavor(state: ClusterStore, queue: str, selector: dict[str, str], tpu: bool) -> str | None:
+    """The flavor one pod takes (the quota model's flavor assignment for a podSet of one pod)."""
+    requests = {"google.com/tpu": Decimal(4)} if tpu else {"cpu": Decimal(1)}
+    demand = podset_demand("main", {"nodeSelector": selector}, 1, requests, tas=tpu)
+    [assigned] = state.assign(queue, [demand]).podsets
+    return next(iter(assigned.flavors.values())) if assigned.status == "fit" else None
+
+
 def test_the_flavor_one_pod_takes() -> None:
-    assert STATE.pod_flavor("team-a", {}, tpu=False) == "cpu-standard"  # TPU flavors are passed over
-    assert STATE.pod_flavor("team-a", {"cloud.google.com/gke-nodepool": "cpu-pool"}, tpu=False) == "cpu-standard"
+    assert pod_flavor(STATE, "team-a", {}, tpu=False) == "cpu-standard"  # TPU flavors are TAS-only: passed over
+    assert pod_flavor(STATE, "team-a", {"cloud.google.com/gke-nodepool": "cpu-pool"}, tpu=False) == "cpu-standard"
     selector = {"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "4x4x8"}
-    assert STATE.pod_flavor("team-a", selector, tpu=True) == "tpu7x-4x4x8"
-    assert STATE.pod_flavor("team-z", {}, tpu=False) is None
+    assert pod_flavor(STATE, "team-a", selector, tpu=True) == "tpu7x-4x4x8"
+    assert pod_flavor(STATE, "team-z", {}, tpu=False) is None
     without_flavors = snapshot_from_objects([o for o in OBJECTS if o["kind"] != "ResourceFlavor"], POLICY)
-    assert without_flavors.pod_flavor("team-a", {}, tpu=False) is None  # unknown, not "none fits"
+    assert pod_flavor(without_flavors, "team-a", {}, tpu=False) is None  # unknown, not "none fits"
 
 
 def test_replicas_within_nominal_pass() -> None:

@@ -109,7 +109,10 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
     for podset in map(_dict, spec.get("podSets") or ()):
         pod = _dict(_dict(podset.get("template")).get("spec"))
         count = podset.get("count", 1)
-        podsets.append(podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1))
+        demand = podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1)
+        if "topologyRequest" in podset or demand.total(tpu):  # as the rules judge a TPU podSet
+            demand = podset_demand(demand.name, pod, demand.count, dict(demand.requests), tas=True)
+        podsets.append(demand)
     shape = tuple(podsets)
     if len(_SHAPES) > 65536:  # shapes of Workloads long gone; live entries keep their own reference
         _SHAPES.clear()

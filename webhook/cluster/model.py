@@ -208,6 +208,8 @@ class FlavorInfo:
     node_taints: tuple[Taint, ...] = ()
     #: ``spec.tolerations``: Kueue adds them to the pods it admits on this flavor
     tolerations: tuple[Toleration, ...] = ()
+    #: ``spec.topologyName``: a topology-aware-scheduling flavor
+    topology_name: str | None = None
 
 
 def parse_flavor(obj: Mapping[str, Any]) -> FlavorInfo:
@@ -217,6 +219,7 @@ def parse_flavor(obj: Mapping[str, Any]) -> FlavorInfo:
         node_labels=string_map(spec.get("nodeLabels")),
         node_taints=_blocking_taints(spec.get("nodeTaints")),
         tolerations=parse_tolerations(spec.get("tolerations")),
+        topology_name=str(spec["topologyName"]) if spec.get("topologyName") else None,
     )
 
 

@@ -7,9 +7,12 @@ resource, what is in use, and the guaranteed balance. The rules do no arithmetic
 
 It follows kubernetes-sigs/kueue (facts restated, no code copied):
 
-- **Flavor eligibility** (``pkg/scheduler/flavorassigner``, ``checkFlavorForPodSets`` and
-  ``flavorSelector``): a flavor's ``nodeTaints`` (NoSchedule/NoExecute) must be tolerated
-  by the pod's tolerations plus the flavor's own ``tolerations``; the pod's nodeSelector
+- **Flavor eligibility** (``pkg/scheduler/flavorassigner``, ``checkFlavorForPodSets``,
+  ``flavorSelector``, ``checkPodSetAndFlavorMatchForTAS``): a topology-aware flavor
+  (``topologyName``) is passed over by a podSet that does not ask for topology-aware
+  scheduling, unless every flavor of the queue is one; a flavor's ``nodeTaints``
+  (NoSchedule/NoExecute) must be tolerated by the pod's tolerations plus the flavor's
+  own ``tolerations``; the pod's nodeSelector
   and required node-affinity terms are cut down to the keys of *this flavor's*
   ``nodeLabels`` and must then match those labels. A term left empty by the cut makes
   the affinity match anything (terms are ORed). A flavor without labels matches every pod.
@@ -76,6 +79,9 @@ class PodSetDemand:
     node_selector: tuple[tuple[str, str], ...] = ()
     affinity: Affinity = ()
     tolerations: tuple[Toleration, ...] = ()
+    #: it asks for topology-aware scheduling (a Kueue topology annotation, or a TPU podSet,
+    #: which gets one from the Slice Provisioner or must carry one in static mode)
+    tas: bool = False
 
     def total(self, resource: str) -> Decimal:
         for name, value in self.requests:
@@ -88,7 +94,11 @@ _DEMANDS: dict[PodSetDemand, PodSetDemand] = {}
 
 
 def podset_demand(
-    name: str, pod_spec: Mapping[str, Any], count: int, requests: Mapping[str, Decimal] | None = None
+    name: str,
+    pod_spec: Mapping[str, Any],
+    count: int,
+    requests: Mapping[str, Decimal] | None = None,
+    tas: bool = False,
 ) -> PodSetDemand:
     """A podSet from its pod template's spec; identical ones share one object (100k Workloads)."""
     if requests is None:
@@ -103,6 +113,7 @@ def podset_demand(
         tuple(sorted((str(k), str(v)) for k, v in selector.items())) if isinstance(selector, dict) else (),
         parse_required_affinity(pod_spec),
         parse_tolerations(pod_spec.get("tolerations")),
+        tas,
     )
     if len(_DEMANDS) > 65536:
         _DEMANDS.clear()
@@ -234,8 +245,14 @@ class Assignment:
 # ---------------------------------------------------------------- eligibility
 
 
-def flavor_mismatch(flavor: FlavorInfo, demand: PodSetDemand) -> tuple[str, str] | None:
-    """Why Kueue would not give ``flavor`` to this podSet ((kind, detail)), or ``None``."""
+def flavor_mismatch(flavor: FlavorInfo, demand: PodSetDemand, tas_only: bool = False) -> tuple[str, str] | None:
+    """Why Kueue would not give ``flavor`` to this podSet ((kind, detail)), or ``None``.
+
+    ``tas_only``: every flavor of the queue is a topology-aware one, so Kueue treats every
+    podSet as asking for topology-aware scheduling.
+    """
+    if flavor.topology_name is not None and not demand.tas and not tas_only:
+        return "tas", "supports only topology-aware scheduling, which this podSet does not ask for"
     tolerations = (*demand.tolerations, *flavor.tolerations)
     for taint in flavor.node_taints:
         if not tolerated(taint, tolerations):
@@ -385,6 +402,8 @@ class QuotaModel:
             return Assignment(tuple(PodSetAssignment(p.name, {}, "unknown") for p in podsets))
         taken: dict[tuple[str, str], Decimal] = {}
         pods_group = queue.group_of(PODS)
+        known = [self.source.flavors.get(name) for name, _ in queue.flavors]
+        tas_only = all(f is not None and f.topology_name is not None for f in known)
         results = []
         for demand in podsets:
             requests = {r: v * demand.count for r, v in demand.requests}
@@ -401,7 +420,7 @@ class QuotaModel:
                         uncovered.append(resource)
                     continue
                 wanted = {r: v for r, v in requests.items() if r in group.covered}
-                chosen, tried, exactly = self._pick(cluster_queue, group, demand, wanted, taken, budget)
+                chosen, tried, exactly = self._pick(cluster_queue, group, demand, wanted, taken, budget, tas_only)
                 attempts.extend(tried)
                 exact = exact and exactly
                 if chosen is None:
@@ -425,6 +444,7 @@ class QuotaModel:
         wanted: Mapping[str, Decimal],
         taken: Mapping[tuple[str, str], Decimal],
         budget: Callable[[str, str], Decimal | None] | None,
+        tas_only: bool,
     ) -> tuple[str | None, list[Attempt], bool]:
         """The first flavor of ``group`` that could ever hold ``wanted``; whether that is certain."""
         tried: list[Attempt] = []
@@ -433,7 +453,7 @@ class QuotaModel:
             if flavor is None:
                 tried.append(Attempt(name, "unknown", "its ResourceFlavor object is unknown"))
                 return None, tried, True  # Kueue would say "flavor not found"; we cannot judge what follows
-            mismatch = flavor_mismatch(flavor, demand)
+            mismatch = flavor_mismatch(flavor, demand, tas_only)
             if mismatch is not None:
                 tried.append(Attempt(name, mismatch[0], mismatch[1]))
                 continue

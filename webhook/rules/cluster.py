@@ -146,11 +146,29 @@ def resource_not_covered(workload: Workload, ctx: RuleContext) -> Iterator[Findi
                     )
 
 
+#: Kueue's annotations by which a podSet asks for topology-aware scheduling
+TAS_ANNOTATIONS = (
+    "kueue.x-k8s.io/podset-required-topology",
+    "kueue.x-k8s.io/podset-preferred-topology",
+    "kueue.x-k8s.io/podset-unconstrained-topology",
+    "kueue.x-k8s.io/podset-slice-required-topology",
+)
+
+
+def demand_of(podset: PodSet, count: int) -> PodSetDemand:
+    """A podSet as Kueue's flavor assigner reads it.
+
+    A TPU podSet counts as asking for topology-aware scheduling even before it carries
+    Kueue's annotations: in dynamic mode the Slice Provisioner adds them after this
+    webhook, in static mode the placement rules require them.
+    """
+    tas = podset.is_tpu or any(key in podset.annotations for key in TAS_ANNOTATIONS)
+    return podset_demand(podset.name, podset.pod_spec, count, podset.pod_requests(), tas)
+
+
 def _demands(workload: Workload) -> list[PodSetDemand]:
     """The podSets as Kueue's flavor assigner reads them (count = replicas × parallelism)."""
-    return [
-        podset_demand(podset.name, podset.pod_spec, _pods(podset), podset.pod_requests()) for podset in workload.podsets
-    ]
+    return [demand_of(podset, _pods(podset)) for podset in workload.podsets]
 
 
 def _skipped_flavors(attempts: tuple[Attempt, ...]) -> str:

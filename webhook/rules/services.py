@@ -14,6 +14,7 @@ from decimal import Decimal
 
 from webhook.findings import Finding
 from webhook.rules import RuleContext
+from webhook.rules.cluster import demand_of
 from webhook.workload import Workload
 
 RULE = "replicas-beyond-nominal"
@@ -39,9 +40,13 @@ def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Fi
     replicas = workload.replicas
     for podset in workload.podsets:
         per_pod = podset.pod_requests()
-        flavor = cluster.pod_flavor(info.name, podset.node_selector, podset.is_tpu) if per_pod else None
-        if flavor is None:
-            continue  # no flavor, or one the cache does not know: nothing to say (unknown is not zero)
+        if not per_pod:
+            continue
+        # The flavor one pod takes: Kueue's flavor assignment for a podSet of one pod.
+        [assigned] = cluster.assign(info.name, [demand_of(podset, 1)]).podsets
+        if assigned.status != "fit" or not assigned.flavors:
+            continue  # never fits (exceeds-queue-capacity), or unknown: nothing to say (unknown is not zero)
+        flavor = assigned.flavors[min(assigned.flavors)]
         over: list[str] = []
         within = replicas
         for resource, amount in sorted(per_pod.items()):
