@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import io
 import json
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from webhook.cli import main
 from webhook.config import Policy
 from webhook.kinds import JOBSET, JUDGED, kind_of_document
 from webhook.server import ServerState
@@ -187,3 +191,30 @@ def running_server(policy: Policy, tls: TlsSettings, cluster: Any = None, **opti
         yield server
     finally:
         server.stop()
+
+
+@dataclass
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, stdin: str | None = None) -> CliRun:
+    """``tpu-admission ARGS`` in this process: ``main(argv)`` with its streams captured.
+
+    A subprocess per call cost a Python start-up and the imports each time (most of the
+    CLI tests' time); the console script itself keeps its own subprocess tests.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdin
+    sys.stdin = io.StringIO(stdin or "")
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse: --help, --version, bad usage
+                code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        sys.stdin = saved
+    return CliRun(code, out.getvalue(), err.getvalue())

@@ -110,11 +110,12 @@ def run_serve(args: argparse.Namespace) -> int:
     from webhook.server import ServerState
     from webhook.serving import TlsSettings, loop_factory, serve
 
-    _setup_logging(args.log_level)
-    log = logging.getLogger("tpu_admission.serving")
+    # Refuse a bad policy or bad flags before anything else happens (exit 2, naming it).
     policy = load_policy(args.config)
     if args.client_allowed_name and not args.client_ca:
         raise UsageError("--client-allowed-name needs --client-ca (the CA that signs those client certificates)")
+    _setup_logging(args.log_level)
+    log = logging.getLogger("tpu_admission.serving")
     files, generated = certs.ensure(Path(args.cert_dir), policy.server.service_dns_names)
     if generated:
         log.info("generated a self-signed CA and serving certificate in %s (CA: %s)", args.cert_dir, files.ca)
