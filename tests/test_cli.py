@@ -314,6 +314,9 @@ def test_junit_one_testcase_per_object_and_a_failure_per_denied_one(mixed: Path)
     JUNIT.validate(proc.stdout)
     root = ET.fromstring(proc.stdout)
     assert root.tag == "testsuites"
+    # the XSD is strict enough to catch an unknown element or a testcase without a name
+    assert not JUNIT.is_valid(proc.stdout.replace("<failure ", "<failed ").replace("</failure>", "</failed>"))
+    assert not JUNIT.is_valid(proc.stdout.replace('<testcase name="', '<testcase title="'))
     assert {k: root.get(k) for k in ("tests", "failures", "errors", "skipped")} == {
         "tests": "5",
         "failures": "1",
@@ -408,6 +411,13 @@ def test_sarif_is_valid_2_1_0_with_rules_from_the_catalog(mixed: Path) -> None:
     assert "alpha.jobset.sigs.k8s.io/exclusive-topology" in source[line - 1]
     (invocation,) = run["invocations"]
     assert invocation["executionSuccessful"] is False and invocation["exitCode"] == 2
+    # the schema is strict enough to catch a wrong level or a misspelt key
+    results[0]["level"] = "fatal"
+    with pytest.raises(jsonschema.ValidationError):
+        SARIF.validate(log)
+    results[0]["level"], results[0]["rule_id"] = "error", "x"
+    with pytest.raises(jsonschema.ValidationError):
+        SARIF.validate(log)
     unread = [n for n in invocation["toolExecutionNotifications"] if n["level"] == "error"]
     assert sorted(Path(n["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]).name for n in unread) == [
         "b-broken.yaml",
