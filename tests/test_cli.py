@@ -566,7 +566,7 @@ def test_help_has_examples_and_exit_codes_and_no_markup(command: list[str]) -> N
     proc = cli(*command, "--help")
     assert proc.returncode == 0
     assert "examples:\n  tpu-admission " in proc.stdout
-    assert "``" not in proc.stdout and ":func:" not in proc.stdout
+    assert "`" not in proc.stdout and ":func:" not in proc.stdout  # plain text, no RST or Markdown
     if command:
         assert "exit codes:\n  0  " in proc.stdout
     else:

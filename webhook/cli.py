@@ -290,7 +290,7 @@ exit codes:
 
 _CHECK_HELP = f"""\
 Judge manifests exactly as the webhook's mutating path would on CREATE, without a
-cluster: YAML or JSON, multi-document, `kind: List` expanded, directories read
+cluster: YAML or JSON, multi-document, kind: List expanded, directories read
 recursively, - for stdin. Objects that are not JobSets are reported as skipped. A file
 that cannot be read is reported as an error and every other file is still judged.
 
@@ -305,7 +305,8 @@ examples:
 exit codes:
   0  everything admitted (with --strict: and no warnings, and something was checked)
   1  something denied (with --strict: also any warning, or nothing checked)
-{_EXIT_USAGE_LINE}; every other file is still reported first
+{_EXIT_USAGE_LINE}
+     (every other file is still judged and reported first)
 """
 
 _CERTS_HELP = f"""\
@@ -488,7 +489,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     try:
         args = parser.parse_args(argv)
-        return int(args.run(args))
+        code = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe surfaces here, not in the interpreter's exit
+        return code
     except (ConfigError, UsageError) as exc:
         print(f"tpu-admission: {exc}", file=sys.stderr)
         return EXIT_USAGE
