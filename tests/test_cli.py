@@ -140,6 +140,9 @@ def test_strict_fails_on_an_unknown_tier(tmp_path: Path) -> None:
     strict = cli("check", str(path), "--strict")
     assert strict.returncode == 1
     assert strict.stdout.splitlines()[-1].endswith("; --strict fails the run: 1 object(s) with warnings")
+    github = cli("check", str(path), "--strict", "--output", "github")
+    assert github.returncode == 1
+    assert github.stdout.splitlines()[-2] == "::error title=tpu-admission --strict::1 object(s) with warnings"
 
 
 @pytest.mark.parametrize("contents", ["empty", "services"])

@@ -109,6 +109,9 @@ def github(report: Report) -> str:
         where = f"file={_escape(error.source, True)}" + (f",line={error.line}" if error.line else "")
         title = _escape("tpu-admission: input not read", True)
         lines.append(f"::error {where},title={title}::{_escape(error.problem)}")
+    for reason in report.strict_failures():
+        # not tied to a line, but the job fails because of it: say so where annotations show
+        lines.append(f"::error title={_escape('tpu-admission --strict', True)}::{_escape(reason)}")
     lines.append(f"tpu-admission check: {report.summary_line()}")
     return "\n".join(lines)
 
