@@ -218,3 +218,26 @@ def run_cli(*args: str, stdin: str | None = None) -> CliRun:
     finally:
         sys.stdin = saved
     return CliRun(code, out.getvalue(), err.getvalue())
+
+
+def write_yaml(path: Path, obj: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(obj))
+    return path
+
+
+def with_slice_topology(obj: dict[str, Any], value: str = "4x4x4") -> dict[str, Any]:
+    """A static job carrying the dynamic annotation: ``slice-topology-ignored`` warns."""
+    set_path(obj, f'{POD}.metadata.annotations["cloud.google.com/gke-tpu-slice-topology"]', value)
+    return obj
+
+
+def mixed_inputs(directory: Path) -> Path:
+    """A denied job, an admitted one, a YAML syntax error (line 3) and a non-UTF-8 file."""
+    write_yaml(directory / "a-denied.yaml", load_jobset("falcon-before-migration"))
+    (directory / "b-broken.yaml").write_text("apiVersion: v1\nkind: [unclosed\n")
+    admitted = load_jobset("falcon-migration")
+    admitted["metadata"]["name"] = "falcon-sft-v2"
+    write_yaml(directory / "c-admitted.yaml", admitted)
+    (directory / "d-latin1.yaml").write_bytes(b"name: caf\xe9\n")
+    return directory
