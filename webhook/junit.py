@@ -46,21 +46,18 @@ def _testcase(suite: ET.Element, result: CheckResult, strict: bool) -> tuple[int
         ET.SubElement(case, "skipped", message=_clean(result.skipped))
         return 0, 1
     mode = f"tier {decision.tier or 'unknown'}, mode {result.mode}"
+    failing: list[str] = []
     if not decision.allowed:
-        violations = decision.violations
-        failure = ET.SubElement(
-            case, "failure", type="denied", message=_clean(f"denied ({mode}): {len(violations)} violation(s)")
-        )
-        failure.text = _clean("\n".join(f.line() for f in violations))
+        failing = [f.line() for f in decision.violations]
+        kind, message = "denied", f"denied ({mode}): {len(failing)} violation(s)"
     elif strict and result.strict_warnings:
-        warnings = result.strict_warnings
-        failure = ET.SubElement(
-            case, "failure", type="warning", message=_clean(f"--strict ({mode}): {len(warnings)} warning(s)")
-        )
-        failure.text = _clean("\n".join(warnings))
+        failing = result.strict_warnings
+        kind, message = "warning", f"--strict ({mode}): {len(failing)} warning(s)"
+    if failing:
+        ET.SubElement(case, "failure", type=kind, message=_clean(message)).text = _clean("\n".join(failing))
     if decision.warnings:
         ET.SubElement(case, "system-out").text = _clean("\n".join(f"warning: {w}" for w in decision.warnings))
-    return int(len(case.findall("failure")) > 0), 0
+    return int(bool(failing)), 0
 
 
 def junit(report: Report) -> str:
