@@ -401,7 +401,19 @@ def test_version() -> None:
 
 @pytest.mark.parametrize(
     "command",
-    [[], ["serve"], ["check"], ["certs"], ["certs", "generate"], ["certs", "ca-bundle"], ["config"], ["rules"]],
+    [
+        [],
+        ["serve"],
+        ["check"],
+        ["certs"],
+        ["certs", "generate"],
+        ["certs", "ca-bundle"],
+        ["config"],
+        ["export"],
+        ["export", "vap"],
+        ["export", "map"],
+        ["rules"],
+    ],
 )
 def test_help_has_examples_and_exit_codes_and_no_markup(command: list[str]) -> None:
     proc = cli(*command, "--help")
@@ -411,7 +423,7 @@ def test_help_has_examples_and_exit_codes_and_no_markup(command: list[str]) -> N
     if command:
         assert "exit codes:\n  0  " in proc.stdout
     else:
-        for name in ("serve", "check", "certs", "config", "rules"):
+        for name in ("serve", "check", "certs", "config", "export", "rules"):
             assert f"    {name} " in proc.stdout
 
 
