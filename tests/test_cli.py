@@ -126,7 +126,7 @@ def test_strict_fails_on_an_unknown_tier(tmp_path: Path) -> None:
     path = write_yaml(tmp_path / "job.yaml", obj)
     lenient = cli("check", str(path))
     assert lenient.returncode == 0
-    assert "JobSet kubmaker/llm-pretrain-a3f8: admitted (tier unknown, mode static)" in lenient.stdout
+    assert "JobSet kubmaker/llm-pretrain-a3f8: admitted (tier none, mode static)" in lenient.stdout
     assert "tier of namespace 'kubmaker' could not be determined" in lenient.stdout
     strict = cli("check", str(path), "--strict")
     assert strict.returncode == 1
@@ -508,6 +508,19 @@ def test_github_annotation_points_at_a_jobs_field(tmp_path: Path) -> None:
     (error,) = [line for line in proc.stdout.splitlines() if line.startswith("::error ")]
     line_number = int(error.split(",line=")[1].split(",")[0])
     assert "priorityClassName: ci-tpu-pool" in source.read_text().splitlines()[line_number - 1]
+
+
+def test_a_deployment_left_outside_kueue_warns_and_fails_strict(tmp_path: Path) -> None:
+    """RFC-0033 4.1: a production CPU service without a queue label is not Kueue's; it is not judged."""
+    service = load_deployment("service-deployment")
+    del service["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    path = write_yaml(tmp_path / "svc.yaml", service)
+    lenient = cli("check", str(path), "--output", "json")
+    assert lenient.returncode == 0
+    (record,) = results(lenient)
+    assert (record["kind"], record["tier"], record["violations"]) == ("Deployment", "production", [])
+    assert "Kueue does not manage it" in record["warnings"][0]
+    assert cli("check", str(path), "--strict").returncode == 1
 
 
 # --- the console script itself: real processes -------------------------------------------

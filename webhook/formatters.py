@@ -31,7 +31,7 @@ def text(report: Report) -> str:
             blocks.append(f"{head}: skipped ({result.skipped})")
             continue
         verdict = "admitted" if decision.allowed else "DENIED"
-        lines = [f"{head}: {verdict} (tier {decision.tier or 'unknown'}, mode {result.mode})"]
+        lines = [f"{head}: {verdict} (tier {decision.tier or 'none'}, mode {result.mode})"]
         lines += [f"  deny  {f.line()}" for f in decision.violations]
         lines += [f"  warn  {w}" for w in decision.warnings]
         if decision.patch:

@@ -45,7 +45,7 @@ def _testcase(suite: ET.Element, result: CheckResult, strict: bool) -> tuple[int
     if decision is None:
         ET.SubElement(case, "skipped", message=_clean(result.skipped))
         return 0, 1
-    mode = f"tier {decision.tier or 'unknown'}, mode {result.mode}"
+    mode = f"tier {decision.tier or 'none'}, mode {result.mode}"
     failing: list[str] = []
     if not decision.allowed:
         failing = [f.line() for f in decision.violations]
