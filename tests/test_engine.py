@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from support import POD, delete_path, load_jobset, set_path
+from support import POD, delete_path, load_deployment, load_jobset, set_path
 
 from webhook.config import Policy, policy_from_mapping
 from webhook.engine import AdmissionFacts, Decision, decide
@@ -330,3 +330,13 @@ def test_off_rules_stay_off_whatever_the_exceptions() -> None:
     policy = _excepting({"rules": ["suspend-forbidden"], "reason": "r"}, rules={"suspend-forbidden": "off"})
     decision = run(obj, policy)
     assert decision.allowed and decision.findings == [] and decision.excepted == []
+
+
+def test_exceptions_apply_to_deployments_by_name_too() -> None:
+    deployment = load_deployment("service-deployment")
+    del deployment["metadata"]["labels"]["kueue.x-k8s.io/priority-class"]
+    policy = _excepting({"rules": ["priority-label-missing"], "names": ["eval-*"], "reason": "ok"})
+    decision = decide(deployment, AdmissionFacts(namespace="kubemaker", kind="Deployment"), policy)
+    assert decision.allowed and decision.excepted == ["priority-label-missing"]
+    other = _excepting({"rules": ["priority-label-missing"], "names": ["other-*"], "reason": "ok"})
+    assert not decide(deployment, AdmissionFacts(namespace="kubemaker", kind="Deployment"), other).allowed
