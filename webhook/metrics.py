@@ -39,7 +39,7 @@ class Metrics:
         )
         self.excepted = Counter(
             "tpu_admission_excepted_findings_total",
-            "Findings a policy exception turned into warnings, by rule (also counted as warn above).",
+            "Findings a policy exception turned into warnings, by rule (also in tpu_admission_findings_total as warn).",
             ["rule"],
             registry=self.registry,
         )
