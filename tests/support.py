@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import io
 import json
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, redirect_stderr, redirect_stdout
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from webhook.cli import main
 from webhook.config import Policy
 from webhook.kinds import JOBSET, JUDGED, kind_of_document
 from webhook.server import ServerState
@@ -187,3 +191,53 @@ def running_server(policy: Policy, tls: TlsSettings, cluster: Any = None, **opti
         yield server
     finally:
         server.stop()
+
+
+@dataclass
+class CliRun:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+def run_cli(*args: str, stdin: str | None = None) -> CliRun:
+    """``tpu-admission ARGS`` in this process: ``main(argv)`` with its streams captured.
+
+    A subprocess per call cost a Python start-up and the imports each time (most of the
+    CLI tests' time); the console script itself keeps its own subprocess tests.
+    """
+    out, err = io.StringIO(), io.StringIO()
+    saved = sys.stdin
+    sys.stdin = io.StringIO(stdin or "")
+    try:
+        with redirect_stdout(out), redirect_stderr(err):
+            try:
+                code = main(list(args))
+            except SystemExit as exc:  # argparse: --help, --version, bad usage
+                code = exc.code if isinstance(exc.code, int) else 2
+    finally:
+        sys.stdin = saved
+    return CliRun(code, out.getvalue(), err.getvalue())
+
+
+def write_yaml(path: Path, obj: Any) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(yaml.safe_dump(obj))
+    return path
+
+
+def with_slice_topology(obj: dict[str, Any], value: str = "4x4x4") -> dict[str, Any]:
+    """A static job carrying the dynamic annotation: ``slice-topology-ignored`` warns."""
+    set_path(obj, f'{POD}.metadata.annotations["cloud.google.com/gke-tpu-slice-topology"]', value)
+    return obj
+
+
+def mixed_inputs(directory: Path) -> Path:
+    """A denied job, an admitted one, a YAML syntax error (line 3) and a non-UTF-8 file."""
+    write_yaml(directory / "a-denied.yaml", load_jobset("falcon-before-migration"))
+    (directory / "b-broken.yaml").write_text("apiVersion: v1\nkind: [unclosed\n")
+    admitted = load_jobset("falcon-migration")
+    admitted["metadata"]["name"] = "falcon-sft-v2"
+    write_yaml(directory / "c-admitted.yaml", admitted)
+    (directory / "d-latin1.yaml").write_bytes(b"name: caf\xe9\n")
+    return directory

@@ -1,4 +1,4 @@
-"""``tpu-admission certs generate|ca-bundle`` as an admin runs them (a subprocess), and the
+"""``tpu-admission certs generate|ca-bundle`` as an admin runs them (``main(argv)``), and the
 certificate they make as the API server would check it (over real TLS, by Service name)."""
 
 from __future__ import annotations
@@ -8,25 +8,21 @@ import json
 import socket
 import ssl
 import stat
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
-from support import running_server
+from support import run_cli, running_server
 
 from webhook import certs
 from webhook.config import Policy
 from webhook.serving import TlsSettings
 
-ENTRY = [sys.executable, "-m", "webhook"]
 SERVICE_NAME = "tpu-admission.tpu-admission.svc"
 
 
-def cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ENTRY, *args], capture_output=True, text=True, timeout=60, check=False)
+cli = run_cli
 
 
 def handshake(port: int, context: ssl.SSLContext, hostname: str) -> dict[str, object]:

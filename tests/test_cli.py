@@ -1,4 +1,8 @@
-"""``tpu-admission check`` through a subprocess: exit codes, the JSON contract, formats."""
+"""``tpu-admission check`` and the other subcommands, in-process through ``main(argv)``:
+exit codes, the JSON contract, strict mode, partial failures, text and github output
+(junit and sarif have their own test modules).
+
+The console script itself (a real process, a real pipe) is tested at the end."""
 
 from __future__ import annotations
 
@@ -11,31 +15,46 @@ from typing import Any
 import pytest
 import yaml
 from rule_cases import CASES
-from support import JOBSETS, load_deployment, load_job, load_jobset
+from support import (
+    FIXTURES,
+    JOBSETS,
+    CliRun,
+    load_deployment,
+    load_job,
+    load_jobset,
+    mixed_inputs,
+    run_cli,
+    with_slice_topology,
+    write_yaml,
+)
 
-ENTRY = [sys.executable, "-m", "webhook"]
+from webhook import __version__
+
+cli = run_cli
 
 
-def cli(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([*ENTRY, *args], input=stdin, capture_output=True, text=True, timeout=60)
-
-
-def results(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+def results(proc: CliRun) -> list[dict[str, Any]]:
     return json.loads(proc.stdout)["results"]  # type: ignore[no-any-return]
 
 
-def test_rfc_examples_pass(tmp_path: Path) -> None:
+def test_rfc_examples_pass() -> None:
     proc = cli("check", str(JOBSETS / "rfc-4.6-static.yaml"), str(JOBSETS / "rfc-4.6-static-single.yaml"))
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "2 checked, 0 denied, 0 skipped" in proc.stdout
+    assert proc.stdout.splitlines()[-1] == (
+        "2 checked, 2 admitted, 0 denied, 0 warned, 0 skipped, 0 errors; "
+        "mode static (the default; use --mode dynamic for dynamic-mode jobs)"
+    )
 
 
-def test_denied_exits_1_with_one_line_per_finding() -> None:
+def test_denied_exits_1_with_one_line_per_finding_and_names_tier_and_mode() -> None:
     proc = cli("check", str(JOBSETS / "falcon-before-migration.yaml"), "--mode", "dynamic")
     assert proc.returncode == 1
     lines = [line for line in proc.stdout.splitlines() if line.startswith("  deny  ")]
     assert len(lines) == 3
-    assert "falcon-before-migration.yaml:3: JobSet falcon-jobs/falcon-sft: DENIED (tier dev)" in proc.stdout
+    assert "falcon-before-migration.yaml:3: JobSet falcon-jobs/falcon-sft: DENIED (tier dev, mode dynamic)" in (
+        proc.stdout
+    )
+    assert proc.stdout.splitlines()[-1].endswith("; mode dynamic")
 
 
 def test_json_contract() -> None:
@@ -49,9 +68,26 @@ def test_json_contract() -> None:
         "json",
     )
     assert proc.returncode == 1
-    admitted, denied = results(proc)
+    document = json.loads(proc.stdout)
+    assert set(document) == {"results", "errors", "summary"}
+    assert document["errors"] == []
+    assert document["summary"] == {"checked": 2, "admitted": 1, "denied": 1, "warned": 0, "skipped": 0, "errors": 0}
+    admitted, denied = document["results"]
     for record in (admitted, denied):
-        assert {"source", "kind", "namespace", "name", "allowed", "violations", "warnings", "patch"} <= set(record)
+        assert set(record) == {
+            "source",
+            "line",
+            "kind",
+            "namespace",
+            "name",
+            "allowed",
+            "tier",
+            "mode",
+            "violations",
+            "warnings",
+            "patch",
+        }
+        assert (record["kind"], record["tier"], record["mode"]) == ("JobSet", "dev", "dynamic")
     assert admitted["allowed"] is True and admitted["violations"] == []
     assert admitted["patch"] == [
         {
@@ -70,18 +106,45 @@ def test_json_contract() -> None:
         assert set(violation) == {"rule", "path", "message", "action"} and violation["action"] == "deny"
 
 
-def test_warnings_carry_action_warn_and_exit_0(tmp_path: Path) -> None:
-    obj = load_jobset("rfc-4.6-static")
-    obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"][
-        "cloud.google.com/gke-tpu-slice-topology"
-    ] = "4x4x4"
-    path = tmp_path / "job.yaml"
-    path.write_text(yaml.safe_dump(obj))
+def test_warnings_carry_action_warn_and_exit_0_unless_strict(tmp_path: Path) -> None:
+    path = write_yaml(tmp_path / "job.yaml", with_slice_topology(load_jobset("rfc-4.6-static")))
     proc = cli("check", str(path), "--output", "json")
     assert proc.returncode == 0
     (record,) = results(proc)
     assert record["violations"][0]["action"] == "warn"
     assert record["warnings"][0].startswith("[slice-topology-ignored]")
+    assert json.loads(proc.stdout)["summary"]["warned"] == 1
+    strict = cli("check", str(path), "--output", "json", "--strict")
+    assert strict.returncode == 1
+    assert json.loads(strict.stdout)["strictFailures"] == ["1 object(s) with warnings"]
+
+
+def test_strict_fails_on_an_unknown_tier(tmp_path: Path) -> None:
+    """The namespace typo of the issue: unknown tier, admitted without checks."""
+    obj = load_jobset("rfc-4.6-static")
+    obj["metadata"]["namespace"] = "kubmaker"
+    path = write_yaml(tmp_path / "job.yaml", obj)
+    lenient = cli("check", str(path))
+    assert lenient.returncode == 0
+    assert "JobSet kubmaker/llm-pretrain-a3f8: admitted (tier none, mode static)" in lenient.stdout
+    assert "tier of namespace 'kubmaker' could not be determined" in lenient.stdout
+    strict = cli("check", str(path), "--strict")
+    assert strict.returncode == 1
+    assert strict.stdout.splitlines()[-1].endswith("; --strict fails the run: 1 object(s) with warnings")
+    github = cli("check", str(path), "--strict", "--output", "github")
+    assert github.returncode == 1
+    assert github.stdout.splitlines()[-2] == "::error title=tpu-admission --strict::1 object(s) with warnings"
+
+
+@pytest.mark.parametrize("contents", ["empty", "services"])
+def test_nothing_checked_passes_but_fails_strict(tmp_path: Path, contents: str) -> None:
+    if contents == "services":
+        (tmp_path / "svc.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n")
+    lenient = cli("check", str(tmp_path))
+    assert lenient.returncode == 0 and lenient.stdout.splitlines()[-1].endswith("; nothing was checked")
+    strict = cli("check", str(tmp_path), "--strict", "--output", "json")
+    assert strict.returncode == 1
+    assert json.loads(strict.stdout)["strictFailures"] == ["nothing was checked"]
 
 
 def test_stdin_multidocument_and_non_jobsets_are_skipped() -> None:
@@ -96,6 +159,7 @@ def test_stdin_multidocument_and_non_jobsets_are_skipped() -> None:
     assert proc.returncode == 0, proc.stderr
     skipped, checked = results(proc)
     assert skipped["kind"] == "ConfigMap" and "not a JobSet" in skipped["skipped"] and skipped["allowed"] is True
+    assert skipped["tier"] is None and skipped["mode"] == "static"
     assert checked["source"] == "<stdin>" and checked["allowed"] is True
 
 
@@ -109,7 +173,7 @@ def test_directories_are_read_recursively(tmp_path: Path) -> None:
     assert sorted(Path(r["source"]).name for r in results(proc)) == ["job.json", "job.yml"]
 
 
-def test_tier_and_namespace_labels_flags(tmp_path: Path) -> None:
+def test_tier_and_namespace_labels_flags() -> None:
     dev_job = str(JOBSETS / "falcon-migration.yaml")
     as_production = cli("check", dev_job, "--mode", "dynamic", "--tier", "production", "--output", "json")
     assert as_production.returncode == 1
@@ -121,12 +185,24 @@ def test_tier_and_namespace_labels_flags(tmp_path: Path) -> None:
     assert unmanaged.returncode == 0 and results(unmanaged)[0]["patch"] == []
 
 
-def test_github_annotations_point_at_the_offending_line() -> None:
+def test_mode_from_the_config_is_named(tmp_path: Path) -> None:
+    config = tmp_path / "policy.yaml"
+    config.write_text("mode: dynamic\n")
+    proc = cli("check", str(JOBSETS / "falcon-migration.yaml"), "--config", str(config))
+    assert proc.returncode == 0
+    assert "admitted (tier dev, mode dynamic)" in proc.stdout
+    assert proc.stdout.splitlines()[-1].endswith("; mode dynamic")
+
+
+def test_github_prints_only_annotations_and_one_summary_line() -> None:
     source = JOBSETS / "falcon-before-migration.yaml"
-    proc = cli("check", str(source), "--mode", "dynamic", "--output", "github")
+    proc = cli("check", str(source), str(JOBSETS / "rfc-4.6-static.yaml"), "--mode", "dynamic", "--output", "github")
     assert proc.returncode == 1
+    *annotations, summary = proc.stdout.splitlines()
+    assert all(line.startswith(("::error ", "::warning ")) for line in annotations)
+    assert summary.startswith("tpu-admission check: 2 checked, 0 admitted, 2 denied")
     lines = source.read_text().splitlines()
-    errors = [line for line in proc.stdout.splitlines() if line.startswith("::error ")]
+    errors = [line for line in annotations if str(source) in line]
     assert len(errors) == 3
     exclusive = next(e for e in errors if "exclusive-topology-forbidden" in e)
     line_number = int(exclusive.split(",line=")[1].split(",")[0])
@@ -136,30 +212,153 @@ def test_github_annotations_point_at_the_offending_line() -> None:
     assert "cloud.google.com/gke-tpu-topology" in lines[line_number - 1]
 
 
+def test_github_annotates_warnings_that_are_not_findings(tmp_path: Path) -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["metadata"]["namespace"] = "kubmaker"
+    path = write_yaml(tmp_path / "job.yaml", obj)
+    proc = cli("check", str(path), "--output", "github")
+    annotation, summary = proc.stdout.splitlines()
+    assert annotation.startswith(f"::warning file={path},line=1,title=tpu-admission (JobSet kubmaker/")
+    assert "could not be determined" in annotation
+    assert "1 warned" in summary
+
+
+# --- partial failures -------------------------------------------------------------
+
+
+@pytest.fixture
+def mixed(tmp_path: Path) -> Path:
+    return mixed_inputs(tmp_path)
+
+
+def test_one_bad_file_does_not_hide_the_others(mixed: Path) -> None:
+    proc = cli("check", str(mixed), str(mixed / "absent.yaml"), "--mode", "dynamic", "--output", "json")
+    assert proc.returncode == 2  # unreadable input wins over denied, after reporting everything
+    document = json.loads(proc.stdout)
+    assert [Path(r["source"]).name for r in document["results"]] == ["a-denied.yaml", "c-admitted.yaml"]
+    assert [r["allowed"] for r in document["results"]] == [False, True]
+    errors = {Path(e["source"]).name: e for e in document["errors"]}
+    assert set(errors) == {"b-broken.yaml", "d-latin1.yaml", "absent.yaml"}
+    assert errors["b-broken.yaml"]["line"] == 3
+    assert errors["b-broken.yaml"]["message"].startswith("not valid YAML or JSON: while parsing a flow sequence")
+    assert errors["d-latin1.yaml"]["message"].startswith("cannot read: not UTF-8 text")
+    assert errors["absent.yaml"] == {
+        "source": str(mixed / "absent.yaml"),
+        "line": None,
+        "message": "no such file or directory",
+    }
+    assert document["summary"] == {"checked": 2, "admitted": 1, "denied": 1, "warned": 0, "skipped": 0, "errors": 3}
+    # stdout is the machine's; the job log still says why the run failed
+    assert f"tpu-admission: {mixed / 'b-broken.yaml'}: not valid YAML" in proc.stderr
+
+
+def test_partial_failures_in_text_and_github(mixed: Path) -> None:
+    broken = mixed / "b-broken.yaml"
+    text = cli("check", str(mixed), "--mode", "dynamic")
+    assert text.returncode == 2
+    assert f"{broken}:3: error: not valid YAML or JSON" in text.stdout
+    assert "JobSet falcon-jobs/falcon-sft: DENIED" in text.stdout and "admitted (tier dev" in text.stdout
+    assert text.stdout.splitlines()[-1].startswith("2 checked, 1 admitted, 1 denied, 0 warned, 0 skipped, 2 errors")
+    github = cli("check", str(mixed), "--mode", "dynamic", "--output", "github")
+    assert github.returncode == 2
+    assert f"::error file={broken},line=3,title=tpu-admission%3A input not read::not valid YAML" in github.stdout
+    assert sum(line.startswith("::error file=") for line in github.stdout.splitlines()) == 3 + 2
+
+
+def test_documents_before_a_syntax_error_are_still_judged(tmp_path: Path) -> None:
+    path = tmp_path / "two.yaml"
+    path.write_text(yaml.safe_dump(load_jobset("rfc-4.6-static")) + "---\nkind: [\n")
+    proc = cli("check", str(path), "--output", "json")
+    assert proc.returncode == 2
+    document = json.loads(proc.stdout)
+    assert [r["name"] for r in document["results"]] == ["llm-pretrain-a3f8"]
+    assert [e["line"] for e in document["errors"]] == [len(path.read_text().splitlines()) + 1]
+
+
+# --- --cluster-state ------------------------------------------------------------------
+
+
+def test_cluster_state_takes_one_path_and_may_stand_anywhere() -> None:
+    state = FIXTURES / "cluster"
+    job = str(JOBSETS / "rfc-4.6-static.yaml")
+    before = cli("check", "--cluster-state", str(state), job, "--output", "json")
+    assert before.returncode == 0, before.stderr
+    assert results(before)[0]["warnings"] == []
+    files = sorted(str(p) for p in state.glob("*.yaml"))
+    repeated = cli("check", job, *[arg for f in files for arg in ("--cluster-state", f)], "--output", "json")
+    assert repeated.returncode == 0 and results(repeated) == results(before)
+
+
+# --- policy exceptions through check ------------------------------------------------------------
+
+
+def test_an_exception_turns_the_finding_into_a_warning_with_the_reason(tmp_path: Path) -> None:
+    obj = load_jobset("falcon-before-migration")
+    path = write_yaml(tmp_path / "job.yaml", obj)
+    config = tmp_path / "policy.yaml"
+    config.write_text(
+        "exceptions:\n"
+        "  - rules: [exclusive-topology-forbidden, static-topology-selector-forbidden]\n"
+        "    namespaces: [falcon-*]\n"
+        "    names: [falcon-sft]\n"
+        "    reason: migration window approved by the platform team\n"
+        "  - rules: [slice-topology-missing]\n"
+        "    names: [someone-else-*]\n"
+        "    reason: not this job\n"
+    )
+    proc = cli("check", str(path), "--mode", "dynamic", "--config", str(config), "--output", "json")
+    assert proc.returncode == 1  # slice-topology-missing is not excepted for this name
+    (record,) = results(proc)
+    by_rule = {v["rule"]: v for v in record["violations"]}
+    assert (
+        by_rule["slice-topology-missing"]["action"] == "deny" and "exception" not in by_rule["slice-topology-missing"]
+    )
+    for rule in ("exclusive-topology-forbidden", "static-topology-selector-forbidden"):
+        assert by_rule[rule]["action"] == "warn"
+        assert by_rule[rule]["exception"] == "migration window approved by the platform team"
+        assert by_rule[rule]["message"].endswith(
+            "(allowed by a policy exception: migration window approved by the platform team)"
+        )
+    assert sum("allowed by a policy exception" in w for w in record["warnings"]) == 2
+    # Excepted warnings are an admin's decision: they do not fail --strict.
+    write_yaml(path, with_slice_topology(obj))  # now nothing but the excepted findings
+    strict = cli("check", str(path), "--mode", "dynamic", "--config", str(config), "--strict", "--output", "json")
+    assert strict.returncode == 0, strict.stdout
+    assert json.loads(strict.stdout)["summary"]["warned"] == 0
+    assert [v["action"] for v in results(strict)[0]["violations"]] == ["warn", "warn"]
+
+
+def test_an_unknown_rule_in_an_exception_stops_check_and_serve(tmp_path: Path) -> None:
+    config = tmp_path / "policy.yaml"
+    config.write_text("exceptions:\n  - rules: [slice-topology-invalidd]\n    reason: typo\n")
+    for command in (["check", str(JOBSETS / "rfc-4.6-static.yaml")], ["serve", "--cert-dir", str(tmp_path)]):
+        proc = cli(*command, "--config", str(config))
+        assert proc.returncode == 2
+        assert "exceptions.0.rules: unknown rule id(s) slice-topology-invalidd" in proc.stderr
+    assert not (tmp_path / "tls.crt").exists()  # refused before anything was generated
+
+
+# --- usage errors, other subcommands, help ------------------------------------------------
+
+
 @pytest.mark.parametrize(
     ("args", "stderr"),
     [
-        (["missing.yaml"], "no such file"),
         (["--tier", "staging", "JOB"], "--tier 'staging' is not a configured tier"),
         (["--namespace-labels", "novalue", "JOB"], "is not key=value"),
         (["--config", "CONFIG", "JOB"], "subSlicing: Input should be a valid boolean"),
-        (["BADYAML"], "not valid YAML"),
         (["--output", "xml", "JOB"], "invalid choice"),
+        (["--cluster-state", "MISSING", "JOB"], "--cluster-state"),
+        (["--cluster-state"], "expected one argument"),
     ],
 )
 def test_bad_usage_exits_2_with_a_message(tmp_path: Path, args: list[str], stderr: str) -> None:
     config = tmp_path / "policy.yaml"
     config.write_text("subSlicing: perhaps\n")
-    bad = tmp_path / "bad.yaml"
-    bad.write_text("a: [unclosed\n")
-    mapping = {"JOB": str(JOBSETS / "rfc-4.6-static.yaml"), "CONFIG": str(config), "BADYAML": str(bad)}
-    proc = cli(*_check(args, mapping))
+    mapping = {"JOB": str(JOBSETS / "rfc-4.6-static.yaml"), "CONFIG": str(config), "MISSING": str(tmp_path / "x")}
+    proc = cli("check", *[mapping.get(a, a) for a in args])
     assert proc.returncode == 2
     assert stderr in proc.stderr
-
-
-def _check(args: list[str], mapping: dict[str, str]) -> list[str]:
-    return ["check", *[mapping.get(a, a) for a in args]]
 
 
 @pytest.mark.parametrize("mode", ["static", "dynamic"])
@@ -176,7 +375,7 @@ def test_rule_examples_through_check(tmp_path: Path, mode: str) -> None:
         assert (case.rule in fired) == case.fires, case.id
 
 
-def test_module_and_rules_command() -> None:
+def test_rules_command() -> None:
     proc = cli("rules")
     assert proc.returncode == 0 and "slice-name-too-long" in proc.stdout
 
@@ -193,6 +392,42 @@ def test_config_command_prints_a_policy_that_loads_back(tmp_path: Path) -> None:
     bad.write_text("tiers: {dev: {defaultQueu: x}}\n")
     proc = cli("config", "--config", str(bad))
     assert proc.returncode == 2 and "tiers.dev.defaultQueu: unknown key" in proc.stderr
+
+
+def test_version() -> None:
+    proc = cli("--version")
+    assert proc.returncode == 0 and proc.stdout == f"tpu-admission {__version__}\n"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        [],
+        ["serve"],
+        ["check"],
+        ["certs"],
+        ["certs", "generate"],
+        ["certs", "ca-bundle"],
+        ["config"],
+        ["export"],
+        ["export", "vap"],
+        ["export", "map"],
+        ["rules"],
+    ],
+)
+def test_help_has_examples_and_exit_codes_and_no_markup(command: list[str]) -> None:
+    proc = cli(*command, "--help")
+    assert proc.returncode == 0
+    assert "examples:\n  tpu-admission " in proc.stdout
+    assert "`" not in proc.stdout and ":func:" not in proc.stdout  # plain text, no RST or Markdown
+    if command:
+        assert "exit codes:\n  0  " in proc.stdout
+    else:
+        for name in ("serve", "check", "certs", "config", "export", "rules"):
+            assert f"    {name} " in proc.stdout
+
+
+# --- Jobs and Deployments --------------------------------------------------------------
 
 
 def _kustomize_output() -> str:
@@ -250,10 +485,13 @@ def test_check_judges_jobs_and_deployments_in_kustomize_output() -> None:
 def test_every_output_format_names_the_kind() -> None:
     text = cli("check", "-", stdin=_kustomize_output())
     assert text.returncode == 1
-    assert "<stdin>:" in text.stdout and ": Job kubemaker/llm-eval-b7c2: DENIED (tier production)" in text.stdout
-    assert ": Deployment kubemaker/eval-gateway: DENIED (tier production)" in text.stdout
-    assert ": Deployment default/notebook-proxy: admitted (tier dev)" in text.stdout
-    assert "6 checked, 2 denied, 1 skipped" in text.stdout
+    assert (
+        "<stdin>:" in text.stdout
+        and ": Job kubemaker/llm-eval-b7c2: DENIED (tier production, mode static)" in text.stdout
+    )
+    assert ": Deployment kubemaker/eval-gateway: DENIED (tier production, mode static)" in text.stdout
+    assert ": Deployment default/notebook-proxy: admitted (tier dev, mode static)" in text.stdout
+    assert "6 checked, 4 admitted, 2 denied, 0 warned, 1 skipped, 0 errors" in text.stdout
     github = cli("check", "-", "--output", "github", stdin=_kustomize_output())
     errors = [line for line in github.stdout.splitlines() if line.startswith("::error ")]
     assert len(errors) == 2  # the Job's parallelism, the Deployment's priority
@@ -270,3 +508,45 @@ def test_github_annotation_points_at_a_jobs_field(tmp_path: Path) -> None:
     (error,) = [line for line in proc.stdout.splitlines() if line.startswith("::error ")]
     line_number = int(error.split(",line=")[1].split(",")[0])
     assert "priorityClassName: ci-tpu-pool" in source.read_text().splitlines()[line_number - 1]
+
+
+def test_a_deployment_left_outside_kueue_warns_and_fails_strict(tmp_path: Path) -> None:
+    """RFC-0033 4.1: a production CPU service without a queue label is not Kueue's; it is not judged."""
+    service = load_deployment("service-deployment")
+    del service["metadata"]["labels"]["kueue.x-k8s.io/queue-name"]
+    path = write_yaml(tmp_path / "svc.yaml", service)
+    lenient = cli("check", str(path), "--output", "json")
+    assert lenient.returncode == 0
+    (record,) = results(lenient)
+    assert (record["kind"], record["tier"], record["violations"]) == ("Deployment", "production", [])
+    assert "Kueue does not manage it" in record["warnings"][0]
+    assert cli("check", str(path), "--strict").returncode == 1
+
+
+# --- the console script itself: real processes -------------------------------------------
+
+SCRIPT = Path(sys.executable).with_name("tpu-admission")
+
+
+def test_console_script_and_module_run_the_same_program() -> None:
+    script = subprocess.run([str(SCRIPT), "--version"], capture_output=True, text=True, timeout=60, check=False)
+    module = subprocess.run(
+        [sys.executable, "-m", "webhook", "--version"], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert script.returncode == module.returncode == 0
+    assert script.stdout == module.stdout == f"tpu-admission {__version__}\n"
+
+
+def test_a_closed_pipe_ends_quietly() -> None:
+    """``check … --output json | head``: the reader is gone before we write."""
+    with subprocess.Popen(
+        [str(SCRIPT), "check", str(JOBSETS), "--mode", "dynamic", "--output", "json"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    ) as proc:
+        assert proc.stdout is not None and proc.stderr is not None
+        proc.stdout.close()
+        stderr = proc.stderr.read().decode()
+        code = proc.wait(timeout=60)
+    assert stderr == ""
+    assert code == 141

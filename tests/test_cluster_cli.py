@@ -1,32 +1,23 @@
-"""``tpu-admission check --cluster-state`` end to end: the installed console script."""
+"""``tpu-admission check --cluster-state`` end to end, through ``main(argv)``."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import yaml
 from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
-from support import FIXTURES, load_deployment, load_job, load_jobset, set_path
+from support import FIXTURES, load_deployment, load_job, load_jobset, run_cli, set_path
 
-CLI = Path(sys.executable).with_name("tpu-admission")
 STATE = FIXTURES / "cluster"
 
 
 def check(tmp_path: Path, obj: dict[str, Any], *flags: str) -> tuple[int, dict[str, Any], str]:
     manifest = tmp_path / "job.yaml"
     manifest.write_text(yaml.safe_dump(obj))
-    done = subprocess.run(
-        [str(CLI), "check", str(manifest), "--output", "json", *flags],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_cli("check", str(manifest), "--output", "json", *flags)
     result = json.loads(done.stdout)["results"][0] if done.stdout.strip() else {}
     return done.returncode, result, done.stderr
 
@@ -64,11 +55,12 @@ def test_namespace_labels_come_from_the_snapshot_unless_given(tmp_path: Path) ->
 
 
 def test_kinds_missing_from_the_input_are_skipped_with_warnings(tmp_path: Path) -> None:
-    files = [str(STATE / "namespaces.yaml"), str(STATE / "queues.yaml")]
+    files = ["--cluster-state", str(STATE / "namespaces.yaml"), "--cluster-state", str(STATE / "queues.yaml")]
     obj = load_jobset("rfc-4.6-static")
     set_path(obj, "spec.replicatedJobs[0].replicas", 3)  # more slices than pools: but Nodes unknown
-    code, result, _ = check(tmp_path, obj, "--cluster-state", *files)
+    code, result, _ = check(tmp_path, obj, *files)
     assert code == 0
+    assert check(tmp_path, obj, *files, "--strict")[0] == 1  # a skipped cluster check fails --strict
     assert result["warnings"] == [
         f"[{rule}] skipped: cluster state unknown ({kinds})"
         for rule, kinds in (
@@ -101,13 +93,7 @@ def test_cluster_rules_on_jobs_and_deployments_through_check(tmp_path: Path) -> 
     """Every cluster rule trips on a Job and/or a Deployment, and nothing trips on the allowed ones."""
     for index, case in enumerate(JOB_CASES):
         (tmp_path / f"case-{index:02}.yaml").write_text(yaml.safe_dump(case.object()))
-    done = subprocess.run(
-        [str(CLI), "check", str(tmp_path), "--output", "json", "--cluster-state", str(STATE)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = run_cli("check", str(tmp_path), "--output", "json", "--cluster-state", str(STATE))
     assert done.returncode == 1, done.stderr
     by_file = {Path(r["source"]).name: r for r in json.loads(done.stdout)["results"]}
     for index, case in enumerate(JOB_CASES):

@@ -69,6 +69,18 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
             {"namespaceTiers": {"kubemaker": "gold"}},
             "namespaceTiers.kubemaker: tier 'gold' is not one of tiers",
         ),
+        (
+            {"exceptions": [{"rules": ["slice-topology-invalidd"], "reason": "x"}]},
+            "exceptions.0.rules: unknown rule id(s) slice-topology-invalidd",
+        ),
+        ({"exceptions": [{"rules": ["suspend-forbidden"]}]}, "exceptions.0.reason: Field required"),
+        ({"exceptions": [{"rules": ["suspend-forbidden"], "reason": "  "}]}, "exceptions.0.reason: say why"),
+        ({"exceptions": [{"rules": [], "reason": "x"}]}, "exceptions.0.rules: Tuple should have at least 1 item"),
+        (
+            {"exceptions": [{"rules": ["suspend-forbidden"], "names": [], "reason": "x"}]},
+            "exceptions.0.names: leave the key out to match everything",
+        ),
+        ({"exceptions": [{"rule": ["suspend-forbidden"], "reason": "x"}]}, "exceptions.0.rule: unknown key"),
     ],
 )
 def test_bad_values_name_the_key(data: dict[str, object], message: str) -> None:
@@ -89,3 +101,25 @@ def test_unreadable_and_non_mapping_files(tmp_path: Path) -> None:
     broken.write_text("mode: [\n")
     with pytest.raises(ConfigError, match="not valid YAML"):
         load_policy(broken)
+
+
+def test_exceptions_load_with_globs(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text(
+        "exceptions:\n"
+        "  - rules: [slice-topology-invalid]    # rule IDs\n"
+        "    namespaces: [kubemaker]\n"
+        "    names: [llm-pretrain-*]\n"
+        "    reason: capacity test approved by the platform team\n"
+        "  - rules: [suspend-forbidden]\n"
+        "    reason: ' everywhere, for the migration '\n"
+    )
+    policy = load_policy(path)
+    first, everywhere = policy.exceptions
+    assert first.rules == ("slice-topology-invalid",) and first.names == ("llm-pretrain-*",)
+    assert everywhere.namespaces is None and everywhere.reason == "everywhere, for the migration"
+    assert policy.exception_for("slice-topology-invalid", "kubemaker", "llm-pretrain-a3f8") is first
+    assert policy.exception_for("slice-topology-invalid", "kubemaker", "other") is None
+    assert policy.exception_for("slice-topology-invalid", "kubemaker-2", "llm-pretrain-a3f8") is None
+    assert policy.exception_for("suspend-forbidden", "anything", "at-all") is everywhere
+    assert policy.exception_for("tpu-request-invalid", "kubemaker", "llm-pretrain-a3f8") is None

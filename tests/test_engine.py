@@ -7,7 +7,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from support import POD, delete_path, load_jobset, set_path
+from support import POD, delete_path, load_deployment, load_jobset, set_path
 
 from webhook.config import Policy, policy_from_mapping
 from webhook.engine import AdmissionFacts, Decision, decide
@@ -250,3 +250,93 @@ def test_garbage_objects_become_findings(obj: Any) -> None:
     decision = decide(obj, AdmissionFacts(namespace="kubemaker"), DYNAMIC)
     assert not decision.allowed
     assert "jobset-malformed" in rules(decision)
+
+
+def _excepting(*exceptions: dict[str, Any], **policy: Any) -> Policy:
+    return policy_from_mapping({**policy, "exceptions": list(exceptions)})
+
+
+def test_an_exception_turns_matching_denies_into_warnings_with_the_reason() -> None:
+    obj = load_jobset("falcon-before-migration")
+    policy = _excepting(
+        {
+            "rules": ["exclusive-topology-forbidden", "slice-topology-missing", "static-topology-selector-forbidden"],
+            "namespaces": ["falcon-*"],
+            "names": ["falcon-s?t"],
+            "reason": "migration window, ticket OPS-42",
+        },
+        mode="dynamic",
+    )
+    plain = run(copy.deepcopy(obj), DYNAMIC)
+    excepted = run(obj, policy)
+    assert excepted.allowed and not plain.allowed
+    assert [(f.rule, f.path, f.problem, f.fix) for f in excepted.findings] == [
+        (f.rule, f.path, f.problem, f.fix) for f in plain.findings
+    ]
+    assert {f.action for f in excepted.findings} == {Action.WARN}
+    assert {f.excepted for f in excepted.findings} == {"migration window, ticket OPS-42"}
+    assert excepted.warnings == [f.line() for f in excepted.findings]
+    assert all(
+        w.endswith("(allowed by a policy exception: migration window, ticket OPS-42)") for w in excepted.warnings
+    )
+    assert sorted(excepted.excepted) == sorted(f.rule for f in plain.findings)
+    # admitted, so the mutating path patches as for any admitted job
+    assert excepted.patch == run(load_jobset("falcon-migration"), DYNAMIC).patch
+
+
+@pytest.mark.parametrize(
+    ("exception", "applies"),
+    [
+        ({"rules": ["suspend-forbidden"]}, True),
+        ({"rules": ["suspend-forbidden"], "namespaces": ["kube*"]}, True),
+        ({"rules": ["suspend-forbidden"], "namespaces": ["default", "falcon-jobs"]}, False),
+        ({"rules": ["suspend-forbidden"], "names": ["llm-pretrain-*"]}, True),
+        ({"rules": ["suspend-forbidden"], "names": ["LLM-*"]}, False),  # names are case-sensitive
+        ({"rules": ["suspend-forbidden"], "namespaces": ["kubemaker"], "names": ["other-*"]}, False),
+        ({"rules": ["tpu-request-invalid"]}, False),
+    ],
+)
+def test_an_exception_applies_only_to_its_rules_namespaces_and_names(exception: dict[str, Any], applies: bool) -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["spec"]["suspend"] = True
+    decision = run(obj, _excepting({**exception, "reason": "approved"}))
+    assert decision.allowed is applies
+    assert [(f.rule, f.action, f.excepted) for f in decision.findings] == [
+        ("suspend-forbidden", Action.WARN if applies else Action.DENY, "approved" if applies else "")
+    ]
+
+
+def test_an_exception_matches_generate_name_and_leaves_warn_level_rules_warning() -> None:
+    obj = load_jobset("rfc-4.6-static")
+    del obj["metadata"]["name"]
+    obj["metadata"]["generateName"] = "llm-pretrain-"
+    annotations = obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["metadata"]["annotations"]
+    annotations["cloud.google.com/gke-tpu-slice-topology"] = "4x4x4"
+    obj["spec"]["suspend"] = True
+    policy = _excepting(
+        {"rules": ["suspend-forbidden", "slice-topology-ignored"], "names": ["llm-pretrain-*"], "reason": "r"}
+    )
+    decision = run(obj, policy)
+    assert decision.allowed
+    assert [(f.rule, f.action, f.excepted) for f in decision.findings] == [
+        ("suspend-forbidden", Action.WARN, "r"),
+        ("slice-topology-ignored", Action.WARN, "r"),
+    ]
+
+
+def test_off_rules_stay_off_whatever_the_exceptions() -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["spec"]["suspend"] = True
+    policy = _excepting({"rules": ["suspend-forbidden"], "reason": "r"}, rules={"suspend-forbidden": "off"})
+    decision = run(obj, policy)
+    assert decision.allowed and decision.findings == [] and decision.excepted == []
+
+
+def test_exceptions_apply_to_deployments_by_name_too() -> None:
+    deployment = load_deployment("service-deployment")
+    del deployment["metadata"]["labels"]["kueue.x-k8s.io/priority-class"]
+    policy = _excepting({"rules": ["priority-label-missing"], "names": ["eval-*"], "reason": "ok"})
+    decision = decide(deployment, AdmissionFacts(namespace="kubemaker", kind="Deployment"), policy)
+    assert decision.allowed and decision.excepted == ["priority-label-missing"]
+    other = _excepting({"rules": ["priority-label-missing"], "names": ["other-*"], "reason": "ok"})
+    assert not decide(deployment, AdmissionFacts(namespace="kubemaker", kind="Deployment"), other).allowed

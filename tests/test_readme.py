@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import re
+import shlex
 from pathlib import Path
 
+import yaml
+
 from webhook.catalog import markdown_table
+from webhook.cli import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()
@@ -19,8 +23,39 @@ def test_rule_table_is_generated_from_the_catalog() -> None:
     )
 
 
-def test_ci_runs_the_readme_test_command() -> None:
+def test_ci_runs_the_readme_test_commands() -> None:
+    """Every command of the README's test block (the one that runs pytest) is a line of CI's script."""
     blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
-    commands = [line for block in blocks for line in block.splitlines() if "pytest" in line]
-    assert commands, "README shows no test command"
-    assert commands[0].strip() in (ROOT / ".ci" / "run").read_text()
+    test_blocks = [block for block in blocks if "pytest" in block]
+    assert test_blocks, "README shows no test command"
+    commands = [line.strip() for line in test_blocks[0].splitlines() if line.strip() and not line.startswith("#")]
+    ci = (ROOT / ".ci" / "run").read_text().splitlines()
+    assert any("pytest" in command for command in commands)
+    assert any(".[test]" in command for command in commands), "the test command installs the test extras"
+    for command in commands:
+        assert command in ci, f"CI does not run the README's {command!r}"
+
+
+def test_quick_start_installs_only_what_the_server_needs() -> None:
+    blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
+    serve = next(block for block in blocks if "tpu-admission serve" in block)
+    assert "pip install -e . " in serve and "[test]" not in serve
+
+
+def test_ci_examples_are_valid_yaml_and_valid_check_commands() -> None:
+    """The GitHub Actions (SARIF) and GitLab (JUnit) jobs parse, and their check commands do too."""
+    blocks = re.findall(r"```yaml\n(.*?)```", README, re.S)
+    github = next(yaml.safe_load(block) for block in blocks if "upload-sarif" in block)
+    gitlab = next(yaml.safe_load(block) for block in blocks if "reports:" in block)
+    steps = github["jobs"]["check"]["steps"]
+    upload = next(step for step in steps if "upload-sarif" in step.get("uses", ""))
+    assert upload["if"] == "always()" and upload["with"]["sarif_file"] == "tpu-admission.sarif"
+    assert gitlab["tpu-admission"]["artifacts"]["reports"]["junit"] == "tpu-admission.xml"
+    commands = [step["run"] for step in steps if "tpu-admission check" in step.get("run", "")]
+    commands += [line for line in gitlab["tpu-admission"]["script"] if "tpu-admission check" in line]
+    formats = set()
+    for command in commands:
+        words, _, target = command.partition(" > ")
+        args = build_parser().parse_args(shlex.split(words)[1:])
+        formats.add((args.output, target))
+    assert formats == {("sarif", "tpu-admission.sarif"), ("junit", "tpu-admission.xml")}

@@ -11,10 +11,12 @@ import httpx
 import jsonpatch
 import pytest
 from rule_cases import CASES, RuleCase
-from support import RunningServer, load_deployment, load_job, load_jobset, review, set_path
+from support import RunningServer, load_deployment, load_job, load_jobset, review, running_server, set_path
 
 from webhook.catalog import RULES_BY_ID
+from webhook.config import policy_from_mapping
 from webhook.findings import Action
+from webhook.serving import TlsSettings
 
 
 def post(server: RunningServer, client: httpx.Client, path: str, body: Any, **kwargs: Any) -> httpx.Response:
@@ -208,6 +210,24 @@ def test_metrics_count_requests_and_findings(static_server: RunningServer, clien
     assert 'tpu_admission_requests_total{decision="denied",endpoint="mutate"}' in text
     assert 'tpu_admission_findings_total{action="deny",rule="suspend-forbidden"}' in text
     assert "tpu_admission_request_duration_seconds_bucket" in text
+
+
+def test_exceptions_are_honoured_and_counted_apart(tls: TlsSettings, client: httpx.Client) -> None:
+    policy = policy_from_mapping(
+        {"exceptions": [{"rules": ["suspend-forbidden"], "names": ["llm-pretrain-*"], "reason": "load test, OPS-7"}]}
+    )
+    obj = load_jobset("rfc-4.6-static")
+    obj["spec"]["suspend"] = True
+    with running_server(policy, tls) as server:
+        response = answer(server, client, "/mutate", obj)
+        text = client.get(f"{server.url}/metrics").text
+    assert response["allowed"] is True
+    assert any(
+        w.startswith("[suspend-forbidden]") and w.endswith("exception: load test, OPS-7)") for w in response["warnings"]
+    )
+    assert 'tpu_admission_excepted_findings_total{rule="suspend-forbidden"} 1.0' in text
+    assert 'tpu_admission_findings_total{action="warn",rule="suspend-forbidden"} 1.0' in text
+    assert 'action="deny",rule="suspend-forbidden"' not in text
 
 
 def test_one_json_log_line_per_decision(

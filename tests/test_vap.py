@@ -171,6 +171,18 @@ def test_actions_follow_the_config() -> None:
         vap.export_objects(policy, ["Deny", "Warn"])
 
 
+def test_a_rule_with_a_policy_exception_only_warns() -> None:
+    """The export cannot tell excepted objects apart, and must not refuse what the webhook admits."""
+    policy = policy_from_mapping(
+        {"exceptions": [{"rules": ["tpu-request-invalid"], "names": ["load-test-*"], "reason": "approved"}]}
+    )
+    objects = {o["metadata"]["name"]: o for o in vap.export_objects(policy) if o["kind"] == "ValidatingAdmissionPolicy"}
+    deny_rules = [v["message"].split("]")[0][1:] for v in objects["tpu-admission"]["spec"]["validations"]]
+    warn_rules = [v["message"].split("]")[0][1:] for v in objects["tpu-admission-warn"]["spec"]["validations"]]
+    assert "tpu-request-invalid" in warn_rules and "tpu-request-invalid" not in deny_rules
+    assert "host-count-mismatch" in deny_rules
+
+
 def test_cli_prints_the_export(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
     config = tmp_path / "policy.yaml"
     config.write_text("mode: dynamic\nsliceNameBudget: 54\n")

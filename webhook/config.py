@@ -9,6 +9,7 @@ into one line per bad key, naming the key as it is spelled in the file.
 from __future__ import annotations
 
 import re
+from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
@@ -131,6 +132,49 @@ class QueuePermission(_Model):
     groups: tuple[str, ...] = ()
 
 
+class PolicyException(_Model):
+    """An admin's approved exception: these rules only warn for the matching objects.
+
+    ``namespaces`` and ``names`` are shell-style globs (``llm-pretrain-*``); left out,
+    they match everything. The reason is required because it is what the submitter
+    reads in the warning, and what the next admin reads in the policy.
+    """
+
+    rules: tuple[str, ...] = Field(min_length=1)
+    namespaces: tuple[str, ...] | None = None
+    names: tuple[str, ...] | None = None
+    reason: str
+
+    @field_validator("rules")
+    @classmethod
+    def _known_rules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        from webhook.catalog import RULES_BY_ID  # catalog imports rules, which import us
+
+        unknown = sorted(set(value) - set(RULES_BY_ID))
+        if unknown:
+            raise ValueError(f"unknown rule id(s) {', '.join(unknown)}; known: {', '.join(RULES_BY_ID)}")
+        return value
+
+    @field_validator("namespaces", "names")
+    @classmethod
+    def _no_empty_globs(cls, value: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        if value is not None and (not value or any(not item for item in value)):
+            raise ValueError("leave the key out to match everything; an empty list or pattern matches nothing")
+        return value
+
+    @field_validator("reason")
+    @classmethod
+    def _reason_says_something(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("say why the exception was granted (the submitter reads it in the warning)")
+        return value.strip()
+
+    def matches(self, namespace: str, name: str) -> bool:
+        return (self.namespaces is None or any(fnmatchcase(namespace, glob) for glob in self.namespaces)) and (
+            self.names is None or any(fnmatchcase(name, glob) for glob in self.names)
+        )
+
+
 class Policy(_Model):
     """The whole policy. Defaults are RFC-0033's values."""
 
@@ -155,6 +199,8 @@ class Policy(_Model):
     suspend_allowed_users: tuple[str, ...] = ("system:serviceaccount:kueue-system:kueue-controller-manager",)
     queue_permissions: dict[str, QueuePermission] = Field(default_factory=dict)
     rules: dict[str, Action] = Field(default_factory=dict)
+    #: per-object escape hatch: matching findings of these rules become warnings
+    exceptions: tuple[PolicyException, ...] = ()
     server: ServerPolicy = Field(default_factory=ServerPolicy)
     cluster: ClusterPolicy = Field(default_factory=ClusterPolicy)
 
@@ -204,6 +250,13 @@ class Policy(_Model):
 
     def action_for(self, rule_id: str, default: Action) -> Action:
         return self.rules.get(rule_id, default)
+
+    def exception_for(self, rule_id: str, namespace: str, name: str) -> PolicyException | None:
+        """The first exception that covers this rule for this object, if any."""
+        for exception in self.exceptions:
+            if rule_id in exception.rules and exception.matches(namespace, name):
+                return exception
+        return None
 
     @cached_property
     def static_topology_set(self) -> frozenset[str]:

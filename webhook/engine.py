@@ -52,6 +52,8 @@ class Decision:
     tier: str | None = None
     #: rules skipped because the cluster state they need is unknown
     skipped: list[str] = field(default_factory=list)
+    #: rules whose findings a policy exception turned into warnings (one entry per finding)
+    excepted: list[str] = field(default_factory=list)
 
     @property
     def violations(self) -> list[Finding]:
@@ -93,6 +95,19 @@ def _plan(policy: Policy, stage: Stage, creating: bool, kind: str) -> Plan:
         _PLANS.clear()
     _PLANS[key] = (policy, tuple(steps))
     return _PLANS[key][1]
+
+
+def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: str) -> None:
+    """Findings an admin excepted for this object warn instead, naming the reason.
+
+    Applied here, not in the HTTP layer or the CLI, so the server and ``check`` can
+    never disagree about an exception.
+    """
+    for index, finding in enumerate(decision.findings):
+        exception = policy.exception_for(finding.rule, namespace, name)
+        if exception is not None:
+            decision.findings[index] = replace(finding, action=Action.WARN, excepted=exception.reason)
+            decision.excepted.append(finding.rule)
 
 
 def decide(
@@ -166,6 +181,8 @@ def decide(
             decision.warnings.append(f"[{rule.id}] skipped: cluster state unknown ({'; '.join(ctx.unknown)})")
             ctx.unknown.clear()
 
+    if policy.exceptions and decision.findings:
+        _apply_exceptions(decision, policy, facts.namespace, workload.name)
     for finding in decision.findings:
         if finding.action is Action.WARN:
             decision.warnings.append(finding.line())

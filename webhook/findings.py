@@ -21,7 +21,8 @@ class Finding:
     """One broken rule at one place.
 
     ``problem`` says what is wrong (with the offending value), ``fix`` what to do about
-    it. ``action`` is filled in by the engine from the policy, never by the rule.
+    it. ``action`` is filled in by the engine from the policy, never by the rule, and so
+    is ``excepted``: the reason of the policy exception that turned it into a warning.
     """
 
     rule: str
@@ -29,10 +30,12 @@ class Finding:
     problem: str
     fix: str
     action: Action = Action.DENY
+    excepted: str = ""
 
     @property
     def message(self) -> str:
-        return f"{self.problem}; {self.fix}" if self.fix else self.problem
+        text = f"{self.problem}; {self.fix}" if self.fix else self.problem
+        return f"{text} (allowed by a policy exception: {self.excepted})" if self.excepted else text
 
     def line(self) -> str:
         """``[rule-id] <path>: <what is wrong>; <how to fix>`` (SPEC §6)."""

@@ -1,28 +1,20 @@
-"""Output formats of ``check``: a registry that doubles as the ``--output`` choices."""
+"""Output formats of ``check``: a registry that doubles as the ``--output`` choices.
+
+Each format renders the whole ``Report``: every object's result, every input that could
+not be read, and the summary counts.
+"""
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from webhook.engine import Decision
 from webhook.findings import Action
-from webhook.sources import Document
+from webhook.junit import junit
+from webhook.report import CheckResult, Report
+from webhook.sarif import sarif
 
-
-@dataclass(slots=True)
-class CheckResult:
-    document: Document
-    kind: str
-    namespace: str
-    name: str
-    decision: Decision | None  # None: not a judged kind (JobSet, Job, Deployment), skipped
-    skipped: str = ""
-
-    @property
-    def allowed(self) -> bool:
-        return self.decision is None or self.decision.allowed
+__all__ = ["FORMATTERS", "CheckResult", "Report"]
 
 
 def _label(result: CheckResult) -> str:
@@ -30,32 +22,44 @@ def _label(result: CheckResult) -> str:
     return f"{result.kind or '(no kind)'} {where}"
 
 
-def text(results: list[CheckResult]) -> str:
+def text(report: Report) -> str:
     blocks = []
-    for result in results:
+    for result in report.results:
         head = f"{result.document.source}:{result.document.line}: {_label(result)}"
         decision = result.decision
         if decision is None:
             blocks.append(f"{head}: skipped ({result.skipped})")
             continue
         verdict = "admitted" if decision.allowed else "DENIED"
-        lines = [f"{head}: {verdict}" + (f" (tier {decision.tier})" if decision.tier else "")]
+        lines = [f"{head}: {verdict} (tier {decision.tier or 'none'}, mode {result.mode})"]
         lines += [f"  deny  {f.line()}" for f in decision.violations]
         lines += [f"  warn  {w}" for w in decision.warnings]
         if decision.patch:
             added = ", ".join(f"{op['path']}={json.dumps(op['value'])}" for op in decision.patch)
             lines.append(f"  patch {added}")
         blocks.append("\n".join(lines))
-    denied = sum(not r.allowed for r in results)
-    checked = sum(r.decision is not None for r in results)
-    blocks.append(f"{checked} checked, {denied} denied, {len(results) - checked} skipped")
+    for error in report.errors:
+        where = f"{error.source}:{error.line}" if error.line else error.source
+        blocks.append(f"{where}: error: {error.problem}")
+    blocks.append(report.summary_line())
     return "\n".join(blocks)
 
 
-def as_json(results: list[CheckResult]) -> str:
+def as_json(report: Report) -> str:
     out = []
-    for result in results:
-        decision = result.decision or Decision()
+    for result in report.results:
+        decision = result.decision
+        violations = []
+        for finding in result.reported:
+            violation = {
+                "rule": finding.rule,
+                "path": str(finding.path),
+                "message": finding.message,
+                "action": finding.action.value,
+            }
+            if finding.excepted:
+                violation["exception"] = finding.excepted
+            violations.append(violation)
         record: dict[str, object] = {
             "source": result.document.source,
             "line": result.document.line,
@@ -63,20 +67,20 @@ def as_json(results: list[CheckResult]) -> str:
             "namespace": result.namespace,
             "name": result.name,
             "allowed": result.allowed,
-            "violations": [
-                {"rule": f.rule, "path": str(f.path), "message": f.message, "action": f.action.value}
-                for f in decision.findings
-                if f.action in (Action.DENY, Action.WARN)
-            ],
-            "warnings": list(decision.warnings),
-            "patch": list(decision.patch),
+            "tier": result.tier,
+            "mode": result.mode,
+            "violations": violations,
+            "warnings": list(decision.warnings) if decision else [],
+            "patch": list(decision.patch) if decision else [],
         }
-        if result.decision is None:
+        if decision is None:
             record["skipped"] = result.skipped
-        else:
-            record["tier"] = decision.tier
         out.append(record)
-    return json.dumps({"results": out}, indent=2, ensure_ascii=False)
+    errors = [{"source": e.source, "line": e.line, "message": e.problem} for e in report.errors]
+    document = {"results": out, "errors": errors, "summary": report.summary()}
+    if report.strict:
+        document["strictFailures"] = report.strict_failures()
+    return json.dumps(document, indent=2, ensure_ascii=False)
 
 
 def _escape(value: str, property_value: bool = False) -> str:
@@ -87,27 +91,35 @@ def _escape(value: str, property_value: bool = False) -> str:
     return value
 
 
-def github(results: list[CheckResult]) -> str:
+def github(report: Report) -> str:
+    """Workflow annotations on the offending lines, then one summary line; nothing else."""
     lines = []
-    for result in results:
-        if result.decision is None:
-            continue
+    for result in report.results:
         doc = result.document
-        for finding in result.decision.findings:
+        file = _escape(doc.source, True)
+        for finding in result.reported:
             level = "error" if finding.action is Action.DENY else "warning"
-            props = (
-                f"file={_escape(doc.source, True)},line={doc.line_of(finding.path)},"
-                f"title={_escape(f'{finding.rule} ({_label(result)})', True)}"
-            )
-            lines.append(f"::{level} {props}::{_escape(f'{finding.path}: {finding.message}')}")
-        for warning in result.decision.warnings:
-            if not warning.startswith("["):  # rule warnings were annotated above
-                lines.append(f"::warning file={_escape(doc.source, True)},line={doc.line}::{_escape(warning)}")
-    return "\n".join([*lines, text(results)])
+            title = _escape(f"{finding.rule} ({_label(result)})", True)
+            message = _escape(f"{finding.path}: {finding.message}")
+            lines.append(f"::{level} file={file},line={doc.line_of(finding.path)},title={title}::{message}")
+        for notice in result.notices:
+            title = _escape(f"tpu-admission ({_label(result)})", True)
+            lines.append(f"::warning file={file},line={doc.line},title={title}::{_escape(notice)}")
+    for error in report.errors:
+        where = f"file={_escape(error.source, True)}" + (f",line={error.line}" if error.line else "")
+        title = _escape("tpu-admission: input not read", True)
+        lines.append(f"::error {where},title={title}::{_escape(error.problem)}")
+    for reason in report.strict_failures():
+        # not tied to a line, but the job fails because of it: say so where annotations show
+        lines.append(f"::error title={_escape('tpu-admission --strict', True)}::{_escape(reason)}")
+    lines.append(f"tpu-admission check: {report.summary_line()}")
+    return "\n".join(lines)
 
 
-FORMATTERS: dict[str, Callable[[list[CheckResult]], str]] = {
+FORMATTERS: dict[str, Callable[[Report], str]] = {
     "text": text,
     "json": as_json,
     "github": github,
+    "junit": junit,
+    "sarif": sarif,
 }

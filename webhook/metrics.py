@@ -37,6 +37,12 @@ class Metrics:
             ["rule"],
             registry=self.registry,
         )
+        self.excepted = Counter(
+            "tpu_admission_excepted_findings_total",
+            "Findings a policy exception turned into warnings, by rule (also in tpu_admission_findings_total as warn).",
+            ["rule"],
+            registry=self.registry,
+        )
         self.ready = Gauge("tpu_admission_ready", "1 when the server is ready.", registry=self.registry)
 
     def observe_cluster(self, kinds: Callable[[], Iterable[tuple[str, bool, float | None, float | None]]]) -> None:

@@ -143,6 +143,8 @@ def create_app(state: ServerState) -> Starlette:
             metrics.findings.labels(finding.rule, finding.action.value).inc()
         for rule_id in decision.skipped:
             metrics.skipped.labels(rule_id).inc()
+        for rule_id in decision.excepted:
+            metrics.excepted.labels(rule_id).inc()
         if log.isEnabledFor(logging.INFO):
             # A dict: the JSON formatter ``serve`` installs encodes it once, as one line.
             log.info(
@@ -160,6 +162,7 @@ def create_app(state: ServerState) -> Starlette:
                     "allowed": decision.allowed,
                     "rules": sorted({f.rule for f in decision.findings}) if decision.findings else [],
                     "skipped": decision.skipped,
+                    "excepted": decision.excepted,
                     "patched": bool(decision.patch),
                     "durationMs": round(elapsed * 1000, 3),
                 }

@@ -22,7 +22,17 @@ SUFFIXES = (".yaml", ".yml", ".json")
 
 
 class SourceError(Exception):
-    """A path cannot be read or parsed; the message names it."""
+    """A path cannot be read or parsed; the message names it.
+
+    ``source`` is the file (or path as given) and ``line`` where the parser stopped,
+    when it knows, so a CI report can point at it.
+    """
+
+    def __init__(self, source: str, problem: str, line: int | None = None) -> None:
+        super().__init__(f"{source}: {problem}")
+        self.source = source
+        self.problem = problem
+        self.line = line
 
 
 @dataclass(slots=True)
@@ -49,7 +59,13 @@ class Document:
         return line
 
 
-def _parse(text: str, source: str) -> Iterator[Document]:
+def _parse(text: str, source: str) -> tuple[list[Document], SourceError | None]:
+    """The documents of one file, and the error that stopped the parser, if one did.
+
+    Documents before a syntax error are kept: they parsed completely, and judging them
+    tells the user more than dropping them would.
+    """
+    documents: list[Document] = []
     loader = yaml.SafeLoader(text)
     try:
         while loader.check_node():
@@ -57,17 +73,28 @@ def _parse(text: str, source: str) -> Iterator[Document]:
             if node is None:
                 continue
             data = loader.construct_document(node)
-            yield from _expand(Document(source, node.start_mark.line + 1, data, node))
+            documents.extend(_expand(Document(source, node.start_mark.line + 1, data, node)))
     except yaml.YAMLError as exc:
-        if source.endswith(".json"):
+        if source.endswith(".json") and not documents:
             try:
-                yield from _expand(Document(source, 1, json.loads(text)))
-                return
+                return list(_expand(Document(source, 1, json.loads(text)))), None
             except ValueError:
                 pass
-        raise SourceError(f"{source}: not valid YAML or JSON: {exc}") from None
+        return documents, _syntax_error(source, exc)
     finally:
         loader.dispose()
+    return documents, None
+
+
+def _syntax_error(source: str, exc: yaml.YAMLError) -> SourceError:
+    """One line (for CI annotations and JSON consumers) with the parser's line and column."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return SourceError(source, f"not valid YAML or JSON: {' '.join(str(exc).split())}")
+    mark = exc.problem_mark
+    what = ": ".join(part for part in (exc.context, exc.problem) if part)
+    return SourceError(
+        source, f"not valid YAML or JSON: {what} (line {mark.line + 1}, column {mark.column + 1})", mark.line + 1
+    )
 
 
 def _expand(document: Document) -> Iterator[Document]:
@@ -91,19 +118,47 @@ def _files(path: Path) -> Iterable[Path]:
     return [path]
 
 
-def load_documents(paths: Iterable[str]) -> list[Document]:
+def read_documents(paths: Iterable[str]) -> tuple[list[Document], list[SourceError]]:
+    """Every document that can be read, and one error per path or file that cannot.
+
+    One bad file must not hide the verdicts on all the others (a CI run over a
+    directory), so errors are collected, not raised.
+    """
     documents: list[Document] = []
+    errors: list[SourceError] = []
     for raw in paths:
         if raw == "-":
-            documents.extend(_parse(sys.stdin.read(), "<stdin>"))
+            parsed, error = _parse(sys.stdin.read(), "<stdin>")
+            documents.extend(parsed)
+            errors.extend([error] if error else [])
             continue
         path = Path(raw)
-        if not path.exists():
-            raise SourceError(f"{raw}: no such file or directory")
-        for file in _files(path):
+        try:
+            if not path.exists():
+                errors.append(SourceError(raw, "no such file or directory"))
+                continue
+            files = _files(path)
+        except OSError as exc:
+            errors.append(SourceError(raw, f"cannot read: {exc.strerror or exc}"))
+            continue
+        for file in files:
             try:
                 text = file.read_text(encoding="utf-8")
-            except (OSError, UnicodeDecodeError) as exc:
-                raise SourceError(f"{file}: cannot read: {exc}") from None
-            documents.extend(_parse(text, str(file)))
+            except OSError as exc:
+                errors.append(SourceError(str(file), f"cannot read: {exc.strerror or exc}"))
+                continue
+            except UnicodeDecodeError as exc:
+                errors.append(SourceError(str(file), f"cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})"))
+                continue
+            parsed, error = _parse(text, str(file))
+            documents.extend(parsed)
+            errors.extend([error] if error else [])
+    return documents, errors
+
+
+def load_documents(paths: Iterable[str]) -> list[Document]:
+    """Every document, or ``SourceError`` for the first path that cannot be read."""
+    documents, errors = read_documents(paths)
+    if errors:
+        raise errors[0]
     return documents

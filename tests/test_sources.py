@@ -1,0 +1,65 @@
+"""Reading manifests: every readable document, one error per input that is not."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from support import load_jobset
+
+from webhook.fieldpaths import REPLICATED_JOBS, ROOT, SPEC
+from webhook.sources import SourceError, load_documents, read_documents
+
+
+def test_errors_are_collected_and_every_other_file_is_read(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("kind: A\n---\nkind: B\n")
+    (tmp_path / "b.yaml").write_text("kind: C\n---\nkind: [\n")  # the first document is whole
+    (tmp_path / "c.yml").write_bytes(b"kind: \xff\n")
+    (tmp_path / "d.json").write_text('{\n\t"kind": "D"\n}\n')  # a tab: not YAML, but JSON
+    (tmp_path / "e.txt").write_text("kind: [")  # not a manifest suffix: not read at all
+    documents, errors = read_documents([str(tmp_path), str(tmp_path / "absent")])
+    assert [(Path(d.source).name, d.line, d.data["kind"]) for d in documents] == [
+        ("a.yaml", 1, "A"),
+        ("a.yaml", 3, "B"),
+        ("b.yaml", 1, "C"),
+        ("d.json", 1, "D"),
+    ]
+    assert [(Path(e.source).name, e.line) for e in errors] == [("b.yaml", 4), ("c.yml", None), ("absent", None)]
+    assert errors[0].problem == (
+        "not valid YAML or JSON: while parsing a flow node: expected the node content, but found '<stream end>' "
+        "(line 4, column 1)"
+    )
+    assert errors[1].problem.startswith("cannot read: not UTF-8 text (invalid start byte at byte 6)")
+    assert errors[2].problem == "no such file or directory"
+    assert str(errors[2]) == f"{tmp_path / 'absent'}: no such file or directory"
+
+
+def test_load_documents_raises_the_first_error(tmp_path: Path) -> None:
+    """``--cluster-state`` wants all or nothing: half a cluster would look like a smaller one."""
+    (tmp_path / "ok.yaml").write_text("kind: A\n")
+    (tmp_path / "z.yaml").write_text("kind: [\n")
+    with pytest.raises(SourceError, match=r"z\.yaml: not valid YAML or JSON"):
+        load_documents([str(tmp_path)])
+    assert [d.data for d in load_documents([str(tmp_path / "ok.yaml")])] == [{"kind": "A"}]
+
+
+def test_lists_expand_and_lines_point_at_fields(tmp_path: Path) -> None:
+    job = load_jobset("rfc-4.6-static")
+    path = tmp_path / "list.yaml"
+    path.write_text(yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": [{"kind": "A"}, job]}))
+    documents, errors = read_documents([str(path)])
+    assert errors == [] and [d.data.get("kind") for d in documents] == ["A", "JobSet"]
+    text = path.read_text().splitlines()
+    line = documents[1].line_of(REPLICATED_JOBS.index(0).child("replicas"))
+    assert text[line - 1].strip().startswith("replicas:")
+    assert documents[1].line_of(ROOT.child("no-such-field")) == documents[1].line
+
+
+def test_json_files_without_yaml_nodes_still_point_at_the_document(tmp_path: Path) -> None:
+    path = tmp_path / "job.json"
+    path.write_text(json.dumps(load_jobset("rfc-4.6-static"), indent="\t"))
+    (document,), errors = read_documents([str(path)])
+    assert errors == [] and document.node is None and document.line == 1
+    assert document.line_of(SPEC) == 1
