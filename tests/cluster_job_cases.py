@@ -11,21 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from support import load_deployment, load_job, set_path
+from support import CLUSTER_RULES, load_deployment, load_job, set_path
 
 #: the cluster rules' IDs, Job and Deployment alike
-RULES = frozenset(
-    {
-        "local-queue-not-found",
-        "namespace-not-selected",
-        "resource-not-covered",
-        "exceeds-queue-capacity",
-        "guaranteed-balance-exceeded",
-        "exceeds-node-capacity",
-        "insufficient-node-pools",
-        "replicas-beyond-nominal",
-    }
-)
+RULES = CLUSTER_RULES
 QUEUE = 'metadata.labels["kueue.x-k8s.io/queue-name"]'
 PRIORITY = 'metadata.labels["kueue.x-k8s.io/priority-class"]'
 CONTAINER = "spec.template.spec.containers[0]"

@@ -17,11 +17,26 @@ from typing import Any
 
 import yaml
 
+from webhook.catalog import RULES
 from webhook.cli import main
 from webhook.config import Policy
 from webhook.kinds import JOBSET, JUDGED, kind_of_document
 from webhook.server import ServerState
 from webhook.serving import TlsSettings, bound_port, build_server
+
+#: the owner reference the JobSet controller puts on the Jobs it creates
+JOBSET_OWNER = {
+    "apiVersion": "jobset.x-k8s.io/v1alpha2",
+    "kind": "JobSet",
+    "name": "llm-pretrain-a3f8",
+    "uid": "6f1e0c2a-0000-4000-8000-000000000001",
+    "controller": True,
+    "blockOwnerDeletion": True,
+}
+#: the cluster-aware rules (they read cluster state), from the catalog
+CLUSTER_RULES: frozenset[str] = frozenset(rule.id for rule in RULES if rule.requires)
+#: those that apply to JobSets
+JOBSET_CLUSTER_RULES: frozenset[str] = frozenset(rule.id for rule in RULES if rule.requires and JOBSET in rule.kinds)
 
 FIXTURES = Path(__file__).parent / "fixtures"
 JOBSETS = FIXTURES / "jobsets"

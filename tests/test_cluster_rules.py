@@ -12,7 +12,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from support import FIXTURES, POD, delete_path, load_jobset, set_path
+from support import CLUSTER_RULES as ALL_CLUSTER_RULES
+from support import FIXTURES, JOBSET_CLUSTER_RULES, POD, delete_path, load_jobset, set_path
 
 from webhook.cluster import kinds as k
 from webhook.cluster.model import Toleration, selector_matches
@@ -22,15 +23,7 @@ from webhook.config import Policy
 from webhook.engine import AdmissionFacts, Decision, decide
 from webhook.sources import load_documents
 
-CLUSTER_RULES = {
-    "local-queue-not-found",
-    "namespace-not-selected",
-    "resource-not-covered",
-    "exceeds-queue-capacity",
-    "guaranteed-balance-exceeded",
-    "exceeds-node-capacity",
-    "insufficient-node-pools",
-}
+CLUSTER_RULES = JOBSET_CLUSTER_RULES
 POLICY = Policy()
 OBJECTS: list[dict[str, Any]] = [d.data for d in load_documents([str(FIXTURES / "cluster")])]
 STATE = snapshot_from_objects(OBJECTS, POLICY)
@@ -47,7 +40,7 @@ def judge(obj: dict[str, Any], state: ClusterStore = STATE, stage: str = "mutate
 def cluster_findings(decision: Decision) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for finding in decision.findings:
-        if finding.rule in CLUSTER_RULES:
+        if finding.rule in ALL_CLUSTER_RULES:
             # "<what is wrong>; <how to fix>": the one "; " separates the two (SPEC §6)
             assert "; " not in finding.problem and "; " not in finding.fix, finding.line()
             out.setdefault(finding.rule, []).append(finding.line())

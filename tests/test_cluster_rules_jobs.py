@@ -11,7 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from support import delete_path, load_deployment, load_job, set_path
-from test_cluster_rules import CLUSTER_RULES, OBJECTS, STATE
+from test_cluster_rules import OBJECTS, STATE, cluster_findings
 
 from webhook.cluster.quota import podset_demand
 from webhook.cluster.snapshot import snapshot_from_objects
@@ -25,16 +25,6 @@ CONTAINER = "spec.template.spec.containers[0]"
 QUEUE = 'metadata.labels["kueue.x-k8s.io/queue-name"]'
 PRIORITY = 'metadata.labels["kueue.x-k8s.io/priority-class"]'
 SELECTOR = "spec.template.spec.nodeSelector"
-
-
-def cluster_findings(decision: Decision) -> dict[str, list[str]]:
-    """The cluster rules' findings (this file's rule included), each checked for the message shape."""
-    out: dict[str, list[str]] = {}
-    for finding in decision.findings:
-        if finding.rule in CLUSTER_RULES | {"replicas-beyond-nominal"}:
-            assert "; " not in finding.problem and "; " not in finding.fix, finding.line()
-            out.setdefault(finding.rule, []).append(finding.line())
-    return out
 
 
 def judge(obj: dict[str, Any], kind: str, stage: str = "mutate") -> Decision:

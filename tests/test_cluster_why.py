@@ -23,6 +23,7 @@ import pytest
 import yaml
 from cluster_apiserver import FakeApiServer, wait_until, write_kubeconfig
 from support import FIXTURES, RunningServer, load_jobset, review, set_path
+from support import JOBSET_CLUSTER_RULES as CLUSTER_RULES
 from test_cluster_watch import ALL, FAST
 
 from webhook import certs
@@ -41,15 +42,6 @@ TOPO = "cloud.google.com/gke-tpu-topology"
 TIER = "scheduling.antgroup.com/kueue-tier"
 PRIORITY = 'metadata.labels["kueue.x-k8s.io/priority-class"]'
 QUEUE = 'metadata.labels["kueue.x-k8s.io/queue-name"]'
-CLUSTER_RULES = {
-    "local-queue-not-found",
-    "namespace-not-selected",
-    "resource-not-covered",
-    "exceeds-queue-capacity",
-    "guaranteed-balance-exceeded",
-    "exceeds-node-capacity",
-    "insufficient-node-pools",
-}
 POLICIES = {
     "static": {"rules": {"insufficient-node-pools": "off"}},
     "dynamic": {"mode": "dynamic"},

@@ -26,6 +26,7 @@ import pytest
 import yaml
 from cel_expr_python import cel
 from cryptography import x509
+from support import JOBSET_OWNER as OWNER
 from support import load_deployment, load_job, load_jobset
 
 from webhook import certs
@@ -404,16 +405,6 @@ def test_mutating_match_conditions(base: list[dict[str, Any]], obj: dict[str, An
     request = {"operation": "CREATE", "object": obj, "userInfo": {"username": "alice"}}
     for webhook in one(base, "MutatingWebhookConfiguration")["webhooks"]:
         assert calls_webhook(webhook, request) is expected
-
-
-OWNER = {
-    "apiVersion": "jobset.x-k8s.io/v1alpha2",
-    "kind": "JobSet",
-    "name": "llm-pretrain-a3f8",
-    "uid": "6f1e0c2a-0000-4000-8000-000000000001",
-    "controller": True,
-    "blockOwnerDeletion": True,
-}
 
 
 def _job(**metadata: Any) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from support import JOBSET_OWNER as OWNER
 from support import load_deployment, load_job, load_jobset
 
 from webhook.config import Policy, policy_from_mapping
@@ -19,14 +20,6 @@ from webhook.rules import UserInfo
 STATIC = Policy()
 DYNAMIC = Policy(mode="dynamic")
 KUEUE = "system:serviceaccount:kueue-system:kueue-controller-manager"
-OWNER = {
-    "apiVersion": "jobset.x-k8s.io/v1alpha2",
-    "kind": "JobSet",
-    "name": "llm-pretrain-a3f8",
-    "uid": "6f1e0c2a-0000-4000-8000-000000000001",
-    "controller": True,
-    "blockOwnerDeletion": True,
-}
 
 
 def judge(obj: Any, kind: str, policy: Policy = STATIC, **facts: Any) -> Decision:

@@ -30,6 +30,7 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 from support import SHARED
 
+from webhook.cluster.model import selector_matches
 from webhook.quantity import QuantityError, parse_quantity
 
 
@@ -107,23 +108,6 @@ class Verdict:
         return set(self.denied) | set(self.warned)
 
 
-def _selector_matches(selector: dict[str, Any], labels: dict[str, str]) -> bool:
-    for key, value in selector.get("matchLabels", {}).items():
-        if labels.get(key) != value:
-            return False
-    for expression in selector.get("matchExpressions", []):
-        key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
-        if operator == "In" and labels.get(key) not in values:
-            return False
-        if operator == "NotIn" and key in labels and labels[key] in values:
-            return False
-        if operator == "Exists" and key not in labels:
-            return False
-        if operator == "DoesNotExist" and key in labels:
-            return False
-    return True
-
-
 class PolicyRuntime:
     """The exported objects (policies and their bindings) applied to CREATE requests."""
 
@@ -171,7 +155,7 @@ class PolicyRuntime:
             spec = policy["spec"]
             constraints = spec["matchConstraints"]
             assert [r["operations"] for r in constraints["resourceRules"]] == [["CREATE"]]
-            if not _selector_matches(constraints.get("namespaceSelector", {}), labels):
+            if not selector_matches(constraints.get("namespaceSelector", {}), labels):
                 continue
             name = policy["metadata"]["name"]
             conditions = [

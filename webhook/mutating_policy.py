@@ -20,7 +20,7 @@ import yaml
 
 from webhook.celtext import lit
 from webhook.config import Policy
-from webhook.vap import EXCLUDED_NAMESPACES, NAME
+from webhook.vap import NAME, jobset_create_constraints
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 POLICY_NAME = f"{NAME}-default-labels"
@@ -73,27 +73,7 @@ def export_objects(policy: Policy) -> list[dict[str, Any]]:
                 "failurePolicy": "Fail",
                 # Once is enough: later mutations never remove a label we added.
                 "reinvocationPolicy": "Never",
-                "matchConstraints": {
-                    "resourceRules": [
-                        {
-                            "apiGroups": ["jobset.x-k8s.io"],
-                            "apiVersions": ["v1alpha2"],
-                            "resources": ["jobsets"],
-                            "operations": ["CREATE"],
-                            "scope": "Namespaced",
-                        }
-                    ],
-                    "namespaceSelector": {
-                        "matchExpressions": [
-                            {"key": policy.tier_label, "operator": "In", "values": tiers},
-                            {
-                                "key": "kubernetes.io/metadata.name",
-                                "operator": "NotIn",
-                                "values": list(EXCLUDED_NAMESPACES),
-                            },
-                        ]
-                    },
-                },
+                "matchConstraints": jobset_create_constraints(policy, tiers),
                 "variables": [
                     {
                         "name": "tier",

@@ -16,7 +16,15 @@ from typing import Any
 from webhook.config import Policy, TierPolicy
 from webhook.fieldpaths import METADATA, ROOT, SPEC
 from webhook.kinds import DEPLOYMENT, JOB, JOBSET
-from webhook.workload import Reader, Workload, parse_jobset, parse_metadata, parse_pod_template, podset_paths
+from webhook.workload import (
+    PodSetPaths,
+    Reader,
+    Workload,
+    parse_jobset,
+    parse_metadata,
+    parse_pod_template,
+    podset_paths,
+)
 
 #: Kueue's name for the single podSet of a Job or a pod-based Workload
 MAIN_PODSET = "main"
@@ -34,14 +42,18 @@ _JOB_PATHS = podset_paths(
 _DEPLOYMENT_PATHS = _JOB_PATHS._replace(replicas=SPEC.child("replicas"))
 
 
-def parse_job(obj: Any, policy: Policy, namespace: str = "") -> Workload:
-    reader = Reader()
-    workload = parse_metadata(reader, obj, namespace, JOB)
-    spec = workload.spec
-    paths = _JOB_PATHS
-    template = reader.mapping(spec.get("template"), paths.pod_template)
+def _single_podset(
+    reader: Reader,
+    workload: Workload,
+    policy: Policy,
+    paths: PodSetPaths,
+    parallelism: int | None,
+    completions: int | None,
+) -> Workload:
+    """The one podSet of a Job or Deployment, read from ``spec.template``."""
+    template = reader.mapping(workload.spec.get("template"), paths.pod_template)
     if not template:
-        reader.bad(paths.pod_template, "is missing", "a Job needs a pod template")
+        reader.bad(paths.pod_template, "is missing", f"a {workload.kind} needs a pod template")
     podset = parse_pod_template(
         reader,
         template,
@@ -50,39 +62,30 @@ def parse_job(obj: Any, policy: Policy, namespace: str = "") -> Workload:
         index=0,
         name=MAIN_PODSET,
         replicas=1,
-        parallelism=reader.count(spec.get("parallelism"), paths.parallelism, None),
-        completions=reader.count(spec.get("completions"), paths.completions, None),
+        parallelism=parallelism,
+        completions=completions,
         job_annotations={},
     )
     workload.podsets.append(podset)
     return workload.finish(reader)
+
+
+def parse_job(obj: Any, policy: Policy, namespace: str = "") -> Workload:
+    reader = Reader()
+    workload = parse_metadata(reader, obj, namespace, JOB)
+    spec, paths = workload.spec, _JOB_PATHS
+    parallelism = reader.count(spec.get("parallelism"), paths.parallelism, None)
+    completions = reader.count(spec.get("completions"), paths.completions, None)
+    return _single_podset(reader, workload, policy, paths, parallelism, completions)
 
 
 def parse_deployment(obj: Any, policy: Policy, namespace: str = "") -> Workload:
     reader = Reader()
     workload = parse_metadata(reader, obj, namespace, DEPLOYMENT)
-    spec = workload.spec
-    paths = _DEPLOYMENT_PATHS
-    replicas = reader.count(spec.get("replicas"), paths.replicas, 1)
+    replicas = reader.count(workload.spec.get("replicas"), _DEPLOYMENT_PATHS.replicas, 1)
     workload.replicas = replicas if replicas is not None else 1
-    template = reader.mapping(spec.get("template"), paths.pod_template)
-    if not template:
-        reader.bad(paths.pod_template, "is missing", "a Deployment needs a pod template")
     # One Workload per pod, no gang: the podSet Kueue admits is a single pod.
-    podset = parse_pod_template(
-        reader,
-        template,
-        paths,
-        policy,
-        index=0,
-        name=MAIN_PODSET,
-        replicas=1,
-        parallelism=1,
-        completions=1,
-        job_annotations={},
-    )
-    workload.podsets.append(podset)
-    return workload.finish(reader)
+    return _single_podset(reader, workload, policy, _DEPLOYMENT_PATHS, parallelism=1, completions=1)
 
 
 PARSERS: dict[str, Callable[[Any, Policy, str], Workload]] = {

@@ -71,6 +71,29 @@ NAME = "tpu-admission"
 WARN_NAME = "tpu-admission-warn"
 #: the namespaces the webhook configurations exclude; so does the policy
 EXCLUDED_NAMESPACES = ("kube-system", "tpu-admission")
+
+
+def jobset_create_constraints(policy: Policy, tiers: list[str]) -> dict[str, Any]:
+    """JobSet CREATE in the given tiers' namespaces: what the webhook entries match, for both policies."""
+    return {
+        "resourceRules": [
+            {
+                "apiGroups": ["jobset.x-k8s.io"],
+                "apiVersions": ["v1alpha2"],
+                "resources": ["jobsets"],
+                "operations": ["CREATE"],
+                "scope": "Namespaced",
+            }
+        ],
+        "namespaceSelector": {
+            "matchExpressions": [
+                {"key": policy.tier_label, "operator": "In", "values": tiers},
+                {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": list(EXCLUDED_NAMESPACES)},
+            ]
+        },
+    }
+
+
 MAX_REPLICATED_JOBS = 32
 MAX_CONTAINERS = 8
 VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
@@ -731,27 +754,7 @@ def _policy(policy: Policy, name: str, checks: list[Validation]) -> dict[str, An
         "metadata": {"name": name, "labels": {"app.kubernetes.io/name": NAME}},
         "spec": {
             "failurePolicy": "Fail",
-            "matchConstraints": {
-                "resourceRules": [
-                    {
-                        "apiGroups": ["jobset.x-k8s.io"],
-                        "apiVersions": ["v1alpha2"],
-                        "resources": ["jobsets"],
-                        "operations": ["CREATE"],
-                        "scope": "Namespaced",
-                    }
-                ],
-                "namespaceSelector": {
-                    "matchExpressions": [
-                        {"key": policy.tier_label, "operator": "In", "values": sorted(policy.tiers)},
-                        {
-                            "key": "kubernetes.io/metadata.name",
-                            "operator": "NotIn",
-                            "values": list(EXCLUDED_NAMESPACES),
-                        },
-                    ]
-                },
-            },
+            "matchConstraints": jobset_create_constraints(policy, sorted(policy.tiers)),
             "matchConditions": [{"name": "within-cost-bounds", "expression": within_bounds()}],
             "variables": variables(policy),
             "validations": [
