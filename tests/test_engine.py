@@ -340,3 +340,61 @@ def test_exceptions_apply_to_deployments_by_name_too() -> None:
     assert decision.allowed and decision.excepted == ["priority-label-missing"]
     other = _excepting({"rules": ["priority-label-missing"], "names": ["other-*"], "reason": "ok"})
     assert not decide(deployment, AdmissionFacts(namespace="kubemaker", kind="Deployment"), other).allowed
+
+
+# --- bounded work (issue #9) ------------------------------------------------------------
+
+LIMITED = policy_from_mapping({"limits": {"maxReplicatedJobs": 3, "maxContainers": 4, "maxFindings": 2}})
+
+
+def test_replicated_jobs_over_the_limit_are_not_walked() -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["spec"]["replicatedJobs"] = [{"name": "x"}, 1, "two", None]  # items are never read
+    decision = run(obj, LIMITED)
+    assert decision.deny_message() == (
+        "[jobset-malformed] spec.replicatedJobs: has 4 items, more than the 3 this webhook judges; "
+        "Kueue admits at most 18 podSets per Workload; split the JobSet"
+    )
+    assert decision.omitted == 0
+
+
+def test_containers_are_counted_across_pod_templates() -> None:
+    obj = load_jobset("rfc-4.6-static")
+    job = obj["spec"]["replicatedJobs"][0]
+    job["template"]["spec"]["template"]["spec"]["containers"] *= 3  # three of the four allowed
+    second = set_path(copy.deepcopy(job), "name", "second")
+    obj["spec"]["replicatedJobs"].append(second)  # three more: over the four of the object
+    decision = run(obj, LIMITED)
+    assert [f.line() for f in decision.violations] == [
+        "[jobset-malformed] spec.replicatedJobs[1].template.spec.template.spec.containers: has 3 items, over what "
+        "is left of the 4 containers this webhook judges per object; no real pod has this many containers; "
+        "check how the manifest is generated",
+        # judged without the containers it was not allowed to read
+        "[tpu-request-invalid] spec.replicatedJobs[1].template.spec.template.spec.containers: TPU podSet 'second' "
+        "has no container requesting google.com/tpu; request google.com/tpu: 4 in both resources.requests and "
+        "resources.limits",
+    ]
+
+
+def test_findings_past_the_limit_become_a_count_in_deny_and_warnings() -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["metadata"]["annotations"] = {f"a{i}": i for i in range(5)}
+    decision = run(obj, LIMITED)
+    lines = decision.deny_message().split("\n")
+    assert lines == [
+        '[jobset-malformed] metadata.annotations["a0"]: must be a string, got int; quote the value',
+        '[jobset-malformed] metadata.annotations["a1"]: must be a string, got int; quote the value',
+        "... and 3 more",
+    ]
+    warned = policy_from_mapping({"limits": {"maxFindings": 2}, "rules": {"jobset-malformed": "warn"}})
+    decision = run(obj, warned)
+    assert decision.allowed and decision.warnings[-1] == "... and 3 more" and len(decision.warnings) == 3
+
+
+def test_a_finding_quoting_a_huge_value_is_cut() -> None:
+    obj = load_jobset("rfc-4.6-static")
+    obj["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "q" * 1_000_000
+    decision = run(obj)
+    assert not decision.allowed
+    assert max(len(line) for line in decision.deny_message().split("\n")) <= STATIC.limits.max_line_chars
+    assert "more characters)" in decision.deny_message()

@@ -160,8 +160,15 @@ HOSTILE: dict[str, tuple[bytes, str, set[int]]] = {
         "application/json",
         {200},
     ),
+    # the answer echoes the uid: a huge one is refused rather than copied into a huge answer
     "uid a 2 MB string": (
         json.dumps(review(load_jobset("rfc-4.6-static"), uid="u" * 2_000_000)).encode(),
+        "application/json",
+        {400},
+    ),
+    # a lone surrogate decodes to a str that UTF-8 cannot encode: the answer must still go out
+    "uid a lone surrogate": (
+        json.dumps(review(load_jobset("rfc-4.6-static"), uid="\ud800-uid")).encode(),
         "application/json",
         {200},
     ),

@@ -308,3 +308,80 @@ def test_the_decision_log_names_the_kind(
     line = next(r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg["uid"] == "log-deployment")
     assert (line["kind"], line["name"], line["allowed"]) == ("Deployment", "eval-gateway", False)
     assert line["rules"] == ["pod-priority-class-forbidden"]
+
+
+def test_a_million_item_list_is_refused_at_once_while_healthz_answers(
+    static_server: RunningServer, client: httpx.Client, cert_files: Any
+) -> None:
+    """The freeze of issue #9: 1.5M integers as replicatedJobs, under the body cap. The list
+    is measured before any item is read, so the answer is short and quick, and the probe
+    (on its own connection) keeps answering. 1 s is the issue's liveness bound, not a
+    benchmark: the unbounded version blocked the loop for over a minute."""
+    import ssl
+    import threading
+    import time
+
+    obj = load_jobset("rfc-4.6-static")
+    obj["spec"]["replicatedJobs"] = [1] * 1_500_000
+    body = json.dumps(review(obj, namespace="kubemaker", uid="huge"), separators=(",", ":")).encode()
+    assert len(body) <= static_server.state.policy.server.max_body_bytes
+    probes: list[float] = []
+    done = threading.Event()
+
+    def probe() -> None:
+        context = ssl.create_default_context(cafile=str(cert_files.ca))
+        with httpx.Client(verify=context, timeout=10) as health:
+            for _ in range(2000):  # bounded however long the big request takes
+                started = time.perf_counter()
+                assert health.get(f"{static_server.url}/healthz").text == "ok"
+                probes.append(time.perf_counter() - started)
+                if done.is_set() and len(probes) >= 3:
+                    return
+
+    prober = threading.Thread(target=probe, daemon=True)
+    prober.start()
+    try:
+        reply = client.post(f"{static_server.url}/mutate", content=body, headers={"content-type": "application/json"})
+    finally:
+        done.set()
+        prober.join(timeout=30)
+    assert reply.status_code == 200
+    response = reply.json()["response"]
+    assert response["uid"] == "huge" and response["allowed"] is False
+    assert response["status"]["message"] == (
+        "[jobset-malformed] spec.replicatedJobs: has 1500000 items, more than the 256 this webhook judges; "
+        "Kueue admits at most 18 podSets per Workload; split the JobSet"
+    )
+    assert len(reply.content) < 4096
+    assert probes and max(probes) < 1.0, max(probes)
+
+
+def test_findings_past_the_limit_are_counted_not_listed(static_server: RunningServer, client: httpx.Client) -> None:
+    """150,000 non-string labels: 25 lines and "... and N more", not a 25 MB answer."""
+    obj = load_jobset("rfc-4.6-static")
+    obj["metadata"]["labels"] = {f"label-{i}": i for i in range(150_000)}
+    body = json.dumps(review(obj, namespace="kubemaker"), separators=(",", ":")).encode()
+    reply = client.post(f"{static_server.url}/mutate", content=body, headers={"content-type": "application/json"})
+    response = reply.json()["response"]
+    lines = response["status"]["message"].split("\n")
+    limit = static_server.state.policy.limits.max_findings
+    assert len(lines) == limit + 1
+    assert lines[0] == '[jobset-malformed] metadata.labels["label-0"]: must be a string, got int; quote the value'
+    # every label is wrong, plus whatever else the unlabelled object breaks
+    assert lines[-1].startswith("... and ") and int(lines[-1].split()[2]) >= 150_000 - limit
+    assert len(reply.content) < 16 * 1024
+
+
+def test_a_lone_surrogate_uid_is_answered_not_a_500(static_server: RunningServer, client: httpx.Client) -> None:
+    body = json.dumps(review(load_jobset("rfc-4.6-static"), namespace="kubemaker", uid="\ud800")).encode()
+    before = _count(static_server, client, 'decision="allowed",endpoint="validate"')
+    reply = client.post(f"{static_server.url}/validate", content=body, headers={"content-type": "application/json"})
+    assert reply.status_code == 200 and reply.json()["response"] == {"uid": "\ud800", "allowed": True}
+    assert _count(static_server, client, 'decision="allowed",endpoint="validate"') == before + 1
+
+
+def _count(server: RunningServer, client: httpx.Client, labels: str) -> float:
+    for line in client.get(f"{server.url}/metrics").text.splitlines():
+        if line.startswith(f"tpu_admission_requests_total{{{labels}}}"):
+            return float(line.rsplit(" ", 1)[1])
+    return 0.0

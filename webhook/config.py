@@ -103,10 +103,27 @@ class SuperSlicePolicy(_Model):
         return value
 
 
+#: The largest AdmissionReview a real API server sends. etcd stores at most 1.5 MiB per
+#: object (``--max-request-bytes``; a CRD object is stored as JSON), and an UPDATE review
+#: carries the object and the old object, so two of them plus 64 KiB for the envelope
+#: (userInfo with its groups, options) covers every review the API server can send.
+REVIEW_BYTES = 2 * 1536 * 1024 + 64 * 1024
+
+
 class ServerPolicy(_Model):
     """Settings of the HTTPS server (not of the rules)."""
 
-    max_body_bytes: int = Field(default=3 * 1024 * 1024, gt=0)
+    max_body_bytes: int = Field(default=REVIEW_BYTES, gt=0)
+    #: deadlines of one connection: TLS handshake, request headers, request body
+    handshake_timeout_seconds: float = Field(default=10.0, gt=0)
+    header_timeout_seconds: float = Field(default=10.0, gt=0)
+    body_timeout_seconds: float = Field(default=10.0, gt=0)
+    #: an idle keep-alive connection is closed after this long (uvicorn's default)
+    keep_alive_seconds: float = Field(default=5.0, gt=0)
+    #: request line plus headers; an AdmissionReview request's are well under 8 KiB
+    max_header_bytes: int = Field(default=64 * 1024, gt=0)
+    #: open connections at once; the API server keeps a handful per replica
+    max_connections: int = Field(default=1000, gt=0)
     service_dns_names: tuple[str, ...] = (
         "tpu-admission",
         "tpu-admission.tpu-admission",
@@ -125,6 +142,23 @@ class ClusterPolicy(_Model):
     backoff_max_seconds: float = Field(default=30.0, gt=0)
     #: a kind whose watch has been broken longer than this is unknown, not "as it was"
     stale_after_seconds: float = Field(default=120.0, gt=0)
+
+
+class LimitsPolicy(_Model):
+    """How much of one object the webhook judges: every decision stays short, whatever is sent.
+
+    The defaults are far above any real JobSet (Kueue admits at most 18 podSets per
+    Workload; real pods have a handful of containers), so they only stop hostile or
+    broken input, which is then refused as ``jobset-malformed`` without being walked.
+    """
+
+    max_replicated_jobs: int = Field(default=256, gt=0)
+    #: containers and init containers of all pod templates of one object, together
+    max_containers: int = Field(default=1024, gt=0)
+    #: lines in the deny message and in the warnings; the rest is "... and N more"
+    max_findings: int = Field(default=25, gt=0)
+    #: one line of the answer (a finding quoting a huge value) is cut to this many characters
+    max_line_chars: int = Field(default=2048, ge=200)
 
 
 class QueuePermission(_Model):
@@ -202,6 +236,7 @@ class Policy(_Model):
     #: per-object escape hatch: matching findings of these rules become warnings
     exceptions: tuple[PolicyException, ...] = ()
     server: ServerPolicy = Field(default_factory=ServerPolicy)
+    limits: LimitsPolicy = Field(default_factory=LimitsPolicy)
     cluster: ClusterPolicy = Field(default_factory=ClusterPolicy)
 
     @field_validator("tiers")

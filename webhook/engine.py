@@ -19,7 +19,7 @@ from webhook.objects import controlled_by_jobset, outside_kueue_warning, parse_o
 from webhook.patches import JsonPatch, default_labels, label_patch
 from webhook.rules import Rule, RuleContext, UserInfo
 from webhook.tiers import resolve_tier
-from webhook.workload import Workload
+from webhook.workload import MALFORMED, Workload
 
 Stage = Literal["mutate", "validate"]
 
@@ -54,13 +54,53 @@ class Decision:
     skipped: list[str] = field(default_factory=list)
     #: rules whose findings a policy exception turned into warnings (one entry per finding)
     excepted: list[str] = field(default_factory=list)
+    #: denying findings beyond ``limits.maxFindings``, counted but not listed
+    omitted: int = 0
+    #: the longest line the answer carries (``limits.maxLineChars``)
+    max_line: int = 2048
 
     @property
     def violations(self) -> list[Finding]:
         return [f for f in self.findings if f.action is Action.DENY]
 
     def deny_message(self) -> str:
-        return "\n".join(f.line() for f in self.violations)
+        lines = [clip(f.line(), self.max_line) for f in self.violations]
+        if self.omitted:
+            lines.append(f"... and {self.omitted} more")
+        return "\n".join(lines)
+
+
+def clip(line: str, limit: int) -> str:
+    """``line`` cut to ``limit`` characters: a finding that quotes a huge value stays one short line."""
+    if len(line) <= limit:
+        return line
+    return f"{line[: limit - 40]}... ({len(line) - limit + 40} more characters)"
+
+
+def _bound(decision: Decision, policy: Policy, unrecorded: int, unrecorded_action: Action | None) -> None:
+    """At most ``maxFindings`` denying and as many warning lines, each at most ``maxLineChars``.
+
+    However many findings an object produces, the answer (and the decision log and
+    metrics, which read the same findings) stays a few tens of kilobytes.
+    """
+    limits = policy.limits
+    decision.max_line = limits.max_line_chars
+    violations = decision.violations
+    warned = [f for f in decision.findings if f.action is Action.WARN]
+    more_denied = max(0, len(violations) - limits.max_findings)
+    more_warned = max(0, len(warned) - limits.max_findings)
+    if more_denied or more_warned:
+        warned = warned[: limits.max_findings]
+        decision.findings = violations[: limits.max_findings] + warned
+    if unrecorded_action is Action.DENY:
+        more_denied += unrecorded
+    elif unrecorded_action is Action.WARN:
+        more_warned += unrecorded
+    decision.omitted = more_denied
+    for finding in warned:
+        decision.warnings.append(clip(finding.line(), limits.max_line_chars))
+    if more_warned:
+        decision.warnings.append(f"... and {more_warned} more")
 
 
 Plan = tuple[tuple[Rule, Action], ...]
@@ -183,10 +223,9 @@ def decide(
 
     if policy.exceptions and decision.findings:
         _apply_exceptions(decision, policy, facts.namespace, workload.name)
-    for finding in decision.findings:
-        if finding.action is Action.WARN:
-            decision.warnings.append(finding.line())
-    decision.allowed = not decision.violations
+    decision.allowed = not any(f.action is Action.DENY for f in decision.findings)
+    malformed = next((f.action for f in decision.findings if f.rule == MALFORMED), None)
+    _bound(decision, policy, workload.malformed_unrecorded, malformed)
     if decision.allowed and creating and facts.stage == "mutate":
         decision.patch = label_patch(workload, added)
     return decision

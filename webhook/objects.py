@@ -71,7 +71,7 @@ def _single_podset(
 
 
 def parse_job(obj: Any, policy: Policy, namespace: str = "") -> Workload:
-    reader = Reader()
+    reader = Reader(policy)
     workload = parse_metadata(reader, obj, namespace, JOB)
     spec, paths = workload.spec, _JOB_PATHS
     parallelism = reader.count(spec.get("parallelism"), paths.parallelism, None)
@@ -80,7 +80,7 @@ def parse_job(obj: Any, policy: Policy, namespace: str = "") -> Workload:
 
 
 def parse_deployment(obj: Any, policy: Policy, namespace: str = "") -> Workload:
-    reader = Reader()
+    reader = Reader(policy)
     workload = parse_metadata(reader, obj, namespace, DEPLOYMENT)
     replicas = reader.count(workload.spec.get("replicas"), _DEPLOYMENT_PATHS.replicas, 1)
     workload.replicas = replicas if replicas is not None else 1

@@ -18,6 +18,8 @@ from webhook.rules import UserInfo
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
+#: a Kubernetes uid is a UUID (36 characters); anything much longer is not from an API server
+MAX_UID = 256
 OPERATIONS = frozenset({"CREATE", "UPDATE", "DELETE", "CONNECT"})
 
 
@@ -89,6 +91,9 @@ def parse_review(body: bytes) -> AdmissionRequest:
     uid = _field(request, "uid", str, "request.", required=True)
     if not uid:
         raise ReviewError("request.uid is empty")
+    if len(uid) > MAX_UID:
+        # The answer echoes the uid: a megabyte uid would make a megabyte answer.
+        raise ReviewError(f"request.uid is {len(uid)} characters long; the API server sends a UUID (36)")
     operation = _field(request, "operation", str, "request.", required=True)
     if operation not in OPERATIONS:
         raise ReviewError(f"request.operation {operation!r} is not one of {', '.join(sorted(OPERATIONS))}")

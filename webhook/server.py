@@ -46,7 +46,9 @@ class ServerState:
 
 
 async def _send_json(send: Send, status: int, content: Any) -> None:
-    body = json.dumps(content, separators=(",", ":"), ensure_ascii=False).encode()
+    # ASCII with \u escapes: any Python string encodes, a lone surrogate from the request
+    # (a uid of "\ud800") included, where UTF-8 encoding would raise and become a 500.
+    body = json.dumps(content, separators=(",", ":")).encode()
     await send(
         {
             "type": "http.response.start",
@@ -103,19 +105,22 @@ def create_app(state: ServerState) -> Starlette:
         endpoint = scope["path"]
         started = time.perf_counter()
         tier = scope.get("path_params", {}).get("tier")
+        # Metrics count an answer once it is sent: a send that fails counts nothing. The
+        # decision log line is written before the send (it is about the decision, and a
+        # client that has its answer can then find the line).
         if tier is not None and tier not in policy.tiers:
-            metrics.requests.labels(stage, "invalid").inc()
             reason = f"unknown tier {tier!r} in the path; configured tiers: {', '.join(policy.tiers)}"
-            return await _send_json(send, 404, {"error": reason})
+            await _send_json(send, 404, {"error": reason})
+            return metrics.requests.labels(stage, "invalid").inc()
         if not _content_type_ok(scope):
-            metrics.requests.labels(stage, "invalid").inc()
-            return await _send_json(send, 415, {"error": "content-type must be application/json"})
+            await _send_json(send, 415, {"error": "content-type must be application/json"})
+            return metrics.requests.labels(stage, "invalid").inc()
         try:
             body = await _read_body(scope, receive, policy.server.max_body_bytes)
             review = parse_review(body)
         except ReviewError as exc:
-            metrics.requests.labels(stage, "invalid").inc()
-            return await _send_json(send, exc.status, {"error": exc.reason})
+            await _send_json(send, exc.status, {"error": exc.reason})
+            return metrics.requests.labels(stage, "invalid").inc()
 
         kind = review.judged_kind  # None: not a kind we judge (Pods never are), allowed unchanged
         facts = AdmissionFacts(
@@ -131,20 +136,12 @@ def create_app(state: ServerState) -> Starlette:
             decision = decide(review.object, facts, policy, state.cluster) if kind else Decision()
             answer = review_response(review.uid, decision)
         except Exception:  # a bug must not become a 5xx or a dropped connection
-            errors.exception("internal error judging %s", review.uid)
-            metrics.requests.labels(stage, "error").inc()
+            errors.exception("internal error judging %r", review.uid)
             message = "tpu-admission failed to judge this request; see its logs"
-            return await _send_json(send, 200, error_response(review.uid, message))
+            await _send_json(send, 200, error_response(review.uid, message))
+            return metrics.requests.labels(stage, "error").inc()
 
         elapsed = time.perf_counter() - started
-        counted[stage].observe(elapsed)
-        outcome[stage, decision.allowed].inc()
-        for finding in decision.findings:
-            metrics.findings.labels(finding.rule, finding.action.value).inc()
-        for rule_id in decision.skipped:
-            metrics.skipped.labels(rule_id).inc()
-        for rule_id in decision.excepted:
-            metrics.excepted.labels(rule_id).inc()
         if log.isEnabledFor(logging.INFO):
             # A dict: the JSON formatter ``serve`` installs encodes it once, as one line.
             log.info(
@@ -168,6 +165,14 @@ def create_app(state: ServerState) -> Starlette:
                 }
             )
         await _send_json(send, 200, answer)
+        counted[stage].observe(elapsed)
+        outcome[stage, decision.allowed].inc()
+        for finding in decision.findings:
+            metrics.findings.labels(finding.rule, finding.action.value).inc()
+        for rule_id in decision.skipped:
+            metrics.skipped.labels(rule_id).inc()
+        for rule_id in decision.excepted:
+            metrics.excepted.labels(rule_id).inc()
 
     async def mutate(scope: Scope, receive: Receive, send: Send) -> None:
         await admit(scope, receive, send, "mutate")

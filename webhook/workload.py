@@ -27,13 +27,30 @@ MALFORMED = "jobset-malformed"
 
 
 class Reader:
-    """Typed access to untrusted JSON that records what was not the expected type."""
+    """Typed access to untrusted JSON that records what was not the expected type.
 
-    def __init__(self) -> None:
+    Work is bounded whatever is sent: lists are measured against ``policy.limits``
+    before any item is read, and past ``max_findings`` problems only a count is kept
+    (a map of 150,000 non-string labels costs a counter, not 150,000 findings).
+    """
+
+    def __init__(self, policy: Policy) -> None:
         self.problems: list[Finding] = []
+        self.max_problems = policy.limits.max_findings
+        self.max_containers = self.containers_left = policy.limits.max_containers
+        #: problems found but not recorded (over ``max_problems``)
+        self.unrecorded = 0
+
+    def room(self) -> bool:
+        """Whether one more problem is recorded; counts it as unrecorded when not."""
+        if len(self.problems) < self.max_problems:
+            return True
+        self.unrecorded += 1
+        return False
 
     def bad(self, path: FieldPath, problem: str, fix: str) -> None:
-        self.problems.append(Finding(MALFORMED, path, problem, fix))
+        if self.room():
+            self.problems.append(Finding(MALFORMED, path, problem, fix))
 
     def mapping(self, value: Any, path: FieldPath) -> dict[str, Any]:
         if value is None:
@@ -49,7 +66,7 @@ class Reader:
         for key, item in raw.items():
             if isinstance(item, str):
                 out[str(key)] = item
-            else:
+            elif self.room():
                 self.bad(path.key(str(key)), f"must be a string, got {_type(item)}", "quote the value")
         return out
 
@@ -250,6 +267,8 @@ class Workload:
     has_metadata: bool = False
     podsets: list[PodSet] = field(default_factory=list)
     malformed: list[Finding] = field(default_factory=list)
+    #: malformed findings past the limit, counted but not recorded
+    malformed_unrecorded: int = 0
     _tpu_podsets: list[PodSet] = field(default_factory=list)
 
     @property
@@ -271,6 +290,7 @@ class Workload:
 
     def finish(self, reader: Reader) -> Workload:
         self.malformed = reader.problems
+        self.malformed_unrecorded = reader.unrecorded
         self._tpu_podsets = [podset for podset in self.podsets if podset.is_tpu]
         return self
 
@@ -306,12 +326,21 @@ def parse_metadata(reader: Reader, obj: Any, namespace: str, kind: str) -> Workl
 
 def parse_jobset(obj: Any, policy: Policy, namespace: str = "") -> Workload:
     """Read a JobSet; ``namespace`` fills in when the object has none (a CREATE may omit it)."""
-    reader = Reader()
+    reader = Reader(policy)
     workload = parse_metadata(reader, obj, namespace, JOBSET)
     spec = workload.spec
     jobs = reader.sequence(spec.get("replicatedJobs"), REPLICATED_JOBS)
     if "replicatedJobs" not in spec:
         reader.bad(REPLICATED_JOBS, "is missing", "a JobSet needs at least one replicatedJob")
+    limit = policy.limits.max_replicated_jobs
+    if len(jobs) > limit:
+        # Measured before any item is read: the work stays bounded however long the list.
+        reader.bad(
+            REPLICATED_JOBS,
+            f"has {len(jobs)} items, more than the {limit} this webhook judges",
+            "Kueue admits at most 18 podSets per Workload; split the JobSet",
+        )
+        jobs = []
     for index, job in enumerate(jobs):
         podset = _parse_replicated_job(reader, job, index, policy)
         if podset is not None:
@@ -393,8 +422,20 @@ def parse_pod_template(
 
 
 def _containers(reader: Reader, value: Any, path: FieldPath) -> list[Container]:
-    out = []
-    for position, raw in enumerate(reader.sequence(value, path)):
+    out: list[Container] = []
+    items = reader.sequence(value, path)
+    if len(items) > reader.containers_left:
+        # Measured before any item is read, across all pod templates of the object.
+        reader.bad(
+            path,
+            f"has {len(items)} items, over what is left of the {reader.max_containers} containers "
+            "this webhook judges per object",
+            "no real pod has this many containers; check how the manifest is generated",
+        )
+        reader.containers_left = 0
+        return out
+    reader.containers_left -= len(items)
+    for position, raw in enumerate(items):
         item_path, resources_path, requests_path, limits_path = _container_paths(path, position)
         item = reader.mapping(raw, item_path)
         resources = reader.mapping(item.get("resources"), resources_path)
