@@ -3,6 +3,7 @@ mTLS and the TLS version floor. Real sockets on loopback, real certificates."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import http.client
 import json
@@ -22,7 +23,7 @@ import pytest
 from support import RunningServer, load_jobset, review, running_server
 
 from webhook import certs
-from webhook.config import Policy
+from webhook.config import Policy, policy_from_mapping
 from webhook.server import ServerState
 from webhook.serving import TlsSettings
 
@@ -193,6 +194,79 @@ def test_a_mismatched_pair_mid_rotation_keeps_the_old_certificate(
         assert (status, served) == (200, fingerprint(new["tls.crt"]))
 
 
+def leaf(ca: tuple[bytes, bytes], *, rsa: bool = False, starts: float = -300, ends: float = 86400) -> dict[str, bytes]:
+    """A serving certificate for localhost from ``ca`` (pem, key) with its own key type and
+    validity window (seconds from now): what ``certs.issue`` makes, with the knobs the tests turn."""
+    import datetime as dt
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.hazmat.primitives.asymmetric import rsa as rsa_keys
+    from cryptography.x509.oid import NameOID
+
+    ca_cert = x509.load_pem_x509_certificate(ca[0])
+    ca_key = serialization.load_pem_private_key(ca[1], password=None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    key = rsa_keys.generate_private_key(65537, 2048) if rsa else ec.generate_private_key(ec.SECP256R1())
+    now = dt.datetime.now(dt.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "localhost")]))
+        .issuer_name(ca_cert.subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now + dt.timedelta(seconds=starts))
+        .not_valid_after(now + dt.timedelta(seconds=ends))
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName("localhost")]), critical=False)
+        .sign(ca_key, hashes.SHA256())
+    )
+    key_pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    return {"ca.crt": ca[0], "tls.crt": cert.public_bytes(serialization.Encoding.PEM), "tls.key": key_pem}
+
+
+def served_key_type(port: int, context: ssl.SSLContext) -> str:
+    status, _, served = post(port, context)
+    assert status == 200
+    return served
+
+
+def test_an_ecdsa_to_rsa_swap_really_serves_the_rsa_certificate(volume: SecretVolume) -> None:
+    """One SSLContext keeps one certificate per key type: loading RSA into the live ECDSA
+    context left OpenSSL clients on the old ECDSA one. A fresh context per reload does not."""
+    ca = certs.new_ca("swap-ca")
+    ecdsa, rsa = leaf(ca), leaf(ca, rsa=True)
+    volume.publish(ecdsa)
+    context = client_context(ca[0])  # default client: offers ECDSA and RSA signature algorithms
+    with running_server(Policy(), volume.tls) as server:
+        assert served_key_type(server.port, context) == fingerprint(ecdsa["tls.crt"])
+        volume.publish(rsa)
+        wait_for(lambda: server.reloader.reloads == 1, what="the reload")
+        assert served_key_type(server.port, context) == fingerprint(rsa["tls.crt"])
+        volume.publish(ecdsa)  # and back
+        wait_for(lambda: server.reloader.reloads == 2, what="the second reload")
+        assert served_key_type(server.port, context) == fingerprint(ecdsa["tls.crt"])
+
+
+@pytest.mark.parametrize(("window", "said"), [((-7200, -3600), "is expired at"), ((3600, 7200), "is not valid before")])
+def test_an_expired_or_future_certificate_is_refused_and_the_old_one_kept(
+    volume: SecretVolume, caplog: pytest.LogCaptureFixture, window: tuple[float, float], said: str
+) -> None:
+    ca = certs.new_ca("dates-ca")
+    good, bad = leaf(ca), leaf(ca, starts=window[0], ends=window[1])
+    volume.publish(good)
+    caplog.set_level(logging.WARNING, logger="tpu_admission.serving")
+    with running_server(Policy(), volume.tls) as server:
+        volume.publish(bad)
+        wait_for(lambda: "certificate reload failed" in caplog.text, what="the refusal")
+        assert f"the new certificate in {volume.root / 'tls.crt'} {said}" in caplog.text
+        assert caplog.text.count("certificate reload failed") == 1  # one line, not one per poll
+        assert served_key_type(server.port, client_context(ca[0])) == fingerprint(good["tls.crt"])
+        assert server.reloader.reloads == 0
+
+
 # --- TLS versions and mTLS ------------------------------------------------------------
 
 
@@ -271,17 +345,41 @@ def test_mtls_admits_the_named_client(
     assert status == 200 and json.loads(body)["response"]["allowed"] is True
 
 
-@pytest.mark.parametrize("who", ["nobody", "intruder", "stranger"])
+@pytest.mark.parametrize("who", ["intruder", "stranger"])
 def test_mtls_refuses_other_clients(
     mtls_server: RunningServer, server_files: certs.CertificateFiles, client_certs: ClientCerts, who: str
 ) -> None:
-    cert = None if who == "nobody" else getattr(client_certs, who)
-    context = client_context(server_files.ca.read_bytes(), cert=cert)
+    context = client_context(server_files.ca.read_bytes(), cert=getattr(client_certs, who))
     with pytest.raises((NotSent, OSError, http.client.HTTPException)):
         post(mtls_server.port, context)
     # ... and the server keeps serving the right client afterwards.
     good = client_context(server_files.ca.read_bytes(), cert=client_certs.apiserver)
     assert post(mtls_server.port, good)[0] == 200
+
+
+def test_mtls_without_a_certificate_reaches_the_probes_only(
+    mtls_server: RunningServer, server_files: certs.CertificateFiles
+) -> None:
+    """The kubelet probes over HTTPS with no client certificate: /healthz and /readyz answer,
+    every other path is refused before the app sees it."""
+    anonymous = client_context(server_files.ca.read_bytes())
+    for path, method, status in [
+        ("/healthz", "GET", 200),
+        ("/readyz", "GET", 200),
+        ("/mutate", "POST", 403),
+        ("/validate/production", "POST", 403),
+        ("/metrics", "GET", 403),
+        ("/healthz/../mutate", "POST", 403),
+    ]:
+        conn = http.client.HTTPSConnection("localhost", mtls_server.port, context=anonymous, timeout=10)
+        try:
+            conn.request(method, path, body=BODY if method == "POST" else None)
+            reply = conn.getresponse()
+            assert (path, reply.status) == (path, status)
+            if status == 403:
+                assert reply.read() == b"a client certificate is required for this path"
+        finally:
+            conn.close()
 
 
 def test_client_ca_alone_accepts_any_certificate_it_signed(
@@ -297,6 +395,37 @@ def test_client_ca_alone_accepts_any_certificate_it_signed(
 def test_allowed_names_without_a_client_ca_is_refused(server_files: certs.CertificateFiles) -> None:
     with pytest.raises(ValueError, match="client_ca"):
         TlsSettings(cert=server_files.cert, key=server_files.key, client_names=("kube-apiserver",))
+
+
+def test_the_client_ca_is_reloaded_with_the_certificate(
+    volume: SecretVolume, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    server_ca = certs.new_ca("serving-ca")
+    old_ca, new_ca = certs.new_ca("client-ca-1"), certs.new_ca("client-ca-2")
+    directory = tmp_path_factory.mktemp("client-certs")
+
+    def client(ca: tuple[bytes, bytes], name: str) -> tuple[Path, Path]:
+        cert, key = certs.issue(*ca, ["kube-apiserver"], client=True)
+        (directory / f"{name}.crt").write_bytes(cert)
+        (directory / f"{name}.key").write_bytes(key)
+        return directory / f"{name}.crt", directory / f"{name}.key"
+
+    old_client, new_client = client(old_ca, "old"), client(new_ca, "new")
+    volume.publish({**leaf(server_ca), "client-ca.crt": old_ca[0]})
+    tls = TlsSettings(
+        cert=volume.root / "tls.crt",
+        key=volume.root / "tls.key",
+        client_ca=volume.root / "client-ca.crt",
+        client_names=("kube-apiserver",),
+        reload_interval=0.05,
+    )
+    with running_server(Policy(), tls) as server:
+        assert post(server.port, client_context(server_ca[0], cert=old_client))[0] == 200
+        volume.publish({**leaf(server_ca), "client-ca.crt": new_ca[0]})
+        wait_for(lambda: server.reloader.reloads == 1, what="the reload")
+        assert post(server.port, client_context(server_ca[0], cert=new_client))[0] == 200
+        with pytest.raises((NotSent, OSError, http.client.HTTPException)):
+            post(server.port, client_context(server_ca[0], cert=old_client))
 
 
 # --- SIGTERM: the real `tpu-admission serve` -------------------------------------------
@@ -374,6 +503,30 @@ def test_sigterm_drains_and_answers_every_request_in_flight(tmp_path: Path) -> N
     assert "stopped: in-flight requests answered" in (tmp_path / "serve.log").read_text()
 
 
+def test_sighup_rereads_the_certificate_and_keeps_serving(tmp_path: Path) -> None:
+    """SIGHUP's default action ends the process; the server takes it as "check the certificate now"."""
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w")
+    command = [sys.executable, "-m", "webhook", "serve", "--port", str(port), "--cert-dir", str(tmp_path / "tls")]
+    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
+    try:
+        wait_for(lambda: (tmp_path / "tls" / "ca.crt").exists(), what="generated certificates")
+        context = client_context((tmp_path / "tls" / "ca.crt").read_bytes())
+        wait_for(lambda: readyz(port, context) == 200, what="readiness")
+        process.send_signal(signal.SIGHUP)
+        wait_for(lambda: "SIGHUP: checking the certificate files now" in (tmp_path / "serve.log").read_text(),
+                 what="the SIGHUP log line")  # fmt: skip
+        assert process.poll() is None
+        assert readyz(port, context) == 200
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=30) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+
+
 def test_readiness_is_off_before_start_and_after_stop(server_files: certs.CertificateFiles) -> None:
     state = ServerState(policy=Policy())
     tls = TlsSettings(cert=server_files.cert, key=server_files.key)
@@ -384,3 +537,118 @@ def test_readiness_is_off_before_start_and_after_stop(server_files: certs.Certif
     assert readyz(server.port, context) == 200
     server.stop()
     assert state.ready is False
+
+
+# --- connection deadlines and caps (issue #9) ------------------------------------------
+
+STRICT = policy_from_mapping(
+    {
+        "server": {
+            "handshakeTimeoutSeconds": 0.5,
+            "headerTimeoutSeconds": 0.5,
+            "bodyTimeoutSeconds": 0.5,
+            "keepAliveSeconds": 0.5,
+            "maxHeaderBytes": 2048,
+            "maxConnections": 4,
+        }
+    }
+)
+
+
+@pytest.fixture(scope="module")
+def strict_server(server_files: certs.CertificateFiles) -> Iterator[RunningServer]:
+    with running_server(STRICT, TlsSettings(cert=server_files.cert, key=server_files.key)) as server:
+        yield server
+
+
+def tls_connection(port: int, ca: Path) -> ssl.SSLSocket:
+    context = client_context(ca.read_bytes())
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    return context.wrap_socket(raw, server_hostname="localhost")
+
+
+def read_until_closed(sock: socket.socket) -> bytes:
+    """Everything the server sends until it closes (the socket's 10 s timeout bounds the wait)."""
+    data = b""
+    try:
+        while chunk := sock.recv(65536):
+            data += chunk
+    except (ssl.SSLError, ConnectionResetError):
+        pass
+    return data
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [
+        b"",  # handshake done, then nothing
+        b"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Ty",  # stops halfway through the headers
+    ],
+    ids=["no request", "half the headers"],
+)
+def test_a_request_that_does_not_arrive_gets_408_and_the_connection_ends(
+    strict_server: RunningServer, server_files: certs.CertificateFiles, sent: bytes
+) -> None:
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        conn.sendall(sent)
+        assert read_until_closed(conn).startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+
+
+def test_a_body_that_stops_coming_ends_the_connection(
+    strict_server: RunningServer, server_files: certs.CertificateFiles
+) -> None:
+    head = f"POST /mutate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {len(BODY)}"
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        conn.sendall(f"{head}\r\n\r\n".encode() + BODY[:100])
+        assert read_until_closed(conn).startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+    assert readyz(strict_server.port, client_context(server_files.ca.read_bytes())) == 200  # the loop moved on
+    # the admission handler saw the connection end and answered nothing, so counted nothing
+    counted = [
+        line
+        for line in strict_server.state.metrics.render().decode().splitlines()
+        if line.startswith("tpu_admission_requests_total{") and not line.endswith(" 0.0")
+    ]
+    assert counted == []
+
+
+def test_a_tls_handshake_that_never_comes_is_cut(strict_server: RunningServer) -> None:
+    with socket.create_connection(("127.0.0.1", strict_server.port), timeout=10) as raw:
+        raw.sendall(b"\x16\x03\x01")  # the first bytes of a ClientHello, and no more
+        assert read_until_closed(raw) == b""
+
+
+def test_headers_over_the_cap_get_431(strict_server: RunningServer, server_files: certs.CertificateFiles) -> None:
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: " + b"x" * 64 * 1024 + b"\r\n\r\n")
+        reply = read_until_closed(conn)
+    assert reply.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
+    assert reply.endswith(b"request headers over 2048 bytes")
+
+
+def test_idle_keep_alive_connections_are_closed(
+    strict_server: RunningServer, server_files: certs.CertificateFiles
+) -> None:
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        reply = read_until_closed(conn)  # answered, kept alive, then closed when idle
+    assert reply.startswith(b"HTTP/1.1 200 OK\r\n") and reply.endswith(b"ok")
+
+
+def test_connections_over_the_limit_are_closed_and_the_rest_served(server_files: certs.CertificateFiles) -> None:
+    policy = policy_from_mapping({"server": {"maxConnections": 3}})
+    with running_server(policy, TlsSettings(cert=server_files.cert, key=server_files.key)) as server:
+        held = [tls_connection(server.port, server_files.ca) for _ in range(3)]
+        try:
+            for conn in held:
+                conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                assert conn.recv(4096).startswith(b"HTTP/1.1 200 OK")
+            extra = tls_connection(server.port, server_files.ca)
+            with extra:
+                with contextlib.suppress(OSError):
+                    extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+                assert read_until_closed(extra) == b""
+        finally:
+            for conn in held:
+                conn.close()
+        context = client_context(server_files.ca.read_bytes())
+        wait_for(lambda: readyz(server.port, context) == 200, what="a connection once the others closed")

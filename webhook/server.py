@@ -80,7 +80,7 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
     while True:
         message = await receive()
         if message["type"] != "http.request":
-            raise ReviewError("the client went away before sending the whole body")
+            raise _ClientGone()
         chunk = message.get("body", b"")
         size += len(chunk)
         if size > limit:
@@ -88,6 +88,10 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
+
+
+class _ClientGone(Exception):
+    """The connection ended (or missed its deadline) before the whole body came: nobody to answer."""
 
 
 def create_app(state: ServerState) -> Starlette:
@@ -121,6 +125,8 @@ def create_app(state: ServerState) -> Starlette:
         except ReviewError as exc:
             await _send_json(send, exc.status, {"error": exc.reason})
             return metrics.requests.labels(stage, "invalid").inc()
+        except _ClientGone:
+            return  # no answer can be sent, so none is counted
 
         kind = review.judged_kind  # None: not a kind we judge (Pods never are), allowed unchanged
         facts = AdmissionFacts(

@@ -1,28 +1,42 @@
-"""Run the ASGI app on uvicorn over TLS, with certificate hot reload and a clean drain.
+"""Run the ASGI app on uvicorn over TLS, with certificate hot reload, connection deadlines
+and a clean drain.
 
-- TLS: our own ``SSLContext`` (TLS 1.2 minimum, 1.3 selectable), handed to uvicorn.
-  Reloading calls ``load_cert_chain`` on that same context, so every new handshake uses
-  the new certificate while open connections keep theirs: no restart, no failed request.
-- mTLS (optional): ``client_ca`` makes a client certificate from that CA mandatory;
-  ``client_names`` further limits it to certificates whose common name or a DNS
+- TLS: our own ``SSLContext`` (TLS 1.2 minimum, 1.3 selectable), handed to uvicorn. A
+  reload builds a *fresh* context from the new files and the listening context's
+  ``sni_callback`` (OpenSSL calls it on every ClientHello, SNI or not) switches each new
+  handshake to it. Loading into the live context would not do: one context keeps one
+  certificate per key type, so an ECDSA -> RSA swap kept serving the old ECDSA one. A
+  certificate that is expired, not yet valid or does not match its key is refused with
+  a log line and the current one stays. Open connections keep theirs.
+- mTLS (optional): ``client_ca`` makes a client certificate from that CA required for
+  every request but the probes (``GET /healthz``, ``/readyz``: the kubelet presents
+  none); ``client_names`` further limits it to certificates whose common name or a DNS
   subject-alternative name is listed. uvicorn does not hand the peer certificate to the
-  app, so that check sits in the TLS layer: the HTTP protocol of each connection looks
-  at the verified certificate right after the handshake and closes the connection
-  before reading a byte of a request from an unlisted client.
+  app, so these checks sit in the HTTP protocol of each connection, before the app.
+  The client CA is reloaded with the serving certificate.
+- Deadlines (``server.*`` in the policy): the TLS handshake, the request headers (from
+  the connection or the request's first byte) and the body each have one; a connection
+  that misses one gets ``408`` and is closed. Headers over ``maxHeaderBytes`` get
+  ``431``; connections over ``maxConnections`` are closed at once; an idle keep-alive
+  connection is closed after ``keepAliveSeconds``.
 - SIGTERM: readiness goes false at once, the server keeps answering for
   ``drain_seconds`` (endpoints controllers need a moment to take the pod out of the
   Service), then stops accepting and lets in-flight requests finish, and the process
-  exits 0.
+  exits 0. SIGHUP re-reads the certificate files at once and is otherwise ignored
+  (its default action would kill the process).
 """
 
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 import logging
 import os
+import signal
 import socket
 import ssl
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -31,8 +45,11 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+import httptools
 import uvicorn
+from cryptography import x509
 
+from webhook.config import ServerPolicy
 from webhook.server import ServerState, create_app
 
 log = logging.getLogger("tpu_admission.serving")
@@ -52,15 +69,59 @@ class TlsSettings:
             raise ValueError("client_names needs client_ca: only a verified certificate has trustworthy names")
 
 
-def make_ssl_context(settings: TlsSettings) -> ssl.SSLContext:
+class CertificateRefused(Exception):
+    """The files hold a certificate the server must not switch to; the message says why."""
+
+
+@dataclass(frozen=True)
+class _Material:
+    """The bytes of one certificate generation: serving pair and, with mTLS, the client CA."""
+
+    cert: bytes
+    key: bytes
+    client_ca: bytes | None
+
+    @classmethod
+    def read(cls, settings: TlsSettings) -> _Material:
+        return cls(
+            settings.cert.read_bytes(),
+            settings.key.read_bytes(),
+            settings.client_ca.read_bytes() if settings.client_ca is not None else None,
+        )
+
+
+def certificate_problem(cert_pem: bytes, now: dt.datetime | None = None) -> str | None:
+    """Why the (first) certificate of ``cert_pem`` must not be served now, or ``None``."""
+    try:
+        cert = x509.load_pem_x509_certificate(cert_pem)
+    except ValueError as exc:
+        return f"not a PEM certificate: {exc}"
+    now = now or dt.datetime.now(dt.UTC)
+    if now < cert.not_valid_before_utc:
+        return f"not valid before {cert.not_valid_before_utc.isoformat()} (now {now.isoformat(timespec='seconds')})"
+    if now > cert.not_valid_after_utc:
+        return f"expired at {cert.not_valid_after_utc.isoformat()} (now {now.isoformat(timespec='seconds')})"
+    return None
+
+
+def _context(settings: TlsSettings, material: _Material) -> ssl.SSLContext:
+    """A fresh server context holding exactly ``material``; raises ``ssl.SSLError`` on a bad pair."""
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_3 if settings.min_version == "1.3" else ssl.TLSVersion.TLSv1_2
-    context.load_cert_chain(settings.cert, settings.key)
-    if settings.client_ca is not None:
-        # mTLS: only clients with a certificate from this CA (the API server's) may call.
-        context.load_verify_locations(settings.client_ca)
-        context.verify_mode = ssl.CERT_REQUIRED
+    with _pem_files(material.cert, material.key) as (cert_path, key_path):
+        context.load_cert_chain(cert_path, key_path)
+    if material.client_ca is not None:
+        # mTLS: a client certificate must come from this CA (the API server's). Optional at
+        # the TLS layer so that the kubelet's probes, which carry none, still get through;
+        # the HTTP protocol refuses every other request without one.
+        context.load_verify_locations(cadata=material.client_ca.decode("ascii", "replace"))
+        context.verify_mode = ssl.CERT_OPTIONAL
     return context
+
+
+def make_ssl_context(settings: TlsSettings) -> ssl.SSLContext:
+    """A context from the files as they are now (no validity checks: see ``CertificateReloader``)."""
+    return _context(settings, _Material.read(settings))
 
 
 @contextmanager
@@ -97,69 +158,191 @@ def peer_names(peercert: Any) -> set[str]:
     return names
 
 
-def _name_checking(protocol_class: type[asyncio.Protocol], allowed: frozenset[str]) -> type[asyncio.Protocol]:
-    """``protocol_class`` that closes connections whose client certificate names none of ``allowed``."""
+#: what a client without a certificate may ask when mTLS is on: the kubelet's probes
+PROBES = frozenset({b"/healthz", b"/readyz"})
+_REASONS = {403: b"Forbidden", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 
-    class NameCheckingProtocol(protocol_class):  # type: ignore[valid-type,misc]
+
+class _Refuse(Exception):
+    """Raised in a parser callback to end the request with ``status`` (via uvicorn's error path)."""
+
+
+def _guarded(
+    protocol_class: type[asyncio.Protocol],
+    limits: ServerPolicy,
+    mtls: bool,
+    allowed: frozenset[str],
+) -> type[asyncio.Protocol]:
+    """``protocol_class`` (uvicorn's httptools protocol) with deadlines, caps and client checks.
+
+    The checks hook the parser's callbacks, so a request is refused before the app sees
+    it and a well-behaved request pays a few attribute reads per header.
+    """
+    header_timeout = limits.header_timeout_seconds
+    body_timeout = limits.body_timeout_seconds
+    max_header = limits.max_header_bytes
+    max_connections = limits.max_connections
+    refused_log = [0.0]
+
+    class GuardedProtocol(protocol_class):  # type: ignore[valid-type,misc]
+        _deadline: asyncio.TimerHandle | None = None
+        _header_bytes = 0
+        _refusal = 0
+        _anonymous = False
+
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
             super().connection_made(transport)
-            # asyncio calls this after the TLS handshake, so the peer is already verified.
-            names = peer_names(transport.get_extra_info("peercert"))
-            if not names & allowed:
-                log.warning(
-                    "refused a client certificate naming %s (allowed: %s)",
-                    ", ".join(sorted(names)) or "nothing",
-                    ", ".join(sorted(allowed)),
-                )
+            # asyncio calls this after the TLS handshake, so a presented certificate is verified.
+            if len(self.connections) > max_connections:
+                now = time.monotonic()
+                if now - refused_log[0] > 10:  # one line per 10 s, not one per connection
+                    refused_log[0] = now
+                    log.warning("refusing connections: %d open, the limit is %d", len(self.connections) - 1,
+                                max_connections)  # fmt: skip
                 transport.abort()  # type: ignore[attr-defined]
+                return
+            if mtls:
+                peercert = transport.get_extra_info("peercert")
+                if not peercert:
+                    self._anonymous = True  # probes only
+                elif allowed:
+                    names = peer_names(peercert)
+                    if not names & allowed:
+                        log.warning(
+                            "refused a client certificate naming %s (allowed: %s)",
+                            ", ".join(sorted(names)) or "nothing",
+                            ", ".join(sorted(allowed)),
+                        )
+                        transport.abort()  # type: ignore[attr-defined]
+                        return
+            # Until the first request's headers are in: a connection that never sends one ends.
+            self._deadline = self.loop.call_later(header_timeout, self._expired)
 
-    return NameCheckingProtocol
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+            super().connection_lost(exc)
+
+        def _expired(self) -> None:
+            self._deadline = None
+            if self.transport.is_closing():
+                return
+            if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
+                self._write_status(408, b"the request did not arrive in time")
+            self.transport.close()
+
+        def _write_status(self, status: int, text: bytes) -> None:
+            self.transport.write(
+                b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
+                b"connection: close\r\n\r\n%s" % (status, _REASONS[status], len(text), text)
+            )
+
+        def on_message_begin(self) -> None:
+            super().on_message_begin()
+            self._header_bytes = 0
+            if self._deadline is None:  # a later request on a kept-alive connection
+                self._deadline = self.loop.call_later(header_timeout, self._expired)
+
+        def on_url(self, url: bytes) -> None:
+            self._header_bytes += len(url)
+            if self._header_bytes > max_header:
+                self._refusal = 431
+                raise _Refuse()
+            super().on_url(url)
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            self._header_bytes += len(name) + len(value) + 4
+            if self._header_bytes > max_header:
+                self._refusal = 431
+                raise _Refuse()
+            super().on_header(name, value)
+
+        def on_headers_complete(self) -> None:
+            if self._anonymous and httptools.parse_url(self.url).path not in PROBES:
+                self._refusal = 403
+                raise _Refuse()
+            if self._deadline is not None:
+                self._deadline.cancel()
+            self._deadline = self.loop.call_later(body_timeout, self._expired)
+            super().on_headers_complete()
+
+        def on_message_complete(self) -> None:
+            if self._deadline is not None:
+                self._deadline.cancel()
+                self._deadline = None
+            super().on_message_complete()
+
+        def send_400_response(self, msg: str) -> None:
+            # uvicorn's answer to a parser error, which is how a callback ends a request.
+            if not self._refusal:
+                return super().send_400_response(msg)  # type: ignore[no-any-return]
+            text = (
+                b"a client certificate is required for this path"
+                if self._refusal == 403
+                else b"request headers over %d bytes" % max_header
+            )
+            self._write_status(self._refusal, text)
+            self.transport.close()
+
+    return GuardedProtocol
 
 
 class CertificateReloader:
-    """Polls the certificate files and reloads them into the live context when they change."""
+    """Polls the certificate files and switches new handshakes to a fresh context when they change.
 
-    def __init__(
-        self, context: ssl.SSLContext, settings: TlsSettings, seen: tuple[float, float, int, int] | None = None
-    ) -> None:
+    ``context`` is the listening context given to the server; ``current`` the one new
+    handshakes use (the listening one until the first reload).
+    """
+
+    def __init__(self, context: ssl.SSLContext, settings: TlsSettings, seen: tuple[float, ...] | None = None) -> None:
         self.context = context
+        self.current = context
         self.settings = settings
         self.reloads = 0
         self._seen = seen if seen is not None else self._stamp()
+        self._failed: tuple[float, ...] | None = None
+        context.sni_callback = self._select
+
+    def _select(self, connection: ssl.SSLObject, server_name: str | None, context: ssl.SSLContext) -> None:
+        current = self.current
+        if current is not context:
+            connection.context = current
 
     @staticmethod
-    def stamp_files(settings: TlsSettings) -> tuple[float, float, int, int] | None:
+    def stamp_files(settings: TlsSettings) -> tuple[float, ...] | None:
+        files = [settings.cert, settings.key] + ([settings.client_ca] if settings.client_ca else [])
         try:
-            cert, key = settings.cert.stat(), settings.key.stat()
+            stats = [path.stat() for path in files]
         except OSError:
             return None
         # Kubernetes swaps Secret volumes through a symlink: compare inode too, not only mtime.
-        return (cert.st_mtime, key.st_mtime, cert.st_ino, key.st_ino)
+        return tuple(x for stat in stats for x in (stat.st_mtime, stat.st_ino))
 
-    def _stamp(self) -> tuple[float, float, int, int]:
+    def _stamp(self) -> tuple[float, ...]:
         stamp = self.stamp_files(self.settings)
         if stamp is None:  # mid-swap or briefly missing: treat as unchanged
-            return self._seen if hasattr(self, "_seen") else (0.0, 0.0, 0, 0)
+            return self._seen if hasattr(self, "_seen") else ()
         return stamp
 
     def check(self) -> bool:
-        """Reload if the files changed; keep serving the old certificate if the new pair is bad."""
+        """Switch to the files' certificate if they changed and it is fit to serve; else keep the current one."""
         stamp = self._stamp()
         if stamp == self._seen:
             return False
         try:
-            cert, key = self.settings.cert.read_bytes(), self.settings.key.read_bytes()
-            with _pem_files(cert, key) as (cert_path, key_path):
-                # Try the pair on a scratch context first: a failed load_cert_chain leaves
-                # the context it ran on with the new certificate and the old key, and every
-                # later handshake would fail. The live context then loads the very same
-                # bytes, so it cannot fail differently.
-                ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER).load_cert_chain(cert_path, key_path)
-                self.context.load_cert_chain(cert_path, key_path)
-        except (ssl.SSLError, OSError) as exc:
-            # Mid-rotation the cert and key may not match yet; try again next tick.
-            log.warning("certificate reload failed, keeping the current one: %s", exc)
+            material = _Material.read(self.settings)
+            problem = certificate_problem(material.cert)
+            if problem is not None:
+                raise CertificateRefused(f"the new certificate in {self.settings.cert} is {problem}")
+            fresh = _context(self.settings, material)
+        except (ssl.SSLError, OSError, CertificateRefused) as exc:
+            # Mid-rotation the cert and key may not match yet: try again next tick, one line per state.
+            if stamp != self._failed:
+                log.warning("certificate reload failed, keeping the current one: %s", exc)
+                self._failed = stamp
             return False
+        self.current = fresh
         self._seen = stamp
         self.reloads += 1
         log.info("reloaded the serving certificate from %s", self.settings.cert)
@@ -196,7 +379,25 @@ class _DrainingServer(uvicorn.Server):
         return await super().on_tick(counter)
 
     async def startup(self, sockets: list[socket.socket] | None = None) -> None:
-        await super().startup(sockets)
+        """uvicorn's startup for our one case (TLS on host:port, no lifespan), plus the
+        TLS handshake deadline, which uvicorn does not pass to ``create_server``."""
+        config = self.config
+
+        def create_protocol(_loop: asyncio.AbstractEventLoop | None = None) -> asyncio.Protocol:
+            return config.http_protocol_class(  # type: ignore[call-arg]
+                config=config, server_state=self.server_state, app_state=self.lifespan.state, _loop=_loop
+            )
+
+        sock = sockets[0] if sockets else config.bind_socket()
+        server = await asyncio.get_running_loop().create_server(
+            create_protocol,
+            sock=sock,
+            ssl=config.ssl,
+            backlog=config.backlog,
+            ssl_handshake_timeout=self.state.policy.server.handshake_timeout_seconds,
+        )
+        self.servers = [server]
+        self.started = True
         if not self.should_exit:
             self.state.ready = True
 
@@ -224,6 +425,10 @@ def build_server(
     """A ready-to-run uvicorn server on our TLS context, and the reloader of that context."""
     reloader_seen = CertificateReloader.stamp_files(tls)  # before loading: never miss a swap
     context = make_ssl_context(tls)
+    problem = certificate_problem(tls.cert.read_bytes())
+    if problem is not None:  # nothing better to serve: say so loudly, the API server will refuse it
+        log.error("the serving certificate in %s is %s; replace it", tls.cert, problem)
+    limits = state.policy.server
     config = uvicorn.Config(
         create_app(state),
         host=host,
@@ -233,13 +438,16 @@ def build_server(
         log_config=None,
         access_log=access_log,
         timeout_graceful_shutdown=int(graceful_seconds),
+        http="httptools",  # the deadlines and caps hook its parser callbacks
+        timeout_keep_alive=limits.keep_alive_seconds,  # type: ignore[arg-type]  # a float works
         server_header=False,
         lifespan="off",
     )
     config.load()
     config.ssl = context  # the live context the reloader updates
-    if tls.client_names:
-        config.http_protocol_class = _name_checking(config.http_protocol_class, frozenset(tls.client_names))
+    config.http_protocol_class = _guarded(
+        config.http_protocol_class, limits, tls.client_ca is not None, frozenset(tls.client_names)
+    )
     server = _DrainingServer(config, state, drain_seconds)
     return server, CertificateReloader(context, tls, reloader_seen)
 
@@ -247,12 +455,35 @@ def build_server(
 async def run_server(server: uvicorn.Server, reloader: CertificateReloader) -> None:
     """Serve until a signal (or ``should_exit``); returns after in-flight requests finish."""
     task = asyncio.create_task(reloader.run())
+    restore = _on_sighup(asyncio.get_running_loop(), reloader)
     try:
         await server.serve()
     finally:
+        restore()
         task.cancel()
         if isinstance(server, _DrainingServer):
             server.state.ready = False
+
+
+def _on_sighup(loop: asyncio.AbstractEventLoop, reloader: CertificateReloader) -> Callable[[], None]:
+    """SIGHUP: re-read the certificate now, keep serving (its default action ends the process).
+
+    Returns the function that restores the previous handler. Only the main thread may
+    set signal handlers; a server run in another thread (tests) leaves SIGHUP alone.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        return lambda: None
+
+    def handle(sig: int, frame: FrameType | None) -> None:
+        log.info("SIGHUP: checking the certificate files now")
+        loop.call_soon_threadsafe(reloader.check)
+
+    previous = signal.signal(signal.SIGHUP, handle)
+
+    def restore() -> None:
+        signal.signal(signal.SIGHUP, previous)
+
+    return restore
 
 
 async def serve(state: ServerState, host: str, port: int, tls: TlsSettings, **options: float) -> None:
