@@ -3,9 +3,12 @@
 Same idea as kmock's ``KubernetesEmulator`` (objects in memory, served over HTTP to the
 real ``kubernetes`` client), with what the watch cache needs and kmock lacks: a global
 resourceVersion, paged lists (``limit``/``continue``), watches that resume from a
-resourceVersion and answer ``410 Gone`` once their history is compacted, bearer-token
-auth, and per-kind error injection (403, 404). Objects are changed through Python
-(``put``/``delete``), as kmock's ``objects[...]`` are; clients only read.
+resourceVersion and answer ``410 Gone`` once their history is compacted, bookmarks on
+watches that ask for them, bearer-token auth, and fault injection: per-kind errors
+(403, 404), dropped watch connections, watches that end at once, continue tokens that
+expire, and a hung server (``hang``: like SIGSTOP, connections stay open and nothing
+is sent). Objects are changed through Python (``put``/``delete``), as kmock's
+``objects[...]`` are; clients only read.
 """
 
 from __future__ import annotations
@@ -65,6 +68,12 @@ class FakeApiServer:
         self.errors: dict[str, int] = {}  # kind name -> HTTP status to answer
         self.requests: list[tuple[str, dict[str, list[str]]]] = []
         self.stopping = False
+        #: seconds between bookmarks on a watch with allowWatchBookmarks (the real one: ~60)
+        self.bookmark_interval = 0.2
+        self.dropped = 0  # bumped by drop_watches(): open watches end without a word
+        self.short_watches = False  # watches end at once, empty
+        self.expire_continue = 0  # this many continued list pages answer 410 Expired
+        self.hung = threading.Event()
         self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -130,6 +139,27 @@ class FakeApiServer:
                 self.oldest[path] = self.version
             self.cond.notify_all()
 
+    def drop_watches(self) -> None:
+        """Cut every open watch connection mid-stream (a proxy restart, a network blip)."""
+        with self.cond:
+            self.dropped += 1
+            self.cond.notify_all()
+
+    def hang(self) -> None:
+        """Stop answering anything, keeping connections open (SIGSTOP on the API server)."""
+        self.hung.set()
+
+    def resume(self) -> None:
+        self.hung.clear()
+        with self.cond:
+            self.cond.notify_all()
+
+    def watch_queries(self, kind: Kind) -> list[dict[str, list[str]]]:
+        return [query for path, query in list(self.requests) if path == kind.path and query.get("watch")]
+
+    def list_queries(self, kind: Kind) -> list[dict[str, list[str]]]:
+        return [query for path, query in list(self.requests) if path == kind.path and not query.get("watch")]
+
     def watch_requests(self, kind: Kind) -> int:
         return sum(1 for path, query in self.requests if path == kind.path and query.get("watch"))
 
@@ -167,10 +197,15 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 },
             )
 
+        def _wait_while_hung(self) -> None:
+            while api.hung.is_set() and not api.stopping:
+                time.sleep(0.05)
+
         def do_GET(self) -> None:
             url = urlsplit(self.path)
             query = parse_qs(url.query)
             api.requests.append((url.path, query))
+            self._wait_while_hung()
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
                 return self._status(401, "Unauthorized", "Unauthorized")
             kind = by_path.get(url.path)
@@ -191,6 +226,9 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 version = api.version
             limit = int(query.get("limit", ["0"])[0]) or len(items) or 1
             offset = int(query.get("continue", ["0"])[0])
+            if offset and api.expire_continue > 0:
+                api.expire_continue -= 1
+                return self._status(410, "Expired", "The provided continue parameter is too old")
             page = items[offset : offset + limit]
             metadata: dict[str, Any] = {"resourceVersion": str(version)}
             if offset + limit < len(items):
@@ -206,18 +244,28 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def _watch(self, kind: Kind, query: dict[str, list[str]]) -> None:
             since = int(query.get("resourceVersion", ["0"])[0] or 0)
             deadline = time.monotonic() + int(query.get("timeoutSeconds", ["30"])[0])
+            bookmarks = query.get("allowWatchBookmarks", [""])[0] in ("true", "1")
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Transfer-Encoding", "chunked")
             self.end_headers()
-            expired = api.expired
+            expired, dropped = api.expired, api.dropped
+            next_bookmark = time.monotonic() + api.bookmark_interval
             try:
-                while time.monotonic() < deadline:
+                while time.monotonic() < deadline and not api.short_watches:
+                    if api.hung.is_set():  # hung: the connection stays, nothing comes
+                        self._wait_while_hung()
+                        continue
                     with api.cond:
+                        if dropped != api.dropped:
+                            self.close_connection = True
+                            return  # no terminating chunk: the client sees a broken stream
                         gone = since < api.oldest[kind.path] or expired != api.expired
                         events = [e for e in api.history[kind.path] if e[0] > since] if not gone else []
-                        if not gone and not events and not api.stopping:
-                            api.cond.wait(min(0.2, max(0.0, deadline - time.monotonic())))
+                        bookmark = bookmarks and not events and time.monotonic() >= next_bookmark
+                        version = api.version
+                        if not gone and not events and not bookmark and not api.stopping:
+                            api.cond.wait(min(0.05, max(0.0, deadline - time.monotonic())))
                             continue
                     if api.stopping:
                         break
@@ -235,6 +283,13 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                         }
                         self._chunk(json.dumps(error).encode() + b"\n")
                         break
+                    if bookmark:
+                        # Nothing of this kind up to the current version: the client may resume there.
+                        mark = {"kind": kind.kind, "apiVersion": kind.api_version}
+                        mark["metadata"] = {"resourceVersion": str(version)}  # type: ignore[assignment]
+                        self._chunk(json.dumps({"type": "BOOKMARK", "object": mark}).encode() + b"\n")
+                        since = max(since, version)
+                        next_bookmark = time.monotonic() + api.bookmark_interval
                     for version, event, obj in events:
                         self._chunk(json.dumps({"type": event, "object": obj}).encode() + b"\n")
                         since = version

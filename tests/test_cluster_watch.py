@@ -4,7 +4,9 @@ real ``kubernetes`` client: sync, events, 410 relist, an absent server, 403 and 
 from __future__ import annotations
 
 import copy
+import threading
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -14,7 +16,8 @@ from support import FIXTURES, load_jobset, set_path
 
 from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
-from webhook.cluster.watch import WatchCache, WatchSettings, start_watch_cache
+from webhook.cluster.store import ClusterStore
+from webhook.cluster.watch import WatchCache, WatchSettings, backoff_delay, start_watch_cache
 from webhook.config import Policy
 from webhook.engine import AdmissionFacts, decide
 from webhook.sources import load_documents
@@ -229,3 +232,143 @@ def test_seconds_since_the_last_event() -> None:
     now[0] += 42
     assert availability.since_event("Workloads") == 42
     assert availability.reason("Workloads") is None  # a silent open watch is still current
+
+
+# --- faults of a real API server (issue #9) ---------------------------------------------
+
+
+def test_a_drop_resumes_from_the_last_version_seen_not_a_relist(api: FakeApiServer, cache: WatchCache) -> None:
+    lists = api.list_requests(k.LOCAL_QUEUES)
+    queue = next(o for o in OBJECTS if o["kind"] == "LocalQueue")
+    event_version = api.put(k.LOCAL_QUEUES, queue)
+    wait_until(lambda: cache.versions["LocalQueues"] == str(event_version), what="the event's version")
+    # a change to another kind moves the global version; a LocalQueues bookmark carries it
+    namespace = next(o for o in OBJECTS if o["kind"] == "Namespace")
+    bookmark_version = api.put(k.NAMESPACES, namespace)
+    wait_until(lambda: cache.versions["LocalQueues"] == str(bookmark_version), what="a bookmark")
+    watches = api.watch_requests(k.LOCAL_QUEUES)
+    api.drop_watches()
+    wait_until(lambda: api.watch_requests(k.LOCAL_QUEUES) > watches, what="a re-watch")
+    assert api.watch_queries(k.LOCAL_QUEUES)[-1]["resourceVersion"] == [str(bookmark_version)]
+    assert api.list_requests(k.LOCAL_QUEUES) == lists
+    wait_until(lambda: not cache.unavailable(ALL), what="healthy again")
+
+
+def test_an_expired_continue_token_falls_back_to_one_full_list(tmp_path: Path) -> None:
+    api = load(FakeApiServer())
+    api.expire_continue = 1000  # every continued page: 410
+    api.start()
+    cache = watch(api.port, tmp_path)
+    try:
+        wait_until(lambda: not cache.unavailable(ALL), what="sync through full lists")
+        assert len(cache.workloads) == 6
+        queries = api.list_queries(k.WORKLOADS)
+        # page one, its continue page (410), then one unpaged list: no tight relisting
+        assert [q.get("limit") for q in queries] == [["2"], ["2"], None]
+    finally:
+        cache.stop()
+        api.stop()
+
+
+def test_a_403_on_a_rewatch_clears_when_the_watch_succeeds(api: FakeApiServer, cache: WatchCache) -> None:
+    lists = api.list_requests(k.NODES)
+    api.errors = {"Nodes": 403}
+    api.drop_watches()
+    wait_until(lambda: "forbidden (403)" in cache.unavailable(ALL).get("Nodes", ""), what="the 403")
+    api.errors = {}
+    wait_until(lambda: not cache.unavailable(ALL), what="the 403 cleared by a good watch")
+    assert api.list_requests(k.NODES) == lists  # resumed, not relisted
+
+
+def test_watches_that_end_at_once_are_backed_off(api: FakeApiServer, cache: WatchCache) -> None:
+    """A server that accepts watches and closes them empty at once (522 watches in 3 s
+    across the kinds before). With backoff from 0.05 s to 0.2 s a kind makes a handful."""
+    api.short_watches = True
+    api.drop_watches()
+    before = api.watch_requests(k.WORKLOADS)
+    wait_until(lambda: api.watch_requests(k.WORKLOADS) >= before + 3, what="a few short watches")
+    counted = api.watch_requests(k.WORKLOADS)
+    threading.Event().wait(1.0)
+    assert api.watch_requests(k.WORKLOADS) - counted <= 15
+
+
+def test_watch_timeouts_are_randomised(api: FakeApiServer, cache: WatchCache) -> None:
+    wait_until(lambda: all(api.watch_requests(kind) >= 1 for kind in k.KINDS), what="a watch per kind")
+    timeouts = [int(q["timeoutSeconds"][0]) for kind in k.KINDS for q in api.watch_queries(kind)]
+    assert all(FAST.watch_seconds <= t <= 2 * FAST.watch_seconds for t in timeouts)
+    assert len(set(timeouts)) > 1
+
+
+def test_a_hung_api_server_makes_the_kinds_unknown_then_known_again(tmp_path: Path) -> None:
+    """SIGSTOP on the API server: connections stay open, nothing comes. The cache kept
+    "synced, age 0" on frozen data for 450 s before; now two bookmark intervals of
+    silence make every kind unknown, and the change made meanwhile arrives on resume."""
+    api = load(FakeApiServer())
+    api.bookmark_interval = 0.1
+    api.start()
+    settings = replace(FAST, bookmark_interval=0.3)
+    cache = watch(api.port, tmp_path, settings)
+    try:
+        wait_until(lambda: not cache.unavailable(ALL), what="initial sync")
+        threading.Event().wait(1.0)  # several silence bounds: bookmarks keep quiet kinds current
+        assert cache.unavailable(ALL) == {}
+        assert cache.capacity("team-a", "tpu7x-4x4x4", "google.com/tpu").nominal == 256  # type: ignore[union-attr]
+        api.hang()
+        queue = copy.deepcopy(next(o for o in OBJECTS if o["metadata"]["name"] == "team-a"))
+        queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 8
+        api.put(k.CLUSTER_QUEUES, queue)
+        wait_until(lambda: len(cache.unavailable(ALL)) == len(ALL), what="every kind unknown")
+        reason = cache.unavailable(ALL)["ClusterQueues"]
+        assert reason.startswith("silent: no event or bookmark for ") and "the API server may be hung" in reason
+        api.resume()
+        wait_until(lambda: not cache.unavailable(ALL), what="known again")
+        wait_until(
+            lambda: cache.capacity("team-a", "tpu7x-4x4x4", "google.com/tpu").nominal == 8,  # type: ignore[union-attr]
+            what="the change made while hung",
+        )
+    finally:
+        api.resume()
+        cache.stop()
+        api.stop()
+
+
+def test_backoff_is_spread() -> None:
+    assert backoff_delay(2.0, lambda: 0.0) == 1.0
+    assert backoff_delay(2.0, lambda: 0.999) == pytest.approx(2.998)
+
+
+def test_a_relist_that_fails_midway_changes_nothing() -> None:
+    """A relist replaces the kind in one step: a list that breaks between pages leaves the
+    objects as they were, not half new and half old."""
+    store = ClusterStore(POLICY)
+    queues = [o for o in OBJECTS if o["kind"] == "LocalQueue"]
+    store.replace(k.LOCAL_QUEUES, queues)
+    before = dict(store.local_queues)
+
+    def pages() -> Iterator[dict[str, Any]]:
+        yield {"metadata": {"name": "new-queue", "namespace": "kubemaker"}, "spec": {"clusterQueue": "team-a"}}
+        raise ConnectionError("the connection broke between pages")
+
+    with pytest.raises(ConnectionError):
+        store.replace(k.LOCAL_QUEUES, pages())
+    assert store.local_queues == before
+
+
+def test_silence_makes_a_kind_unknown_until_it_hears_again() -> None:
+    now = [100.0]
+    availability = Availability(["Nodes"], stale_after=60, clock=lambda: now[0], silent_after=120)
+    availability.listed("Nodes")
+    availability.watching("Nodes")
+    now[0] += 120
+    assert availability.reason("Nodes") is None
+    now[0] += 1
+    assert availability.reason("Nodes") == (
+        "silent: no event or bookmark for 121s (bound 120s), the API server may be hung"
+    )
+    assert availability.age("Nodes") == 121
+    availability.bookmark("Nodes")
+    assert availability.reason("Nodes") is None and availability.since_event("Nodes") is None
+    availability.broken("Nodes", "forbidden (403): …", fatal=True)
+    assert availability.reason("Nodes") == "forbidden (403): …"
+    availability.watching("Nodes")  # a watch the API server accepted: the 403 is over
+    assert availability.reason("Nodes") is None

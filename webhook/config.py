@@ -135,13 +135,17 @@ class ClusterPolicy(_Model):
     """How the server's watch cache talks to the API server (SPEC §5)."""
 
     page_size: int = Field(default=500, gt=0)
-    #: server-side timeout of one watch request; the loop then re-watches from where it was
+    #: shortest server-side timeout of one watch request (each asks for a random one up to
+    #: twice this, as client-go does); the loop then re-watches from where it was
     watch_seconds: int = Field(default=300, gt=0)
     connect_timeout_seconds: float = Field(default=5.0, gt=0)
     backoff_initial_seconds: float = Field(default=0.5, gt=0)
     backoff_max_seconds: float = Field(default=30.0, gt=0)
     #: a kind whose watch has been broken longer than this is unknown, not "as it was"
     stale_after_seconds: float = Field(default=120.0, gt=0)
+    #: how often the API server sends a watch bookmark (its watch cache: about once a
+    #: minute); a kind that heard nothing for twice this is unknown until it hears again
+    bookmark_interval_seconds: float = Field(default=60.0, gt=0)
 
 
 class LimitsPolicy(_Model):

@@ -1,9 +1,16 @@
 """Per-kind "can this piece of state be trusted now?", and why not.
 
 Unknown is not zero (DD-0018, SPEC §5): a kind that has not finished its first list, is
-forbidden (403), is not served (404, its CRD is not installed) or whose watch has been
-broken for longer than the staleness bound is *unavailable*, and every rule that reads
-it is skipped with the reason instead of judging against an empty cluster.
+forbidden (403), is not served (404, its CRD is not installed), whose watch has been
+broken for longer than the staleness bound, or whose watch has been *silent* (no event,
+no bookmark) for longer than the silence bound is *unavailable*, and every rule that
+reads it is skipped with the reason instead of judging against an empty cluster.
+
+Silence matters because an open watch proves nothing by itself: a hung API server
+(SIGSTOP, a wedged etcd) keeps the TCP connection open and sends nothing. The API
+server sends a bookmark on every open watch about once a minute, so a kind that heard
+nothing for two bookmark intervals is unknown until an event, a bookmark or a list
+proves it current again.
 """
 
 from __future__ import annotations
@@ -21,6 +28,8 @@ class KindStatus:
     synced_at: float | None = None
     #: monotonic time of the last event (or bookmark) applied
     last_event: float | None = None
+    #: monotonic time of the last proof the cache is current: an event, a bookmark or a list
+    last_heard: float | None = None
     #: the watch is open and healthy
     connected: bool = False
     #: since when the kind is not connected (``None`` while connected)
@@ -34,8 +43,16 @@ class KindStatus:
 
 
 class Availability:
-    def __init__(self, kinds: Iterable[str], stale_after: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        kinds: Iterable[str],
+        stale_after: float,
+        clock: Callable[[], float] = time.monotonic,
+        silent_after: float | None = None,
+    ) -> None:
         self.stale_after = stale_after
+        #: ``None`` for sources that are never silent (a snapshot); else two bookmark intervals
+        self.silent_after = silent_after
         self.clock = clock
         self._lock = threading.Lock()
         now = clock()
@@ -52,6 +69,13 @@ class Availability:
             return status.error or "not synced yet (initial list in progress)"
         if status.fatal and status.error:
             return status.error
+        silent = self._silent_for(status)
+        if silent is not None:
+            detail = f"; last error: {status.error}" if status.error and not status.connected else ""
+            return (
+                f"silent: no event or bookmark for {silent:.0f}s (bound {self.silent_after:.0f}s), "
+                f"the API server may be hung{detail}"
+            )
         if status.connected or status.broken_since is None:
             return None
         broken_for = self.clock() - status.broken_since
@@ -59,6 +83,13 @@ class Availability:
             return None
         detail = f": {status.error}" if status.error else ""
         return f"stale: watch broken for {broken_for:.0f}s (bound {self.stale_after:.0f}s){detail}"
+
+    def _silent_for(self, status: KindStatus) -> float | None:
+        """Seconds without a word from the API server, when over the silence bound."""
+        if self.silent_after is None or status.last_heard is None:
+            return None
+        silent = self.clock() - status.last_heard
+        return silent if silent > self.silent_after else None
 
     def unavailable(self, kinds: Iterable[str]) -> dict[str, str]:
         out = {}
@@ -73,6 +104,9 @@ class Availability:
         status = self.status[kind]
         if not status.synced or status.absent is not None:
             return None
+        silent = self._silent_for(status)
+        if silent is not None:
+            return silent
         if status.connected:
             return 0.0
         since = status.broken_since if status.broken_since is not None else status.synced_at
@@ -91,15 +125,22 @@ class Availability:
     def listed(self, kind: str) -> None:
         with self._lock:
             status = self.status[kind]
-            status.synced, status.synced_at, status.error, status.fatal = True, self.clock(), None, False
+            now = self.clock()
+            status.synced, status.synced_at, status.last_heard, status.error, status.fatal = True, now, now, None, False
 
     def watching(self, kind: str) -> None:
+        """The API server accepted a watch: whatever it refused before (403, 404) it serves now."""
         with self._lock:
             status = self.status[kind]
-            status.connected, status.broken_since = True, None
+            status.connected, status.broken_since, status.error, status.fatal = True, None, None, False
 
     def event(self, kind: str) -> None:
-        self.status[kind].last_event = self.clock()
+        status = self.status[kind]
+        status.last_event = status.last_heard = self.clock()
+
+    def bookmark(self, kind: str) -> None:
+        """A bookmark: nothing changed, and the API server said so (not an event for the gauge)."""
+        self.status[kind].last_heard = self.clock()
 
     def broken(self, kind: str, error: str | None, fatal: bool = False) -> None:
         with self._lock:

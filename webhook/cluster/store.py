@@ -94,14 +94,17 @@ class ClusterStore:
                 self._put(kind, key, obj)
 
     def replace(self, kind: k.Kind, objects: Iterable[Mapping[str, Any]]) -> None:
-        """A full list: put every object, then drop those that are gone."""
-        seen: set[Key] = set()
-        for obj in objects:
-            key = object_key(kind, obj)
-            seen.add(key)
-            with self.lock:
-                self._put(kind, key, obj)
+        """A full list: the kind's objects become exactly ``objects`` in one step.
+
+        Under one lock hold, so a request never judges half a relist (some objects new,
+        the gone ones not yet dropped).
+        """
+        keyed = [(object_key(kind, obj), obj) for obj in objects]
         with self.lock:
+            seen: set[Key] = set()
+            for key, obj in keyed:
+                seen.add(key)
+                self._put(kind, key, obj)
             for key in self.keys[kind.name] - seen:
                 self._remove(kind, key)
 

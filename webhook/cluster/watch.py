@@ -1,11 +1,25 @@
 """The server's cluster state: list + watch per kind with the official ``kubernetes`` client.
 
-One daemon thread per kind runs the kopf-style loop: list (paged) and replace, then
-watch from the list's resourceVersion; on ``410 Gone`` relist at once; on any other
-error mark the kind broken, back off (doubling, capped) and retry. The request path
-never calls the API server: it reads ``ClusterStore``, which these threads keep current.
-A cluster that cannot be reached leaves the kinds unavailable (their rules are skipped
-with a warning); serving never waits for it.
+One daemon thread per kind runs a loop shaped like client-go's reflector:
+
+- list (paged) and replace the kind's objects in one step, then watch from the list's
+  resourceVersion, resuming after every drop from the last resourceVersion seen (an
+  event's or a bookmark's), so a dropped connection costs a re-watch, not a relist;
+- a ``410 Gone`` on the watch relists; a ``410`` on a continued list page (the continue
+  token expired) falls back to one full, unpaged list, as client-go's pager does;
+- every failure backs off (doubling, capped, with jitter so replicas do not retry in
+  step), including a 410 and a watch that ends at once with nothing in it ("very short
+  watch": a server that accepts and closes would otherwise be hammered); a watch that
+  delivered something resets the backoff;
+- each watch asks for a random timeout between ``watch_seconds`` and twice that
+  (client-go: 5 to 10 minutes), so replicas and kinds do not all re-watch together;
+- the read timeout is the silence bound (two bookmark intervals): the API server sends
+  a bookmark on an open watch about once a minute, so a hung server is noticed by the
+  read timing out, and meanwhile ``Availability`` already reports the kind as silent.
+
+The request path never calls the API server: it reads ``ClusterStore``, which these
+threads keep current. A cluster that cannot be reached leaves the kinds unavailable
+(their rules are skipped with a warning); serving never waits for it.
 
 Objects are read as plain JSON (``_preload_content=False``), not as generated model
 classes: deserialising 100,000 Workloads into models would cost minutes and gigabytes.
@@ -16,7 +30,9 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import random
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -31,13 +47,21 @@ log = logging.getLogger("tpu_admission.cluster")
 @dataclass(frozen=True, slots=True)
 class WatchSettings:
     page_size: int = 500
-    #: server-side timeout of one watch request; the loop then re-watches from where it was
+    #: shortest server-side timeout of one watch; each asks for a random one up to twice this
     watch_seconds: int = 300
     connect_timeout: float = 5.0
     backoff_initial: float = 0.5
     backoff_max: float = 30.0
     #: a kind whose watch is broken longer than this is unknown, not "as it was"
     stale_after: float = 120.0
+    #: how often the API server sends a bookmark on an open watch; silence for twice this is unknown
+    bookmark_interval: float = 60.0
+    #: a watch that ends sooner than this with no event is a failure, not a renewal
+    short_watch: float = 1.0
+
+    @property
+    def silent_after(self) -> float:
+        return 2 * self.bookmark_interval
 
     @classmethod
     def from_policy(cls, policy: Policy) -> WatchSettings:
@@ -50,11 +74,21 @@ class WatchSettings:
             backoff_initial=c.backoff_initial_seconds,
             backoff_max=c.backoff_max_seconds,
             stale_after=c.stale_after_seconds,
+            bookmark_interval=c.bookmark_interval_seconds,
         )
 
 
 class _Expired(Exception):
     """The watch's resourceVersion is too old (410 Gone): relist."""
+
+
+class _ShortWatch(Exception):
+    """The watch ended at once with nothing in it: back off before the next one."""
+
+
+def backoff_delay(base: float, rand: Callable[[], float] = random.random) -> float:
+    """``base`` spread over [0.5, 1.5) × base: replicas that failed together retry apart."""
+    return base * (0.5 + rand())
 
 
 def describe_error(exc: BaseException) -> str:
@@ -78,10 +112,13 @@ class WatchCache(ClusterStore):
     def __init__(self, policy: Policy, api_client: Any, settings: WatchSettings | None = None) -> None:
         self.settings = settings or WatchSettings.from_policy(policy)
         super().__init__(policy, stale_after=self.settings.stale_after)
+        self.availability.silent_after = self.settings.silent_after
         self.api_client = api_client
         self._stopping = threading.Event()
         self._threads: list[threading.Thread] = []
         self._responses: dict[str, Any] = {}
+        #: per kind, the last resourceVersion seen (list, event or bookmark); ``None``: relist
+        self.versions: dict[str, str | None] = {kind.name: None for kind in k.KINDS}
 
     def start(self) -> WatchCache:
         for kind in k.KINDS:
@@ -102,33 +139,35 @@ class WatchCache(ClusterStore):
 
     def _run(self, kind: k.Kind) -> None:
         backoff = self.settings.backoff_initial
-        version: str | None = None
         last_error: str | None = None
         while not self._stopping.is_set():
             try:
-                if version is None:
-                    version = self._list(kind)
+                if self.versions[kind.name] is None:
+                    self.versions[kind.name] = self._list(kind)
                     if last_error is not None:
                         log.info("%s: synced again", kind.name)
                         last_error = None
-                version = self._watch(kind, version)
-                backoff = self.settings.backoff_initial
+                if self._watch(kind):
+                    backoff = self.settings.backoff_initial  # it delivered: the server is fine
+                continue
             except _Expired:
-                version = None  # relist at once: events were lost, not the server
+                self.versions[kind.name] = None  # events were lost, not the server: relist
+                self.availability.broken(kind.name, None)
+            except _ShortWatch:
                 self.availability.broken(kind.name, None)
             except Exception as exc:  # every failure is a reason, never a crash
                 if self._stopping.is_set():
                     break
-                if getattr(exc, "status", None) == 410:
-                    version = None
-                    continue
+                status = getattr(exc, "status", None)
+                if status == 410:
+                    self.versions[kind.name] = None
                 error = describe_error(exc)
-                self.availability.broken(kind.name, error, fatal=getattr(exc, "status", None) in (403, 404))
+                self.availability.broken(kind.name, error, fatal=status in (403, 404))
                 if error != last_error:
                     log.warning("%s: %s; its checks are skipped while unknown", kind.name, error)
                     last_error = error
-                self._stopping.wait(backoff)
-                backoff = min(backoff * 2, self.settings.backoff_max)
+            self._stopping.wait(backoff_delay(backoff))
+            backoff = min(backoff * 2, self.settings.backoff_max)
 
     def _call(self, kind: k.Kind) -> Callable[..., Any]:
         from kubernetes import client
@@ -144,17 +183,28 @@ class WatchCache(ClusterStore):
         return call
 
     def _list(self, kind: k.Kind) -> str:
-        pages: list[str] = []
-        self.replace(kind, self._pages(kind, pages))
+        versions: list[str] = []
+        try:
+            objects = list(self._pages(kind, versions, self.settings.page_size))
+        except Exception as exc:
+            if getattr(exc, "status", None) != 410 or len(versions) == 0:
+                raise
+            # The continue token expired between pages (client-go's pager: fall back to
+            # one full list). The pages already read are dropped: they are a different
+            # snapshot from the full list.
+            log.info("%s: the list's continue token expired; listing in one page", kind.name)
+            versions.clear()
+            objects = list(self._pages(kind, versions, None))
+        self.replace(kind, objects)  # all pages in hand: the kind changes in one step
         self.availability.listed(kind.name)
-        return pages[-1] if pages else ""
+        return versions[-1] if versions else ""
 
-    def _pages(self, kind: k.Kind, versions: list[str]) -> Iterator[dict[str, Any]]:
+    def _pages(self, kind: k.Kind, versions: list[str], page_size: int | None) -> Iterator[dict[str, Any]]:
         call = self._call(kind)
         token: str | None = None
         timeout = (self.settings.connect_timeout, 60.0)
         while True:
-            options: dict[str, Any] = {"limit": self.settings.page_size}
+            options: dict[str, Any] = {"limit": page_size} if page_size else {}
             if token:
                 options["_continue"] = token
             response = call(**options, _preload_content=False, _request_timeout=timeout)
@@ -169,27 +219,32 @@ class WatchCache(ClusterStore):
             if not token:
                 return
 
-    def _watch(self, kind: k.Kind, version: str) -> str:
+    def _watch(self, kind: k.Kind) -> bool:
+        """One watch from the last version seen; whether it delivered anything."""
         from kubernetes.client.exceptions import ApiException
         from kubernetes.watch.watch import iter_resp_lines
 
-        seconds = self.settings.watch_seconds
+        settings = self.settings
+        seconds = random.randint(settings.watch_seconds, 2 * settings.watch_seconds)
+        started = time.monotonic()
         response = self._call(kind)(
             watch=True,
-            resource_version=version,
+            resource_version=self.versions[kind.name],
             allow_watch_bookmarks=True,
             timeout_seconds=seconds,
             _preload_content=False,
-            _request_timeout=(self.settings.connect_timeout, seconds + 30),
+            # a read that waits longer than the silence bound means a hung server
+            _request_timeout=(settings.connect_timeout, settings.silent_after),
         )
         self._responses[kind.name] = response
         self.availability.watching(kind.name)
+        delivered = False
         try:
             if self._stopping.is_set():  # stop() may have shut the responses before this one
-                return version
+                return True
             for line in iter_resp_lines(response):  # type: ignore[no-untyped-call]
                 if self._stopping.is_set():
-                    break
+                    return True
                 if not line:
                     continue
                 event = json.loads(line)
@@ -201,12 +256,19 @@ class WatchCache(ClusterStore):
                     raise ApiException(status=obj.get("code"), reason=obj.get("message"))
                 if kind_of_event in ("ADDED", "MODIFIED", "DELETED"):
                     self.apply(kind, kind_of_event, obj)
-                version = str((obj.get("metadata") or {}).get("resourceVersion") or version)
-                self.availability.event(kind.name)
+                    self.availability.event(kind.name)
+                else:  # BOOKMARK: nothing changed up to its resourceVersion
+                    self.availability.bookmark(kind.name)
+                version = (obj.get("metadata") or {}).get("resourceVersion")
+                if version:
+                    self.versions[kind.name] = str(version)
+                delivered = True
         finally:
             self._responses.pop(kind.name, None)
             response.release_conn()
-        return version
+        if not delivered and time.monotonic() - started < settings.short_watch:
+            raise _ShortWatch()
+        return delivered
 
 
 def start_watch_cache(kubeconfig: str | None, policy: Policy, settings: WatchSettings | None = None) -> WatchCache:
