@@ -652,3 +652,35 @@ def test_connections_over_the_limit_are_closed_and_the_rest_served(server_files:
                 conn.close()
         context = client_context(server_files.ca.read_bytes())
         wait_for(lambda: readyz(server.port, context) == 200, what="a connection once the others closed")
+
+
+# --- /metrics on its own port ----------------------------------------------------------
+
+
+def test_metrics_on_their_own_port_and_not_on_the_https_one(server_files: certs.CertificateFiles) -> None:
+    tls = TlsSettings(cert=server_files.cert, key=server_files.key)
+    with running_server(Policy(), tls, metrics_port=0) as server:
+        port = server.server.metrics_port  # type: ignore[attr-defined]
+        assert port and port != server.port
+        context = client_context(server_files.ca.read_bytes())
+        assert post(server.port, context)[0] == 200
+        conn = http.client.HTTPSConnection("localhost", server.port, context=context, timeout=10)
+        conn.request("GET", "/metrics")
+        assert conn.getresponse().status == 404
+        conn.close()
+        plain = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+        plain.request("GET", "/metrics")
+        reply = plain.getresponse()
+        text = reply.read().decode()
+        assert reply.status == 200 and reply.getheader("content-type", "").startswith("text/plain; version=0.0.4")
+        assert 'tpu_admission_requests_total{decision="allowed",endpoint="mutate"} 1.0' in text
+        assert "tpu_admission_ready 1.0" in text
+        for method, path, status in [("GET", "/healthz", 404), ("POST", "/metrics", 405)]:
+            plain = http.client.HTTPConnection("127.0.0.1", port, timeout=10)
+            plain.request(method, path)
+            assert plain.getresponse().status == status
+        # a scraper that never finishes its request is cut off, not kept
+        server.server.metrics.timeout = 0.3  # type: ignore[attr-defined]
+        with socket.create_connection(("127.0.0.1", port), timeout=20) as slow:
+            slow.sendall(b"GET /metrics HTTP/1.1\r\n")
+            assert read_until_closed(slow) == b""

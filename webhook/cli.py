@@ -137,7 +137,9 @@ def run_serve(args: argparse.Namespace) -> int:
     )
     state = ServerState(policy=policy, cluster=cluster)
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(serve(state, args.host, args.port, tls, drain_seconds=args.drain_seconds))
+        runner.run(
+            serve(state, args.host, args.port, tls, drain_seconds=args.drain_seconds, metrics_port=args.metrics_port)
+        )
     return EXIT_OK
 
 
@@ -405,6 +407,11 @@ def _add_serve(commands: Any) -> None:
         help="with --client-ca: accept only client certificates with this CN or DNS name (repeatable)",
     )
     serve.add_argument("--drain-seconds", type=float, default=0.0, help="on SIGTERM, keep serving this long")
+    serve.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve /metrics on this plain-HTTP port (same host) instead of the HTTPS port, for the scraper only",
+    )
     serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
     serve.set_defaults(run=run_serve)
 

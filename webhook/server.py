@@ -94,7 +94,8 @@ class _ClientGone(Exception):
     """The connection ended (or missed its deadline) before the whole body came: nobody to answer."""
 
 
-def create_app(state: ServerState) -> Starlette:
+def create_app(state: ServerState, *, serve_metrics: bool = True) -> Starlette:
+    """The app; ``serve_metrics=False`` when ``/metrics`` has a port of its own (``metrics_port``)."""
     policy = state.policy
     metrics = state.metrics
     # Label children bound once: ``.labels()`` costs microseconds on every request.
@@ -209,8 +210,9 @@ def create_app(state: ServerState) -> Starlette:
         Route("/validate/{tier}", _Asgi(validate), methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
-        Route("/metrics", metrics_endpoint, methods=["GET"]),
     ]
+    if serve_metrics:
+        routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
     return Starlette(routes=routes)
 
 

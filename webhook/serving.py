@@ -50,6 +50,7 @@ import uvicorn
 from cryptography import x509
 
 from webhook.config import ServerPolicy
+from webhook.metrics_port import MetricsListener
 from webhook.server import ServerState, create_app
 
 log = logging.getLogger("tpu_admission.serving")
@@ -357,9 +358,13 @@ class CertificateReloader:
 class _DrainingServer(uvicorn.Server):
     """uvicorn, but SIGTERM first turns readiness off and keeps serving for a while."""
 
-    def __init__(self, config: uvicorn.Config, state: ServerState, drain_seconds: float) -> None:
+    def __init__(
+        self, config: uvicorn.Config, state: ServerState, drain_seconds: float, metrics_port: int | None = None
+    ) -> None:
         super().__init__(config)
         self.state = state
+        self.metrics_port = metrics_port
+        self.metrics: MetricsListener | None = None
         self.drain_seconds = drain_seconds
         self._drain_started: float | None = None
         self.drained = False
@@ -397,12 +402,17 @@ class _DrainingServer(uvicorn.Server):
             ssl_handshake_timeout=self.state.policy.server.handshake_timeout_seconds,
         )
         self.servers = [server]
+        if self.metrics_port is not None:
+            self.metrics = MetricsListener(lambda: _render_metrics(self.state))
+            self.metrics_port = await self.metrics.start(config.host, self.metrics_port)
         self.started = True
         if not self.should_exit:
             self.state.ready = True
 
     async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
         self.state.ready = False
+        if self.metrics is not None:
+            await self.metrics.close()
         await super().shutdown(sockets)
         # uvicorn re-raises the captured SIGTERM after a graceful shutdown, which would
         # end the process "killed by signal" (exit 143). The drain is the expected way to
@@ -421,8 +431,13 @@ def build_server(
     drain_seconds: float = 0.0,
     graceful_seconds: float = 20.0,
     access_log: bool = False,
+    metrics_port: int | None = None,
 ) -> tuple[uvicorn.Server, CertificateReloader]:
-    """A ready-to-run uvicorn server on our TLS context, and the reloader of that context."""
+    """A ready-to-run uvicorn server on our TLS context, and the reloader of that context.
+
+    With ``metrics_port``, ``/metrics`` is served there (plain HTTP, same host) and not on
+    the HTTPS port.
+    """
     reloader_seen = CertificateReloader.stamp_files(tls)  # before loading: never miss a swap
     context = make_ssl_context(tls)
     problem = certificate_problem(tls.cert.read_bytes())
@@ -430,7 +445,7 @@ def build_server(
         log.error("the serving certificate in %s is %s; replace it", tls.cert, problem)
     limits = state.policy.server
     config = uvicorn.Config(
-        create_app(state),
+        create_app(state, serve_metrics=metrics_port is None),
         host=host,
         port=port,
         ssl_certfile=str(tls.cert),
@@ -448,7 +463,7 @@ def build_server(
     config.http_protocol_class = _guarded(
         config.http_protocol_class, limits, tls.client_ca is not None, frozenset(tls.client_names)
     )
-    server = _DrainingServer(config, state, drain_seconds)
+    server = _DrainingServer(config, state, drain_seconds, metrics_port)
     return server, CertificateReloader(context, tls, reloader_seen)
 
 
@@ -463,6 +478,11 @@ async def run_server(server: uvicorn.Server, reloader: CertificateReloader) -> N
         task.cancel()
         if isinstance(server, _DrainingServer):
             server.state.ready = False
+
+
+def _render_metrics(state: ServerState) -> bytes:
+    state.metrics.ready.set(1 if state.ready else 0)
+    return state.metrics.render()
 
 
 def _on_sighup(loop: asyncio.AbstractEventLoop, reloader: CertificateReloader) -> Callable[[], None]:
@@ -486,8 +506,8 @@ def _on_sighup(loop: asyncio.AbstractEventLoop, reloader: CertificateReloader) -
     return restore
 
 
-async def serve(state: ServerState, host: str, port: int, tls: TlsSettings, **options: float) -> None:
-    server, reloader = build_server(state, host, port, tls, **options)  # type: ignore[arg-type]
+async def serve(state: ServerState, host: str, port: int, tls: TlsSettings, **options: Any) -> None:
+    server, reloader = build_server(state, host, port, tls, **options)
     await run_server(server, reloader)
 
 
