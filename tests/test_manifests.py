@@ -553,7 +553,10 @@ def test_deployment_probes_ports_and_drain(base: list[dict[str, Any]]) -> None:
     container = pod["containers"][0]
     args = serve_args(base)
     assert args.command == "serve" and args.host == "0.0.0.0"
-    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [("https", args.port)]
+    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [
+        ("https", args.port),
+        ("metrics", args.metrics_port),
+    ]
     assert args.port == 8443
     service_port = one(base, "Service")["spec"]["ports"][0]
     assert (service_port["port"], service_port["targetPort"]) == (443, "https")
@@ -568,7 +571,45 @@ def test_deployment_probes_ports_and_drain(base: list[dict[str, Any]]) -> None:
     network = one(base, "NetworkPolicy")
     labels = one(base, "Deployment")["spec"]["template"]["metadata"]["labels"]
     assert network["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
-    assert {"protocol": "TCP", "port": args.port} in network["spec"]["ingress"][0]["ports"]
+
+
+def test_network_policy_admits_each_caller_to_its_own_port_only(base: list[dict[str, Any]]) -> None:
+    """Any pod could send the webhook reviews when every source was admitted: the control
+    plane may reach the webhook port, the scraper the metrics port, nobody anything else."""
+    args = serve_args(base)
+    spec = one(base, "NetworkPolicy")["spec"]
+    assert spec["policyTypes"] == ["Ingress", "Egress"]
+    rules = {tuple(p["port"] for p in rule["ports"]): rule["from"] for rule in spec["ingress"]}
+    assert set(rules) == {(args.port,), (args.metrics_port,)}  # no rule without ports
+    control_plane, konnectivity = rules[(args.port,)]
+    assert set(control_plane) == {"ipBlock"} and control_plane["ipBlock"]["cidr"] != "0.0.0.0/0"
+    assert konnectivity["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "kube-system"}
+    assert konnectivity["podSelector"]["matchLabels"] == {"k8s-app": "konnectivity-agent"}
+    [scraper] = rules[(args.metrics_port,)]
+    assert set(scraper) == {"namespaceSelector", "podSelector"} and scraper["podSelector"]["matchLabels"]
+    # out: the API server only, in the control plane's range; no DNS, no wildcard
+    [egress] = spec["egress"]
+    assert egress["to"] == [{"ipBlock": {"cidr": control_plane["ipBlock"]["cidr"]}}]
+    assert sorted(p["port"] for p in egress["ports"]) == [443, 6443]
+
+
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="no kubectl on this machine")
+def test_readme_patch_sets_the_control_plane_range(tree: Path) -> None:
+    """The README's way to set the range, applied by the real kustomize to an overlay."""
+    readme = (MANIFESTS.parent / "README.md").read_text()
+    snippet = readme.split("<!-- network-range-patch -->\n```yaml\n", 1)[1].split("```", 1)[0]
+    overlay = tree / "overlays" / "my-cluster"
+    overlay.mkdir(exist_ok=True)
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n  - ../self-managed\n" + snippet
+    )
+    proc = subprocess.run(
+        ["kubectl", "kustomize", str(overlay)], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert proc.returncode == 0, proc.stderr
+    [policy] = [d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] == "NetworkPolicy"]
+    assert policy["spec"]["ingress"][0]["from"][0] == {"ipBlock": {"cidr": "10.0.0.2/32"}}
+    assert policy["spec"]["egress"][0]["to"] == [{"ipBlock": {"cidr": "10.0.0.2/32"}}]
 
 
 def test_container_is_locked_down(base: list[dict[str, Any]]) -> None:
