@@ -5,7 +5,11 @@ echoing the uid. Same TLS certificate, same uvicorn settings as the webhook (our
 ``SSLContext``, no access log, no lifespan, no server header), so the difference between
 the two is exactly what the webhook does per request.
 
-    python bench/floor.py --port 9443 --cert-dir certs
+    python bench/floor.py --port 9443 --cert-dir certs [--guarded]
+
+``--guarded`` wraps uvicorn's protocol in the webhook's connection guard (deadlines,
+header and connection caps, ``webhook.serving._guarded``) with its default settings, so
+``bench/guard_cost.py`` can price the guard alone as a same-run ratio.
 """
 
 from __future__ import annotations
@@ -63,6 +67,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert-dir", type=Path, required=True)
+    parser.add_argument("--guarded", action="store_true", help="wrap the protocol in the webhook's connection guard")
     args = parser.parse_args()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -77,9 +82,15 @@ def main() -> None:
         access_log=False,
         server_header=False,
         lifespan="off",
+        http="httptools",
     )
     config.load()
     config.ssl = context
+    if args.guarded:
+        from webhook.config import ServerPolicy
+        from webhook.serving import _guarded
+
+        config.http_protocol_class = _guarded(config.http_protocol_class, ServerPolicy(), False, frozenset())
     uvicorn.Server(config).run()
 
 

@@ -1,0 +1,103 @@
+"""What the connection guard costs: the floor server with and without it, same run.
+
+    python bench/guard_cost.py [--seconds 4] [--rounds 3] [--connections 16]
+
+The guard (``webhook.serving._guarded``: handshake/header/body deadlines, header and
+connection caps) hooks uvicorn's parser callbacks. To price it alone, the floor server
+(``bench/floor.py``: the thinnest admission endpoint) runs plain and with ``--guarded``;
+rounds alternate between the two so that the noise of a shared machine falls on both,
+and the result is the median of the per-round ratios of requests per second.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import (
+    BENCH,
+    PYTHON,
+    RESULTS,
+    Server,
+    dumps,
+    example_review,
+    free_port,
+    have_wrk,
+    make_certs,
+    run_python_load,
+    run_wrk,
+    workspace,
+)
+
+
+def floor(certs: Path, work: Path, guarded: bool) -> Server:
+    port = free_port()
+    name = "floor-guarded" if guarded else "floor-plain"
+    argv = [PYTHON, str(BENCH / "floor.py"), "--port", str(port), "--cert-dir", str(certs)]
+    return Server(name, [*argv, "--guarded"] if guarded else argv, port, certs / "ca.crt", work / f"{name}.log")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=16)
+    args = parser.parse_args()
+    body = example_review()
+    with workspace() as work:
+        certs = work / "certs"
+        make_certs(certs)
+        body_file = work / "body.json"
+        body_file.write_bytes(dumps(body))
+        servers = {False: floor(certs, work, False).start(), True: floor(certs, work, True).start()}
+        rps: dict[bool, list[float]] = {False: [], True: []}
+        failures = 0
+        try:
+            for index in range(args.rounds):
+                order = (False, True) if index % 2 == 0 else (True, False)
+                for guarded in order:
+                    server = servers[guarded]
+                    if have_wrk():
+                        result = run_wrk(server.url + "/validate", body_file, '"allowed":true',
+                                         seconds=args.seconds, connections=args.connections)  # fmt: skip
+                    else:
+                        result = run_python_load(server.port, server.ca, body, "/validate", seconds=args.seconds,
+                                                 connections=args.connections)  # fmt: skip
+                    rps[guarded].append(result.rps)
+                    failures += result.failures
+        finally:
+            for server in servers.values():
+                server.stop()
+    ratios = [g / p for g, p in zip(rps[True], rps[False], strict=True)]
+    tool = "wrk" if have_wrk() else "python"
+    lines = [
+        "## Connection guard cost (`python bench/guard_cost.py`)",
+        "",
+        f"{tool}, {args.connections} keep-alive connections, {args.rounds} alternating rounds of {args.seconds:g} s, "
+        "floor server on the example review.",
+        "",
+        "| server | requests/s (median) | per round |",
+        "| --- | ---: | --- |",
+        f"| floor, plain uvicorn protocol | {statistics.median(rps[False]):.0f} | "
+        + ", ".join(f"{r:.0f}" for r in rps[False])
+        + " |",
+        f"| floor, guarded protocol | {statistics.median(rps[True]):.0f} | "
+        + ", ".join(f"{r:.0f}" for r in rps[True])
+        + " |",
+        "",
+        f"Guarded ÷ plain, median of per-round ratios: **{statistics.median(ratios):.3f}** "
+        f"({', '.join(f'{r:.3f}' for r in ratios)}); failed or wrong answers: {failures}.",
+    ]
+    text = "\n".join(lines)
+    print(text)
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    (RESULTS / "guard_cost.md").write_text(text + "\n")
+    return 0 if failures == 0 else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
