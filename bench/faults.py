@@ -15,14 +15,27 @@
    the cert dir every ``--rotate-every`` seconds while clients open fresh TLS connections
    all the time (trusting old and new CAs, as a caBundle does during rotation).
    Goal: zero failures, and every rotated certificate was served.
+4. Hostile clients (issue #9), each against a fresh server process:
+   - a 2.9 MiB AdmissionReview whose ``replicatedJobs`` is 1.5M integers, with ``/healthz``
+     probed on its own connection meanwhile: time to answer, answer size, worst probe
+     latency, the server's peak RSS (VmHWM). Goal: answered in under 1 s, probes under 1 s.
+   - ``--idle`` TLS connections that never send a request: RSS they cost, and how many
+     are still open after the header deadline (``--header-timeout``). Goal: none.
+5. A hung API server (SIGSTOP-like: connections open, nothing sent): the time until the
+   watch cache reports every kind unknown, as a multiple of the bookmark interval
+   (``--bookmark`` seconds; the default policy's is 60 s). Goal: about 2 intervals.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import signal
+import socket
+import ssl
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -31,15 +44,19 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import (
     RESULTS,
     ClientStats,
+    client_context,
     drive,
     example_review,
     large_review,
     make_certs,
+    rss_kib,
     webhook_server,
     workspace,
 )
 
 from webhook import certs as certs_module
+
+HUGE_ITEMS = 1_500_000
 
 
 async def _sigterm_under_load(
@@ -142,31 +159,194 @@ async def _drive_trusting(port: int, cas: list[Path], seconds: float, stats: Cli
                     connections=4, per_connection=25, stats=stats)  # fmt: skip
 
 
+def _probe_healthz(port: int, ca: Path, stop: list[bool], latencies: list[float]) -> None:
+    context = client_context(ca)
+    with (
+        socket.create_connection(("127.0.0.1", port), timeout=30) as raw,
+        context.wrap_socket(raw, server_hostname="localhost") as tls,
+    ):
+        for _ in range(100_000):  # bounded
+            if stop[0] and len(latencies) >= 3:
+                return
+            started = time.perf_counter()
+            tls.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            reply = b""
+            while not reply.endswith(b"ok"):
+                reply += tls.recv(4096)
+            latencies.append(time.perf_counter() - started)
+            time.sleep(0.01)
+
+
+def hostile_request(work: Path, certs: Path) -> tuple[list[str], bool]:
+    server = webhook_server(certs, work, name="webhook-hostile").start()
+    review = example_review()
+    review["request"]["object"]["spec"]["replicatedJobs"] = [1] * HUGE_ITEMS
+    body = json.dumps(review, separators=(",", ":")).encode()
+    latencies: list[float] = []
+    stop = [False]
+    prober = threading.Thread(target=_probe_healthz, args=(server.port, server.ca, stop, latencies), daemon=True)
+    try:
+        prober.start()
+        time.sleep(0.2)
+        with (
+            socket.create_connection(("127.0.0.1", server.port), timeout=120) as raw,
+            client_context(server.ca).wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            started = time.perf_counter()
+            head = "POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+            tls.sendall(f"{head}Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode() + body)
+            answer = b""
+            while chunk := tls.recv(65536):
+                answer += chunk
+            took = time.perf_counter() - started
+        stop[0] = True
+        prober.join(30)
+        peak = _vm_hwm_kib(server.pid)
+    finally:
+        server.stop()
+    head, _, payload = answer.partition(b"\r\n\r\n")
+    denied = b" 200 " in head.split(b"\r\n")[0] and json.loads(payload)["response"]["allowed"] is False
+    worst = max(latencies) if latencies else float("nan")
+    ok = denied and took < 1.0 and worst < 1.0
+    return [
+        f"| {HUGE_ITEMS:,} replicatedJobs, {len(body) / 2**20:.2f} MiB | answered (denied) in {took * 1000:.0f} ms "
+        f"| answer {len(payload):,} B | /healthz worst {worst * 1000:.0f} ms over {len(latencies)} probes "
+        f"| peak RSS {peak / 1024:.0f} MiB | {'met' if ok else '**not met**'} (< 1 s each) |"
+    ], ok
+
+
+def _vm_hwm_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmHWM:"):
+            return int(line.split()[1])
+    return 0
+
+
+def idle_connections(work: Path, certs: Path, *, count: int, header_timeout: float) -> tuple[list[str], bool]:
+    config = work / "idle-policy.yaml"
+    config.write_text(f"server: {{headerTimeoutSeconds: {header_timeout}, maxConnections: {count + 100}}}\n")
+    server = webhook_server(certs, work, extra=["--config", str(config)], name="webhook-idle").start()
+    context = client_context(server.ca)
+    held: list[ssl.SSLSocket] = []
+    try:
+        before = rss_kib(server.pid)
+        for _ in range(count):
+            raw = socket.create_connection(("127.0.0.1", server.port), timeout=30)
+            held.append(context.wrap_socket(raw, server_hostname="localhost"))
+        during = rss_kib(server.pid)
+        time.sleep(header_timeout + 2.0)
+        still_open = 0
+        for conn in held:
+            conn.setblocking(False)
+            try:
+                conn.recv(4096)  # the 408, or the end: closed either way
+            except ssl.SSLWantReadError:
+                still_open += 1  # nothing came: still open
+            except (OSError, ssl.SSLError):
+                pass
+    finally:
+        for conn in held:
+            conn.close()
+        server.stop()
+    ok = still_open == 0
+    return [
+        f"| {count} idle TLS connections | RSS +{(during - before) / 1024:.0f} MiB while open "
+        f"| {still_open} still open {header_timeout + 2:g} s later | header deadline {header_timeout:g} s "
+        f"| — | {'met' if ok else '**not met**'} (0 open) |"
+    ], ok
+
+
+def hung_api_server(work: Path, *, bookmark: float) -> tuple[list[str], bool]:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+    from cluster_apiserver import FakeApiServer, write_kubeconfig
+
+    from webhook.cluster import kinds as k
+    from webhook.cluster.watch import WatchSettings, start_watch_cache
+    from webhook.config import Policy
+
+    api = FakeApiServer()
+    api.bookmark_interval = bookmark / 4  # a healthy server bookmarks more often than the bound assumes
+    for kind in k.KINDS:
+        api.load(kind, [])
+    api.start()
+    every = frozenset(kind.name for kind in k.KINDS)
+    settings = WatchSettings(bookmark_interval=bookmark, watch_seconds=60, backoff_initial=0.05, backoff_max=0.5)
+    cache = start_watch_cache(str(write_kubeconfig(work / "kubeconfig", api.port)), Policy(), settings)
+    try:
+        deadline = time.monotonic() + 30
+        while cache.unavailable(every) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(2 * bookmark)  # healthy but quiet: bookmarks keep every kind known
+        quiet_ok = not cache.unavailable(every)
+        hung_at = time.monotonic()
+        api.hang()
+        while len(cache.unavailable(every)) < len(every) and time.monotonic() - hung_at < 20 * bookmark:
+            time.sleep(0.01)
+        noticed = time.monotonic() - hung_at
+        api.resume()
+        resumed_at = time.monotonic()
+        while cache.unavailable(every) and time.monotonic() - resumed_at < 30:
+            time.sleep(0.01)
+        recovered = time.monotonic() - resumed_at
+    finally:
+        api.resume()
+        cache.stop()
+        api.stop()
+    ratio = noticed / bookmark
+    ok = quiet_ok and ratio <= 2.5 and recovered < 30
+    return [
+        f"| hung API server, bookmark interval {bookmark:g} s | every kind unknown after {noticed:.2f} s "
+        f"= {ratio:.2f} intervals (default policy: {ratio * 60:.0f} s) | known again {recovered:.2f} s after resume "
+        f"| quiet watch stayed known: {quiet_ok} | — | {'met' if ok else '**not met**'} (≈ 2 intervals) |"
+    ], ok
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=8.0, help="load time around each SIGTERM")
     parser.add_argument("--drain", type=float, default=3.0, help="drain seconds for the first scenario")
     parser.add_argument("--rotate-every", type=float, default=3.0)
     parser.add_argument("--rotations", type=int, default=4)
+    parser.add_argument("--idle", type=int, default=2000, help="idle TLS connections to open")
+    parser.add_argument("--header-timeout", type=float, default=3.0)
+    parser.add_argument("--bookmark", type=float, default=1.0, help="bookmark interval of the hung-server case")
+    parser.add_argument("--only", choices=["sigterm", "rotation", "hostile", "hung"], help="run one group of scenarios")
     args = parser.parse_args()
-    lines = [
-        "## Faults under load (`python bench/faults.py`)",
-        "",
-        "| scenario | requests sent | answered before SIGTERM | answered after | wrong answers | dropped "
-        "| exit | goal |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
-    ]
+    lines = ["## Faults under load (`python bench/faults.py`)"]
+    headers = {
+        "sigterm": [
+            "| scenario | requests sent | answered before SIGTERM | answered after | wrong answers | dropped "
+            "| exit | goal |",
+            "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
+        ],
+        "hostile": ["| hostile client | result | answer / cost | meanwhile | memory | goal |", "| --- " * 6 + "|"],
+        "hung": ["| API server fault | noticed | recovered | quiet watch | — | goal |", "| --- " * 6 + "|"],
+    }
     with workspace() as work:
         certs = work / "certs"
         make_certs(certs)
         oks = []
-        for rows, ok in (
-            sigterm(work, certs, drain=args.drain, seconds=args.seconds),
-            sigterm(work, certs, drain=0.0, seconds=args.seconds),
-            rotation(work, every=args.rotate_every, times=args.rotations),
-        ):
-            lines += rows
-            oks.append(ok)
+        scenarios = {
+            "sigterm": [
+                lambda: sigterm(work, certs, drain=args.drain, seconds=args.seconds),
+                lambda: sigterm(work, certs, drain=0.0, seconds=args.seconds),
+            ],
+            "rotation": [lambda: rotation(work, every=args.rotate_every, times=args.rotations)],
+            "hostile": [
+                lambda: hostile_request(work, certs),
+                lambda: idle_connections(work, certs, count=args.idle, header_timeout=args.header_timeout),
+            ],
+            "hung": [lambda: hung_api_server(work, bookmark=args.bookmark)],
+        }
+        for group, runs in scenarios.items():
+            if args.only not in (None, group):
+                continue
+            if group in headers:
+                lines += ["", *headers[group]]
+            for run in runs:
+                rows, ok = run()
+                lines += rows
+                oks.append(ok)
     text = "\n".join(lines)
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
