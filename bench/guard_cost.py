@@ -1,12 +1,16 @@
 """What the connection guard costs: the floor server with and without it, same run.
 
-    python bench/guard_cost.py [--seconds 4] [--rounds 3] [--connections 16]
+    python bench/guard_cost.py [--seconds 4] [--rounds 3] [--connections 16] [--against TREE]
 
 The guard (``webhook.serving._guarded``: handshake/header/body deadlines, header and
 connection caps) hooks uvicorn's parser callbacks. To price it alone, the floor server
 (``bench/floor.py``: the thinnest admission endpoint) runs plain and with ``--guarded``;
 rounds alternate between the two so that the noise of a shared machine falls on both,
 and the result is the median of the per-round ratios of requests per second.
+
+``--against TREE`` prices a whole change set the same way: the webhook server from
+another source tree (``git archive main | tar -x -C /tmp/main``) against this one, both
+on ``/validate`` with the example review.
 """
 
 from __future__ import annotations
@@ -41,11 +45,21 @@ def floor(certs: Path, work: Path, guarded: bool) -> Server:
     return Server(name, [*argv, "--guarded"] if guarded else argv, port, certs / "ca.crt", work / f"{name}.log")
 
 
+def webhook_from(tree: Path, certs: Path, work: Path, name: str) -> Server:
+    """``tpu-admission serve`` with ``webhook`` imported from ``tree``."""
+    port = free_port()
+    # Not ``-m webhook``: that puts the working directory (this tree) first on sys.path.
+    start = f"import sys; sys.path.insert(0, {str(tree)!r}); from webhook.cli import main; sys.exit(main())"
+    argv = [PYTHON, "-c", start, "serve", "--port", str(port), "--cert-dir", str(certs)]
+    return Server(name, argv, port, certs / "ca.crt", work / f"{name}.log")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=4.0)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--connections", type=int, default=16)
+    parser.add_argument("--against", type=Path, help="compare the webhook of this source tree with this one's")
     args = parser.parse_args()
     body = example_review()
     with workspace() as work:
@@ -53,7 +67,16 @@ def main() -> int:
         make_certs(certs)
         body_file = work / "body.json"
         body_file.write_bytes(dumps(body))
-        servers = {False: floor(certs, work, False).start(), True: floor(certs, work, True).start()}
+        if args.against:
+            here = Path(__file__).resolve().parents[1]
+            servers = {
+                False: webhook_from(args.against.resolve(), certs, work, "webhook-baseline").start(),
+                True: webhook_from(here, certs, work, "webhook-this-tree").start(),
+            }
+            names = (f"webhook from {args.against}", "webhook from this tree")
+        else:
+            servers = {False: floor(certs, work, False).start(), True: floor(certs, work, True).start()}
+            names = ("floor, plain uvicorn protocol", "floor, guarded protocol")
         rps: dict[bool, list[float]] = {False: [], True: []}
         failures = 0
         try:
@@ -74,28 +97,25 @@ def main() -> int:
                 server.stop()
     ratios = [g / p for g, p in zip(rps[True], rps[False], strict=True)]
     tool = "wrk" if have_wrk() else "python"
+    title = "Change-set cost" if args.against else "Connection guard cost"
     lines = [
-        "## Connection guard cost (`python bench/guard_cost.py`)",
+        f"## {title} (`python bench/guard_cost.py{' --against ' + str(args.against) if args.against else ''}`)",
         "",
         f"{tool}, {args.connections} keep-alive connections, {args.rounds} alternating rounds of {args.seconds:g} s, "
-        "floor server on the example review.",
+        "/validate with the example review.",
         "",
         "| server | requests/s (median) | per round |",
         "| --- | ---: | --- |",
-        f"| floor, plain uvicorn protocol | {statistics.median(rps[False]):.0f} | "
-        + ", ".join(f"{r:.0f}" for r in rps[False])
-        + " |",
-        f"| floor, guarded protocol | {statistics.median(rps[True]):.0f} | "
-        + ", ".join(f"{r:.0f}" for r in rps[True])
-        + " |",
+        f"| {names[0]} | {statistics.median(rps[False]):.0f} | " + ", ".join(f"{r:.0f}" for r in rps[False]) + " |",
+        f"| {names[1]} | {statistics.median(rps[True]):.0f} | " + ", ".join(f"{r:.0f}" for r in rps[True]) + " |",
         "",
-        f"Guarded ÷ plain, median of per-round ratios: **{statistics.median(ratios):.3f}** "
+        f"Second ÷ first, median of per-round ratios: **{statistics.median(ratios):.3f}** "
         f"({', '.join(f'{r:.3f}' for r in ratios)}); failed or wrong answers: {failures}.",
     ]
     text = "\n".join(lines)
     print(text)
     RESULTS.mkdir(parents=True, exist_ok=True)
-    (RESULTS / "guard_cost.md").write_text(text + "\n")
+    (RESULTS / ("change_cost.md" if args.against else "guard_cost.md")).write_text(text + "\n")
     return 0 if failures == 0 else 1
 
 

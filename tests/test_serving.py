@@ -619,7 +619,8 @@ def test_a_tls_handshake_that_never_comes_is_cut(strict_server: RunningServer) -
 
 def test_headers_over_the_cap_get_431(strict_server: RunningServer, server_files: certs.CertificateFiles) -> None:
     with tls_connection(strict_server.port, server_files.ca) as conn:
-        conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: " + b"x" * 64 * 1024 + b"\r\n\r\n")
+        with contextlib.suppress(OSError):  # the server may close before all of it is sent
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: " + b"x" * 1024 * 1024)
         reply = read_until_closed(conn)
     assert reply.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
     assert reply.endswith(b"request headers over 2048 bytes")

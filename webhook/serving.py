@@ -164,6 +164,9 @@ PROBES = frozenset({b"/healthz", b"/readyz"})
 _REASONS = {403: b"Forbidden", 408: b"Request Timeout", 431: b"Request Header Fields Too Large"}
 
 
+IDLE, HEADERS, BODY = 0, 1, 2  # what a connection is waiting for
+
+
 class _Refuse(Exception):
     """Raised in a parser callback to end the request with ``status`` (via uvicorn's error path)."""
 
@@ -177,16 +180,37 @@ def _guarded(
     """``protocol_class`` (uvicorn's httptools protocol) with deadlines, caps and client checks.
 
     The checks hook the parser's callbacks, so a request is refused before the app sees
-    it and a well-behaved request pays a few attribute reads per header.
+    it. Deadlines are not a timer per request: each connection notes when its current
+    phase (headers, body) began, and one sweep a fraction of a second apart closes those
+    past their deadline, so a well-behaved request pays a few attribute writes.
     """
     header_timeout = limits.header_timeout_seconds
     body_timeout = limits.body_timeout_seconds
     max_header = limits.max_header_bytes
     max_connections = limits.max_connections
+    sweep_every = min(1.0, header_timeout / 4, body_timeout / 4)
     refused_log = [0.0]
+    sweeper: list[asyncio.Task[None] | None] = [None]
+
+    async def sweep(connections: set[Any]) -> None:
+        """Close connections past their phase's deadline; ends when no connection is left."""
+        loop = asyncio.get_running_loop()
+        while connections:
+            await asyncio.sleep(sweep_every)
+            now = loop.time()
+            for connection in list(connections):
+                since = getattr(connection, "_since", None)
+                if since is None:
+                    continue
+                limit = body_timeout if connection._reading == BODY else header_timeout
+                if now - since > limit:
+                    connection._expired()
+        sweeper[0] = None
 
     class GuardedProtocol(protocol_class):  # type: ignore[valid-type,misc]
-        _deadline: asyncio.TimerHandle | None = None
+        #: loop time the current phase began; ``None`` between requests (uvicorn's keep-alive applies)
+        _since: float | None = None
+        _reading = HEADERS
         _header_bytes = 0
         _refusal = 0
         _anonymous = False
@@ -217,17 +241,13 @@ def _guarded(
                         transport.abort()  # type: ignore[attr-defined]
                         return
             # Until the first request's headers are in: a connection that never sends one ends.
-            self._deadline = self.loop.call_later(header_timeout, self._expired)
-
-        def connection_lost(self, exc: Exception | None) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
-            super().connection_lost(exc)
+            self._since = self.loop.time()
+            if sweeper[0] is None:
+                sweeper[0] = self.loop.create_task(sweep(self.connections))
 
         def _expired(self) -> None:
-            self._deadline = None
-            if self.transport.is_closing():
+            self._since = None
+            if self.transport is None or self.transport.is_closing():
                 return
             if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
                 self._write_status(408, b"the request did not arrive in time")
@@ -239,51 +259,38 @@ def _guarded(
                 b"connection: close\r\n\r\n%s" % (status, _REASONS[status], len(text), text)
             )
 
-        def on_message_begin(self) -> None:
-            super().on_message_begin()
-            self._header_bytes = 0
-            if self._deadline is None:  # a later request on a kept-alive connection
-                self._deadline = self.loop.call_later(header_timeout, self._expired)
-
-        def on_url(self, url: bytes) -> None:
-            self._header_bytes += len(url)
-            if self._header_bytes > max_header:
-                self._refusal = 431
-                raise _Refuse()
-            super().on_url(url)
-
-        def on_header(self, name: bytes, value: bytes) -> None:
-            self._header_bytes += len(name) + len(value) + 4
-            if self._header_bytes > max_header:
-                self._refusal = 431
-                raise _Refuse()
-            super().on_header(name, value)
+        def data_received(self, data: bytes) -> None:
+            # Headers are counted per read, not per header callback (cheaper): a header
+            # block is refused once it is over the cap and still not complete, so what is
+            # read of it stays under the cap plus one read.
+            if self._reading != BODY:
+                if self._since is None:  # the first bytes of a later request on a kept-alive connection
+                    self._since = self.loop.time()
+                self._header_bytes += len(data)
+            super().data_received(data)
+            if self._reading != BODY and self._header_bytes > max_header and not self.transport.is_closing():
+                self._write_status(431, b"request headers over %d bytes" % max_header)
+                self.transport.close()
 
         def on_headers_complete(self) -> None:
             if self._anonymous and httptools.parse_url(self.url).path not in PROBES:
                 self._refusal = 403
                 raise _Refuse()
-            if self._deadline is not None:
-                self._deadline.cancel()
-            self._deadline = self.loop.call_later(body_timeout, self._expired)
+            self._reading = BODY
+            self._since = self.loop.time()
             super().on_headers_complete()
 
         def on_message_complete(self) -> None:
-            if self._deadline is not None:
-                self._deadline.cancel()
-                self._deadline = None
+            self._since = None
+            self._reading = IDLE
+            self._header_bytes = 0
             super().on_message_complete()
 
         def send_400_response(self, msg: str) -> None:
             # uvicorn's answer to a parser error, which is how a callback ends a request.
             if not self._refusal:
                 return super().send_400_response(msg)  # type: ignore[no-any-return]
-            text = (
-                b"a client certificate is required for this path"
-                if self._refusal == 403
-                else b"request headers over %d bytes" % max_header
-            )
-            self._write_status(self._refusal, text)
+            self._write_status(self._refusal, b"a client certificate is required for this path")
             self.transport.close()
 
     return GuardedProtocol
