@@ -29,6 +29,7 @@ and a clean drain.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
 import logging
 import os
@@ -286,6 +287,15 @@ def _guarded(
             self._header_bytes = 0
             super().on_message_complete()
 
+        @staticmethod
+        async def stop_sweeping() -> None:
+            """Cancel the sweep (at shutdown, so the loop does not close on a pending task)."""
+            task, sweeper[0] = sweeper[0], None
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
         def send_400_response(self, msg: str) -> None:
             # uvicorn's answer to a parser error, which is how a callback ends a request.
             if not self._refusal:
@@ -421,6 +431,9 @@ class _DrainingServer(uvicorn.Server):
         if self.metrics is not None:
             await self.metrics.close()
         await super().shutdown(sockets)
+        stop_sweeping = getattr(self.config.http_protocol_class, "stop_sweeping", None)
+        if stop_sweeping is not None:
+            await stop_sweeping()
         # uvicorn re-raises the captured SIGTERM after a graceful shutdown, which would
         # end the process "killed by signal" (exit 143). The drain is the expected way to
         # stop, so end normally instead.
