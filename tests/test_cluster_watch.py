@@ -304,13 +304,13 @@ def test_a_hung_api_server_makes_the_kinds_unknown_then_known_again(tmp_path: Pa
     "synced, age 0" on frozen data for 450 s before; now two bookmark intervals of
     silence make every kind unknown, and the change made meanwhile arrives on resume."""
     api = load(FakeApiServer())
-    api.bookmark_interval = 0.1
+    api.bookmark_interval = 0.05
     api.start()
-    settings = replace(FAST, bookmark_interval=0.3)
+    settings = replace(FAST, bookmark_interval=0.5)  # silent after 1 s
     cache = watch(api.port, tmp_path, settings)
     try:
         wait_until(lambda: not cache.unavailable(ALL), what="initial sync")
-        threading.Event().wait(1.0)  # several silence bounds: bookmarks keep quiet kinds current
+        threading.Event().wait(1.5)  # past the silence bound: bookmarks keep quiet kinds current
         assert cache.unavailable(ALL) == {}
         assert cache.capacity("team-a", "tpu7x-4x4x4", "google.com/tpu").nominal == 256  # type: ignore[union-attr]
         api.hang()
