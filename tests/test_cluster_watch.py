@@ -368,6 +368,14 @@ def test_silence_makes_a_kind_unknown_until_it_hears_again() -> None:
     assert availability.age("Nodes") == 121
     availability.bookmark("Nodes")
     assert availability.reason("Nodes") is None and availability.since_event("Nodes") is None
+    now[0] += 121
+    availability.broken("Nodes", "API server unreachable: read timed out")  # the read timeout
+    assert availability.reason("Nodes") == (
+        "silent: no event or bookmark for 121s (bound 120s), the API server may be hung; "
+        "last error: API server unreachable: read timed out"
+    )
+    availability.watching("Nodes")  # a server that accepts a watch is not hung
+    assert availability.reason("Nodes") is None
     availability.broken("Nodes", "forbidden (403): …", fatal=True)
     assert availability.reason("Nodes") == "forbidden (403): …"
     availability.watching("Nodes")  # a watch the API server accepted: the 403 is over

@@ -10,7 +10,7 @@ Silence matters because an open watch proves nothing by itself: a hung API serve
 (SIGSTOP, a wedged etcd) keeps the TCP connection open and sends nothing. The API
 server sends a bookmark on every open watch about once a minute, so a kind that heard
 nothing for two bookmark intervals is unknown until an event, a bookmark or a list
-proves it current again.
+(or a watch the API server accepts) proves it current again.
 """
 
 from __future__ import annotations
@@ -129,10 +129,12 @@ class Availability:
             status.synced, status.synced_at, status.last_heard, status.error, status.fatal = True, now, now, None, False
 
     def watching(self, kind: str) -> None:
-        """The API server accepted a watch: whatever it refused before (403, 404) it serves now."""
+        """The API server accepted a watch from the last version seen: it is alive, nothing was
+        lost up to that version (else 410), and whatever it refused before (403, 404) it serves now."""
         with self._lock:
             status = self.status[kind]
             status.connected, status.broken_since, status.error, status.fatal = True, None, None, False
+            status.last_heard = self.clock()
 
     def event(self, kind: str) -> None:
         status = self.status[kind]
