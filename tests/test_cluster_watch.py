@@ -299,6 +299,13 @@ def test_watch_timeouts_are_randomised(api: FakeApiServer, cache: WatchCache) ->
     assert len(set(timeouts)) > 1
 
 
+def nominal(cache: WatchCache, queue: str) -> int | None:
+    """The queue's TPU nominal quota on the 4x4x4 flavor, as the cache holds it."""
+    info = cache.cluster_queue(queue)
+    quota = info.quota("tpu7x-4x4x4", "google.com/tpu") if info is not None else None
+    return int(quota.nominal) if quota is not None else None
+
+
 def test_a_hung_api_server_makes_the_kinds_unknown_then_known_again(tmp_path: Path) -> None:
     """SIGSTOP on the API server: connections stay open, nothing comes. The cache kept
     "synced, age 0" on frozen data for 450 s before; now two bookmark intervals of
@@ -312,7 +319,7 @@ def test_a_hung_api_server_makes_the_kinds_unknown_then_known_again(tmp_path: Pa
         wait_until(lambda: not cache.unavailable(ALL), what="initial sync")
         threading.Event().wait(1.5)  # past the silence bound: bookmarks keep quiet kinds current
         assert cache.unavailable(ALL) == {}
-        assert cache.capacity("team-a", "tpu7x-4x4x4", "google.com/tpu").nominal == 256  # type: ignore[union-attr]
+        assert nominal(cache, "team-a") == 256
         api.hang()
         queue = copy.deepcopy(next(o for o in OBJECTS if o["metadata"]["name"] == "team-a"))
         queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 8
@@ -322,10 +329,7 @@ def test_a_hung_api_server_makes_the_kinds_unknown_then_known_again(tmp_path: Pa
         assert reason.startswith("silent: no event or bookmark for ") and "the API server may be hung" in reason
         api.resume()
         wait_until(lambda: not cache.unavailable(ALL), what="known again")
-        wait_until(
-            lambda: cache.capacity("team-a", "tpu7x-4x4x4", "google.com/tpu").nominal == 8,  # type: ignore[union-attr]
-            what="the change made while hung",
-        )
+        wait_until(lambda: nominal(cache, "team-a") == 8, what="the change made while hung")
     finally:
         api.resume()
         cache.stop()
