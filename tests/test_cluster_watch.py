@@ -384,3 +384,26 @@ def test_silence_makes_a_kind_unknown_until_it_hears_again() -> None:
     assert availability.reason("Nodes") == "forbidden (403): …"
     availability.watching("Nodes")  # a watch the API server accepted: the 403 is over
     assert availability.reason("Nodes") is None
+
+
+def test_a_relist_redoes_only_what_changed() -> None:
+    """A relist of 100,000 Workloads must not hold the lock while re-indexing all of them:
+    objects whose resourceVersion is the one held are skipped."""
+    store = ClusterStore(POLICY)
+    workloads = [copy.deepcopy(o) for o in OBJECTS if o["kind"] == "Workload"]
+    for version, obj in enumerate(workloads, start=1):
+        obj["metadata"]["resourceVersion"] = str(version)
+    store.replace(k.WORKLOADS, workloads, atomic=False)  # a first list, in chunks
+    held = dict(store.workloads)
+    assert len(held) == len(workloads)
+    changed = copy.deepcopy(workloads[0])
+    changed["metadata"]["resourceVersion"] = "99"
+    store.replace(k.WORKLOADS, [changed, *workloads[1:]])
+    key = (changed["metadata"]["namespace"], changed["metadata"]["name"])
+    assert store.workloads[key] is not held[key]  # re-read
+    assert all(store.workloads[other] is held[other] for other in held if other != key)  # kept as they were
+    store.replace(k.WORKLOADS, workloads[2:])  # two gone
+    assert set(store.workloads) == set(held) - {
+        key,
+        (workloads[1]["metadata"]["namespace"], workloads[1]["metadata"]["name"]),
+    }

@@ -9,8 +9,10 @@ counter that writes bump: requests never sum Workloads or scan every node twice.
 
 from __future__ import annotations
 
+import contextlib
 import sys
 import threading
+import time
 from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
@@ -36,6 +38,8 @@ from webhook.cluster.quota import Assignment, Balance, Bound, PodSetDemand, Quot
 from webhook.config import Policy
 
 Key = str | tuple[str, str]
+#: objects indexed per lock hold during a first list
+_CHUNK = 1000
 _MEMO_LIMIT = 4096
 
 
@@ -55,6 +59,8 @@ class ClusterStore:
         self.lock = threading.RLock()
         self.availability = Availability((kind.name for kind in k.KINDS), stale_after)
         self.keys: dict[str, set[Key]] = {kind.name: set() for kind in k.KINDS}
+        #: per kind, each object's resourceVersion: a relist skips what it already holds
+        self.object_versions: dict[str, dict[Key, str]] = {kind.name: {} for kind in k.KINDS}
         self.namespaces: dict[str, dict[str, str]] = {}
         self.local_queues: dict[tuple[str, str], str] = {}
         self.queues_of_cq: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
@@ -91,22 +97,31 @@ class ClusterStore:
             if event == "DELETED":
                 self._remove(kind, key)
             else:
-                self._put(kind, key, obj)
+                self._put_version(kind, key, obj)
 
-    def replace(self, kind: k.Kind, objects: Iterable[Mapping[str, Any]]) -> None:
-        """A full list: the kind's objects become exactly ``objects`` in one step.
+    def replace(self, kind: k.Kind, objects: Iterable[Mapping[str, Any]], atomic: bool = True) -> None:
+        """A full list: the kind's objects become exactly ``objects``.
 
-        Under one lock hold, so a request never judges half a relist (some objects new,
-        the gone ones not yet dropped).
+        ``atomic`` (a relist of a kind requests already read): in one lock hold, so a
+        request never judges half a relist (some objects new, the gone ones not yet
+        dropped); objects whose resourceVersion is the one held are skipped, so the hold
+        lasts as long as the changes take, not the list. Otherwise (a first list, which
+        nothing reads yet) the lock is taken per chunk, so requests reading other kinds
+        do not wait for 100,000 Workloads to be indexed.
         """
         keyed = [(object_key(kind, obj), obj) for obj in objects]
-        with self.lock:
-            seen: set[Key] = set()
-            for key, obj in keyed:
-                seen.add(key)
-                self._put(kind, key, obj)
-            for key in self.keys[kind.name] - seen:
-                self._remove(kind, key)
+        seen = {key for key, _ in keyed}
+        step = max(1, len(keyed) if atomic else _CHUNK)
+        with self.lock if atomic else contextlib.nullcontext():
+            for start in range(0, len(keyed), step):
+                with self.lock:
+                    for key, obj in keyed[start : start + step]:
+                        self._put_version(kind, key, obj)
+                if not atomic:
+                    time.sleep(0)  # let a waiting request thread take the lock (it is not fair)
+            with self.lock:
+                for key in self.keys[kind.name] - seen:
+                    self._remove(kind, key)
 
     def _unchanged(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> bool:
         """Whether an update leaves everything we keep of the object as it was.
@@ -132,6 +147,18 @@ class ClusterStore:
         if kind is k.LOCAL_QUEUES and isinstance(key, tuple) and isinstance(spec, dict):
             return self.local_queues.get(key) == str(spec.get("clusterQueue") or "")
         return False
+
+    def _put_version(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
+        """``_put``, skipped for the very object already held (same resourceVersion)."""
+        version = (obj.get("metadata") or {}).get("resourceVersion")
+        if not isinstance(version, str) or not version:
+            return self._put(kind, key, obj)
+        versions = self.object_versions[kind.name]
+        if versions.get(key) == version and key in self.keys[kind.name]:
+            return None
+        self._put(kind, key, obj)
+        versions[key] = version
+        return None
 
     def _put(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
         if self._unchanged(kind, key, obj):
@@ -178,6 +205,7 @@ class ClusterStore:
 
     def _remove(self, kind: k.Kind, key: Key) -> None:
         self.keys[kind.name].discard(key)
+        self.object_versions[kind.name].pop(key, None)
         name = key if isinstance(key, str) else ""
         pair = key if isinstance(key, tuple) else ("", "")
         if kind is k.NAMESPACES:

@@ -195,7 +195,9 @@ class WatchCache(ClusterStore):
             log.info("%s: the list's continue token expired; listing in one page", kind.name)
             versions.clear()
             objects = list(self._pages(kind, versions, None))
-        self.replace(kind, objects)  # all pages in hand: the kind changes in one step
+        # All pages in hand: a kind requests read changes in one step (a first list, which
+        # nothing reads yet, in chunks so that requests reading other kinds do not wait).
+        self.replace(kind, objects, atomic=self.availability.status[kind.name].synced)
         self.availability.listed(kind.name)
         return versions[-1] if versions else ""
 
