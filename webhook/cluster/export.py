@@ -19,6 +19,7 @@ from typing import Any, TextIO
 import yaml
 
 from webhook.cluster import kinds as k
+from webhook.cluster.client import ClusterConfigError, list_call, load_configuration
 from webhook.cluster.watch import describe_error
 
 PAGE_SIZE = 500
@@ -26,23 +27,9 @@ PAGE_SIZE = 500
 _DROPPED_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation")
 
 
-def _list_call(api_client: Any, kind: k.Kind) -> Any:
-    from kubernetes import client
-
-    if kind.group == "":
-        core = client.CoreV1Api(api_client)
-        return core.list_namespace if kind is k.NAMESPACES else core.list_node
-    custom = client.CustomObjectsApi(api_client)
-
-    def call(**kwargs: Any) -> Any:
-        return custom.list_cluster_custom_object(kind.group, kind.version, kind.plural, **kwargs)
-
-    return call
-
-
 def list_kind(api_client: Any, kind: k.Kind, timeout: float = 60.0) -> Iterator[dict[str, Any]]:
     """Every object of ``kind`` across namespaces, as plain JSON, page by page."""
-    call = _list_call(api_client, kind)
+    call = list_call(api_client, kind)
     token: str | None = None
     while True:
         options: dict[str, Any] = {"limit": PAGE_SIZE}
@@ -85,18 +72,13 @@ def write_snapshot(api_client: Any, out: TextIO, errors: TextIO) -> int:
 
 def run_snapshot(kubeconfig: str | None, output: str | None) -> int:
     """The subcommand: 0 all kinds written, 1 some kinds missing, 2 no cluster configuration."""
-    from kubernetes import client, config
+    from kubernetes import client
 
-    configuration = client.Configuration()
     try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except Exception as exc:
-        print(f"tpu-admission snapshot: cluster configuration could not be loaded: {str(exc)[:200]}", file=sys.stderr)
+        configuration = load_configuration(kubeconfig)
+    except ClusterConfigError as exc:
+        print(f"tpu-admission snapshot: {exc}", file=sys.stderr)
         return 2
-    configuration.retries = 0
     api_client = client.ApiClient(configuration)
     try:
         if output in (None, "-"):

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from webhook.cluster import kinds as k
+from webhook.cluster.client import ClusterConfigError, list_call, load_configuration
 from webhook.cluster.store import ClusterStore
 from webhook.config import Policy
 
@@ -169,19 +170,6 @@ class WatchCache(ClusterStore):
             self._stopping.wait(backoff_delay(backoff))
             backoff = min(backoff * 2, self.settings.backoff_max)
 
-    def _call(self, kind: k.Kind) -> Callable[..., Any]:
-        from kubernetes import client
-
-        if kind.group == "":
-            core = client.CoreV1Api(self.api_client)
-            return core.list_namespace if kind is k.NAMESPACES else core.list_node
-        custom = client.CustomObjectsApi(self.api_client)
-
-        def call(**kwargs: Any) -> Any:
-            return custom.list_cluster_custom_object(kind.group, kind.version, kind.plural, **kwargs)
-
-        return call
-
     def _list(self, kind: k.Kind) -> str:
         versions: list[str] = []
         try:
@@ -202,7 +190,7 @@ class WatchCache(ClusterStore):
         return versions[-1] if versions else ""
 
     def _pages(self, kind: k.Kind, versions: list[str], page_size: int | None) -> Iterator[dict[str, Any]]:
-        call = self._call(kind)
+        call = list_call(self.api_client, kind)
         token: str | None = None
         timeout = (self.settings.connect_timeout, 60.0)
         while True:
@@ -229,7 +217,7 @@ class WatchCache(ClusterStore):
         settings = self.settings
         seconds = random.randint(settings.watch_seconds, 2 * settings.watch_seconds)
         started = time.monotonic()
-        response = self._call(kind)(
+        response = list_call(self.api_client, kind)(
             watch=True,
             resource_version=self.versions[kind.name],
             allow_watch_bookmarks=True,
@@ -279,21 +267,16 @@ def start_watch_cache(kubeconfig: str | None, policy: Policy, settings: WatchSet
     Never raises for the cluster's sake: a config that cannot be loaded leaves every
     kind unavailable with the reason, and the server serves the structural rules.
     """
-    from kubernetes import client, config
+    from kubernetes import client
 
-    configuration = client.Configuration()
     try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
-            config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
-    except Exception as exc:  # a reason for every skipped check, not a crash
-        reason = f"cluster configuration could not be loaded: {str(exc)[:200]}"
+        configuration = load_configuration(kubeconfig)
+    except ClusterConfigError as exc:  # a reason for every skipped check, not a crash
+        reason = str(exc)
         log.error("%s; cluster-aware checks are skipped", reason)
         cache = WatchCache(policy, None, settings)
         for kind in k.KINDS:
             cache.availability.mark_absent(kind.name, reason)
         return cache
     configuration.connection_pool_maxsize = len(k.KINDS) * 2
-    configuration.retries = 0  # the loop backs off itself; urllib3 retries would hide the reason
     return WatchCache(policy, client.ApiClient(configuration), settings).start()
