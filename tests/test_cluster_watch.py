@@ -273,6 +273,7 @@ def test_an_expired_continue_token_falls_back_to_one_full_list(tmp_path: Path) -
 def test_a_403_on_a_rewatch_clears_when_the_watch_succeeds(api: FakeApiServer, cache: WatchCache) -> None:
     lists = api.list_requests(k.NODES)
     api.errors = {"Nodes": 403}
+
     # Drop until it shows: a watch still being opened when the first drop comes would
     # otherwise run its whole timeout (10-20 s here) before the 403 could be seen.
     def forbidden_after_a_drop() -> bool:
