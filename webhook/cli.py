@@ -27,6 +27,7 @@ from webhook.config import ConfigError, Policy, load_policy
 from webhook.engine import AdmissionFacts, decide
 from webhook.formatters import FORMATTERS
 from webhook.kinds import kind_of_document
+from webhook.logsink import BufferedJsonHandler
 from webhook.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
 from webhook.sources import SourceError, read_documents
 
@@ -231,21 +232,12 @@ def run_rules(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-class _JsonLogFormatter(logging.Formatter):
-    def format(self, record: logging.LogRecord) -> str:
-        if isinstance(record.msg, dict):  # the decision line: already structured
-            return json.dumps(record.msg, separators=(",", ":"), ensure_ascii=False)
-        entry = {"level": record.levelname.lower(), "logger": record.name, "msg": record.getMessage()}
-        if record.exc_info:
-            entry["exc"] = self.formatException(record.exc_info)
-        return json.dumps(entry, ensure_ascii=False)
-
-
 def _setup_logging(level: str) -> None:
     """JSON lines on stderr, one per decision plus the server's own messages.
 
-    Measured in-process: a queue handler with a writer thread cost more per request
-    than writing here (the thread competes for the GIL), so the handler writes directly.
+    Buffered (``webhook.logsink``): a request appends its encoded line and a background
+    thread writes the batch every 0.1 s. (A ``QueueHandler`` was measured slower: it
+    hands every record to the thread, which then competes for the GIL per line.)
     """
     # The logging HOWTO's "Optimization" switches: no caller frame lookup, no thread or
     # process fields; the JSON lines do not carry them.
@@ -253,8 +245,7 @@ def _setup_logging(level: str) -> None:
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(_JsonLogFormatter())
+    handler = BufferedJsonHandler(sys.stderr)
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level.upper())
