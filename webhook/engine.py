@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from webhook.catalog import RULES
@@ -24,7 +24,7 @@ from webhook.workload import MALFORMED, Workload
 Stage = Literal["mutate", "validate"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # per request: a frozen __init__ costs a setattr call per field
 class AdmissionFacts:
     """What the engine needs to know about a request besides the object."""
 
@@ -143,10 +143,10 @@ def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: 
     Applied here, not in the HTTP layer or the CLI, so the server and ``check`` can
     never disagree about an exception.
     """
-    for index, finding in enumerate(decision.findings):
+    for finding in decision.findings:
         exception = policy.exception_for(finding.rule, namespace, name)
         if exception is not None:
-            decision.findings[index] = replace(finding, action=Action.WARN, excepted=exception.reason)
+            finding.action, finding.excepted = Action.WARN, exception.reason  # fresh per request
             decision.excepted.append(finding.rule)
 
 
@@ -215,7 +215,8 @@ def decide(
                 decision.warnings.append(f"[{rule.id}] skipped: cluster state unknown ({reasons})")
                 continue
         for finding in rule.check(workload, ctx):
-            decision.findings.append(replace(finding, action=action) if finding.action is not action else finding)
+            finding.action = action  # a fresh finding each request: set in place
+            decision.findings.append(finding)
         if ctx.unknown:
             decision.skipped.append(rule.id)
             decision.warnings.append(f"[{rule.id}] skipped: cluster state unknown ({'; '.join(ctx.unknown)})")

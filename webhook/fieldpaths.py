@@ -9,6 +9,7 @@ pointer for patches and for locating the node in a YAML file.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Union
 
 Step = Union[str, int, "MapKey"]
@@ -35,15 +36,7 @@ class FieldPath:
         return FieldPath((*self.steps, MapKey(name)))
 
     def __str__(self) -> str:
-        out: list[str] = []
-        for step in self.steps:
-            if isinstance(step, int):
-                out.append(f"[{step}]")
-            elif isinstance(step, MapKey):
-                out.append(f'["{step.name}"]')
-            else:
-                out.append(f".{step}" if out else step)
-        return "".join(out) or "(object)"
+        return _render(self.steps)
 
     def pointer(self) -> str:
         """The RFC 6901 JSON pointer of this path (``~`` → ``~0``, ``/`` → ``~1``)."""
@@ -56,6 +49,19 @@ class FieldPath:
     def parts(self) -> tuple[str | int, ...]:
         """Plain steps (map keys unwrapped), for walking a parsed document."""
         return tuple(s.name if isinstance(s, MapKey) else s for s in self.steps)
+
+
+@lru_cache(maxsize=4096)  # a denial renders the same few paths request after request
+def _render(steps: tuple[Step, ...]) -> str:
+    out: list[str] = []
+    for step in steps:
+        if isinstance(step, int):
+            out.append(f"[{step}]")
+        elif isinstance(step, MapKey):
+            out.append(f'["{step.name}"]')
+        else:
+            out.append(f".{step}" if out else step)
+    return "".join(out) or "(object)"
 
 
 ROOT = FieldPath()

@@ -16,13 +16,16 @@ class Action(StrEnum):
     OFF = "off"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class Finding:
     """One broken rule at one place.
 
     ``problem`` says what is wrong (with the offending value), ``fix`` what to do about
     it. ``action`` is filled in by the engine from the policy, never by the rule, and so
     is ``excepted``: the reason of the policy exception that turned it into a warning.
+    Not frozen: every finding is made fresh for one request, and the engine sets its
+    action in place (``dataclasses.replace`` and a frozen ``__init__`` cost microseconds
+    per finding, which is what a denial pays).
     """
 
     rule: str

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from webhook.config import Policy
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # per request: a frozen __init__ costs a setattr call per field
 class TierResolution:
     tier: str | None
     #: why the namespace is unmanaged with a warning (unknown tier), else ``None``

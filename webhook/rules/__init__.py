@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 Subject = Literal["submitted", "final"]
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)  # per request: a frozen __init__ costs a setattr call per field
 class UserInfo:
     username: str = ""
     groups: tuple[str, ...] = ()

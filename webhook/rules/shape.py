@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
+from functools import lru_cache
 
 from webhook.findings import Finding
 from webhook.rules import RuleContext
@@ -63,10 +64,18 @@ def host_count_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Findin
             )
 
 
+@lru_cache(maxsize=16)
+def _chips(chips_per_host: int) -> Decimal:
+    return Decimal(chips_per_host)
+
+
+def _request_fix(resource: str, per_host: Decimal) -> str:
+    return f"request {resource}: {per_host} in both resources.requests and resources.limits"
+
+
 def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     resource = ctx.policy.tpu.resource_name
-    per_host = Decimal(ctx.policy.tpu.chips_per_host)
-    fix = f"request {resource}: {per_host} in both resources.requests and resources.limits"
+    per_host = _chips(ctx.policy.tpu.chips_per_host)
     for podset in workload.tpu_podsets:
         tpu_containers = [c for c in podset.containers if c.requests_resource(resource)]
         if not tpu_containers:
@@ -74,7 +83,7 @@ def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Findin
                 "tpu-request-invalid",
                 podset.pod_spec_path.child("containers"),
                 f"TPU podSet {podset.name!r} has no container requesting {resource}",
-                fix,
+                _request_fix(resource, per_host),
             )
             continue
         for container in tpu_containers:
@@ -87,5 +96,5 @@ def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Findin
                     "tpu-request-invalid",
                     container.path.child("resources", kind).key(resource),
                     f"container {container.name!r} {kind} {shown}, but each tpu7x host has exactly {per_host} chips",
-                    fix,
+                    _request_fix(resource, per_host),
                 )
