@@ -19,7 +19,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from webhook import __version__, certs
+from webhook import __version__, certs, logsink
 from webhook.catalog import RULES, markdown_table
 from webhook.cluster.export import run_snapshot
 from webhook.cluster.state import ClusterState
@@ -245,10 +245,7 @@ def _setup_logging(level: str) -> None:
     logging.logThreads = False
     logging.logProcesses = False
     logging.logMultiprocessing = False
-    handler = BufferedJsonHandler(sys.stderr)
-    root = logging.getLogger()
-    root.handlers[:] = [handler]
-    root.setLevel(level.upper())
+    logsink.install(BufferedJsonHandler(sys.stderr), level)
 
 
 _EXIT_USAGE_LINE = "  2  bad usage, an invalid policy config, or a file that cannot be read"

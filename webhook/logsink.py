@@ -28,6 +28,52 @@ from webhook.jsonwire import encode
 CAPACITY = 64 * 1024
 INTERVAL = 0.1
 
+#: the handler ``serve`` installed, which decision lines may be handed to directly
+_direct: BufferedJsonHandler | None = None
+
+
+def install(handler: BufferedJsonHandler, level: str) -> None:
+    """Make ``handler`` the root logger's only handler, and the decision log's shortcut."""
+    global _direct
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level.upper())
+    _direct = handler
+
+
+class DecisionLog:
+    """The one JSON line per decision, on the ``tpu_admission.decision`` logger.
+
+    Building a ``LogRecord`` and walking the logger hierarchy cost more than encoding the
+    line. When the handler ``serve`` installed is the only place the line can go (no
+    handler or filter added on the way, as a test's log capture would), the encoded line
+    is handed to it directly; otherwise the dict goes through ``logging`` as usual and
+    the same handler encodes it to the same bytes.
+    """
+
+    def __init__(self, name: str = "tpu_admission.decision") -> None:
+        self.logger = logging.getLogger(name)
+        self._root = logging.getLogger()
+
+    def enabled(self) -> bool:
+        return self.logger.isEnabledFor(logging.INFO)
+
+    def write(self, entry: dict[str, Any]) -> None:
+        sink = _direct
+        logger, root = self.logger, self._root
+        if (
+            sink is not None
+            and not logger.handlers
+            and not logger.filters
+            and logger.propagate
+            and not root.filters
+            and len(root.handlers) == 1
+            and root.handlers[0] is sink
+        ):
+            sink.add_line(encode(entry) + b"\n")
+        else:
+            logger.info(entry)
+
 
 def json_line(record: logging.LogRecord, formatter: logging.Formatter) -> bytes:
     """One log record as one JSON line (bytes, newline included)."""
@@ -69,6 +115,18 @@ class BufferedJsonHandler(logging.Handler):
             self._start()
         if self._size >= self.capacity or record.levelno >= logging.WARNING:
             self._write_pending()
+
+    def add_line(self, line: bytes) -> None:
+        """Buffer one encoded INFO line that never became a ``LogRecord`` (``DecisionLog``)."""
+        lock = self.lock
+        assert lock is not None
+        with lock:
+            self._pending.append(line)
+            self._size += len(line)
+            if self._thread is None:
+                self._start()
+            if self._size >= self.capacity:
+                self._write_pending()
 
     def _start(self) -> None:
         self._thread = threading.Thread(target=self._run, name="log-flusher", daemon=True)

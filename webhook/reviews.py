@@ -125,7 +125,9 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
     except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
         return None
     request = data.request
-    if data.kind != KIND or data.api_version != API_VERSION or not request.uid or request.operation not in OPERATIONS:
+    if data.kind != KIND or data.api_version != API_VERSION or request.operation not in OPERATIONS:
+        return None  # the general path words the 4xx
+    if not 0 < len(request.uid) <= MAX_UID:
         return None  # the general path words the 4xx
     kind = request.kind or _NO_KIND
     user = request.user_info or _NO_USER

@@ -26,10 +26,11 @@ from webhook.cluster.state import ClusterState
 from webhook.config import Policy
 from webhook.engine import AdmissionFacts, Decision, Stage, decide
 from webhook.jsonwire import encode
+from webhook.logsink import DecisionLog
 from webhook.metrics import Metrics
 from webhook.reviews import ReviewError, error_response, parse_review, review_response
 
-log = logging.getLogger("tpu_admission.decision")
+decisions = DecisionLog()
 errors = logging.getLogger("tpu_admission.server")
 
 
@@ -111,16 +112,19 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         if tier is not None and tier not in policy.tiers:
             reason = f"unknown tier {tier!r} in the path; configured tiers: {', '.join(policy.tiers)}"
             await _send_json(send, 404, {"error": reason})
-            return metrics.requests_child(stage, "invalid").inc()
+            metrics.requests_child(stage, "invalid").inc()
+            return
         if not _content_type_ok(scope):
             await _send_json(send, 415, {"error": "content-type must be application/json"})
-            return metrics.requests_child(stage, "invalid").inc()
+            metrics.requests_child(stage, "invalid").inc()
+            return
         try:
             body = await _read_body(scope, receive, policy.server.max_body_bytes)
             review = parse_review(body)
         except ReviewError as exc:
             await _send_json(send, exc.status, {"error": exc.reason})
-            return metrics.requests_child(stage, "invalid").inc()
+            metrics.requests_child(stage, "invalid").inc()
+            return
         except _ClientGone:
             return  # no answer can be sent, so none is counted
 
@@ -141,12 +145,12 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
             errors.exception("internal error judging %r", review.uid)
             message = "tpu-admission failed to judge this request; see its logs"
             await _send_json(send, 200, error_response(review.uid, message))
-            return metrics.requests_child(stage, "error").inc()
+            metrics.requests_child(stage, "error").inc()
+            return
 
         elapsed = time.perf_counter() - started
-        if log.isEnabledFor(logging.INFO):
-            # A dict: the JSON handler ``serve`` installs encodes it once, as one line.
-            log.info(
+        if decisions.enabled():
+            decisions.write(
                 {
                     "msg": "decision",
                     "endpoint": endpoint,

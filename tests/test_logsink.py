@@ -1,0 +1,139 @@
+"""The buffered JSON log: what is written when, and the decision log's shortcut."""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from webhook import logsink
+from webhook.logsink import BufferedJsonHandler, DecisionLog
+
+
+class Stream(io.StringIO):
+    """A text stream with a binary ``buffer``, like ``sys.stderr``."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.buffer = io.BytesIO()
+
+    def lines(self) -> list[dict[str, object]]:
+        return [json.loads(line) for line in self.buffer.getvalue().decode().splitlines()]
+
+
+@pytest.fixture
+def logger() -> Iterator[logging.Logger]:
+    """A private logger (no propagation), so the test's handler is the only one."""
+    log = logging.getLogger("tpu_admission.test-logsink")
+    log.propagate = False
+    log.setLevel(logging.INFO)
+    yield log
+    for handler in log.handlers:
+        handler.close()
+    log.handlers.clear()
+
+
+def test_lines_wait_for_the_interval(logger: logging.Logger) -> None:
+    stream = Stream()
+    logger.addHandler(BufferedJsonHandler(stream, interval=0.05))
+    logger.info({"msg": "decision", "uid": "a"})
+    assert stream.lines() == []  # buffered, not written by the request
+    deadline = time.monotonic() + 5
+    while not stream.lines() and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert stream.lines() == [{"msg": "decision", "uid": "a"}]
+
+
+def test_a_warning_writes_everything_before_it_at_once(logger: logging.Logger) -> None:
+    stream = Stream()
+    logger.addHandler(BufferedJsonHandler(stream, interval=60))
+    logger.info({"msg": "decision", "uid": "a"})
+    logger.warning("certificate reload failed")
+    assert stream.lines() == [
+        {"msg": "decision", "uid": "a"},
+        {"level": "warning", "logger": "tpu_admission.test-logsink", "msg": "certificate reload failed"},
+    ]
+
+
+def test_a_full_buffer_is_written_by_whoever_filled_it(logger: logging.Logger) -> None:
+    stream = Stream()
+    size = len(json.dumps({"msg": "decision", "pad": "x" * 100, "n": 0}, separators=(",", ":"))) + 1
+    logger.addHandler(BufferedJsonHandler(stream, capacity=10 * size - 1, interval=60))
+    for n in range(9):
+        logger.info({"msg": "decision", "pad": "x" * 100, "n": n})
+    assert stream.lines() == []  # nine lines: under the capacity
+    logger.info({"msg": "decision", "pad": "x" * 100, "n": 9})
+    assert [line["n"] for line in stream.lines()] == list(range(10))
+
+
+def test_close_writes_what_is_left(logger: logging.Logger) -> None:
+    stream = Stream()
+    handler = BufferedJsonHandler(stream, interval=60)
+    logger.addHandler(handler)
+    logger.info({"msg": "decision", "uid": "last"})
+    handler.close()
+    assert stream.lines() == [{"msg": "decision", "uid": "last"}]
+
+
+def test_exceptions_are_one_line_with_the_traceback(logger: logging.Logger) -> None:
+    stream = Stream()
+    logger.addHandler(BufferedJsonHandler(stream, interval=60))
+    try:
+        raise ValueError("boom")
+    except ValueError:
+        logger.exception("internal error judging %s", "u1")
+    (line,) = stream.lines()
+    assert line["level"] == "error" and line["msg"] == "internal error judging u1"
+    assert "ValueError: boom" in str(line["exc"])
+
+
+def test_a_lone_surrogate_does_not_lose_the_line(logger: logging.Logger) -> None:
+    stream = Stream()
+    logger.addHandler(BufferedJsonHandler(stream, interval=60))
+    logger.warning({"msg": "decision", "uid": "\ud800"})
+    assert stream.lines() == [{"msg": "decision", "uid": "\ud800"}]
+
+
+def test_the_decision_shortcut_writes_the_same_bytes_as_logging() -> None:
+    """``serve``'s setup: the direct path and the logging path produce identical lines."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logsink._direct
+    entry = {"msg": "decision", "uid": "u", "allowed": True, "rules": [], "big": 2**70, "name": "é"}
+    written = []
+    try:
+        for direct in (True, False):
+            stream = Stream()
+            handler = BufferedJsonHandler(stream, interval=60)
+            logsink.install(handler, "info")
+            if not direct:
+                logsink._direct = None
+            DecisionLog().write(entry)
+            handler.close()
+            written.append(stream.buffer.getvalue())
+    finally:
+        root.handlers[:], level, logsink._direct = saved
+        root.setLevel(level)
+    assert written[0] == written[1]
+    assert json.loads(written[0]) == entry
+
+
+def test_the_shortcut_steps_aside_for_another_handler(caplog: pytest.LogCaptureFixture) -> None:
+    """A handler added after ``serve``'s (pytest's capture here) sees every decision as a record."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logsink._direct
+    stream = Stream()
+    handler = BufferedJsonHandler(stream, interval=60)
+    try:
+        logsink.install(handler, "info")
+        root.addHandler(caplog.handler)
+        DecisionLog().write({"msg": "decision", "uid": "seen"})
+    finally:
+        handler.close()
+        root.handlers[:], level, logsink._direct = saved
+        root.setLevel(level)
+    assert [r.msg for r in caplog.records] == [{"msg": "decision", "uid": "seen"}]
+    assert json.loads(stream.buffer.getvalue()) == {"msg": "decision", "uid": "seen"}
