@@ -192,6 +192,12 @@ HOSTILE: dict[str, tuple[bytes, str, set[int]]] = {
         {200},
     ),
     "lone surrogate": (_wrong_envelope("kind", '"\\ud800"'), "application/json", {400}),
+    "lone surrogate in the uid": (_wrong_envelope("request.uid", '"\\ud800"'), "application/json", {200, 400}),
+    "lone surrogate in a label": (
+        _with_object('{"metadata":{"labels":{"kueue.x-k8s.io/queue-name":"\\udc00"}}}'),
+        "application/json",
+        {200},
+    ),
     "not UTF-8": (b'{"kind":"\xff\xfe"}', "application/json", {400}),
     "empty body": (b"", "application/json", {400}),
     "null": (b"null", "application/json", {400}),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 from webhook.catalog import RULES
 from webhook.cluster.state import ClusterState
 from webhook.config import Policy
+from webhook.fastjobset import TypedJobSet, build
 from webhook.findings import Action, Finding
 from webhook.kinds import JOBSET
 from webhook.objects import controlled_by_jobset, outside_kueue_warning, parse_object, runs_outside_kueue
@@ -150,13 +151,24 @@ def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: 
             decision.excepted.append(finding.rule)
 
 
+def _parse(kind: str, obj: Any, policy: Policy, namespace: str) -> Workload:
+    """The typed fast path when the review decoder took it and it applies, else ``parse_object``."""
+    if isinstance(obj, TypedJobSet):
+        workload = build(obj, policy, namespace)
+        if workload is not None:
+            return workload
+        obj = obj.plain()
+    return parse_object(kind, obj, policy, namespace)
+
+
 def decide(
     obj: Any,
     facts: AdmissionFacts,
     policy: Policy,
     cluster: ClusterState | None = None,
 ) -> Decision:
-    if controlled_by_jobset(obj):
+    """Judge ``obj``: plain JSON, or the ``TypedJobSet`` the review decoder's fast path made."""
+    if controlled_by_jobset(obj.ownership() if isinstance(obj, TypedJobSet) else obj):
         # A JobSet's own Job: judged as part of its JobSet already, and Kueue manages it
         # through the JobSet. Admitted as it is, without a word.
         return Decision()
@@ -177,7 +189,7 @@ def decide(
         return decision  # unmanaged namespace, or an operation we do not judge
     tier = policy.tiers[resolution.tier]
 
-    workload = parse_object(facts.kind, obj, policy, facts.namespace)
+    workload = _parse(facts.kind, obj, policy, facts.namespace)
     creating = facts.operation == "CREATE"
     old: Workload | None = None
     changed: frozenset[str] | None = None
@@ -185,7 +197,7 @@ def decide(
     if creating:
         added = default_labels(workload, tier, policy)
     else:
-        old = parse_object(facts.kind, facts.old_object, policy, facts.namespace)
+        old = _parse(facts.kind, facts.old_object, policy, facts.namespace)
         keys = (policy.queue_label, policy.priority_label)
         changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
     if runs_outside_kueue(workload, tier, policy) and (old is None or policy.queue_label not in old.labels):

@@ -23,8 +23,9 @@ from typing import Any
 import msgspec
 
 from webhook.engine import Decision
+from webhook.fastjobset import TypedJobSet
 from webhook.jsonwire import encode
-from webhook.kinds import judged_kind
+from webhook.kinds import JOBSET, judged_kind
 from webhook.rules import UserInfo
 
 API_VERSION = "admission.k8s.io/v1"
@@ -53,6 +54,7 @@ class AdmissionRequest:
     namespace: str
     name: str
     user: UserInfo
+    #: plain JSON; for a JobSet read by the fast path, a ``TypedJobSet`` (``.plain()``)
     object: Any
     old_object: Any
     dry_run: bool
@@ -61,6 +63,19 @@ class AdmissionRequest:
     def judged_kind(self) -> str | None:
         """JobSet, Job or Deployment when the webhook judges this kind (``webhook.kinds``), else ``None``."""
         return judged_kind(self.group, self.kind)
+
+    @property
+    def object_name(self) -> str:
+        """``request.name``, else the object's ``metadata.name`` or ``generateName`` (a CREATE may have no name)."""
+        if self.name:
+            return self.name
+        obj = self.object
+        if isinstance(obj, TypedJobSet):
+            return obj.name
+        if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
+            name = obj["metadata"].get("name") or obj["metadata"].get("generateName")
+            return name if isinstance(name, str) else ""
+        return ""
 
 
 def _field(data: dict[str, Any], key: str, kind: type, where: str, required: bool = False) -> Any:
@@ -102,8 +117,9 @@ class _Request(msgspec.Struct, rename={"user_info": "userInfo", "old_object": "o
     user_info: _UserInfo | None = None
     namespace: str = ""
     name: str = ""
-    object: Any = None
-    old_object: Any = None
+    #: left as bytes: how the object is read depends on its kind
+    object: msgspec.Raw = msgspec.Raw()
+    old_object: msgspec.Raw = msgspec.Raw()
     dry_run: bool = False
 
 
@@ -114,6 +130,7 @@ class _Review(msgspec.Struct, rename={"api_version": "apiVersion"}):
 
 
 _FAST = msgspec.json.Decoder(_Review)
+_PLAIN = msgspec.json.Decoder()
 _NO_KIND = _Kind()
 _NO_USER = _UserInfo()
 
@@ -122,14 +139,21 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
     """The review via msgspec's typed decoder, or ``None`` when the general path must look."""
     try:
         data = _FAST.decode(body)
+        request = data.request
+        if data.kind != KIND or data.api_version != API_VERSION or not 0 < len(request.uid) <= MAX_UID:
+            return None  # the general path words the 4xx
+        if request.operation not in OPERATIONS:
+            return None
+        kind = request.kind or _NO_KIND
+        raw = request.object
+        obj: Any = None
+        if raw and judged_kind(kind.group, kind.kind) == JOBSET:
+            obj = TypedJobSet.decode(raw)
+        elif raw:
+            obj = _PLAIN.decode(raw)
+        old = _PLAIN.decode(request.old_object) if request.old_object else None
     except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
         return None
-    request = data.request
-    if data.kind != KIND or data.api_version != API_VERSION or request.operation not in OPERATIONS:
-        return None  # the general path words the 4xx
-    if not 0 < len(request.uid) <= MAX_UID:
-        return None  # the general path words the 4xx
-    kind = request.kind or _NO_KIND
     user = request.user_info or _NO_USER
     return AdmissionRequest(
         uid=request.uid,
@@ -140,8 +164,8 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
         namespace=request.namespace,
         name=request.name,
         user=UserInfo(username=user.username, groups=tuple(user.groups)),
-        object=request.object,
-        old_object=request.old_object,
+        object=obj,
+        old_object=old,
         dry_run=request.dry_run,
     )
 

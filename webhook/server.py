@@ -158,7 +158,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
                     "operation": review.operation,
                     "kind": review.kind,
                     "namespace": review.namespace,
-                    "name": review.name or _object_name(review.object),
+                    "name": review.object_name,
                     "user": review.user.username,
                     "tier": decision.tier,
                     "dryRun": review.dry_run,
@@ -257,10 +257,3 @@ class _Asgi:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.app(scope, receive, send)
-
-
-def _object_name(obj: Any) -> str:
-    if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
-        name = obj["metadata"].get("name") or obj["metadata"].get("generateName")
-        return name if isinstance(name, str) else ""
-    return ""

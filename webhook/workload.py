@@ -208,9 +208,19 @@ class PodSet:
     containers: list[Container]
     init_containers: list[Container]
     is_tpu: bool = False
-    #: the pod template's spec as submitted (tolerations, affinity: read by the cluster rules)
-    pod_spec: dict[str, Any] = field(default_factory=dict)
+    #: the pod template's spec as submitted; ``None`` until first read when the typed fast
+    #: path (``webhook.fastjobset``) built this podSet: ``pod_spec`` decodes it on demand
+    raw_pod_spec: dict[str, Any] | None = field(default=None, compare=False)
+    #: the ``TypedJobSet`` the fast path read, for ``pod_spec`` on demand
+    source: Any = field(default=None, repr=False, compare=False)
     _pod_requests: dict[str, Decimal] | None = field(default=None, repr=False, compare=False)
+
+    @property
+    def pod_spec(self) -> dict[str, Any]:
+        """The pod template's spec as submitted (tolerations, affinity: read by the cluster rules)."""
+        if self.raw_pod_spec is None:
+            self.raw_pod_spec = self.source.pod_spec(self.index) if self.source is not None else {}
+        return self.raw_pod_spec
 
     @property
     def path(self) -> FieldPath:
@@ -257,7 +267,9 @@ class Workload:
     name: str
     labels: dict[str, str]
     annotations: dict[str, str]
-    spec: dict[str, Any]
+    #: ``spec`` as plain JSON; ``None`` until first read when the typed fast path built
+    #: this workload (``webhook.fastjobset``): ``spec`` decodes it from ``source`` on demand
+    raw_spec: dict[str, Any] | None
     #: ``webhook.kinds``: JobSet, Job or Deployment
     kind: str = JOBSET
     #: Workloads Kueue makes of it: a Deployment's ``spec.replicas`` (one per pod), else 1
@@ -265,6 +277,10 @@ class Workload:
     generated_suffix: int = 0
     has_labels_map: bool = False
     has_metadata: bool = False
+    #: ``spec.suspend`` as written (any JSON value; ``None`` when absent or null)
+    suspend: Any = None
+    #: the ``TypedJobSet`` the fast path read, for ``spec`` on demand
+    source: Any = None
     podsets: list[PodSet] = field(default_factory=list)
     malformed: list[Finding] = field(default_factory=list)
     #: malformed findings past the limit, counted but not recorded
@@ -272,17 +288,26 @@ class Workload:
     _tpu_podsets: list[PodSet] = field(default_factory=list)
 
     @property
+    def spec(self) -> dict[str, Any]:
+        """``spec`` as plain JSON (``{}`` when it is not an object)."""
+        if self.raw_spec is None:
+            plain = self.source.plain() if self.source is not None else None
+            spec = plain.get("spec") if isinstance(plain, dict) else None
+            self.raw_spec = spec if isinstance(spec, dict) else {}
+        return self.raw_spec
+
+    @property
     def tpu_podsets(self) -> list[PodSet]:
         return self._tpu_podsets
 
     @property
     def suspend_set(self) -> bool:
-        return self.spec.get("suspend") is not None
+        return self.suspend is not None
 
     @property
     def suspended(self) -> bool:
         """``spec.suspend`` as Kubernetes reads it (absent or null is false)."""
-        return self.spec.get("suspend") is True
+        return self.suspend is True
 
     @property
     def name_length(self) -> int:
@@ -311,16 +336,18 @@ def parse_metadata(reader: Reader, obj: Any, namespace: str, kind: str) -> Workl
         # The API server appends five random characters to generateName.
         generated_suffix = 5 if name else 0
     ns = metadata.get("namespace")
+    spec = reader.mapping(root.get("spec"), SPEC)
     return Workload(
         namespace=ns if isinstance(ns, str) and ns else namespace,
         name=name,
         labels=labels,
         annotations=annotations,
-        spec=reader.mapping(root.get("spec"), SPEC),
+        raw_spec=spec,
         kind=kind,
         generated_suffix=generated_suffix,
         has_labels_map=isinstance(metadata.get("labels"), dict),
         has_metadata=isinstance(root.get("metadata"), dict),
+        suspend=spec.get("suspend"),
     )
 
 
@@ -412,7 +439,7 @@ def parse_pod_template(
         priority_class_name=pod_spec.get("priorityClassName"),
         containers=containers,
         init_containers=_containers(reader, pod_spec.get("initContainers"), paths.init_containers),
-        pod_spec=pod_spec,
+        raw_pod_spec=pod_spec,
         is_tpu=(
             any(c.requests_resource(tpu.resource_name) for c in containers)
             or tpu.slice_topology_annotation in annotations

@@ -25,8 +25,7 @@ def suspend_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]
             yield Finding(
                 "suspend-forbidden",
                 path,
-                f"spec.suspend is set ({str(workload.spec.get('suspend')).lower()}), but Kueue "
-                "suspends and resumes the job itself",
+                f"spec.suspend is set ({str(workload.suspend).lower()}), but Kueue suspends and resumes the job itself",
                 "remove spec.suspend",
             )
         return

@@ -1,0 +1,254 @@
+"""The typed fast path against the general path: identical decisions and response bytes.
+
+The server decodes a review with msgspec into typed structs (``webhook.reviews``) and a
+well-formed JobSet straight into structs (``webhook.fastjobset``); anything unusual
+goes through ``json.loads`` and ``parse_jobset``. Here every body is answered both
+ways, from the same bytes, and the two answers must be byte for byte the same: the
+review (or the same 4xx reason), every field of the decision, the encoded
+AdmissionReview response and the decision log's object name. The corpus is the fixture
+JobSets, well-formed variations of them, the HTTP fuzz corpus (subtrees of the review
+replaced with arbitrary JSON) and hand-written bodies msgspec reads differently.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import pytest
+from fuzzing import FIXTURES, mutate_subtrees
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from support import FIXTURES as FIXTURE_DIR
+from support import load_jobset, review
+
+from webhook.cluster.snapshot import snapshot_from_objects
+from webhook.config import Policy
+from webhook.engine import AdmissionFacts, Stage, decide
+from webhook.fastjobset import TypedJobSet, build
+from webhook.jsonwire import encode
+from webhook.reviews import AdmissionRequest, ReviewError, parse_review, parse_review_general, review_response
+from webhook.sources import load_documents
+from webhook.workload import parse_jobset
+
+POLICIES = {"static": Policy(), "dynamic": Policy(mode="dynamic")}
+CLUSTER = snapshot_from_objects([d.data for d in load_documents([str(FIXTURE_DIR / "cluster")])], POLICIES["static"])
+ROUTES: list[tuple[Stage, str | None]] = [
+    ("mutate", None),
+    ("validate", None),
+    ("mutate", "dev"),
+    ("validate", "production"),
+]
+FUZZ = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def parsed(body: bytes, parse: Any) -> AdmissionRequest | tuple[int, str]:
+    try:
+        return parse(body)  # type: ignore[no-any-return]
+    except ReviewError as exc:
+        return exc.status, exc.reason
+
+
+def answers(request: AdmissionRequest, policy: Policy, cluster: Any) -> list[Any]:
+    """Everything the server derives from a review, for every route."""
+    out: list[Any] = [request.uid, request.operation, request.kind, request.group, request.namespace]
+    out += [request.name, request.user, request.dry_run, request.object_name]
+    for stage, tier in ROUTES:
+        facts = AdmissionFacts(
+            operation=request.operation,
+            stage=stage,
+            namespace=request.namespace,
+            user=request.user,
+            old_object=request.old_object,
+            path_tier=tier,
+            kind=request.judged_kind or "",
+        )
+        decision = decide(request.object, facts, policy, cluster) if request.judged_kind else None
+        if decision is None:
+            out.append(None)
+            continue
+        lines = [(f.line(), f.action) for f in decision.findings]
+        out.append((decision.allowed, lines, decision.warnings, decision.patch, decision.tier, decision.skipped))
+        out.append(encode(review_response(request.uid, decision)))
+    return out
+
+
+def same_both_ways(body: bytes, *, cluster: Any = None) -> AdmissionRequest | tuple[int, str]:
+    """Assert both paths agree on ``body``; return the fast path's review (or 4xx)."""
+    fast, general = parsed(body, parse_review), parsed(body, parse_review_general)
+    if not isinstance(general, AdmissionRequest):
+        assert fast == general, "the same 4xx and reason"
+        return fast
+    assert isinstance(fast, AdmissionRequest), fast
+    for name, policy in POLICIES.items():
+        state = cluster if name == "static" else None
+        assert answers(fast, policy, state) == answers(general, policy, state)
+    return fast
+
+
+def took_the_fast_path(request: AdmissionRequest | tuple[int, str]) -> bool:
+    if not isinstance(request, AdmissionRequest) or not isinstance(request.object, TypedJobSet):
+        return False
+    return build(request.object, POLICIES["static"], request.namespace) is not None
+
+
+def body_of(obj: Any, namespace: str = "kubemaker", **kwargs: Any) -> bytes:
+    return json.dumps(review(obj, namespace=namespace, uid=str(uuid.uuid4()), **kwargs)).encode()
+
+
+@pytest.mark.parametrize("name", FIXTURES)
+@pytest.mark.parametrize("namespace", ["kubemaker", "default", "falcon-jobs", "elsewhere"])
+def test_fixtures_take_the_fast_path_and_answer_alike(name: str, namespace: str) -> None:
+    request = same_both_ways(body_of(load_jobset(name), namespace), cluster=CLUSTER)
+    assert took_the_fast_path(request), "a well-formed JobSet must not need the general path"
+
+
+def test_the_fast_workload_is_the_parsed_one() -> None:
+    """Field by field, for every fixture in both modes (not only the decisions they lead to)."""
+    for name in FIXTURES:
+        obj = load_jobset(name)
+        raw = json.dumps(obj).encode()
+        for policy in POLICIES.values():
+            fast = build(TypedJobSet.decode(raw), policy, "ns")
+            general = parse_jobset(obj, policy, "ns")
+            assert fast is not None and not general.malformed
+            for field in ("namespace", "name", "labels", "annotations", "generated_suffix", "has_labels_map"):
+                assert getattr(fast, field) == getattr(general, field), field
+            assert (fast.has_metadata, fast.suspend, fast.spec) == (general.has_metadata, general.suspend, general.spec)
+            assert fast.podsets == general.podsets and fast.tpu_podsets == general.tpu_podsets
+            assert [p.pod_spec for p in fast.podsets] == [p.pod_spec for p in general.podsets]
+            assert fast.kind == general.kind and fast.replicas == general.replicas
+
+
+def test_an_update_answers_alike() -> None:
+    old, new = load_jobset("rfc-4.6-static"), load_jobset("rfc-4.6-static")
+    new["spec"]["suspend"] = True
+    new["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "other-queue"
+    same_both_ways(body_of(new, operation="UPDATE", old=old, username="alice"), cluster=CLUSTER)
+
+
+def _many_replicated_jobs(count: int) -> dict[str, Any]:
+    """The RFC JobSet with ``count`` well-formed copies of its replicatedJob."""
+    obj = load_jobset("rfc-4.6-static")
+    job = obj["spec"]["replicatedJobs"][0]
+    obj["spec"]["replicatedJobs"] = [{**job, "name": f"j{i}"} for i in range(count)]
+    return obj
+
+
+ODD: dict[str, bytes] = {
+    "NaN replicas": body_of(load_jobset("rfc-4.6-static")).replace(b'"replicas": 1', b'"replicas": NaN', 1),
+    "Infinity in a field no rule reads": body_of(load_jobset("rfc-4.6-static")).replace(
+        b'"name": "llm-pretrain-a3f8"', b'"name": "llm-pretrain-a3f8", "x": Infinity', 1
+    ),
+    "1e400 in a field no rule reads": body_of(load_jobset("rfc-4.6-static")).replace(
+        b'"name": "llm-pretrain-a3f8"', b'"name": "llm-pretrain-a3f8", "x": [1e400]', 1
+    ),
+    "1e400 as replicas": body_of(load_jobset("rfc-4.6-static")).replace(b'"replicas": 1', b'"replicas": 1e400', 1),
+    "a big integer as replicas": body_of(load_jobset("rfc-4.6-static")).replace(
+        b'"replicas": 1', b'"replicas": 123456789012345678901234567890', 1
+    ),
+    "lone surrogate in a label": body_of(load_jobset("rfc-4.6-static")).replace(
+        b'"kueue.x-k8s.io/queue-name": "', b'"kueue.x-k8s.io/queue-name": "\\ud800', 1
+    ),
+    "lone surrogate in the uid": json.dumps(review(load_jobset("rfc-4.6-static"), uid="\ud800")).encode(),
+    "UTF-16": json.dumps(review(load_jobset("rfc-4.6-static"), uid="utf16")).encode("utf-16"),
+    "UTF-8 with a BOM": b"\xef\xbb\xbf" + body_of(load_jobset("rfc-4.6-static")),
+    "null namespace": body_of(load_jobset("rfc-4.6-static")).replace(b'"namespace": "kubemaker"', b'"namespace": null'),
+    "kind group a number": body_of(load_jobset("rfc-4.6-static")).replace(
+        b'"group": "jobset.x-k8s.io"', b'"group": 5', 1
+    ),
+    "object 3000 deep": body_of("__OBJECT__").replace(b'"__OBJECT__"', b"[" * 3000 + b"]" * 3000),
+    "labels 900 deep": body_of({"metadata": {"labels": "__X__"}}).replace(b'"__X__"', b"[" * 900 + b"]" * 900),
+    "duplicate keys": body_of(load_jobset("rfc-4.6-static")).replace(
+        b'"replicas": 1', b'"replicas": -1, "replicas": 1', 1
+    ),
+    "replicas true": body_of(load_jobset("rfc-4.6-static")).replace(b'"replicas": 1', b'"replicas": true', 1),
+    "replicas 1.0": body_of(load_jobset("rfc-4.6-static")).replace(b'"replicas": 1', b'"replicas": 1.0', 1),
+    "an empty replicatedJob": body_of({"spec": {"replicatedJobs": [{}]}}),
+    "a null replicatedJob": body_of({"spec": {"replicatedJobs": [None]}}),
+    "null replicatedJobs": body_of({"metadata": {"name": "x"}, "spec": {"replicatedJobs": None}}),
+    "a null container": body_of(load_jobset("rfc-4.6-static")).replace(b'"containers": [', b'"containers": [null, ', 1),
+    "owned by a JobSet": body_of(load_jobset("rfc-4.6-static")).replace(
+        b'"name": "llm-pretrain-a3f8"',
+        b'"name": "llm-pretrain-a3f8", "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", '
+        b'"kind": "JobSet", "name": "parent", "uid": "u", "controller": true}]',
+        1,
+    ),
+    "a sidecar init container and tolerations": body_of(load_jobset("rfc-4.6-static")).replace(
+        b'"containers": [',
+        b'"tolerations": [{"key": "google.com/tpu", "operator": "Exists"}], "initContainers": [{"name": "side", '
+        b'"restartPolicy": "Always", "resources": {"requests": {"cpu": "2"}}}], "containers": [',
+        1,
+    ),
+    "more replicatedJobs than limits allow": body_of(_many_replicated_jobs(300)),
+    "more containers than limits allow": body_of(load_jobset("rfc-4.6-static")).replace(
+        b'"containers": [', b'"initContainers": [' + b", ".join([b'{"name": "i"}'] * 1100) + b'], "containers": [', 1
+    ),
+    "an unknown kind": body_of({"metadata": {"name": "x"}}).replace(b'"kind": "JobSet"', b'"kind": "Job"'),
+    "no object": body_of(None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(ODD))
+def test_odd_bodies_answer_alike(name: str) -> None:
+    body = ODD[name]
+    assert body != body_of(load_jobset("rfc-4.6-static")) or name == "no object"
+    same_both_ways(body, cluster=CLUSTER)
+
+
+@st.composite
+def mutated_reviews(draw: st.DrawFn) -> bytes:
+    """The HTTP fuzz corpus: a real review with one to three subtrees replaced or removed."""
+    obj = load_jobset(draw(st.sampled_from(FIXTURES)))
+    namespace = draw(st.sampled_from(["kubemaker", "default", "falcon-jobs", "elsewhere"]))
+    body = review(obj, namespace=namespace, uid=str(uuid.uuid4()))
+    return json.dumps(mutate_subtrees(draw, body, keep_root=False)).encode()
+
+
+@FUZZ
+@given(body=mutated_reviews())
+def test_the_fuzz_corpus_answers_alike(body: bytes) -> None:
+    event("fast path" if took_the_fast_path(same_both_ways(body)) else "general path")
+
+
+TEXT = st.sampled_from(
+    ["4x4x4", "2x2x1", "4x4x8", "tpu7x", "4", "8", "", "high", "dev-queue", "team-a-queue", "x" * 70]
+)
+POD_TEMPLATE = "spec.replicatedJobs[0].template.spec.template"
+VALID_EDITS = {
+    "metadata.name": TEXT,
+    'metadata.labels["kueue.x-k8s.io/queue-name"]': TEXT,
+    'metadata.labels["kueue.x-k8s.io/priority-class"]': TEXT,
+    "spec.replicatedJobs[0].replicas": st.integers(-2, 300),
+    "spec.replicatedJobs[0].name": TEXT,
+    "spec.replicatedJobs[0].template.spec.parallelism": st.integers(-1, 20) | st.none(),
+    "spec.replicatedJobs[0].template.spec.completions": st.integers(-1, 20) | st.none(),
+    f'{POD_TEMPLATE}.metadata.annotations["cloud.google.com/gke-tpu-slice-topology"]': TEXT,
+    'spec.replicatedJobs[0].template.spec.template.spec.nodeSelector["cloud.google.com/gke-tpu-topology"]': TEXT,
+    "spec.replicatedJobs[0].template.spec.template.spec.containers[0].resources.limits": st.dictionaries(
+        st.sampled_from(["google.com/tpu", "cpu", "memory"]), TEXT | st.integers(-1, 8), max_size=3
+    ),
+    "spec.suspend": st.booleans() | st.none(),
+    "spec.replicatedJobs[0].template.spec.template.spec.priorityClassName": TEXT | st.none(),
+}
+
+
+@st.composite
+def well_formed_variations(draw: st.DrawFn) -> bytes:
+    """Fixture JobSets with values changed but shapes kept: mostly the fast path's business."""
+    from support import set_path
+
+    obj = load_jobset(draw(st.sampled_from(FIXTURES)))
+    for path in draw(st.lists(st.sampled_from(sorted(VALID_EDITS)), min_size=1, max_size=4, unique=True)):
+        try:
+            set_path(obj, path, draw(VALID_EDITS[path]))
+        except (IndexError, KeyError, TypeError):
+            continue  # the fixture has no such list item
+    return body_of(obj, draw(st.sampled_from(["kubemaker", "default", "falcon-jobs"])))
+
+
+@FUZZ
+@given(body=well_formed_variations())
+def test_well_formed_variations_answer_alike(body: bytes) -> None:
+    event("fast path" if took_the_fast_path(same_both_ways(body, cluster=CLUSTER)) else "general path")

@@ -1,0 +1,267 @@
+"""The typed fast path of ``parse_jobset``: a well-formed JobSet decoded straight into structs.
+
+``parse_jobset`` reads a JobSet from plain JSON (dicts and lists) and turns every odd
+shape into a ``jobset-malformed`` finding. Most submissions have no odd shape, and for
+them msgspec can do the type checks while it reads the bytes, skipping every field no
+rule looks at (images, commands, env) instead of building dicts for them.
+
+The structs below type each field exactly as tightly as ``parse_jobset`` requires it
+(a string map is ``dict[str, str]``, a count is ``int``), and ``build`` gives up
+(returns ``None``) wherever ``parse_jobset`` would report a problem or reads something
+a struct cannot tell apart (``{}`` versus ``{"x": null}``). Giving up is always safe:
+the caller then decodes the same bytes to plain JSON and runs ``parse_jobset``. So the
+fast path answers only what the general path would answer identically;
+``tests/test_fastjobset.py`` compares the two on the fixtures and the fuzz corpus.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, Struct, UnsetType
+
+from webhook.config import Policy
+from webhook.kinds import JOBSET
+from webhook.workload import Container, PodSet, Workload, _container_paths, _jobset_paths
+
+
+class _Resources(Struct):
+    requests: dict[str, Any] | None = None
+    limits: dict[str, Any] | None = None
+
+
+class _Container(Struct, rename="camel"):
+    name: Any = None
+    resources: _Resources | None = None
+    restart_policy: Any = None
+
+
+class _PodSpec(Struct, rename="camel"):
+    containers: list[_Container] | None = None
+    init_containers: list[_Container] | None = None
+    node_selector: dict[str, str] | None = None
+    priority_class_name: Any = None
+
+
+class _Annotated(Struct):
+    annotations: dict[str, str] | None = None
+
+
+class _PodTemplate(Struct):
+    metadata: _Annotated | None = None
+    spec: _PodSpec | None = None
+
+
+class _JobSpec(Struct):
+    parallelism: int | None = None
+    completions: int | None = None
+    template: _PodTemplate | None = None
+
+
+class _JobTemplate(Struct):
+    metadata: _Annotated | None = None
+    spec: _JobSpec | None = None
+
+
+class _ReplicatedJob(Struct):
+    name: Any = None
+    replicas: int | None = None
+    template: _JobTemplate | None = None
+
+
+class _Spec(Struct, rename="camel"):
+    replicated_jobs: list[_ReplicatedJob] | UnsetType | None = UNSET
+    suspend: Any = None
+
+
+class _Metadata(Struct, rename="camel"):
+    name: Any = None
+    generate_name: Any = None
+    namespace: Any = None
+    labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
+    owner_references: Any = None
+
+
+class _JobSet(Struct):
+    metadata: _Metadata | None = None
+    spec: _Spec | None = None
+
+
+_DECODER = msgspec.json.Decoder(_JobSet)
+_PLAIN = msgspec.json.Decoder()
+
+
+class TypedJobSet:
+    """A JobSet's bytes, with the typed decode when it succeeded; plain JSON on demand."""
+
+    __slots__ = ("_plain", "raw", "typed")
+
+    def __init__(self, raw: bytes | memoryview, typed: _JobSet | None) -> None:
+        self.raw = raw
+        self.typed = typed
+        self._plain: Any = None
+
+    @classmethod
+    def decode(cls, raw: bytes | memoryview) -> TypedJobSet:
+        """Raises ``msgspec.DecodeError`` when the bytes are not JSON msgspec accepts."""
+        try:
+            typed: _JobSet | None = _DECODER.decode(raw)
+        except msgspec.ValidationError:
+            typed = None
+            _PLAIN.decode(raw)  # still JSON msgspec reads? (else the caller's general path)
+        return cls(raw, typed)
+
+    def plain(self) -> Any:
+        """The object as ``json.loads`` would give it (decoded once, on first use).
+
+        The typed decode skips fields no rule reads without range-checking their
+        numbers, so a ``1e400`` there reaches this point: ``json.loads`` reads it (as
+        ``inf``), as the general path would have.
+        """
+        if self._plain is None:
+            try:
+                self._plain = _PLAIN.decode(self.raw)
+            except msgspec.DecodeError:
+                self._plain = json.loads(bytes(self.raw))
+        return self._plain
+
+    def pod_spec(self, index: int) -> dict[str, Any]:
+        """``spec.replicatedJobs[index]``'s pod spec as plain JSON (``{}`` when absent).
+
+        Only asked of a JobSet ``build`` accepted, whose shape up to there is known."""
+        spec = self.plain()["spec"]["replicatedJobs"][index]["template"]["spec"]["template"].get("spec")
+        return spec if isinstance(spec, dict) else {}
+
+    def ownership(self) -> Any:
+        """Enough of the object for ``controlled_by_jobset``: its ``metadata.ownerReferences``."""
+        metadata = self.typed.metadata if self.typed is not None else None
+        if metadata is None:
+            return self.plain()
+        return {"metadata": {"ownerReferences": metadata.owner_references}}
+
+    @property
+    def name(self) -> str:
+        """``metadata.name`` or ``generateName``, as the decision log names the object."""
+        metadata = self.typed.metadata if self.typed is not None else None
+        if metadata is None:
+            plain = self.plain()
+            metadata = plain.get("metadata") if isinstance(plain, dict) else None
+            if not isinstance(metadata, dict):
+                return ""
+            name = metadata.get("name") or metadata.get("generateName")
+        else:
+            name = metadata.name or metadata.generate_name
+        return name if isinstance(name, str) else ""
+
+
+def build(source: TypedJobSet, policy: Policy, namespace: str) -> Workload | None:
+    """The ``Workload`` ``parse_jobset`` would read, or ``None`` to leave it to ``parse_jobset``."""
+    obj = source.typed
+    if obj is None:
+        return None
+    metadata = obj.metadata or _Metadata()
+    spec = obj.spec
+    if spec is None or spec.replicated_jobs is UNSET:
+        return None  # "replicatedJobs is missing"
+    name = metadata.name
+    generated_suffix = 0
+    if not isinstance(name, str) or not name:
+        generate = metadata.generate_name
+        name = generate if isinstance(generate, str) else ""
+        generated_suffix = 5 if name else 0
+    ns = metadata.namespace
+    workload = Workload(
+        namespace=ns if isinstance(ns, str) and ns else namespace,
+        name=name,
+        labels=metadata.labels if metadata.labels is not None else {},
+        annotations=metadata.annotations if metadata.annotations is not None else {},
+        raw_spec=None,
+        kind=JOBSET,
+        generated_suffix=generated_suffix,
+        has_labels_map=metadata.labels is not None,
+        has_metadata=obj.metadata is not None,
+        suspend=spec.suspend,
+        source=source,
+    )
+    tpu = policy.tpu
+    jobs = spec.replicated_jobs or []
+    limits = policy.limits
+    if len(jobs) > limits.max_replicated_jobs:
+        return None  # over policy.limits: parse_jobset refuses it without walking the list
+    for index, job in enumerate(jobs):
+        podset = _podset(job, index, tpu.resource_name, tpu.slice_topology_annotation, tpu.accelerator_label)
+        if podset is None:
+            return None
+        podset.source = source
+        workload.podsets.append(podset)
+    if sum(len(p.containers) + len(p.init_containers) for p in workload.podsets) > limits.max_containers:
+        return None  # over policy.limits.maxContainers: parse_jobset words it
+    workload._tpu_podsets = [podset for podset in workload.podsets if podset.is_tpu]
+    return workload
+
+
+def _podset(job: _ReplicatedJob, index: int, resource: str, slice_annotation: str, accelerator: str) -> PodSet | None:
+    name = job.name
+    template = job.template
+    if not isinstance(name, str) or not name or template is None:
+        return None
+    job_spec = template.spec
+    if job_spec is None:
+        return None
+    pod_template = job_spec.template
+    if pod_template is None or (pod_template.metadata is None and pod_template.spec is None):
+        return None  # a missing or empty pod template: parse_jobset words it
+    replicas, parallelism, completions = job.replicas, job_spec.parallelism, job_spec.completions
+    if (
+        (replicas is not None and replicas < 0)
+        or (parallelism is not None and parallelism < 0)
+        or (completions is not None and completions < 0)
+    ):
+        return None
+    pod_spec = pod_template.spec
+    paths = _jobset_paths(index)
+    containers = _containers(pod_spec.containers if pod_spec is not None else None, paths.containers)
+    init_containers = _containers(pod_spec.init_containers if pod_spec is not None else None, paths.init_containers)
+    annotations = (pod_template.metadata.annotations if pod_template.metadata is not None else None) or {}
+    node_selector = (pod_spec.node_selector if pod_spec is not None else None) or {}
+    job_annotations = (template.metadata.annotations if template.metadata is not None else None) or {}
+    return PodSet(
+        index=index,
+        name=name,
+        paths=paths,
+        replicas=(replicas if replicas is not None else 1) or 0,
+        parallelism=parallelism,
+        completions=completions,
+        job_annotations=job_annotations,
+        annotations=annotations,
+        node_selector=node_selector,
+        priority_class_name=pod_spec.priority_class_name if pod_spec is not None else None,
+        containers=containers,
+        init_containers=init_containers,
+        is_tpu=(
+            any(c.requests_resource(resource) for c in containers)
+            or slice_annotation in annotations
+            or accelerator in node_selector
+        ),
+    )
+
+
+def _containers(items: list[_Container] | None, path: Any) -> list[Container]:
+    out = []
+    for position, item in enumerate(items or ()):
+        item_path = _container_paths(path, position)[0]
+        resources = item.resources
+        name = item.name
+        out.append(
+            Container(
+                name=name if isinstance(name, str) else f"#{position}",
+                path=item_path,
+                requests=(resources.requests if resources is not None else None) or {},
+                limits=(resources.limits if resources is not None else None) or {},
+                restartable=item.restart_policy == "Always",
+            )
+        )
+    return out
