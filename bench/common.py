@@ -215,6 +215,12 @@ def http_get(port: int, path: str, context: ssl.SSLContext, timeout: float = 1.0
         return None
 
 
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time the process has used so far (all its threads)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def rss_kib(pid: int) -> int:
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith("VmRSS:"):
@@ -245,6 +251,7 @@ class LoadResult:
     p99_ms: float
     errors: int
     bad: int = 0  # answers that were not a 200 carrying the expected decision
+    server_cpu_us: float = 0.0  # the server's CPU time per request (filled in by the caller)
 
     @property
     def failures(self) -> int:

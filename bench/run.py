@@ -35,6 +35,7 @@ from common import (
     ROOT,
     LoadResult,
     Server,
+    cpu_seconds,
     dev_review,
     dumps,
     example_review,
@@ -145,25 +146,31 @@ def http_section(args: argparse.Namespace, work: Path, certs: Path, env: dict[st
         "`large` is 20 replicatedJobs × 256 replicas. "
         f"Server RSS after the load: floor {rss['floor'] / 1024:.1f} MiB, webhook {rss['webhook'] / 1024:.1f} MiB.",
         "",
-        "| row | conns | req/s | p50 ms | p99 ms | req/s ÷ floor | p99 ÷ floor | failures | goal |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
+        "Server CPU µs/req is the server process's CPU time (user + system, all threads) over the "
+        "requests it answered; floor ÷ webhook CPU is the throughput ratio one core would allow, "
+        "whatever else the machine runs.",
+        "",
+        "| row | conns | req/s | p50 ms | p99 ms | server CPU µs/req | req/s ÷ floor | p99 ÷ floor "
+        "| floor CPU ÷ CPU | failures | goal |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
     for conns, (label, _server, _path, _body, _expect, base) in runs:
         key = (conns, label)
         failures = sum(r.failures for r in results[key])
         if label == base:
             goal = "baseline"
-            rps_ratio = p99_ratio = "1.00"
+            rps_ratio = p99_ratio = cpu_ratio = "1.00"
         else:
             rr, pr = paired(key, (conns, base), "rps"), paired(key, (conns, base), "p99_ms")
             rps_ratio, p99_ratio = fmt(rr), fmt(pr)
+            cpu_ratio = fmt(1 / paired(key, (conns, base), "server_cpu_us"))
             rps_goal, p99_goal = goals.get(label, (THROUGHPUT_GOAL, P99_GOAL))
             goal = f"rps ≥ {rps_goal}× {verdict(rr >= rps_goal)}"
             if p99_goal is not None:
                 goal += f", p99 ≤ {p99_goal}× {verdict(pr <= p99_goal)}"
         lines.append(
             f"| {label} | {conns} | {med(key, 'rps'):.0f} | {fmt(med(key, 'p50_ms'))} | {fmt(med(key, 'p99_ms'))} "
-            f"| {rps_ratio} | {p99_ratio} | {failures} | {goal} |"
+            f"| {med(key, 'server_cpu_us'):.0f} | {rps_ratio} | {p99_ratio} | {cpu_ratio} | {failures} | {goal} |"
         )
     return lines
 
@@ -172,9 +179,15 @@ def load(
     tool: str, server: Server, path: str, file: Path, body: dict[str, Any], expect: str, seconds: float,
     connections: int,
 ) -> LoadResult:  # fmt: skip
+    """One load run; also the server's CPU time per request, which the load generator and
+    the other processes on a shared machine disturb far less than throughput."""
+    before = cpu_seconds(server.pid)
     if tool == "wrk":
-        return run_wrk(server.url + path, file, expect, seconds=seconds, connections=connections)
-    return run_python_load(server.port, server.ca, body, path, seconds=seconds, connections=connections)
+        result = run_wrk(server.url + path, file, expect, seconds=seconds, connections=connections)
+    else:
+        result = run_python_load(server.port, server.ca, body, path, seconds=seconds, connections=connections)
+    result.server_cpu_us = (cpu_seconds(server.pid) - before) / max(result.requests, 1) * 1e6
+    return result
 
 
 # --------------------------------------------------------------------------- 2. and 3. in-process

@@ -10,12 +10,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+# Imported at run time, not only for type checking: mypyc compiles RuleContext as a
+# native class and needs its field types (see setup.py).
+from webhook.cluster.state import ClusterState
+from webhook.config import Mode, Policy, TierPolicy
 from webhook.findings import Action, Finding
 from webhook.kinds import ALL as ALL_KINDS
 
 if TYPE_CHECKING:
-    from webhook.cluster.state import ClusterState
-    from webhook.config import Mode, Policy, TierPolicy
     from webhook.workload import Workload
 
 #: ``submitted`` rules judge what the user wrote and run only where the webhook sees the
