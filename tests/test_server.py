@@ -5,6 +5,7 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import time
 from typing import Any
 
 import httpx
@@ -21,6 +22,18 @@ from webhook.serving import TlsSettings
 
 def post(server: RunningServer, client: httpx.Client, path: str, body: Any, **kwargs: Any) -> httpx.Response:
     return client.post(f"{server.url}{path}", json=body, **kwargs)
+
+
+def decision_line(caplog: pytest.LogCaptureFixture, uid: str) -> dict[str, Any]:
+    """The decision log line of ``uid``. The server answers first and logs after (the API
+    server should not wait for our log), so the line may land a moment after the reply."""
+    deadline = time.monotonic() + 5
+    while True:
+        for record in caplog.records:
+            if record.name == "tpu_admission.decision" and isinstance(record.msg, dict) and record.msg["uid"] == uid:
+                return record.msg
+        assert time.monotonic() < deadline, f"no decision line for {uid}"
+        time.sleep(0.01)
 
 
 def answer(server: RunningServer, client: httpx.Client, path: str, obj: Any, **review_args: Any) -> dict[str, Any]:
@@ -237,9 +250,9 @@ def test_one_json_log_line_per_decision(
     obj["spec"]["suspend"] = True
     with caplog.at_level(logging.INFO, logger="tpu_admission.decision"):
         post(static_server, client, "/mutate", review(obj, uid="log-me", username="alice"))
+        line = decision_line(caplog, "log-me")
     lines = [r.msg for r in caplog.records if r.name == "tpu_admission.decision"]
     assert all(isinstance(line, dict) for line in lines)  # structured; serve encodes it as one JSON line
-    line = next(entry for entry in lines if entry["uid"] == "log-me")
     assert line["operation"] == "CREATE" and line["kind"] == "JobSet" and line["user"] == "alice"
     assert line["namespace"] == "kubemaker" and line["name"] == "llm-pretrain-a3f8"
     assert line["allowed"] is False and line["rules"] == ["suspend-forbidden"]
@@ -305,7 +318,7 @@ def test_the_decision_log_names_the_kind(
     deployment["spec"]["template"]["spec"]["priorityClassName"] = "high"
     with caplog.at_level(logging.INFO, logger="tpu_admission.decision"):
         post(static_server, client, "/mutate", review(deployment, uid="log-deployment"))
-    line = next(r.msg for r in caplog.records if isinstance(r.msg, dict) and r.msg["uid"] == "log-deployment")
+        line = decision_line(caplog, "log-deployment")
     assert (line["kind"], line["name"], line["allowed"]) == ("Deployment", "eval-gateway", False)
     assert line["rules"] == ["pod-priority-class-forbidden"]
 
