@@ -14,10 +14,13 @@ RUN apt-get update \
 WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY webhook ./webhook
-# The decision path compiled with mypyc (setup.py): mypy must be importable by the
-# build, hence no build isolation. Dependencies arrive as wheels.
-RUN pip install "setuptools>=68" "mypy>=1.10" \
- && TPU_ADMISSION_MYPYC=1 pip wheel --no-build-isolation --wheel-dir /wheels .
+# Dependencies as wheels, also installed here: mypyc type-checks the code against them.
+RUN pip wheel --wheel-dir /wheels . \
+ && rm /wheels/tpu_admission-*.whl \
+ && pip install /wheels/*.whl "setuptools>=68" "mypy>=1.10" types-PyYAML
+# The package with its decision path compiled by mypyc (setup.py); no build isolation,
+# so the build sees mypy and the dependencies installed above.
+RUN TPU_ADMISSION_MYPYC=1 pip wheel --no-build-isolation --no-deps --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
