@@ -140,6 +140,8 @@ class TypedJobSet:
         metadata = self.typed.metadata if self.typed is not None else None
         if metadata is None:
             return self.plain()
+        if metadata.owner_references is None:
+            return None  # nothing owns it (the usual case): nothing to build
         return {"metadata": {"ownerReferences": metadata.owner_references}}
 
     @property
