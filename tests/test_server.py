@@ -25,8 +25,8 @@ def post(server: RunningServer, client: httpx.Client, path: str, body: Any, **kw
 
 
 def decision_line(caplog: pytest.LogCaptureFixture, uid: str) -> dict[str, Any]:
-    """The decision log line of ``uid``. The server answers first and logs after (the API
-    server should not wait for our log), so the line may land a moment after the reply."""
+    """The decision log line of ``uid``, waited for briefly: the server writes it from its
+    own thread, and this helper does not rely on it being written before the reply."""
     deadline = time.monotonic() + 5
     while True:
         for record in caplog.records:
