@@ -12,7 +12,16 @@ import httpx
 import jsonpatch
 import pytest
 from rule_cases import CASES, RuleCase
-from support import RunningServer, load_deployment, load_job, load_jobset, review, running_server, set_path
+from support import (
+    JOBSET_OWNER,
+    RunningServer,
+    load_deployment,
+    load_job,
+    load_jobset,
+    review,
+    running_server,
+    set_path,
+)
 
 from webhook.catalog import RULES_BY_ID
 from webhook.config import policy_from_mapping
@@ -260,14 +269,6 @@ def test_one_json_log_line_per_decision(
 
 
 # ---------------------------------------------------------------- Jobs, Deployments, Pods
-
-JOBSET_OWNER = {
-    "apiVersion": "jobset.x-k8s.io/v1alpha2",
-    "kind": "JobSet",
-    "name": "llm-pretrain-a3f8",
-    "uid": "6f1e0c2a-0000-4000-8000-000000000001",
-    "controller": True,
-}
 
 
 def test_a_jobsets_own_job_is_admitted_unchanged(static_server: RunningServer, client: httpx.Client) -> None:

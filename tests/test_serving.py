@@ -454,6 +454,22 @@ def refuses_connections(port: int) -> bool:
         return True
 
 
+@contextlib.contextmanager
+def serve_process(tmp_path: Path, *extra: str) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """``tpu-admission serve`` in a child process logging to ``serve.log``; killed if still running at the end."""
+    port = free_port()
+    log = (tmp_path / "serve.log").open("w")
+    command = [sys.executable, "-m", "webhook", "serve", "--port", str(port), "--cert-dir", str(tmp_path / "tls")]
+    process = subprocess.Popen([*command, *extra], stdout=log, stderr=subprocess.STDOUT)
+    try:
+        yield process, port
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        log.close()
+
+
 def test_sigterm_drains_and_answers_every_request_in_flight(tmp_path: Path) -> None:
     """SIGTERM: readiness off at once, requests still served for --drain-seconds, then the
     listener closes, a request already in flight is still answered, and the process exits 0.
@@ -463,11 +479,7 @@ def test_sigterm_drains_and_answers_every_request_in_flight(tmp_path: Path) -> N
     generic HTTP keep-alive race, which the preStop delay and the drain exist to avoid in
     the cluster (nothing is routed to the pod by then); the slow request is the one that
     is genuinely in flight across the shutdown."""
-    port = free_port()
-    log = (tmp_path / "serve.log").open("w")
-    command = [sys.executable, "-m", "webhook", "serve", "--port", str(port), "--cert-dir", str(tmp_path / "tls")]
-    process = subprocess.Popen([*command, "--drain-seconds", "2"], stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with serve_process(tmp_path, "--drain-seconds", "2") as (process, port):
         wait_for(lambda: (tmp_path / "tls" / "ca.crt").exists(), what="generated certificates")
         context = client_context((tmp_path / "tls" / "ca.crt").read_bytes())
         wait_for(lambda: readyz(port, context) == 200, what="readiness")
@@ -492,11 +504,6 @@ def test_sigterm_drains_and_answers_every_request_in_flight(tmp_path: Path) -> N
         assert reply.status == 200 and json.loads(reply.read())["response"]["uid"] == "stream"
         slow.close()
         assert process.wait(timeout=30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        log.close()
     results = [outcome for outcome, _ in stream.results[0]]
     assert [o for o in results if o != "ok"] == []
     assert len(results) > sent_at, "nothing was served during the drain"
@@ -505,11 +512,7 @@ def test_sigterm_drains_and_answers_every_request_in_flight(tmp_path: Path) -> N
 
 def test_sighup_rereads_the_certificate_and_keeps_serving(tmp_path: Path) -> None:
     """SIGHUP's default action ends the process; the server takes it as "check the certificate now"."""
-    port = free_port()
-    log = (tmp_path / "serve.log").open("w")
-    command = [sys.executable, "-m", "webhook", "serve", "--port", str(port), "--cert-dir", str(tmp_path / "tls")]
-    process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-    try:
+    with serve_process(tmp_path) as (process, port):
         wait_for(lambda: (tmp_path / "tls" / "ca.crt").exists(), what="generated certificates")
         context = client_context((tmp_path / "tls" / "ca.crt").read_bytes())
         wait_for(lambda: readyz(port, context) == 200, what="readiness")
@@ -520,11 +523,6 @@ def test_sighup_rereads_the_certificate_and_keeps_serving(tmp_path: Path) -> Non
         assert readyz(port, context) == 200
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=30) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
-        log.close()
 
 
 def test_readiness_is_off_before_start_and_after_stop(server_files: certs.CertificateFiles) -> None:
