@@ -385,7 +385,7 @@ _WHAT_THE_USER_WROTE = (
 )
 _CLUSTER = VapExport(False, "needs the cluster's state (queues, quotas, nodes), which a VAP cannot read")
 
-#: Per rule: exported to the ValidatingAdmissionPolicy (webhook/vap.py) or not, and why.
+#: Per rule: exported to the ValidatingAdmissionPolicy (webhook/vap/) or not, and why.
 #: The export covers JobSet CREATE only; UPDATE stays with the webhook.
 VAP_EXPORT: dict[str, VapExport] = {
     MALFORMED: VapExport(False, "the API server's schema validation of the JobSet CRD refuses wrong types first"),

@@ -22,7 +22,7 @@ SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
 #: Kueue reads podset-slice-size with Go's ``strconv.ParseInt(s, 10, 32)``: an optional
 #: sign and ASCII digits, nothing around them (``str.isdigit`` also accepts "²"); the
-#: exported policy's CEL (RE2) reads the same (webhook/vap.py).
+#: exported policy's CEL (RE2) reads the same (webhook/vap/).
 _SLICE_SIZE_NUMBER = re.compile(r"[+-]?[0-9]+")
 #: why a podset-slice-size that is not such a number is refused (the exported policy says the same)
 SLICE_SIZE_NOT_INTEGER = (
