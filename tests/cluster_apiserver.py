@@ -16,6 +16,7 @@ from __future__ import annotations
 import copy
 import json
 import socket
+import sys
 import threading
 import time
 from collections.abc import Iterable
@@ -74,7 +75,7 @@ class FakeApiServer:
         self.short_watches = False  # watches end at once, empty
         self.expire_continue = 0  # this many continued list pages answer 410 Expired
         self.hung = threading.Event()
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", port), _handler(self))
+        self.httpd = _QuietServer(("127.0.0.1", port), _handler(self))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
 
@@ -92,6 +93,8 @@ class FakeApiServer:
             self.cond.notify_all()
         self.httpd.shutdown()
         self.httpd.server_close()
+        # a handler that failed for another reason than a hang-up is a bug in this server
+        assert not self.httpd.handler_errors, self.httpd.handler_errors
 
     # ---------------------------------------------------------------- changes
 
@@ -165,6 +168,28 @@ class FakeApiServer:
 
     def list_requests(self, kind: Kind) -> int:
         return sum(1 for path, query in self.requests if path == kind.path and not query.get("watch"))
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """Keeps handler errors instead of printing their tracebacks from the handler thread.
+
+    A client that hangs up mid-request (the watch cache stopping, a dropped watch) is
+    normal here. Printing its traceback from a handler thread is also dangerous on
+    CPython 3.11: traceback carets call ``ast.parse``, whose recursion bookkeeping is
+    shared between threads, so a main thread parsing at the same moment (pytest
+    rewriting a late import) fails with "SystemError: AST constructor recursion depth
+    mismatch" (python/cpython#106905).
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: unexpected handler errors, for a test to look at (hang-ups are not kept)
+        self.handler_errors: list[BaseException] = []
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        error = sys.exc_info()[1]
+        if error is not None and not isinstance(error, ConnectionError):
+            self.handler_errors.append(error)
 
 
 def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
