@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from webhook.cluster import kinds as k
-from webhook.cluster.quota import PodSetDemand, podset_demand
+from webhook.cluster.quota import NominalFit, PodSetDemand, nominal_fit, podset_demand
 from webhook.cluster.store import ClusterStore
 from webhook.config import Policy
 from webhook.quantity import quantity_or_none
@@ -461,3 +461,21 @@ def test_a_podset_without_a_topology_request_passes_over_topology_aware_flavors(
     only_tas = store(cluster_queue(CQ, [[("tas", {"cpu": q("8")})]]), flavors=flavors)
     [implied] = only_tas.assign(CQ, [podset_demand("main", cpu, 1, {"cpu": Decimal(1)})]).podsets
     assert dict(implied.flavors) == {"cpu": "tas"}
+
+
+def test_nominal_fit_counts_pods_within_nominal_and_skips_zero_requests() -> None:
+    """The question ``replicas-beyond-nominal`` asks: pods of one shape in nominal, no borrowing.
+    A zero request (cpu: 0) used to divide by zero in the rule; it takes no quota."""
+    state = store(cluster_queue(CQ, [[("default", {"cpu": q("10", borrowing="90"), "memory": q("64Gi")})]]))
+    info = state.cluster_queue(CQ)
+    assert info is not None
+    gi = Decimal(2**30)
+    per_pod = {"cpu": Decimal(4), "memory": Decimal(8) * gi}
+    assert nominal_fit(info, "default", per_pod, 2) == NominalFit(within=2, over=())
+    assert nominal_fit(info, "default", per_pod, 3) == NominalFit(within=2, over=(("cpu", Decimal(12), Decimal(10)),))
+    zero_cpu = {"cpu": Decimal(0), "memory": Decimal(8) * gi}
+    assert nominal_fit(info, "default", zero_cpu, 9) == NominalFit(
+        within=8, over=(("memory", Decimal(72) * gi, Decimal(64) * gi),)
+    )
+    # a resource the flavor does not cover is resource-not-covered's to report
+    assert nominal_fit(info, "default", {"nvidia.com/gpu": Decimal(1)}, 5) == NominalFit(within=5, over=())

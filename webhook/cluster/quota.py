@@ -483,6 +483,33 @@ class QuotaModel:
         return None, tried, True
 
 
+@dataclass(frozen=True, slots=True)
+class NominalFit:
+    """How many pods of one shape a ClusterQueue's nominal quota of a flavor holds."""
+
+    #: pods that fit in nominal on every covered resource
+    within: int
+    #: (resource, what ``replicas`` pods need, nominal) for each covered resource they pass
+    over: tuple[tuple[str, Decimal, Decimal], ...]
+
+
+def nominal_fit(queue: ClusterQueueInfo, flavor: str, per_pod: Mapping[str, Decimal], replicas: int) -> NominalFit:
+    """``replicas`` pods of ``per_pod`` against ``queue``'s nominal quota of ``flavor``, without borrowing.
+
+    Resources the flavor does not cover are left out (``resource-not-covered`` speaks of them).
+    """
+    within = replicas
+    over: list[tuple[str, Decimal, Decimal]] = []
+    for resource, amount in sorted(per_pod.items()):
+        quota = queue.quota(flavor, resource)
+        if quota is None or amount <= 0:
+            continue
+        within = min(within, int(quota.nominal // amount))
+        if amount * replicas > quota.nominal:
+            over.append((resource, amount * replicas, quota.nominal))
+    return NominalFit(within, tuple(over))
+
+
 def bound_reason(cluster_queue: str, model: QuotaModel, flavor: str, wanted: Mapping[str, Decimal]) -> str:
     for resource in sorted(wanted):
         bound = model.potential(cluster_queue, flavor, resource)

@@ -49,9 +49,15 @@ def _pods(podset: PodSet) -> int:
     return podset.replicas * (podset.parallelism if podset.parallelism is not None else 1)
 
 
-def _fmt(resource: str, value: Decimal) -> str:
+def format_resource(resource: str, value: Decimal) -> str:
+    """An amount as people write it: 16Gi of memory, 500m of CPU, 64 chips."""
     if resource in ("memory", "ephemeral-storage"):
-        for unit, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
+        units = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+        # the largest unit that says it exactly (4000Gi, not 3.9Ti), else the largest that fits, rounded
+        for unit, size in units:
+            if value >= size and value % size == 0:
+                return f"{(value / size).normalize():f}{unit}"
+        for unit, size in units:
             if value >= size:
                 return f"{(value / size).quantize(Decimal('0.1')).normalize():f}{unit}"
     if value != value.to_integral_value():
@@ -60,11 +66,11 @@ def _fmt(resource: str, value: Decimal) -> str:
 
 
 def _resources(values: dict[str, Decimal]) -> str:
-    return ", ".join(f"{r} {_fmt(r, v)}" for r, v in sorted(values.items()))
+    return ", ".join(f"{r} {format_resource(r, v)}" for r, v in sorted(values.items()))
 
 
 def _chips(value: Decimal | int) -> str:
-    return _fmt("", Decimal(value))
+    return format_resource("", Decimal(value))
 
 
 # ---------------------------------------------------------------- queues

@@ -10,21 +10,14 @@ submission, as a warning (borrowing is allowed, only fragile).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 
+from webhook.cluster.quota import nominal_fit
 from webhook.findings import Finding
 from webhook.rules import RuleContext
-from webhook.rules.cluster import demand_of
+from webhook.rules.cluster import demand_of, format_resource
 from webhook.workload import Workload
 
 RULE = "replicas-beyond-nominal"
-_BINARY = ("memory", "ephemeral-storage")
-
-
-def _amount(resource: str, value: Decimal) -> str:
-    if resource in _BINARY and value >= 2**30:
-        return f"{(value / 2**30).quantize(Decimal('0.1')).normalize():f}Gi"
-    return f"{value.normalize():f}"
 
 
 def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
@@ -47,19 +40,14 @@ def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Fi
         if assigned.status != "fit" or not assigned.flavors:
             continue  # never fits (exceeds-queue-capacity), or unknown: nothing to say (unknown is not zero)
         flavor = assigned.flavors[min(assigned.flavors)]
-        over: list[str] = []
-        within = replicas
-        for resource, amount in sorted(per_pod.items()):
-            quota = info.quota(flavor, resource)
-            if quota is None:
-                continue  # not covered: resource-not-covered reports it
-            within = min(within, int(quota.nominal // amount))
-            if amount * replicas > quota.nominal:
-                over.append(
-                    f"{resource} {_amount(resource, amount * replicas)} over nominal {_amount(resource, quota.nominal)}"
-                )
-        if not over:
+        fit = nominal_fit(info, flavor, per_pod, replicas)
+        if not fit.over:
             continue
+        within = fit.within
+        over = [
+            f"{resource} {format_resource(resource, needed)} over nominal {format_resource(resource, nominal)}"
+            for resource, needed, nominal in fit.over
+        ]
         fix = (
             f"run at most {within} replicas to stay within the nominal quota, or ask the admins for more nominal "
             f"quota on {flavor!r}"
