@@ -151,6 +151,12 @@ def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: 
             decision.excepted.append(finding.rule)
 
 
+def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
+    """A cluster rule not judged because part of its state is unknown: a warning, never a pass."""
+    decision.skipped.append(rule_id)
+    decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
+
+
 def _parse(kind: str, obj: Any, policy: Policy, namespace: str) -> Workload:
     """The typed fast path when the review decoder took it and it applies, else ``parse_object``."""
     if isinstance(obj, TypedJobSet):
@@ -222,16 +228,13 @@ def decide(
                 continue  # structural-only mode: no cluster configured
             missing = cluster.unavailable(rule.requires)
             if missing:
-                reasons = "; ".join(f"{kind}: {why}" for kind, why in sorted(missing.items()))
-                decision.skipped.append(rule.id)
-                decision.warnings.append(f"[{rule.id}] skipped: cluster state unknown ({reasons})")
+                _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])
                 continue
         for finding in rule.check(workload, ctx):
             finding.action = action  # a fresh finding each request: set in place
             decision.findings.append(finding)
         if ctx.unknown:
-            decision.skipped.append(rule.id)
-            decision.warnings.append(f"[{rule.id}] skipped: cluster state unknown ({'; '.join(ctx.unknown)})")
+            _skip(decision, rule.id, ctx.unknown)
             ctx.unknown.clear()
 
     if policy.exceptions and decision.findings:

@@ -94,6 +94,12 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
             return b"".join(chunks)
 
 
+async def _refuse(send: Send, metrics: Metrics, stage: Stage, status: int, reason: str) -> None:
+    """A malformed request: a 4xx with the reason, counted as ``invalid`` once it is sent."""
+    await _send_json(send, status, {"error": reason})
+    metrics.requests_child(stage, "invalid").inc()
+
+
 class _ClientGone(Exception):
     """The connection ended (or missed its deadline) before the whole body came: nobody to answer."""
 
@@ -111,20 +117,14 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         # client that has its answer can then find the line); it is a buffered append.
         if tier is not None and tier not in policy.tiers:
             reason = f"unknown tier {tier!r} in the path; configured tiers: {', '.join(policy.tiers)}"
-            await _send_json(send, 404, {"error": reason})
-            metrics.requests_child(stage, "invalid").inc()
-            return
+            return await _refuse(send, metrics, stage, 404, reason)
         if not _content_type_ok(scope):
-            await _send_json(send, 415, {"error": "content-type must be application/json"})
-            metrics.requests_child(stage, "invalid").inc()
-            return
+            return await _refuse(send, metrics, stage, 415, "content-type must be application/json")
         try:
             body = await _read_body(scope, receive, policy.server.max_body_bytes)
             review = parse_review(body)
         except ReviewError as exc:
-            await _send_json(send, exc.status, {"error": exc.reason})
-            metrics.requests_child(stage, "invalid").inc()
-            return
+            return await _refuse(send, metrics, stage, exc.status, exc.reason)
         except _ClientGone:
             return  # no answer can be sent, so none is counted
 
