@@ -384,7 +384,6 @@ class _DrainingServer(uvicorn.Server):
         self.metrics: MetricsListener | None = None
         self.drain_seconds = drain_seconds
         self._drain_started: float | None = None
-        self.drained = False
 
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         self.state.ready = False
@@ -437,7 +436,6 @@ class _DrainingServer(uvicorn.Server):
         # uvicorn re-raises the captured SIGTERM after a graceful shutdown, which would
         # end the process "killed by signal" (exit 143). The drain is the expected way to
         # stop, so end normally instead.
-        self.drained = bool(self._captured_signals)
         self._captured_signals.clear()
         log.info("stopped: in-flight requests answered")
 
