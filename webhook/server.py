@@ -97,7 +97,7 @@ async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
 async def _refuse(send: Send, metrics: Metrics, stage: Stage, status: int, reason: str) -> None:
     """A malformed request: a 4xx with the reason, counted as ``invalid`` once it is sent."""
     await _send_json(send, status, {"error": reason})
-    metrics.requests_child(stage, "invalid").inc()
+    metrics.requests.inc(stage, "invalid")
 
 
 class _ClientGone(Exception):
@@ -145,7 +145,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
             errors.exception("internal error judging %r", review.uid)
             message = "tpu-admission failed to judge this request; see its logs"
             await _send_json(send, 200, error_response(review.uid, message))
-            metrics.requests_child(stage, "error").inc()
+            metrics.requests.inc(stage, "error")
             return
 
         elapsed = time.perf_counter() - started
@@ -171,14 +171,14 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
                 }
             )
         await _send_json(send, 200, answer)
-        metrics.latency_child(stage).observe(elapsed)
-        metrics.requests_child(stage, "allowed" if decision.allowed else "denied").inc()
+        metrics.latency.observe(stage, elapsed)
+        metrics.requests.inc(stage, "allowed" if decision.allowed else "denied")
         for finding in decision.findings:
-            metrics.findings_child(finding.rule, finding.action.value).inc()
+            metrics.findings.inc(finding.rule, finding.action.value)
         for rule_id in decision.skipped:
-            metrics.skipped_child(rule_id).inc()
+            metrics.skipped.inc(rule_id)
         for rule_id in decision.excepted:
-            metrics.excepted_child(rule_id).inc()
+            metrics.excepted.inc(rule_id)
 
     async def mutate(scope: Scope, receive: Receive, send: Send) -> None:
         await admit(scope, receive, send, "mutate", scope.get("path_params", {}).get("tier"))
