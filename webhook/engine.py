@@ -85,7 +85,6 @@ def _bound(decision: Decision, policy: Policy, unrecorded: int, unrecorded_actio
     metrics, which read the same findings) stays a few tens of kilobytes.
     """
     limits = policy.limits
-    decision.max_line = limits.max_line_chars
     violations = decision.violations
     warned = [f for f in decision.findings if f.action is Action.WARN]
     more_denied = max(0, len(violations) - limits.max_findings)
@@ -105,16 +104,17 @@ def _bound(decision: Decision, policy: Policy, unrecorded: int, unrecorded_actio
 
 
 Plan = tuple[tuple[Rule, Action], ...]
-_PLANS: dict[tuple[int, str, bool, str], tuple[Policy, Plan]] = {}
+_PLANS: dict[tuple[int, str, bool, str, bool], tuple[Policy, Plan]] = {}
 
 
-def _plan(policy: Policy, stage: Stage, creating: bool, kind: str) -> Plan:
+def _plan(policy: Policy, stage: Stage, creating: bool, kind: str, clustered: bool) -> Plan:
     """The rules that apply, with their actions, worked out once per policy, path and kind.
 
-    The request path then only runs checks; mode, stage, operation, kind and the
-    configured action are not re-examined for every rule of every request.
+    The request path then only runs checks; mode, stage, operation, kind, the configured
+    action and (without cluster state, ``clustered`` false) the cluster rules are not
+    re-examined for every rule of every request.
     """
-    key = (id(policy), stage, creating, kind)
+    key = (id(policy), stage, creating, kind, clustered)
     cached = _PLANS.get(key)
     if cached is not None and cached[0] is policy:
         return cached[1]
@@ -122,6 +122,8 @@ def _plan(policy: Policy, stage: Stage, creating: bool, kind: str) -> Plan:
     for rule in RULES:
         if policy.mode not in rule.modes or kind not in rule.kinds:
             continue
+        if rule.requires and not clustered:
+            continue  # structural-only mode: no cluster configured
         if creating and stage == "validate" and rule.subject == "submitted":
             # On CREATE other mutating webhooks (Kueue's, the Slice Provisioner's) run
             # before the validating path; on UPDATE they do not, and the validating
@@ -222,10 +224,8 @@ def decide(
         cluster=cluster,
         namespace_labels=facts.namespace_labels,
     )
-    for rule, action in _plan(policy, facts.stage, creating, facts.kind):
-        if rule.requires:
-            if cluster is None:
-                continue  # structural-only mode: no cluster configured
+    for rule, action in _plan(policy, facts.stage, creating, facts.kind, cluster is not None):
+        if rule.requires and cluster is not None:
             missing = cluster.unavailable(rule.requires)
             if missing:
                 _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])
@@ -237,11 +237,13 @@ def decide(
             _skip(decision, rule.id, ctx.unknown)
             ctx.unknown.clear()
 
-    if policy.exceptions and decision.findings:
-        _apply_exceptions(decision, policy, facts.namespace, workload.name)
-    decision.allowed = not any(f.action is Action.DENY for f in decision.findings)
-    malformed = next((f.action for f in decision.findings if f.rule == MALFORMED), None)
-    _bound(decision, policy, workload.malformed_unrecorded, malformed)
+    decision.max_line = policy.limits.max_line_chars
+    if decision.findings:  # most requests have none: nothing to except, count or bound
+        if policy.exceptions:
+            _apply_exceptions(decision, policy, facts.namespace, workload.name)
+        decision.allowed = not any(f.action is Action.DENY for f in decision.findings)
+        malformed = next((f.action for f in decision.findings if f.rule == MALFORMED), None)
+        _bound(decision, policy, workload.malformed_unrecorded, malformed)
     if decision.allowed and creating and facts.stage == "mutate":
         decision.patch = label_patch(workload, added)
     return decision
