@@ -28,7 +28,7 @@ from webhook.engine import AdmissionFacts, Decision, Stage, decide
 from webhook.jsonwire import encode
 from webhook.logsink import DecisionLog
 from webhook.metrics import Metrics
-from webhook.reviews import ReviewError, error_response, parse_review, review_response
+from webhook.reviews import AdmissionRequest, ReviewError, error_response, parse_review, review_response
 
 decisions = DecisionLog()
 errors = logging.getLogger("tpu_admission.server")
@@ -100,6 +100,28 @@ async def _refuse(send: Send, metrics: Metrics, stage: Stage, status: int, reaso
     metrics.requests.inc(stage, "invalid")
 
 
+def decision_line(endpoint: str, review: AdmissionRequest, decision: Decision, elapsed: float) -> dict[str, Any]:
+    """The decision log line (README, "The decision log"): what was asked, by whom, and the answer."""
+    return {
+        "msg": "decision",
+        "endpoint": endpoint,
+        "uid": review.uid,
+        "operation": review.operation,
+        "kind": review.kind,
+        "namespace": review.namespace,
+        "name": review.object_name,
+        "user": review.user.username,
+        "tier": decision.tier,
+        "dryRun": review.dry_run,
+        "allowed": decision.allowed,
+        "rules": sorted({f.rule for f in decision.findings}) if decision.findings else [],
+        "skipped": decision.skipped,
+        "excepted": decision.excepted,
+        "patched": bool(decision.patch),
+        "durationMs": round(elapsed * 1000, 3),
+    }
+
+
 class _ClientGone(Exception):
     """The connection ended (or missed its deadline) before the whole body came: nobody to answer."""
 
@@ -150,26 +172,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
 
         elapsed = time.perf_counter() - started
         if decisions.enabled():
-            decisions.write(
-                {
-                    "msg": "decision",
-                    "endpoint": endpoint,
-                    "uid": review.uid,
-                    "operation": review.operation,
-                    "kind": review.kind,
-                    "namespace": review.namespace,
-                    "name": review.object_name,
-                    "user": review.user.username,
-                    "tier": decision.tier,
-                    "dryRun": review.dry_run,
-                    "allowed": decision.allowed,
-                    "rules": sorted({f.rule for f in decision.findings}) if decision.findings else [],
-                    "skipped": decision.skipped,
-                    "excepted": decision.excepted,
-                    "patched": bool(decision.patch),
-                    "durationMs": round(elapsed * 1000, 3),
-                }
-            )
+            decisions.write(decision_line(endpoint, review, decision, elapsed))
         await _send_json(send, 200, answer)
         metrics.latency.observe(stage, elapsed)
         metrics.requests.inc(stage, "allowed" if decision.allowed else "denied")

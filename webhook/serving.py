@@ -49,6 +49,7 @@ from typing import Any
 import httptools
 import uvicorn
 from cryptography import x509
+from starlette.types import ASGIApp
 
 from webhook.config import ServerPolicy
 from webhook.metrics_port import MetricsListener
@@ -450,11 +451,14 @@ def build_server(
     graceful_seconds: float = 20.0,
     access_log: bool = False,
     metrics_port: int | None = None,
+    app: ASGIApp | None = None,
 ) -> tuple[uvicorn.Server, CertificateReloader]:
     """A ready-to-run uvicorn server on our TLS context, and the reloader of that context.
 
     With ``metrics_port``, ``/metrics`` is served there (plain HTTP, same host) and not on
-    the HTTPS port.
+    the HTTPS port. ``app`` replaces the webhook's app on the same serving stack (TLS,
+    connection guard, drain): ``bench/stages.py`` serves cut-down apps that way to price
+    each stage of a request.
     """
     reloader_seen = CertificateReloader.stamp_files(tls)  # before loading: never miss a swap
     context = make_ssl_context(tls)
@@ -463,7 +467,7 @@ def build_server(
         log.error("the serving certificate in %s is %s; replace it", tls.cert, problem)
     limits = state.policy.server
     config = uvicorn.Config(
-        create_app(state, serve_metrics=metrics_port is None),
+        app if app is not None else create_app(state, serve_metrics=metrics_port is None),
         host=host,
         port=port,
         ssl_certfile=str(tls.cert),
