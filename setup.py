@@ -21,6 +21,7 @@ from setuptools import setup
 #: no msgspec structs or pydantic models defined in them)
 COMPILED = [
     "webhook/engine.py",
+    "webhook/fastbuild.py",
     "webhook/fieldpaths.py",
     "webhook/findings.py",
     "webhook/kinds.py",

@@ -26,7 +26,8 @@ from support import load_jobset, review
 from webhook.cluster.snapshot import snapshot_from_objects
 from webhook.config import Policy
 from webhook.engine import AdmissionFacts, Stage, decide
-from webhook.fastjobset import TypedJobSet, build
+from webhook.fastbuild import build
+from webhook.fastjobset import TypedJobSet
 from webhook.jsonwire import encode
 from webhook.reviews import AdmissionRequest, ReviewError, parse_review, parse_review_general, review_response
 from webhook.sources import load_documents

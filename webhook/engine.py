@@ -13,7 +13,8 @@ from typing import Any, Literal
 from webhook.catalog import RULES
 from webhook.cluster.state import ClusterState
 from webhook.config import Policy
-from webhook.fastjobset import TypedJobSet, build
+from webhook.fastbuild import build
+from webhook.fastjobset import TypedJobSet
 from webhook.findings import Action, Finding
 from webhook.kinds import JOBSET
 from webhook.objects import controlled_by_jobset, outside_kueue_warning, parse_object, runs_outside_kueue
@@ -44,21 +45,32 @@ class AdmissionFacts:
     kind: str = JOBSET
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)  # explicit __init__: see webhook.workload.Container
 class Decision:
-    allowed: bool = True
-    findings: list[Finding] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    patch: JsonPatch = field(default_factory=list)
-    tier: str | None = None
+    allowed: bool
+    findings: list[Finding]
+    warnings: list[str]
+    patch: JsonPatch
+    tier: str | None
     #: rules skipped because the cluster state they need is unknown
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[str]
     #: rules whose findings a policy exception turned into warnings (one entry per finding)
-    excepted: list[str] = field(default_factory=list)
+    excepted: list[str]
     #: denying findings beyond ``limits.maxFindings``, counted but not listed
-    omitted: int = 0
+    omitted: int
     #: the longest line the answer carries (``limits.maxLineChars``)
-    max_line: int = 2048
+    max_line: int
+
+    def __init__(self, tier: str | None = None) -> None:
+        self.allowed = True
+        self.findings = []
+        self.warnings = []
+        self.patch = []
+        self.tier = tier
+        self.skipped = []
+        self.excepted = []
+        self.omitted = 0
+        self.max_line = 2048
 
     @property
     def violations(self) -> list[Finding]:

@@ -16,7 +16,7 @@ class Action(StrEnum):
     OFF = "off"
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, init=False)  # explicit __init__: see webhook.workload.Container
 class Finding:
     """One broken rule at one place.
 
@@ -32,8 +32,18 @@ class Finding:
     path: FieldPath
     problem: str
     fix: str
-    action: Action = Action.DENY
-    excepted: str = ""
+    action: Action
+    excepted: str
+
+    def __init__(
+        self, rule: str, path: FieldPath, problem: str, fix: str, action: Action = Action.DENY, excepted: str = ""
+    ) -> None:
+        self.rule = rule
+        self.path = path
+        self.problem = problem
+        self.fix = fix
+        self.action = action
+        self.excepted = excepted
 
     @property
     def message(self) -> str:

@@ -32,7 +32,9 @@ class UserInfo:
     groups: tuple[str, ...] = ()
 
 
-@dataclass(slots=True)  # not frozen: a frozen __init__ costs a setattr call per field, per request
+# Not frozen (a frozen __init__ costs a setattr call per field, per request); init=False and
+# an explicit __init__ so mypyc compiles it (see webhook.workload.Container).
+@dataclass(slots=True, init=False)
 class RuleContext:
     """Everything a rule may read besides the workload. Built once per request; rules only read it."""
 
@@ -44,15 +46,40 @@ class RuleContext:
     #: labels after the default-label patch (what Kueue will see)
     effective_labels: dict[str, str]
     #: on UPDATE, the label keys that changed; ``None`` on CREATE (all are in scope)
-    changed_labels: frozenset[str] | None = None
+    changed_labels: frozenset[str] | None
     #: on UPDATE, the object before the change (parsed)
-    old: Workload | None = None
-    cluster: ClusterState | None = None
+    old: Workload | None
+    cluster: ClusterState | None
     #: the namespace's labels when the caller gave them (CLI ``--namespace-labels``): they beat the cache
-    namespace_labels: Mapping[str, str] | None = None
+    namespace_labels: Mapping[str, str] | None
     #: filled by a cluster rule that found part of its state unknown: the engine turns it into
     #: a "skipped" warning (unknown is not zero)
-    unknown: list[str] = field(default_factory=list)
+    unknown: list[str]
+
+    def __init__(
+        self,
+        policy: Policy,
+        tier_name: str | None,
+        tier: TierPolicy | None,
+        operation: str,
+        user: UserInfo,
+        effective_labels: dict[str, str],
+        changed_labels: frozenset[str] | None = None,
+        old: Workload | None = None,
+        cluster: ClusterState | None = None,
+        namespace_labels: Mapping[str, str] | None = None,
+    ) -> None:
+        self.policy = policy
+        self.tier_name = tier_name
+        self.tier = tier
+        self.operation = operation
+        self.user = user
+        self.effective_labels = effective_labels
+        self.changed_labels = changed_labels
+        self.old = old
+        self.cluster = cluster
+        self.namespace_labels = namespace_labels
+        self.unknown = []
 
     def label_in_scope(self, key: str) -> bool:
         return self.changed_labels is None or key in self.changed_labels
