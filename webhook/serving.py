@@ -169,6 +169,46 @@ _REASONS = {403: b"Forbidden", 408: b"Request Timeout", 431: b"Request Header Fi
 IDLE, HEADERS, BODY = 0, 1, 2  # what a connection is waiting for
 
 
+class _OneWrite:
+    """A response's transport that sends its head and first body chunk in one write.
+
+    uvicorn writes the status line and headers, then the body: two TLS records, two
+    ``send`` calls and, on a connection whose client sleeps between answers, two
+    wake-ups of it. Held until the body's first write (uvicorn writes one for every body
+    message of a non-HEAD response, even an empty one) or until the connection closes,
+    the head goes out with the body. HEAD responses are not wrapped: they have no body
+    write to wait for. Everything else is the connection's transport.
+    """
+
+    __slots__ = ("_head", "_transport")
+
+    def __init__(self, transport: asyncio.Transport) -> None:
+        self._transport = transport
+        self._head: bytes | None = None
+
+    def write(self, data: bytes) -> None:
+        head = self._head
+        if head is not None:
+            self._head = None
+            self._transport.write(head + data)
+        elif data.startswith(b"HTTP/") and not data.startswith(b"HTTP/1.1 1"):
+            self._head = data  # the head; an interim "100 Continue" goes out at once (the client waits for it)
+        else:
+            self._transport.write(data)
+
+    def close(self) -> None:
+        if self._head is not None:
+            head, self._head = self._head, None
+            self._transport.write(head)
+        self._transport.close()
+
+    def is_closing(self) -> bool:
+        return self._transport.is_closing()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._transport, name)
+
+
 class _Refuse(Exception):
     """Raised in a parser callback to end the request with ``status`` (via uvicorn's error path)."""
 
@@ -281,6 +321,9 @@ def _guarded(
             self._reading = BODY
             self._since = self.loop.time()
             super().on_headers_complete()
+            cycle = self.cycle
+            if cycle is not None and cycle.scope["method"] != "HEAD":
+                cycle.transport = _OneWrite(self.transport)
 
         def on_message_complete(self) -> None:
             self._since = None
