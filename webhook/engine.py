@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from webhook.catalog import RULES
@@ -26,23 +26,47 @@ from webhook.workload import MALFORMED, Workload
 Stage = Literal["mutate", "validate"]
 
 
-@dataclass(slots=True)  # per request: a frozen __init__ costs a setattr call per field
+# Per request: not frozen (a frozen __init__ costs a setattr call per field); init=False and
+# an explicit __init__ so mypyc compiles it (see webhook.workload.Container).
+@dataclass(slots=True, init=False)
 class AdmissionFacts:
     """What the engine needs to know about a request besides the object."""
 
-    operation: str = "CREATE"
-    stage: Stage = "mutate"
-    namespace: str = ""
-    user: UserInfo = field(default_factory=UserInfo)
-    old_object: Any = None
+    operation: str
+    stage: Stage
+    namespace: str
+    user: UserInfo
+    old_object: Any
     #: tier from the request path (``/validate/<tier>``)
-    path_tier: str | None = None
+    path_tier: str | None
     #: CLI ``--tier``: beats everything
-    tier_override: str | None = None
+    tier_override: str | None
     #: CLI ``--namespace-labels``: beats the cluster state
-    namespace_labels: Mapping[str, str] | None = None
+    namespace_labels: Mapping[str, str] | None
     #: the object's kind (``webhook.kinds``: JobSet, Job, Deployment)
-    kind: str = JOBSET
+    kind: str
+
+    def __init__(
+        self,
+        operation: str = "CREATE",
+        stage: Stage = "mutate",
+        namespace: str = "",
+        user: UserInfo | None = None,
+        old_object: Any = None,
+        path_tier: str | None = None,
+        tier_override: str | None = None,
+        namespace_labels: Mapping[str, str] | None = None,
+        kind: str = JOBSET,
+    ) -> None:
+        self.operation = operation
+        self.stage = stage
+        self.namespace = namespace
+        self.user = user if user is not None else UserInfo()
+        self.old_object = old_object
+        self.path_tier = path_tier
+        self.tier_override = tier_override
+        self.namespace_labels = namespace_labels
+        self.kind = kind
 
 
 @dataclass(slots=True, init=False)  # explicit __init__: see webhook.workload.Container

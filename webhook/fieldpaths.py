@@ -22,9 +22,17 @@ class MapKey:
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, eq=False)
 class FieldPath:
     steps: tuple[Step, ...] = ()
+
+    # Written out rather than generated so that mypyc compiles them: a path is hashed
+    # on every request (the container path cache), and a generated __hash__ runs as Python.
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, FieldPath) and self.steps == other.steps
+
+    def __hash__(self) -> int:
+        return hash(self.steps)
 
     def child(self, *names: str) -> FieldPath:
         return FieldPath(self.steps + names)

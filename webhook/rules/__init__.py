@@ -26,10 +26,14 @@ if TYPE_CHECKING:
 Subject = Literal["submitted", "final"]
 
 
-@dataclass(slots=True)  # per request: a frozen __init__ costs a setattr call per field
+@dataclass(slots=True, init=False)  # per request: not frozen, explicit __init__ (see RuleContext)
 class UserInfo:
-    username: str = ""
-    groups: tuple[str, ...] = ()
+    username: str
+    groups: tuple[str, ...]
+
+    def __init__(self, username: str = "", groups: tuple[str, ...] = ()) -> None:
+        self.username = username
+        self.groups = groups
 
 
 # Not frozen (a frozen __init__ costs a setattr call per field, per request); init=False and
