@@ -576,6 +576,49 @@ def read_until_closed(sock: socket.socket) -> bytes:
     return data
 
 
+def test_an_answer_is_one_tls_record(strict_server: RunningServer, server_files: certs.CertificateFiles) -> None:
+    """Head and body in one write: an SSL read returns one record, and the first holds it all."""
+    head = (
+        f"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nContent-Length: {len(BODY)}"
+    )
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        conn.sendall(f"{head}\r\n\r\n".encode() + BODY)
+        first = conn.recv(65536)
+    status_and_headers, _, body = first.partition(b"\r\n\r\n")
+    length = next(
+        int(line.split(b":", 1)[1])
+        for line in status_and_headers.split(b"\r\n")
+        if line.lower().startswith(b"content-length:")
+    )
+    assert status_and_headers.startswith(b"HTTP/1.1 200 OK")
+    assert len(body) == length and json.loads(body)["response"]["uid"] == "stream"
+
+
+def test_expect_100_continue_is_answered_before_the_body_is_sent(
+    strict_server: RunningServer, server_files: certs.CertificateFiles
+) -> None:
+    head = (
+        f"POST /validate HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(BODY)}\r\nExpect: 100-continue\r\n\r\n"
+    )
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        conn.sendall(head.encode())
+        assert conn.recv(65536) == b"HTTP/1.1 100 Continue\r\n\r\n"  # not held back with the answer
+        conn.sendall(BODY)
+        assert conn.recv(65536).startswith(b"HTTP/1.1 200 OK")
+
+
+def test_a_head_request_is_answered_and_the_connection_kept(
+    strict_server: RunningServer, server_files: certs.CertificateFiles
+) -> None:
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        conn.sendall(b"HEAD /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+        answer = conn.recv(65536)
+        assert answer.startswith(b"HTTP/1.1 200 OK") and answer.endswith(b"\r\n\r\n")  # a head, no body
+        conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+        assert read_until_closed(conn).endswith(b"\r\n\r\nok")
+
+
 @pytest.mark.parametrize(
     "sent",
     [
