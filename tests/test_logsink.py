@@ -137,3 +137,41 @@ def test_the_shortcut_steps_aside_for_another_handler(caplog: pytest.LogCaptureF
         root.setLevel(level)
     assert [r.msg for r in caplog.records] == [{"msg": "decision", "uid": "seen"}]
     assert json.loads(stream.buffer.getvalue()) == {"msg": "decision", "uid": "seen"}
+
+
+def test_decision_lines_are_encoded_in_order_with_other_records_and_a_lone_surrogate_kept() -> None:
+    """Decision lines wait unencoded and go out in one batch call; order and odd text survive."""
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logsink._direct
+    stream = Stream()
+    handler = BufferedJsonHandler(stream, interval=60)
+    try:
+        logsink.install(handler, "info")
+        DecisionLog().write({"msg": "decision", "uid": "1"})
+        DecisionLog().write({"msg": "decision", "uid": "\ud800"})  # msgspec refuses it; escaped instead
+        logging.getLogger("tpu_admission.test-logsink-order").info("between")
+        DecisionLog().write({"msg": "decision", "uid": "3"})
+        assert stream.lines() == []  # nothing written yet: all of it waits for the interval
+    finally:
+        handler.close()
+        root.handlers[:], level, logsink._direct = saved
+        root.setLevel(level)
+    assert [line.get("uid", line["msg"]) for line in stream.lines()] == ["1", "\ud800", "between", "3"]
+
+
+def test_unencoded_decision_lines_count_against_the_capacity() -> None:
+    root = logging.getLogger()
+    saved = root.handlers[:], root.level, logsink._direct
+    stream = Stream()
+    handler = BufferedJsonHandler(stream, capacity=3 * logsink.ENTRY_BYTES, interval=60)
+    try:
+        logsink.install(handler, "info")
+        for n in range(2):
+            DecisionLog().write({"msg": "decision", "n": n})
+        assert stream.lines() == []
+        DecisionLog().write({"msg": "decision", "n": 2})  # the third fills it: written by this request
+        assert [line["n"] for line in stream.lines()] == [0, 1, 2]
+    finally:
+        handler.close()
+        root.handlers[:], level, logsink._direct = saved
+        root.setLevel(level)

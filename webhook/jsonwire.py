@@ -23,3 +23,11 @@ def encode(content: Any) -> bytes:
         return _ENCODER.encode(content)
     except UnicodeEncodeError:  # a lone surrogate: escape it rather than fail the answer
         return json.dumps(content, separators=(",", ":"), ensure_ascii=True).encode()
+
+
+def encode_lines(items: list[Any]) -> bytes:
+    """Newline-delimited JSON: each item as ``encode`` writes it, one msgspec call for all."""
+    try:
+        return _ENCODER.encode_lines(items)
+    except UnicodeEncodeError:  # a lone surrogate somewhere: line by line, that one escaped
+        return b"".join(encode(item) + b"\n" for item in items)
