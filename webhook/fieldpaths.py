@@ -8,31 +8,49 @@ pointer for patches and for locating the node in a YAML file.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Union
+from typing import Final, Union
 
 Step = Union[str, int, "MapKey"]
 
 
-@dataclass(frozen=True, slots=True)
 class MapKey:
     """A key of a string map (labels, annotations, nodeSelector, resources)."""
 
-    name: str
+    # A plain class rather than a frozen dataclass: a dataclass's generated __init__ and
+    # __hash__ run as Python even under mypyc, and a denial makes and hashes several paths.
+    __slots__ = ("name",)
+
+    def __init__(self, name: str) -> None:
+        self.name: Final = name
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, MapKey) and self.name == other.name
+
+    def __hash__(self) -> int:
+        return hash((MapKey, self.name))
+
+    def __repr__(self) -> str:
+        return f"MapKey(name={self.name!r})"
 
 
-@dataclass(frozen=True, slots=True, eq=False)
 class FieldPath:
-    steps: tuple[Step, ...] = ()
+    """Immutable (``steps`` is final); equal and hashed by its steps. A plain class for the
+    same reason as ``MapKey``."""
 
-    # Written out rather than generated so that mypyc compiles them: a path is hashed
-    # on every request (the container path cache), and a generated __hash__ runs as Python.
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: tuple[Step, ...] = ()) -> None:
+        self.steps: Final = steps
+
     def __eq__(self, other: object) -> bool:
         return isinstance(other, FieldPath) and self.steps == other.steps
 
     def __hash__(self) -> int:
         return hash(self.steps)
+
+    def __repr__(self) -> str:
+        return f"FieldPath(steps={self.steps!r})"
 
     def child(self, *names: str) -> FieldPath:
         return FieldPath(self.steps + names)
