@@ -59,9 +59,9 @@ GOAL = 0.8
 
 def stage_app(stage: str, state: Any) -> Callable[..., Any]:
     """The ASGI app of ``stage`` (see the module doc); anything but a POST goes to the real app."""
-    from webhook.engine import AdmissionFacts, Decision, decide
+    from webhook.engine import Decision, decide
     from webhook.reviews import parse_review, review_response
-    from webhook.server import _read_body, _send_json, create_app, decision_line, decisions
+    from webhook.server import _read_body, _send_json, admission_facts, create_app, decision_line, decisions
 
     real = create_app(state)
     if stage == "webhook":
@@ -82,15 +82,7 @@ def stage_app(stage: str, state: Any) -> Callable[..., Any]:
         review = parse_review(await _read_body(scope, receive, policy.server.max_body_bytes))
         if stage == "decode":
             return await _send_json(send, 200, review_response(review.uid, Decision()))
-        stage_name = "mutate" if scope["path"].startswith("/mutate") else "validate"
-        facts = AdmissionFacts(
-            operation=review.operation,
-            stage=stage_name,
-            namespace=review.namespace,
-            user=review.user,
-            old_object=review.old_object,
-            kind=review.judged_kind or "",
-        )
+        facts = admission_facts(review, "mutate" if scope["path"].startswith("/mutate") else "validate", None)
         decision = decide(review.object, facts, policy, state.cluster)
         answer = review_response(review.uid, decision)
         if stage == "+ log" and decisions.enabled():

@@ -100,6 +100,19 @@ async def _refuse(send: Send, metrics: Metrics, stage: Stage, status: int, reaso
     metrics.requests.inc(stage, "invalid")
 
 
+def admission_facts(review: AdmissionRequest, stage: Stage, tier: str | None) -> AdmissionFacts:
+    """What the engine is told about a request besides its object."""
+    return AdmissionFacts(
+        operation=review.operation,
+        stage=stage,
+        namespace=review.namespace,
+        user=review.user,
+        old_object=review.old_object,
+        path_tier=tier,
+        kind=review.judged_kind or "",
+    )
+
+
 def decision_line(endpoint: str, review: AdmissionRequest, decision: Decision, elapsed: float) -> dict[str, Any]:
     """The decision log line (README, "The decision log"): what was asked, by whom, and the answer."""
     return {
@@ -151,15 +164,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
             return  # no answer can be sent, so none is counted
 
         kind = review.judged_kind  # None: not a kind we judge (Pods never are), allowed unchanged
-        facts = AdmissionFacts(
-            operation=review.operation,
-            stage=stage,
-            namespace=review.namespace,
-            user=review.user,
-            old_object=review.old_object,
-            path_tier=tier,
-            kind=kind or "",
-        )
+        facts = admission_facts(review, stage, tier)
         try:
             decision = decide(review.object, facts, policy, state.cluster) if kind else Decision()
             answer = review_response(review.uid, decision)
