@@ -7,6 +7,7 @@ import json
 import logging
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 
 import pytest
 
@@ -98,80 +99,62 @@ def test_a_lone_surrogate_does_not_lose_the_line(logger: logging.Logger) -> None
     assert stream.lines() == [{"msg": "decision", "uid": "\ud800"}]
 
 
-def test_the_decision_shortcut_writes_the_same_bytes_as_logging() -> None:
-    """``serve``'s setup: the direct path and the logging path produce identical lines."""
+@contextmanager
+def serve_logging(handler: BufferedJsonHandler) -> Iterator[None]:
+    """``serve``'s logging setup around ``handler`` (closed at the end); the root logger restored after."""
     root = logging.getLogger()
     saved = root.handlers[:], root.level, logsink._direct
+    try:
+        logsink.install(handler, "info")
+        yield
+    finally:
+        handler.close()
+        root.handlers[:], level, logsink._direct = saved
+        root.setLevel(level)
+
+
+def test_the_decision_shortcut_writes_the_same_bytes_as_logging() -> None:
+    """``serve``'s setup: the direct path and the logging path produce identical lines."""
     entry = {"msg": "decision", "uid": "u", "allowed": True, "rules": [], "big": 2**70, "name": "é"}
     written = []
-    try:
-        for direct in (True, False):
-            stream = Stream()
-            handler = BufferedJsonHandler(stream, interval=60)
-            logsink.install(handler, "info")
+    for direct in (True, False):
+        stream = Stream()
+        with serve_logging(BufferedJsonHandler(stream, interval=60)):
             if not direct:
                 logsink._direct = None
             DecisionLog().write(entry)
-            handler.close()
-            written.append(stream.buffer.getvalue())
-    finally:
-        root.handlers[:], level, logsink._direct = saved
-        root.setLevel(level)
+        written.append(stream.buffer.getvalue())
     assert written[0] == written[1]
     assert json.loads(written[0]) == entry
 
 
 def test_the_shortcut_steps_aside_for_another_handler(caplog: pytest.LogCaptureFixture) -> None:
     """A handler added after ``serve``'s (pytest's capture here) sees every decision as a record."""
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level, logsink._direct
     stream = Stream()
-    handler = BufferedJsonHandler(stream, interval=60)
-    try:
-        logsink.install(handler, "info")
-        root.addHandler(caplog.handler)
+    with serve_logging(BufferedJsonHandler(stream, interval=60)):
+        logging.getLogger().addHandler(caplog.handler)
         DecisionLog().write({"msg": "decision", "uid": "seen"})
-    finally:
-        handler.close()
-        root.handlers[:], level, logsink._direct = saved
-        root.setLevel(level)
     assert [r.msg for r in caplog.records] == [{"msg": "decision", "uid": "seen"}]
     assert json.loads(stream.buffer.getvalue()) == {"msg": "decision", "uid": "seen"}
 
 
 def test_decision_lines_are_encoded_in_order_with_other_records_and_a_lone_surrogate_kept() -> None:
     """Decision lines wait unencoded and go out in one batch call; order and odd text survive."""
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level, logsink._direct
     stream = Stream()
-    handler = BufferedJsonHandler(stream, interval=60)
-    try:
-        logsink.install(handler, "info")
+    with serve_logging(BufferedJsonHandler(stream, interval=60)):
         DecisionLog().write({"msg": "decision", "uid": "1"})
         DecisionLog().write({"msg": "decision", "uid": "\ud800"})  # msgspec refuses it; escaped instead
         logging.getLogger("tpu_admission.test-logsink-order").info("between")
         DecisionLog().write({"msg": "decision", "uid": "3"})
         assert stream.lines() == []  # nothing written yet: all of it waits for the interval
-    finally:
-        handler.close()
-        root.handlers[:], level, logsink._direct = saved
-        root.setLevel(level)
     assert [line.get("uid", line["msg"]) for line in stream.lines()] == ["1", "\ud800", "between", "3"]
 
 
 def test_unencoded_decision_lines_count_against_the_capacity() -> None:
-    root = logging.getLogger()
-    saved = root.handlers[:], root.level, logsink._direct
     stream = Stream()
-    handler = BufferedJsonHandler(stream, capacity=3 * logsink.ENTRY_BYTES, interval=60)
-    try:
-        logsink.install(handler, "info")
+    with serve_logging(BufferedJsonHandler(stream, capacity=3 * logsink.ENTRY_BYTES, interval=60)):
         for n in range(2):
             DecisionLog().write({"msg": "decision", "n": n})
         assert stream.lines() == []
         DecisionLog().write({"msg": "decision", "n": 2})  # the third fills it: written by this request
         assert [line["n"] for line in stream.lines()] == [0, 1, 2]
-    finally:
-        handler.close()
-        root.handlers[:], level, logsink._direct = saved
-        root.setLevel(level)
