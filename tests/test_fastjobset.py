@@ -25,11 +25,12 @@ from support import load_jobset, review
 
 from webhook.cluster.snapshot import snapshot_from_objects
 from webhook.config import Policy
-from webhook.engine import AdmissionFacts, Stage, decide
+from webhook.engine import Stage, decide
 from webhook.fastbuild import build
 from webhook.fastjobset import TypedJobSet
 from webhook.jsonwire import encode
 from webhook.reviews import AdmissionRequest, ReviewError, parse_review, parse_review_general, review_response
+from webhook.server import admission_facts
 from webhook.sources import load_documents
 from webhook.workload import parse_jobset
 
@@ -56,15 +57,7 @@ def answers(request: AdmissionRequest, policy: Policy, cluster: Any) -> list[Any
     out: list[Any] = [request.uid, request.operation, request.kind, request.group, request.namespace]
     out += [request.name, request.user, request.dry_run, request.object_name]
     for stage, tier in ROUTES:
-        facts = AdmissionFacts(
-            operation=request.operation,
-            stage=stage,
-            namespace=request.namespace,
-            user=request.user,
-            old_object=request.old_object,
-            path_tier=tier,
-            kind=request.judged_kind or "",
-        )
+        facts = admission_facts(request, stage, tier)  # as the server builds them
         decision = decide(request.object, facts, policy, cluster) if request.judged_kind else None
         if decision is None:
             out.append(None)
