@@ -12,12 +12,13 @@ one core would allow.
 
 | stage | the app does |
 | --- | --- |
-| floor app | ``bench/floor.py``'s app (``json.loads``, ``json.dumps``) on our stack: prices the stack |
+| floor app | the floor's work (``json.loads``, answer "allowed") written by ``_send_json`` (msgspec) |
 | decode | reads the body, ``parse_review`` (msgspec), answers "allowed" for its uid |
 | + decide | ``decide`` and ``review_response`` of the real decision |
 | + log | the decision log line, as the server writes it |
 | webhook | the real app (``create_app``): adds the path and content-type checks, timing, metrics |
 
+The floor app prices our stack (one write per answer, the guard) against stock uvicorn.
 Each stage's increment is the in-place cost of what it adds: in a running server the
 code competes for the CPU caches with uvicorn, httptools and TLS between requests, so
 it costs more than a hot loop (``bench/run.py`` section 2) says.

@@ -261,7 +261,7 @@ def decide(
         namespace_labels=facts.namespace_labels,
     )
     for rule, action in _plan(policy, facts.stage, creating, facts.kind, cluster is not None):
-        if rule.requires and cluster is not None:
+        if rule.requires and cluster is not None:  # the plan has cluster rules only with a cluster
             missing = cluster.unavailable(rule.requires)
             if missing:
                 _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])

@@ -42,10 +42,6 @@ class LabelledCounter:
             counts[values] = 1
             self.created[values] = time.time()
 
-    def value(self, *values: str) -> int:
-        """The count for one label set (0 when never counted)."""
-        return self.values.get(values, 0)
-
     def family(self) -> CounterMetricFamily:
         family = CounterMetricFamily(self.name, self.documentation, labels=self.labels)
         for values, count in self.values.items():
