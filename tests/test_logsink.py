@@ -8,7 +8,9 @@ import logging
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
+import msgspec
 import pytest
 
 from webhook import logsink
@@ -113,9 +115,24 @@ def serve_logging(handler: BufferedJsonHandler) -> Iterator[None]:
         root.setLevel(level)
 
 
-def test_the_decision_shortcut_writes_the_same_bytes_as_logging() -> None:
+class _Line(msgspec.Struct, rename="camel", gc=False):
+    """A decision line as a struct, as the server writes it (``server.DecisionLine``)."""
+
+    uid: str
+    dry_run: bool
+    big: int
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"msg": "decision", "uid": "u", "allowed": True, "rules": [], "big": 2**70, "name": "é"},
+        _Line("u", True, 2**70),
+    ],
+    ids=["dict", "struct"],
+)
+def test_the_decision_shortcut_writes_the_same_bytes_as_logging(entry: Any) -> None:
     """``serve``'s setup: the direct path and the logging path produce identical lines."""
-    entry = {"msg": "decision", "uid": "u", "allowed": True, "rules": [], "big": 2**70, "name": "é"}
     written = []
     for direct in (True, False):
         stream = Stream()
@@ -125,7 +142,15 @@ def test_the_decision_shortcut_writes_the_same_bytes_as_logging() -> None:
             DecisionLog().write(entry)
         written.append(stream.buffer.getvalue())
     assert written[0] == written[1]
-    assert json.loads(written[0]) == entry
+    assert json.loads(written[0]) == msgspec.to_builtins(entry)
+
+
+def test_a_struct_line_with_a_lone_surrogate_is_escaped_not_lost() -> None:
+    stream = Stream()
+    with serve_logging(BufferedJsonHandler(stream, interval=60)):
+        DecisionLog().write(_Line("\ud800", False, 1))
+        DecisionLog().write(_Line("2", False, 2))
+    assert stream.lines() == [{"uid": "\ud800", "dryRun": False, "big": 1}, {"uid": "2", "dryRun": False, "big": 2}]
 
 
 def test_the_shortcut_steps_aside_for_another_handler(caplog: pytest.LogCaptureFixture) -> None:

@@ -266,6 +266,10 @@ def test_one_json_log_line_per_decision(
     assert line["namespace"] == "kubemaker" and line["name"] == "llm-pretrain-a3f8"
     assert line["allowed"] is False and line["rules"] == ["suspend-forbidden"]
     assert line["durationMs"] >= 0
+    assert list(line) == [
+        "msg", "endpoint", "uid", "operation", "kind", "namespace", "name", "user", "tier",
+        "dryRun", "allowed", "rules", "skipped", "excepted", "patched", "durationMs",
+    ]  # fmt: skip
 
 
 # ---------------------------------------------------------------- Jobs, Deployments, Pods

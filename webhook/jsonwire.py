@@ -18,11 +18,12 @@ _ENCODER = msgspec.json.Encoder()
 
 
 def encode(content: Any) -> bytes:
-    """Compact JSON bytes of ``content`` (dicts, lists, strings, numbers, booleans, None)."""
+    """Compact JSON bytes of ``content`` (dicts, lists, strings, numbers, booleans, None, structs)."""
     try:
         return _ENCODER.encode(content)
     except UnicodeEncodeError:  # a lone surrogate: escape it rather than fail the answer
-        return json.dumps(content, separators=(",", ":"), ensure_ascii=True).encode()
+        plain = msgspec.to_builtins(content)  # a struct as the dict msgspec would write
+        return json.dumps(plain, separators=(",", ":"), ensure_ascii=True).encode()
 
 
 def encode_lines(items: list[Any]) -> bytes:

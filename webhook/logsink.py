@@ -1,6 +1,6 @@
 """The server's log: JSON lines on stderr, written in batches off the request path.
 
-A decision line is a dict; the request appends it to a buffer as it is, and it is
+A decision line is a msgspec struct (or a dict); the request appends it to a buffer as it is, and it is
 encoded when the buffer is written, a batch at a time with one msgspec call (a request
 then pays for an append, not for encoding). Other records are encoded as they come. The
 buffer is written:
@@ -23,7 +23,9 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from typing import IO, Any
+from typing import IO, Any, TypeAlias
+
+import msgspec
 
 from webhook.jsonwire import encode, encode_lines
 
@@ -31,6 +33,9 @@ CAPACITY = 64 * 1024
 INTERVAL = 0.1
 #: what a buffered decision line counts for against the capacity before it is encoded
 ENTRY_BYTES = 384
+
+#: a decision line not yet encoded: a struct (the server's ``DecisionLine``) or a dict
+Entry: TypeAlias = "msgspec.Struct | dict[str, Any]"
 
 #: the handler ``serve`` installed, which decision lines may be handed to directly
 _direct: BufferedJsonHandler | None = None
@@ -62,7 +67,7 @@ class DecisionLog:
     def enabled(self) -> bool:
         return self.logger.isEnabledFor(logging.INFO)
 
-    def write(self, entry: dict[str, Any]) -> None:
+    def write(self, entry: Entry) -> None:
         sink = _direct
         logger, root = self.logger, self._root
         if (
@@ -75,8 +80,8 @@ class DecisionLog:
             and root.handlers[0] is sink
         ):
             sink.add_entry(entry)
-        else:
-            logger.info(entry)
+        else:  # whoever else reads the record gets a dict, as from any structured log line
+            logger.info(entry if isinstance(entry, dict) else msgspec.to_builtins(entry))
 
 
 def json_line(record: logging.LogRecord, formatter: logging.Formatter) -> bytes:
@@ -100,7 +105,7 @@ class BufferedJsonHandler(logging.Handler):
         self.capacity = capacity
         self.interval = interval
         #: encoded lines, and decision lines (dicts) not encoded yet, in the order they came
-        self._pending: list[bytes | dict[str, Any]] = []
+        self._pending: list[bytes | Entry] = []
         self._size = 0
         self._writing = threading.Lock()  # keeps batches in order when two writers race
         self._stop = threading.Event()
@@ -121,7 +126,7 @@ class BufferedJsonHandler(logging.Handler):
         if self._size >= self.capacity or record.levelno >= logging.WARNING:
             self._write_pending()
 
-    def add_entry(self, entry: dict[str, Any]) -> None:
+    def add_entry(self, entry: Entry) -> None:
         """Buffer one INFO line that never became a ``LogRecord`` (``DecisionLog``), unencoded."""
         lock = self.lock
         assert lock is not None
@@ -141,7 +146,7 @@ class BufferedJsonHandler(logging.Handler):
         while not self._stop.wait(self.interval):
             self.flush()
 
-    def _take(self) -> list[bytes | dict[str, Any]]:
+    def _take(self) -> list[bytes | Entry]:
         pending = self._pending
         self._pending = []
         self._size = 0
@@ -191,10 +196,10 @@ class BufferedJsonHandler(logging.Handler):
         super().close()
 
 
-def _joined(pending: list[bytes | dict[str, Any]]) -> bytes:
+def _joined(pending: list[bytes | Entry]) -> bytes:
     """The buffer as bytes: encoded lines as they are, each run of decision lines in one call."""
     out: list[bytes] = []
-    run: list[dict[str, Any]] = []
+    run: list[Entry] = []
     for item in pending:
         if isinstance(item, bytes):
             if run:

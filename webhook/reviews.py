@@ -165,7 +165,8 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
         operation=request.operation,
         namespace=request.namespace,
         name=request.name,
-        user=UserInfo(username=user.username, groups=tuple(user.groups)),
+        # positional: keywords into a mypyc-compiled class cost ~0.5 µs a call
+        user=UserInfo(user.username, tuple(user.groups)),
         object=obj,
         old_object=old,
         dry_run=request.dry_run,

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
@@ -102,37 +103,61 @@ async def _refuse(send: Send, metrics: Metrics, stage: Stage, status: int, reaso
 
 def admission_facts(review: AdmissionRequest, stage: Stage, tier: str | None) -> AdmissionFacts:
     """What the engine is told about a request besides its object."""
+    # Positional, in the order of ``AdmissionFacts.__init__``: from interpreted code,
+    # keywords into a mypyc-compiled class cost ~0.6 µs a call (0.1 positional).
     return AdmissionFacts(
-        operation=review.operation,
-        stage=stage,
-        namespace=review.namespace,
-        user=review.user,
-        old_object=review.old_object,
-        path_tier=tier,
-        kind=review.judged_kind or "",
+        review.operation, stage, review.namespace, review.user, review.old_object,
+        tier, None, None, review.judged_kind or "",
+    )  # fmt: skip
+
+
+class DecisionLine(msgspec.Struct, rename="camel", gc=False):
+    """The decision log line (README, "The decision log"): what was asked, by whom, and the answer.
+
+    A struct, not a dict: built with one C call and encoded by field, it costs a request
+    about a fifth of the dict it replaces. ``gc=False``: it holds only strings, lists of
+    strings and scalars, so it can never be part of a cycle, and the collector need not
+    track the lines waiting in the buffer.
+    """
+
+    msg: str
+    endpoint: str
+    uid: str
+    operation: str
+    kind: str
+    namespace: str
+    name: str
+    user: str
+    tier: str | None
+    dry_run: bool
+    allowed: bool
+    rules: list[str]
+    skipped: list[str]
+    excepted: list[str]
+    patched: bool
+    duration_ms: float
+
+
+def decision_line(endpoint: str, review: AdmissionRequest, decision: Decision, elapsed: float) -> DecisionLine:
+    """The line for one decision; ``elapsed`` in seconds, logged in ms to the µs."""
+    return DecisionLine(
+        "decision",
+        endpoint,
+        review.uid,
+        review.operation,
+        review.kind,
+        review.namespace,
+        review.object_name,
+        review.user.username,
+        decision.tier,
+        review.dry_run,
+        decision.allowed,
+        sorted({f.rule for f in decision.findings}) if decision.findings else [],
+        decision.skipped,
+        decision.excepted,
+        bool(decision.patch),
+        round(elapsed * 1e6) / 1000,  # round(x, 3) on a float costs five times as much
     )
-
-
-def decision_line(endpoint: str, review: AdmissionRequest, decision: Decision, elapsed: float) -> dict[str, Any]:
-    """The decision log line (README, "The decision log"): what was asked, by whom, and the answer."""
-    return {
-        "msg": "decision",
-        "endpoint": endpoint,
-        "uid": review.uid,
-        "operation": review.operation,
-        "kind": review.kind,
-        "namespace": review.namespace,
-        "name": review.object_name,
-        "user": review.user.username,
-        "tier": decision.tier,
-        "dryRun": review.dry_run,
-        "allowed": decision.allowed,
-        "rules": sorted({f.rule for f in decision.findings}) if decision.findings else [],
-        "skipped": decision.skipped,
-        "excepted": decision.excepted,
-        "patched": bool(decision.patch),
-        "durationMs": round(elapsed * 1000, 3),
-    }
 
 
 class _ClientGone(Exception):
@@ -163,10 +188,10 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         except _ClientGone:
             return  # no answer can be sent, so none is counted
 
-        kind = review.judged_kind  # None: not a kind we judge (Pods never are), allowed unchanged
         facts = admission_facts(review, stage, tier)
         try:
-            decision = decide(review.object, facts, policy, state.cluster) if kind else Decision()
+            # facts.kind is "" for a kind we do not judge (Pods never are): allowed unchanged
+            decision = decide(review.object, facts, policy, state.cluster) if facts.kind else Decision()
             answer = review_response(review.uid, decision)
         except Exception:  # a bug must not become a 5xx or a dropped connection
             errors.exception("internal error judging %r", review.uid)
