@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 from support import RunningServer, load_jobset, review, running_server
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 from webhook import certs
 from webhook.config import Policy, policy_from_mapping
@@ -592,6 +593,14 @@ def test_an_answer_is_one_tls_record(strict_server: RunningServer, server_files:
     )
     assert status_and_headers.startswith(b"HTTP/1.1 200 OK")
     assert len(body) == length and json.loads(body)["response"]["uid"] == "stream"
+
+
+def test_forwarded_headers_are_not_read(strict_server: RunningServer) -> None:
+    """uvicorn's proxy-headers middleware (on by default) is left out: the API server calls
+    the webhook directly, so X-Forwarded-* could only be a client's claim."""
+    loaded = strict_server.server.config.loaded_app
+    assert not isinstance(loaded, ProxyHeadersMiddleware)
+    assert strict_server.server.config.proxy_headers is False
 
 
 def test_expect_100_continue_is_answered_before_the_body_is_sent(

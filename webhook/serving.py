@@ -522,6 +522,9 @@ def build_server(
         timeout_keep_alive=limits.keep_alive_seconds,  # type: ignore[arg-type]  # a float works
         server_header=False,
         lifespan="off",
+        # The API server calls the webhook directly: X-Forwarded-* headers would only be
+        # a client's claims, and uvicorn's middleware that reads them costs every request.
+        proxy_headers=False,
     )
     config.load()
     config.ssl = context  # the live context the reloader updates
