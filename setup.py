@@ -29,6 +29,7 @@ COMPILED = [
     "webhook/patches.py",
     "webhook/quantity.py",
     "webhook/resources.py",
+    "webhook/textcache.py",
     "webhook/tiers.py",
     "webhook/topology.py",
     "webhook/workload.py",

@@ -57,3 +57,31 @@ def test_examples_stay_within_the_kinds_a_rule_applies_to() -> None:
 def test_examples_name_only_catalog_rules() -> None:
     known = {rule.id for rule in RULES}
     assert {case.rule for case in CASES} <= known
+
+
+def test_tpu_names_mirror_every_field_of_the_tpu_policy() -> None:
+    """Rules read ``ctx.tpu`` (compiled) rather than ``policy.tpu`` (pydantic): a field
+    added to ``TpuPolicy`` and not copied would be missing here."""
+    from webhook.config import TpuPolicy
+    from webhook.rules import tpu_names
+
+    tpu = TpuPolicy(resource_name="example.com/tpu", chips_per_host=8)
+    names = tpu_names(tpu)
+    assert {field: getattr(names, field) for field in TpuPolicy.model_fields} == tpu.model_dump()
+    assert tpu_names(tpu) is names  # made once per policy
+    assert tpu_names(TpuPolicy()) is not names
+
+
+def test_a_long_slice_size_is_read_but_not_kept_in_the_cache() -> None:
+    from webhook.rules.placement import _kueue_integer_cached, kueue_integer
+    from webhook.textcache import CACHED_CHARS
+
+    before = _kueue_integer_cached.cache_info()
+    assert kueue_integer("0" * CACHED_CHARS + "16") == 16
+    assert kueue_integer("+" + "1" * CACHED_CHARS + "x") is None
+    after = _kueue_integer_cached.cache_info()
+    assert (after.hits, after.misses, after.currsize) == (before.hits, before.misses, before.currsize)
+    assert kueue_integer("16") == 16 and kueue_integer(" 16") is None  # short ones: through the cache
+    assert _kueue_integer_cached.cache_info().misses + _kueue_integer_cached.cache_info().hits == (
+        before.misses + before.hits + 2
+    )

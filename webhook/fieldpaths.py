@@ -11,6 +11,8 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Final, Union
 
+from webhook.textcache import CACHED_CHARS
+
 Step = Union[str, int, "MapKey"]
 
 
@@ -62,7 +64,11 @@ class FieldPath:
         return FieldPath((*self.steps, MapKey(name)))
 
     def __str__(self) -> str:
-        return _render(self.steps)
+        steps = self.steps
+        for step in steps:
+            if isinstance(step, MapKey) and len(step.name) > CACHED_CHARS:
+                return _render.__wrapped__(steps)  # a key from the object, and a long one: not kept
+        return _render(steps)
 
     def pointer(self) -> str:
         """The RFC 6901 JSON pointer of this path (``~`` → ``~0``, ``/`` → ``~1``)."""

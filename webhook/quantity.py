@@ -11,6 +11,8 @@ import re
 from decimal import Decimal, InvalidOperation
 from functools import lru_cache
 
+from webhook.textcache import CACHED_CHARS
+
 _SUFFIX = {
     "": Decimal(1),
     "n": Decimal("1e-9"),
@@ -41,7 +43,10 @@ class QuantityError(ValueError):
 def parse_quantity(value: object) -> Decimal:
     """Parse a quantity as the API server would accept it; ``QuantityError`` otherwise."""
     if isinstance(value, str):
-        return _parse_text(value)
+        # Cached for the few short values real requests repeat ("4", "20Gi"); a long one
+        # (a quantity may have any number of digits) is parsed and not kept, so no
+        # stream of objects can fill memory through the cache.
+        return _parse_text(value) if len(value) <= CACHED_CHARS else _parse_text.__wrapped__(value)
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
@@ -51,7 +56,7 @@ def parse_quantity(value: object) -> Decimal:
     raise QuantityError(f"{value!r} is not a quantity")
 
 
-@lru_cache(maxsize=1024)  # requests repeat ("4", "20Gi") across podSets and requests
+@lru_cache(maxsize=1024)
 def _parse_text(value: str) -> Decimal:
     match = _QUANTITY.fullmatch(value.strip())
     if match is None:

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Final, Literal
 
 # Imported at run time, not only for type checking: mypyc compiles RuleContext as a
 # native class and needs its field types (see setup.py).
 from webhook.cluster.state import ClusterState
-from webhook.config import Mode, Policy, TierPolicy
+from webhook.config import Mode, Policy, TierPolicy, TpuPolicy
 from webhook.findings import Action, Finding
 from webhook.kinds import ALL as ALL_KINDS
 
@@ -36,6 +36,46 @@ class UserInfo:
         self.groups = groups
 
 
+class TpuNames:
+    """``policy.tpu`` as a compiled class, made once per policy (``tpu_names``).
+
+    The rules read these names and numbers on every request, some several times. From
+    compiled code a pydantic model's attribute costs ~30 ns a read and a native one a
+    few; ``tests/test_rules.py`` checks that every field of ``TpuPolicy`` is here, with
+    its value.
+    """
+
+    resource_name: Final[str]
+    accelerator_label: Final[str]
+    accelerator_value: Final[str]
+    topology_label: Final[str]
+    slice_topology_annotation: Final[str]
+    chips_per_host: Final[int]
+
+    def __init__(self, tpu: TpuPolicy) -> None:
+        self.resource_name = tpu.resource_name
+        self.accelerator_label = tpu.accelerator_label
+        self.accelerator_value = tpu.accelerator_value
+        self.topology_label = tpu.topology_label
+        self.slice_topology_annotation = tpu.slice_topology_annotation
+        self.chips_per_host = tpu.chips_per_host
+
+
+_TPU_NAMES: dict[int, tuple[TpuPolicy, TpuNames]] = {}
+
+
+def tpu_names(tpu: TpuPolicy) -> TpuNames:
+    """The ``TpuNames`` of ``tpu``, made on first use (a server has one policy; tests, many)."""
+    cached = _TPU_NAMES.get(id(tpu))
+    if cached is not None and cached[0] is tpu:
+        return cached[1]
+    if len(_TPU_NAMES) > 64:
+        _TPU_NAMES.clear()
+    names = TpuNames(tpu)
+    _TPU_NAMES[id(tpu)] = (tpu, names)
+    return names
+
+
 # Not frozen (a frozen __init__ costs a setattr call per field, per request); init=False and
 # an explicit __init__ so mypyc compiles it (see webhook.workload.Container).
 @dataclass(slots=True, init=False)
@@ -43,6 +83,11 @@ class RuleContext:
     """Everything a rule may read besides the workload. Built once per request; rules only read it."""
 
     policy: Policy
+    #: ``policy.tpu``, compiled (read it here, not through ``policy``)
+    tpu: TpuNames
+    #: the static topologies a node selector may name: the policy's and, with cluster
+    #: state, those the node pools advertise
+    static_topologies: frozenset[str]
     tier_name: str | None
     tier: TierPolicy | None
     operation: str
@@ -74,6 +119,9 @@ class RuleContext:
         namespace_labels: Mapping[str, str] | None = None,
     ) -> None:
         self.policy = policy
+        self.tpu = tpu_names(policy.tpu)
+        known = policy.static_topology_set
+        self.static_topologies = known | cluster.static_topologies() if cluster is not None else known
         self.tier_name = tier_name
         self.tier = tier
         self.operation = operation

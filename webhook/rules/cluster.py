@@ -266,7 +266,7 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
         return
     if not plain.fits:
         return  # never fits: exceeds-queue-capacity says so
-    chips = plain.usage(demands, policy.tpu.resource_name)
+    chips = plain.usage(demands, ctx.tpu.resource_name)
     if not chips or cluster.assign(info.name, demands, within_balance=True).fits:
         return  # some flavor Kueue could pick holds it within the balance
     for flavor, needed in sorted(chips.items()):
@@ -291,7 +291,7 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
 def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     if ctx.cluster is None:
         return
-    tpu = ctx.policy.tpu.resource_name
+    tpu = ctx.tpu.resource_name
     for podset in workload.podsets:
         wanted = {r: v for r, v in podset.pod_requests().items() if r in (*NODE_FIT_RESOURCES, tpu)}
         if not wanted:
@@ -319,7 +319,7 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
 
 def _exceeds_accelerator_chips(workload: Workload, ctx: RuleContext, cluster: ClusterState) -> Iterator[Finding]:
     """Dynamic mode: TAS carves slices out of the tpu7x nodes, so their chips are a hard ceiling."""
-    tpu = ctx.policy.tpu
+    tpu = ctx.tpu
     podsets = [p for p in workload.tpu_podsets if p.pod_requests().get(tpu.resource_name)]
     if not podsets:
         return
@@ -341,7 +341,7 @@ def _exceeds_accelerator_chips(workload: Workload, ctx: RuleContext, cluster: Cl
 def insufficient_node_pools(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     if ctx.cluster is None:
         return
-    label = ctx.policy.tpu.topology_label
+    label = ctx.tpu.topology_label
     slices: dict[str, tuple[int, PodSet]] = {}
     for podset in workload.tpu_podsets:
         topology = podset.node_selector.get(label)

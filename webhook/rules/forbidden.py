@@ -70,7 +70,7 @@ def exclusive_topology_forbidden(workload: Workload, ctx: RuleContext) -> Iterat
 
 
 def podset_annotation_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    annotation = ctx.policy.tpu.slice_topology_annotation
+    annotation = ctx.tpu.slice_topology_annotation
     for podset in workload.podsets:
         for key in podset.annotations:
             if key.startswith(PODSET_ANNOTATION_PREFIX):

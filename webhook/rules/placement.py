@@ -9,11 +9,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
+from functools import lru_cache
 
 from webhook.config import Policy
 from webhook.fieldpaths import METADATA
 from webhook.findings import Finding
 from webhook.rules import RuleContext
+from webhook.textcache import CACHED_CHARS
 from webhook.topology import TopologyError, parse_topology, super_slice_problems
 from webhook.workload import PodSet, Workload
 
@@ -39,7 +41,7 @@ def _slice_pair(level: str) -> str:
 
 
 def accelerator_selector_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    tpu = ctx.policy.tpu
+    tpu = ctx.tpu
     for podset in workload.tpu_podsets:
         value = podset.node_selector.get(tpu.accelerator_label)
         if value == tpu.accelerator_value:
@@ -61,7 +63,7 @@ def accelerator_selector_missing(workload: Workload, ctx: RuleContext) -> Iterat
 
 
 def slice_topology_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    annotation = ctx.policy.tpu.slice_topology_annotation
+    annotation = ctx.tpu.slice_topology_annotation
     for podset in workload.tpu_podsets:
         if annotation not in podset.annotations:
             yield Finding(
@@ -87,7 +89,7 @@ def allowed_topologies_text(policy: Policy) -> str:
 
 
 def slice_topology_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    annotation = ctx.policy.tpu.slice_topology_annotation
+    annotation = ctx.tpu.slice_topology_annotation
     sub_slices = set(ctx.policy.sub_slice_topologies)
     for podset in workload.tpu_podsets:
         value = podset.annotations.get(annotation)
@@ -109,7 +111,7 @@ def slice_topology_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Fin
 def sub_slicing_disabled(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     if ctx.policy.sub_slicing:
         return
-    annotation = ctx.policy.tpu.slice_topology_annotation
+    annotation = ctx.tpu.slice_topology_annotation
     for podset in workload.tpu_podsets:
         value = podset.annotations.get(annotation)
         if value in ctx.policy.sub_slice_topologies:
@@ -122,7 +124,7 @@ def sub_slicing_disabled(workload: Workload, ctx: RuleContext) -> Iterator[Findi
 
 
 def static_topology_selector_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    tpu = ctx.policy.tpu
+    tpu = ctx.tpu
     for podset in workload.tpu_podsets:
         if tpu.topology_label in podset.node_selector:
             yield Finding(
@@ -173,28 +175,21 @@ def slice_name_too_long(workload: Workload, ctx: RuleContext) -> Iterator[Findin
 # ---------------------------------------------------------------- static mode
 
 
-def _static_topologies(ctx: RuleContext) -> frozenset[str]:
-    known = ctx.policy.static_topology_set
-    if ctx.cluster is not None:
-        known = known | ctx.cluster.static_topologies()
-    return known
-
-
 def static_topology_selector_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    label = ctx.policy.tpu.topology_label
+    label = ctx.tpu.topology_label
     for podset in workload.tpu_podsets:
         if label not in podset.node_selector:
             yield Finding(
                 "static-topology-selector-missing",
                 podset.node_selector_path.key(label),
                 f"TPU podSet {podset.name!r} does not say which static node pool topology it needs",
-                f"set nodeSelector {label} to one of: {', '.join(sorted(_static_topologies(ctx)))}",
+                f"set nodeSelector {label} to one of: {', '.join(sorted(ctx.static_topologies))}",
             )
 
 
 def static_topology_unknown(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    label = ctx.policy.tpu.topology_label
-    known = _static_topologies(ctx)
+    label = ctx.tpu.topology_label
+    known = ctx.static_topologies
     for podset in workload.tpu_podsets:
         value = podset.node_selector.get(label)
         if value is not None and value not in known:
@@ -260,14 +255,13 @@ def tas_required_topology_multislice(workload: Workload, ctx: RuleContext) -> It
 
 
 def tas_slice_size_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    policy = ctx.policy
     for podset in workload.tpu_podsets:
         raw = podset.annotations.get(SLICE_SIZE)
-        topology_text = podset.node_selector.get(policy.tpu.topology_label)
-        if raw is None or topology_text is None or topology_text not in _static_topologies(ctx):
+        topology_text = podset.node_selector.get(ctx.tpu.topology_label)
+        if raw is None or topology_text is None or topology_text not in ctx.static_topologies:
             continue
         try:
-            hosts = parse_topology(topology_text).chips // policy.tpu.chips_per_host
+            hosts = parse_topology(topology_text).chips // ctx.tpu.chips_per_host
         except TopologyError:
             continue
         size = kueue_integer(raw)
@@ -288,16 +282,26 @@ def kueue_integer(raw: str) -> int | None:
     Out of int32 range Kueue refuses it too; such a number is never a slice's host count,
     so the rule reports it as the wrong count.
     """
+    # Real objects carry a handful of short values: cached, they cost a lookup, not a
+    # regex match and an int(). A long one (leading zeros parse too) is not kept, so no
+    # stream of objects can fill memory through the cache.
+    return _kueue_integer_cached(raw) if len(raw) <= CACHED_CHARS else _kueue_integer(raw)
+
+
+def _kueue_integer(raw: str) -> int | None:
     return int(raw) if _SLICE_SIZE_NUMBER.fullmatch(raw) else None
 
 
+_kueue_integer_cached = lru_cache(maxsize=256)(_kueue_integer)
+
+
 def slice_topology_ignored(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    annotation = ctx.policy.tpu.slice_topology_annotation
+    annotation = ctx.tpu.slice_topology_annotation
     for podset in workload.podsets:
         if annotation in podset.annotations:
             yield Finding(
                 "slice-topology-ignored",
                 podset.annotations_path.key(annotation),
                 "the cluster runs static node pools and nothing translates this annotation",
-                f"remove it (select the pool with nodeSelector {ctx.policy.tpu.topology_label})",
+                f"remove it (select the pool with nodeSelector {ctx.tpu.topology_label})",
             )

@@ -16,7 +16,7 @@ def _allowed_topology(podset: PodSet, ctx: RuleContext) -> Topology | None:
     """The podSet's topology when it is an allowed one; the placement rules judge the rest."""
     policy = ctx.policy
     if policy.mode == "dynamic":
-        text = podset.annotations.get(policy.tpu.slice_topology_annotation)
+        text = podset.annotations.get(ctx.tpu.slice_topology_annotation)
         if text is None:
             return None
         try:
@@ -26,13 +26,8 @@ def _allowed_topology(podset: PodSet, ctx: RuleContext) -> Topology | None:
         if text in policy.sub_slice_topologies:
             return topology if policy.sub_slicing else None
         return None if super_slice_problems(topology, policy.super_slice) else topology
-    text = podset.node_selector.get(policy.tpu.topology_label)
-    if text is None:
-        return None
-    known = policy.static_topology_set
-    if ctx.cluster is not None:
-        known = known | ctx.cluster.static_topologies()
-    if text not in known:
+    text = podset.node_selector.get(ctx.tpu.topology_label)
+    if text is None or text not in ctx.static_topologies:
         return None
     try:
         return parse_topology(text)
@@ -41,7 +36,7 @@ def _allowed_topology(podset: PodSet, ctx: RuleContext) -> Topology | None:
 
 
 def host_count_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    chips_per_host = ctx.policy.tpu.chips_per_host
+    chips_per_host = ctx.tpu.chips_per_host
     for podset in workload.tpu_podsets:
         topology = _allowed_topology(podset, ctx)
         if topology is None or topology.chips % chips_per_host:
@@ -74,8 +69,8 @@ def _request_fix(resource: str, per_host: Decimal) -> str:
 
 
 def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    resource = ctx.policy.tpu.resource_name
-    per_host = _chips(ctx.policy.tpu.chips_per_host)
+    resource = ctx.tpu.resource_name
+    per_host = _chips(ctx.tpu.chips_per_host)
     for podset in workload.tpu_podsets:
         tpu_containers = [c for c in podset.containers if c.requests_resource(resource)]
         if not tpu_containers:
