@@ -62,7 +62,15 @@ def stage_app(stage: str, state: Any) -> Callable[..., Any]:
     """The ASGI app of ``stage`` (see the module doc); anything but a POST goes to the real app."""
     from webhook.engine import Decision, decide
     from webhook.reviews import parse_review, review_response
-    from webhook.server import _read_body, _send_json, admission_facts, create_app, decision_line, decisions
+    from webhook.server import (
+        _body_headers,
+        _read_body,
+        _send_json,
+        admission_facts,
+        create_app,
+        decision_line,
+        decisions,
+    )
 
     real = create_app(state)
     if stage == "webhook":
@@ -73,14 +81,14 @@ def stage_app(stage: str, state: Any) -> Callable[..., Any]:
         if scope["type"] != "http" or scope["method"] != "POST":
             return await real(scope, receive, send)
         if stage == "floor app":
-            review = json.loads(await _read_body(scope, receive, policy.server.max_body_bytes))
+            review = json.loads(await _read_body(receive, _body_headers(scope)[1], policy.server.max_body_bytes))
             answer = {
                 "apiVersion": "admission.k8s.io/v1",
                 "kind": "AdmissionReview",
                 "response": {"uid": review["request"]["uid"], "allowed": True},
             }
             return await _send_json(send, 200, answer)
-        review = parse_review(await _read_body(scope, receive, policy.server.max_body_bytes))
+        review = parse_review(await _read_body(receive, _body_headers(scope)[1], policy.server.max_body_bytes))
         if stage == "decode":
             return await _send_json(send, 200, review_response(review.uid, Decision()))
         facts = admission_facts(review, "mutate" if scope["path"].startswith("/mutate") else "validate", None)

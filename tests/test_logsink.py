@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import json
 import logging
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -183,3 +184,26 @@ def test_unencoded_decision_lines_count_against_the_capacity() -> None:
         assert stream.lines() == []
         DecisionLog().write({"msg": "decision", "n": 2})  # the third fills it: written by this request
         assert [line["n"] for line in stream.lines()] == [0, 1, 2]
+
+
+def test_lines_appended_while_the_flusher_writes_are_neither_lost_nor_reordered() -> None:
+    """The request appends without a lock while the flusher empties the buffer every
+    millisecond and a logging thread adds records of its own: every line arrives, each
+    writer's in its order."""
+    stream = Stream()
+    handler = BufferedJsonHandler(stream, capacity=50 * logsink.ENTRY_BYTES, interval=0.001)
+    other = logging.getLogger("tpu_admission.test-logsink-race")
+
+    def log_from_a_thread() -> None:
+        for n in range(2_000):
+            other.info("record %d", n)
+
+    with serve_logging(handler):
+        thread = threading.Thread(target=log_from_a_thread)
+        thread.start()
+        for n in range(20_000):
+            DecisionLog().write({"msg": "decision", "n": n})
+        thread.join()
+    lines = stream.lines()
+    assert [line["n"] for line in lines if "n" in line] == list(range(20_000))
+    assert [line["msg"] for line in lines if "n" not in line] == [f"record {n}" for n in range(2_000)]

@@ -1,9 +1,11 @@
 """The server's log: JSON lines on stderr, written in batches off the request path.
 
-A decision line is a msgspec struct (or a dict); the request appends it to a buffer as it is, and it is
-encoded when the buffer is written, a batch at a time with one msgspec call (a request
-then pays for an append, not for encoding). Other records are encoded as they come. The
-buffer is written:
+A decision line is a msgspec struct (or a dict); the request appends it to a buffer as
+it is, and it is encoded when the buffer is written, a batch at a time with one msgspec
+call (a request then pays for an append, not for encoding). Other records are encoded
+as they come. The buffer is a deque that writers append to without a lock (an append
+is atomic) and that is emptied from the other end under the write lock, so a request
+never waits for the flusher. The buffer is written:
 
 - every ``interval`` seconds (0.1 s) by a background thread, so a request never waits
   for a ``write(2)``;
@@ -23,6 +25,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+from collections import deque
 from typing import IO, Any, TypeAlias
 
 import msgspec
@@ -104,16 +107,19 @@ class BufferedJsonHandler(logging.Handler):
         self._stream = stream
         self.capacity = capacity
         self.interval = interval
-        #: encoded lines, and decision lines (dicts) not encoded yet, in the order they came
-        self._pending: list[bytes | Entry] = []
+        #: encoded lines, and decision lines not encoded yet, in the order they came
+        self._pending: deque[bytes | Entry] = deque()
+        #: bytes pending, as the module doc counts them. Written without a lock by the
+        #: request and reset by the writer: a lost update only moves the next write by a line.
         self._size = 0
-        self._writing = threading.Lock()  # keeps batches in order when two writers race
+        self._writing = threading.Lock()  # one writer at a time: batches stay in order
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._formatter = logging.Formatter()
 
     def emit(self, record: logging.LogRecord) -> None:
-        # ``Handler.handle`` holds ``self.lock`` around this call.
+        # ``Handler.handle`` holds ``self.lock`` around this call: records from several
+        # threads are encoded one at a time.
         try:
             line = json_line(record, self._formatter)
         except Exception:
@@ -124,40 +130,29 @@ class BufferedJsonHandler(logging.Handler):
         if self._thread is None:
             self._start()
         if self._size >= self.capacity or record.levelno >= logging.WARNING:
-            self._write_pending()
+            self.flush()
 
     def add_entry(self, entry: Entry) -> None:
-        """Buffer one INFO line that never became a ``LogRecord`` (``DecisionLog``), unencoded."""
-        lock = self.lock
-        assert lock is not None
-        with lock:
-            self._pending.append(entry)
-            self._size += ENTRY_BYTES
-            if self._thread is None:
-                self._start()
-            if self._size >= self.capacity:
-                self._write_pending()
+        """Buffer one INFO line that never became a ``LogRecord`` (``DecisionLog``), unencoded.
+
+        No lock: the append is atomic, and only a full buffer makes this request write.
+        """
+        self._pending.append(entry)
+        self._size += ENTRY_BYTES
+        if self._thread is None:
+            self._start()
+        if self._size >= self.capacity:
+            self.flush()
 
     def _start(self) -> None:
-        self._thread = threading.Thread(target=self._run, name="log-flusher", daemon=True)
-        self._thread.start()
+        with self._writing:  # two first lines from two threads start one flusher
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="log-flusher", daemon=True)
+                self._thread.start()
 
     def _run(self) -> None:
         while not self._stop.wait(self.interval):
             self.flush()
-
-    def _take(self) -> list[bytes | Entry]:
-        pending = self._pending
-        self._pending = []
-        self._size = 0
-        return pending
-
-    def _write_pending(self) -> None:
-        # From emit, with ``self.lock`` held. Lock order is always ``self.lock`` then
-        # ``self._writing``, so the flusher and a request can never wait on each other.
-        pending = self._take()
-        with self._writing:
-            self._write(_joined(pending))
 
     def _write(self, data: bytes) -> None:
         if not data:
@@ -175,18 +170,14 @@ class BufferedJsonHandler(logging.Handler):
     def flush(self) -> None:
         """Write whatever is buffered (the background thread calls this every ``interval``).
 
-        The batch is taken under ``self.lock`` and written under ``self._writing`` only:
-        requests logging meanwhile wait for neither the write nor each other's batches.
+        Lines are taken from the front of the buffer under ``self._writing`` and encoded
+        and written there; requests go on appending at the back meanwhile.
         """
-        lock = self.lock
-        assert lock is not None
-        with lock:
-            pending = self._take()
-            self._writing.acquire()
-        try:
-            self._write(_joined(pending))  # encoded outside ``self.lock``: requests go on logging
-        finally:
-            self._writing.release()
+        with self._writing:
+            pending = self._pending
+            self._size = 0
+            batch = [pending.popleft() for _ in range(len(pending))]
+            self._write(_joined(batch))
 
     def close(self) -> None:
         # The flusher is a daemon that stops at its next tick; joining it here could wait

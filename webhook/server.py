@@ -59,25 +59,28 @@ async def _send_json(send: Send, status: int, content: Any) -> None:
     # msgspec; a lone surrogate from the request (a uid of "\ud800"), which UTF-8 cannot
     # carry, is written as a \u escape (``webhook.jsonwire``) rather than become a 500.
     body = encode(content)
-    headers = [_JSON_HEADERS, (b"content-length", str(len(body)).encode())]
+    headers = [_JSON_HEADERS, (b"content-length", b"%d" % len(body))]
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
 
-def _header(scope: Scope, name: bytes) -> bytes | None:
+def _body_headers(scope: Scope) -> tuple[bytes | None, bytes | None]:
+    """``(content-type, content-length)`` of the request (the first of each), in one pass."""
+    media = length = None
     for key, value in scope["headers"]:
-        if key == name:
-            return value  # type: ignore[no-any-return]
-    return None
+        if key == b"content-type":
+            if media is None:
+                media = value
+        elif key == b"content-length" and length is None:
+            length = value
+    return media, length
 
 
-def _content_type_ok(scope: Scope) -> bool:
-    media = (_header(scope, b"content-type") or b"").split(b";", 1)[0].strip().lower()
-    return media == b"application/json"
+def _content_type_ok(media: bytes | None) -> bool:
+    return (media or b"").split(b";", 1)[0].strip().lower() == b"application/json"
 
 
-async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
-    declared = _header(scope, b"content-length")
+async def _read_body(receive: Receive, declared: bytes | None, limit: int) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ReviewError(f"body of {declared.decode()} bytes is over the limit of {limit}", 413)
     chunks = []
@@ -178,10 +181,11 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         if tier is not None and tier not in policy.tiers:
             reason = f"unknown tier {tier!r} in the path; configured tiers: {', '.join(policy.tiers)}"
             return await _refuse(send, metrics, stage, 404, reason)
-        if not _content_type_ok(scope):
+        media, declared = _body_headers(scope)
+        if not _content_type_ok(media):
             return await _refuse(send, metrics, stage, 415, "content-type must be application/json")
         try:
-            body = await _read_body(scope, receive, policy.server.max_body_bytes)
+            body = await _read_body(receive, declared, policy.server.max_body_bytes)
             review = parse_review(body)
         except ReviewError as exc:
             return await _refuse(send, metrics, stage, exc.status, exc.reason)
