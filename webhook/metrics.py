@@ -19,6 +19,8 @@ from prometheus_client import CollectorRegistry, Gauge, generate_latest
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
 from prometheus_client.samples import Sample
 
+from webhook.engine import Decision
+
 #: seconds; the request path is well under a millisecond, a cold cluster check a few
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
 
@@ -110,6 +112,21 @@ class Metrics:
         )
         self.registry.register(_RequestCollector(self))
         self.ready = Gauge("tpu_admission_ready", "1 when the server is ready.", registry=self.registry)
+
+    def answered(self, endpoint: str, decision: Decision, seconds: float) -> None:
+        """One judged request, counted once its answer is sent: its time, its decision
+        and what it found (one call, so the request path pays one)."""
+        self.latency.observe(endpoint, seconds)
+        self.requests.inc(endpoint, "allowed" if decision.allowed else "denied")
+        if decision.findings:
+            for finding in decision.findings:
+                self.findings.inc(finding.rule, finding.action.value)
+        if decision.skipped:
+            for rule_id in decision.skipped:
+                self.skipped.inc(rule_id)
+        if decision.excepted:
+            for rule_id in decision.excepted:
+                self.excepted.inc(rule_id)
 
     def observe_cluster(self, kinds: Callable[[], Iterable[tuple[str, bool, float | None, float | None]]]) -> None:
         """Per-kind cluster cache gauges, read from ``kinds()`` at each scrape."""

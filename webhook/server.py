@@ -208,14 +208,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         if decisions.enabled():
             decisions.write(decision_line(endpoint, review, decision, elapsed))
         await _send_json(send, 200, answer)
-        metrics.latency.observe(stage, elapsed)
-        metrics.requests.inc(stage, "allowed" if decision.allowed else "denied")
-        for finding in decision.findings:
-            metrics.findings.inc(finding.rule, finding.action.value)
-        for rule_id in decision.skipped:
-            metrics.skipped.inc(rule_id)
-        for rule_id in decision.excepted:
-            metrics.excepted.inc(rule_id)
+        metrics.answered(stage, decision, elapsed)
 
     async def mutate(scope: Scope, receive: Receive, send: Send) -> None:
         await admit(scope, receive, send, "mutate", scope.get("path_params", {}).get("tier"))
@@ -257,7 +250,12 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         costs ~10 µs a request. Everything else, and every odd shape of these paths, is
         Starlette's, so answers stay exactly what its routes give."""
         if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
-            target = _admission_target(scope["path"])
+            path = scope["path"]
+            if path == "/validate":  # the API server's usual paths first, without a call
+                return await admit(scope, receive, send, "validate", None)
+            if path == "/mutate":
+                return await admit(scope, receive, send, "mutate", None)
+            target = _admission_target(path)
             if target is not None:
                 return await admit(scope, receive, send, target[0], target[1])
         await router(scope, receive, send)
