@@ -85,3 +85,20 @@ def test_a_long_slice_size_is_read_but_not_kept_in_the_cache() -> None:
     assert _kueue_integer_cached.cache_info().misses + _kueue_integer_cached.cache_info().hits == (
         before.misses + before.hits + 2
     )
+
+
+def test_a_long_queue_name_is_matched_but_not_kept_in_the_cache() -> None:
+    from webhook.rules.labels import _queue_name_matches, _queue_name_matches_cached
+    from webhook.textcache import CACHED_CHARS
+
+    pattern = "^[a-z0-9-]+-queue$"
+    before = _queue_name_matches_cached.cache_info()
+    assert _queue_name_matches(pattern, "a" * CACHED_CHARS + "-queue") is True
+    assert _queue_name_matches(pattern, "A" * CACHED_CHARS + "-queue") is False
+    after = _queue_name_matches_cached.cache_info()
+    assert (after.hits, after.misses, after.currsize) == (before.hits, before.misses, before.currsize)
+    assert _queue_name_matches(pattern, "team-a-queue") is True
+    assert _queue_name_matches(pattern, "team-a") is False
+    assert _queue_name_matches_cached.cache_info().misses + _queue_name_matches_cached.cache_info().hits == (
+        before.misses + before.hits + 2
+    )

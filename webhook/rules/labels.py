@@ -9,12 +9,30 @@ from functools import lru_cache
 from webhook.fieldpaths import LABELS
 from webhook.findings import Finding
 from webhook.rules import RuleContext
+from webhook.textcache import CACHED_CHARS
 from webhook.workload import Workload
 
 
 @lru_cache(maxsize=32)
 def _pattern(text: str) -> re.Pattern[str]:
     return re.compile(text)
+
+
+def _queue_name_matches(pattern: str, name: str) -> bool:
+    """Whether ``name`` matches the tier's queue-name pattern, whole.
+
+    A team submits to the same few queues all day: the answer is cached for names up to
+    ``CACHED_CHARS`` long (a lookup instead of a regex match), a longer one is matched
+    every time and not kept.
+    """
+    if len(name) <= CACHED_CHARS:
+        return _queue_name_matches_cached(pattern, name)
+    return _pattern(pattern).fullmatch(name) is not None
+
+
+@lru_cache(maxsize=256)
+def _queue_name_matches_cached(pattern: str, name: str) -> bool:
+    return _pattern(pattern).fullmatch(name) is not None
 
 
 def queue_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
@@ -46,7 +64,7 @@ def queue_label_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Findin
                 f"only to {tier.default_queue!r}",
                 f"remove the label (it is filled in) or set it to {tier.default_queue!r}",
             )
-    elif tier.queue_name_pattern is not None and not _pattern(tier.queue_name_pattern).fullmatch(value):
+    elif tier.queue_name_pattern is not None and not _queue_name_matches(tier.queue_name_pattern, value):
         yield Finding(
             "queue-label-invalid",
             LABELS.key(key),
