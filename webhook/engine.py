@@ -100,6 +100,10 @@ class Decision:
     def violations(self) -> list[Finding]:
         return [f for f in self.findings if f.action is Action.DENY]
 
+    def rule_ids(self) -> list[str]:
+        """The rules that found something, each once, sorted (the decision log's ``rules``)."""
+        return sorted({f.rule for f in self.findings}) if self.findings else []
+
     def deny_message(self) -> str:
         lines = [clip(f.line(), self.max_line) for f in self.violations]
         if self.omitted:

@@ -52,4 +52,6 @@ class Finding:
 
     def line(self) -> str:
         """``[rule-id] <path>: <what is wrong>; <how to fix>`` (SPEC §6)."""
+        if self.fix and not self.excepted:  # the usual finding: one string built, not two
+            return f"[{self.rule}] {self.path}: {self.problem}; {self.fix}"
         return f"[{self.rule}] {self.path}: {self.message}"

@@ -20,6 +20,10 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.samples import Sample
 
 from webhook.engine import Decision
+from webhook.findings import Action
+
+#: read once: ``Action.DENY`` is itself a lookup through the Enum machinery
+_DENY = Action.DENY
 
 #: seconds; the request path is well under a millisecond, a cold cluster check a few
 LATENCY_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0)
@@ -119,8 +123,12 @@ class Metrics:
         self.latency.observe(endpoint, seconds)
         self.requests.inc(endpoint, "allowed" if decision.allowed else "denied")
         if decision.findings:
+            findings = self.findings
             for finding in decision.findings:
-                self.findings.inc(finding.rule, finding.action.value)
+                # An identity test, not ``.value`` (an Enum property, ~85 ns a read): a
+                # denial counts every finding.
+                action = finding.action
+                findings.inc(finding.rule, "deny" if action is _DENY else action.value)
         if decision.skipped:
             for rule_id in decision.skipped:
                 self.skipped.inc(rule_id)

@@ -155,7 +155,7 @@ def decision_line(endpoint: str, review: AdmissionRequest, decision: Decision, e
         decision.tier,
         review.dry_run,
         decision.allowed,
-        sorted({f.rule for f in decision.findings}) if decision.findings else [],
+        decision.rule_ids(),
         decision.skipped,
         decision.excepted,
         bool(decision.patch),
