@@ -18,9 +18,16 @@ COPY webhook ./webhook
 RUN pip wheel --wheel-dir /wheels . \
  && rm /wheels/tpu_admission-*.whl \
  && pip install /wheels/*.whl "setuptools>=68" "mypy>=1.10" types-PyYAML
-# The package with its decision path compiled by mypyc (setup.py); no build isolation,
-# so the build sees mypy and the dependencies installed above.
-RUN TPU_ADMISSION_MYPYC=1 pip wheel --no-build-isolation --no-deps --wheel-dir /wheels .
+# The package with its decision path compiled by mypyc (setup.py), profile-guided: an
+# instrumented build is installed here, bench/pgo_train.py runs the decision path over
+# the fixture corpus, and the wheel is built again from that profile. No build
+# isolation, so the build sees mypy and the dependencies installed above.
+COPY bench/pgo_train.py ./bench/
+COPY tests/fixtures ./tests/fixtures
+RUN TPU_ADMISSION_MYPYC=1 TPU_ADMISSION_PGO=generate:/pgo pip install --no-build-isolation --no-deps . \
+ && python bench/pgo_train.py \
+ && rm -rf build \
+ && TPU_ADMISSION_MYPYC=1 TPU_ADMISSION_PGO=use:/pgo pip wheel --no-build-isolation --no-deps --wheel-dir /wheels .
 
 FROM ${PYTHON_IMAGE} AS runtime
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \

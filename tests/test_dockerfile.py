@@ -77,9 +77,24 @@ def test_console_script_exists() -> None:
     assert 'tpu-admission = "webhook.cli:main"' in (ROOT / "pyproject.toml").read_text()
 
 
-@pytest.mark.parametrize("path", ["pyproject.toml", "setup.py", "README.md", "webhook/"])
+@pytest.mark.parametrize(
+    "path", ["pyproject.toml", "setup.py", "README.md", "webhook/", "bench/pgo_train.py", "tests/fixtures/"]
+)
 def test_build_context_keeps_what_the_build_copies(path: str) -> None:
     lines = (ROOT / ".dockerignore").read_text().splitlines()
     assert "*" in lines and f"!{path}" in lines
     copied = " ".join(" ".join(c.value) for stage in stages() for c in stage if c.cmd == "COPY")
     assert path.rstrip("/") in copied
+
+
+def test_the_wheel_is_built_from_a_profile_of_the_training_run() -> None:
+    """Instrumented build, training run, then the wheel from that profile, in that order,
+    all in the build stage (the runtime stage only installs the wheel)."""
+    build = " ".join(" ".join(c.value) for stage in stages()[:-1] for c in stage if c.cmd == "RUN")
+    generate = build.index("TPU_ADMISSION_PGO=generate:")
+    train = build.index("python bench/pgo_train.py")
+    use = build.index("TPU_ADMISSION_PGO=use:")
+    assert generate < train < use
+    assert "pip wheel" in build[use:] and "--wheel-dir /wheels" in build[use:]
+    final_text = " ".join(c.original for c in final())
+    assert "pgo" not in final_text.lower()
