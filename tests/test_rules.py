@@ -102,3 +102,17 @@ def test_a_long_queue_name_is_matched_but_not_kept_in_the_cache() -> None:
     assert _queue_name_matches_cached.cache_info().misses + _queue_name_matches_cached.cache_info().hits == (
         before.misses + before.hits + 2
     )
+
+
+@pytest.mark.parametrize(
+    "raw", [4, "4", "4.0", "4000m", "+4", " 4", "04", True, 4.0, 4.5, "8", 8, 0, None, "4Ki", "", [4], {"a": 4}]
+)
+def test_the_chips_shortcut_answers_as_the_quantity_parse_does(raw: object) -> None:
+    """``tpu-request-invalid`` compares the usual spellings as they are; every value must
+    get the answer parsing it as a quantity gives (the rule's behaviour before the shortcut)."""
+    from decimal import Decimal
+
+    from webhook.quantity import quantity_or_none
+    from webhook.rules.shape import _is_chips
+
+    assert _is_chips(raw, 4, "4", Decimal(4)) is (quantity_or_none(raw) == Decimal(4))

@@ -20,7 +20,6 @@ from webhook.config import Policy
 from webhook.fieldpaths import ANNOTATIONS, LABELS, METADATA, REPLICATED_JOBS, SPEC, FieldPath
 from webhook.findings import Finding
 from webhook.kinds import JOBSET
-from webhook.quantity import quantity_or_none
 from webhook.resources import pod_requests
 
 MALFORMED = "jobset-malformed"
@@ -287,10 +286,6 @@ class PodSet:
     @property
     def node_selector_path(self) -> FieldPath:
         return self.paths.node_selector
-
-    def quantity(self, container: Container, kind: str, resource: str) -> Decimal | None:
-        """The parsed request or limit, ``None`` when absent or unparseable."""
-        return quantity_or_none((container.requests if kind == "requests" else container.limits).get(resource))
 
     def pod_requests(self) -> dict[str, Decimal]:
         """One pod's effective requests (init containers counted as Kubernetes counts them).

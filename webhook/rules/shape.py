@@ -7,6 +7,7 @@ from decimal import Decimal
 from functools import lru_cache
 
 from webhook.findings import Finding
+from webhook.quantity import quantity_or_none
 from webhook.rules import RuleContext
 from webhook.topology import Topology, TopologyError, parse_topology, super_slice_problems
 from webhook.workload import PodSet, Workload
@@ -68,9 +69,21 @@ def _request_fix(resource: str, per_host: Decimal) -> str:
     return f"request {resource}: {per_host} in both resources.requests and resources.limits"
 
 
+def _is_chips(raw: object, chips: int, text: str, per_host: Decimal) -> bool:
+    """Whether a request or limit is exactly ``chips`` (``text`` written out, ``per_host``
+    as a quantity). The usual spellings (``4``, ``"4"``) are compared as they are; any
+    other (``"4.0"``, ``"4000m"``) is parsed as the API server would.
+    """
+    if type(raw) is int:  # a JSON integer (``True`` is a bool, not a quantity)
+        return raw == chips
+    return raw == text or quantity_or_none(raw) == per_host
+
+
 def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     resource = ctx.tpu.resource_name
-    per_host = _chips(ctx.tpu.chips_per_host)
+    chips = ctx.tpu.chips_per_host
+    per_host = _chips(chips)
+    text = str(chips)
     for podset in workload.tpu_podsets:
         tpu_containers = [c for c in podset.containers if c.requests_resource(resource)]
         if not tpu_containers:
@@ -84,7 +97,7 @@ def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Findin
         for container in tpu_containers:
             for kind in ("requests", "limits"):
                 raw = (container.requests if kind == "requests" else container.limits).get(resource)
-                if podset.quantity(container, kind, resource) == per_host:
+                if _is_chips(raw, chips, text, per_host):
                     continue
                 shown = "is missing" if raw is None else f"is {raw!r}"
                 yield Finding(
