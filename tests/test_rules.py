@@ -116,3 +116,21 @@ def test_the_chips_shortcut_answers_as_the_quantity_parse_does(raw: object) -> N
     from webhook.rules.shape import _is_chips
 
     assert _is_chips(raw, 4, "4", Decimal(4)) is (quantity_or_none(raw) == Decimal(4))
+
+
+def test_tier_names_mirror_every_field_of_the_tier_policy() -> None:
+    """Rules read ``ctx.tier`` as a compiled ``TierNames``: a field added to ``TierPolicy``
+    and not copied would be missing here."""
+    from webhook.config import TierPolicy
+    from webhook.rules import tier_names
+
+    tier = TierPolicy(
+        queue_name_pattern="^q$",
+        default_queue="q",
+        default_priority_class="p",
+        allowed_priority_classes=("p", "r"),
+        allow_unqueued_cpu_workloads=True,
+    )
+    names = tier_names(tier)
+    assert {field: getattr(names, field) for field in TierPolicy.model_fields} == tier.model_dump()
+    assert tier_names(tier) is names

@@ -61,19 +61,54 @@ class TpuNames:
         self.chips_per_host = tpu.chips_per_host
 
 
-_TPU_NAMES: dict[int, tuple[TpuPolicy, TpuNames]] = {}
+class TierNames:
+    """A ``TierPolicy`` as a compiled class, made once per tier (``tier_names``): what the
+    label rules read of the request's tier, for the same reason as ``TpuNames`` (and
+    checked the same way)."""
+
+    queue_name_pattern: Final[str | None]
+    default_queue: Final[str | None]
+    default_priority_class: Final[str | None]
+    allowed_priority_classes: Final[tuple[str, ...]]
+    allow_unqueued_cpu_workloads: Final[bool]
+
+    def __init__(self, tier: TierPolicy) -> None:
+        self.queue_name_pattern = tier.queue_name_pattern
+        self.default_queue = tier.default_queue
+        self.default_priority_class = tier.default_priority_class
+        self.allowed_priority_classes = tier.allowed_priority_classes
+        self.allow_unqueued_cpu_workloads = tier.allow_unqueued_cpu_workloads
+
+
+#: compiled copies of policy models, by the model's identity (a server has one policy;
+#: tests, many: the dict is emptied past 64)
+_COPIES: dict[int, tuple[object, object]] = {}
 
 
 def tpu_names(tpu: TpuPolicy) -> TpuNames:
-    """The ``TpuNames`` of ``tpu``, made on first use (a server has one policy; tests, many)."""
-    cached = _TPU_NAMES.get(id(tpu))
-    if cached is not None and cached[0] is tpu:
+    """The ``TpuNames`` of ``tpu``, made on first use."""
+    cached = _COPIES.get(id(tpu))
+    if cached is not None and cached[0] is tpu and isinstance(cached[1], TpuNames):
         return cached[1]
-    if len(_TPU_NAMES) > 64:
-        _TPU_NAMES.clear()
     names = TpuNames(tpu)
-    _TPU_NAMES[id(tpu)] = (tpu, names)
+    _keep(tpu, names)
     return names
+
+
+def tier_names(tier: TierPolicy) -> TierNames:
+    """The ``TierNames`` of ``tier``, made on first use."""
+    cached = _COPIES.get(id(tier))
+    if cached is not None and cached[0] is tier and isinstance(cached[1], TierNames):
+        return cached[1]
+    names = TierNames(tier)
+    _keep(tier, names)
+    return names
+
+
+def _keep(model: object, copy: object) -> None:
+    if len(_COPIES) > 64:
+        _COPIES.clear()
+    _COPIES[id(model)] = (model, copy)
 
 
 # Not frozen (a frozen __init__ costs a setattr call per field, per request); init=False and
@@ -85,11 +120,15 @@ class RuleContext:
     policy: Policy
     #: ``policy.tpu``, compiled (read it here, not through ``policy``)
     tpu: TpuNames
+    #: ``policy.queueLabel`` and ``policy.priorityLabel`` (read them here)
+    queue_label: str
+    priority_label: str
     #: the static topologies a node selector may name: the policy's and, with cluster
     #: state, those the node pools advertise
     static_topologies: frozenset[str]
     tier_name: str | None
-    tier: TierPolicy | None
+    #: the request's tier, compiled (``TierNames``)
+    tier: TierNames | None
     operation: str
     user: UserInfo
     #: labels after the default-label patch (what Kueue will see)
@@ -120,10 +159,12 @@ class RuleContext:
     ) -> None:
         self.policy = policy
         self.tpu = tpu_names(policy.tpu)
+        self.queue_label = policy.queue_label
+        self.priority_label = policy.priority_label
         known = policy.static_topology_set
         self.static_topologies = known | cluster.static_topologies() if cluster is not None else known
         self.tier_name = tier_name
-        self.tier = tier
+        self.tier = tier_names(tier) if tier is not None else None
         self.operation = operation
         self.user = user
         self.effective_labels = effective_labels

@@ -30,7 +30,7 @@ from webhook.workload import PodSet, Workload
 
 def _queue(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, str, str | None] | None:
     """The cluster, the LocalQueue name and the ClusterQueue it points to (``None`` if no LQ)."""
-    queue = ctx.effective_labels.get(ctx.policy.queue_label)
+    queue = ctx.effective_labels.get(ctx.queue_label)
     if ctx.cluster is None or not queue:
         return None
     return ctx.cluster, queue, ctx.cluster.local_queue(workload.namespace, queue)
@@ -81,10 +81,10 @@ def local_queue_not_found(workload: Workload, ctx: RuleContext) -> Iterator[Find
     if found is None:
         return
     cluster, queue, cluster_queue = found
-    path = LABELS.key(ctx.policy.queue_label)
+    path = LABELS.key(ctx.queue_label)
     namespace = workload.namespace
     if cluster_queue is None:
-        injected = ctx.policy.queue_label not in workload.labels
+        injected = ctx.queue_label not in workload.labels
         existing = cluster.local_queue_names(namespace)
         yield Finding(
             "local-queue-not-found",
@@ -119,8 +119,8 @@ def namespace_not_selected(workload: Workload, ctx: RuleContext) -> Iterator[Fin
     shown = ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "none"
     yield Finding(
         "namespace-not-selected",
-        LABELS.key(ctx.policy.queue_label),
-        f"ClusterQueue {info.name!r} (behind LocalQueue {ctx.effective_labels[ctx.policy.queue_label]!r}) "
+        LABELS.key(ctx.queue_label),
+        f"ClusterQueue {info.name!r} (behind LocalQueue {ctx.effective_labels[ctx.queue_label]!r}) "
         f"{why}, and namespace {workload.namespace!r} does not match (labels: {shown}), so Kueue would "
         'leave the job pending with "namespace doesn\'t match ClusterQueue selector"',
         "submit through a queue whose ClusterQueue selects this namespace, or fix the namespace's tier label",
@@ -253,7 +253,7 @@ def _no_flavor(podset: PodSet, queue: str, attempts: tuple[Attempt, ...]) -> Fin
 
 def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     policy = ctx.policy
-    if ctx.effective_labels.get(policy.priority_label) != policy.guaranteed_priority_class:
+    if ctx.effective_labels.get(ctx.priority_label) != policy.guaranteed_priority_class:
         return
     target = _target(workload, ctx)
     if target is None:
@@ -276,7 +276,7 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
         left = max(balance.left, 0)
         yield Finding(
             "guaranteed-balance-exceeded",
-            LABELS.key(policy.priority_label),
+            LABELS.key(ctx.priority_label),
             f"this {policy.guaranteed_priority_class} job needs {_chips(needed)} chips of flavor {flavor!r}, but "
             f"ClusterQueue {info.name!r} has {left} guaranteed chips left: nominal {balance.nominal} − "
             f"in use {balance.holding} − pending {balance.waiting} (beyond nominal it would run without its "

@@ -51,7 +51,7 @@ def pod_priority_class_forbidden(workload: Workload, ctx: RuleContext) -> Iterat
                 podset.pod_spec_path.child("priorityClassName"),
                 f"pod priorityClassName {podset.priority_class_name!r} triggers kubelet-level "
                 "preemption and can outrank Kueue's guaranteed class",
-                f"remove it and express priority with the {ctx.policy.priority_label} label",
+                f"remove it and express priority with the {ctx.priority_label} label",
             )
 
 

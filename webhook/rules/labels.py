@@ -36,7 +36,7 @@ def _queue_name_matches_cached(pattern: str, name: str) -> bool:
 
 
 def queue_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    key = ctx.policy.queue_label
+    key = ctx.queue_label
     tier = ctx.tier
     if tier is None or tier.default_queue is not None or not ctx.label_in_scope(key):
         return
@@ -50,7 +50,7 @@ def queue_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Findin
 
 
 def queue_label_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    key = ctx.policy.queue_label
+    key = ctx.queue_label
     tier = ctx.tier
     value = workload.labels.get(key)
     if tier is None or value is None or not ctx.label_in_scope(key):
@@ -74,7 +74,7 @@ def queue_label_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Findin
 
 
 def priority_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    key = ctx.policy.priority_label
+    key = ctx.priority_label
     tier = ctx.tier
     if tier is None or tier.default_priority_class is not None or not ctx.label_in_scope(key):
         return
@@ -88,7 +88,7 @@ def priority_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Fin
 
 
 def priority_class_not_allowed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    key = ctx.policy.priority_label
+    key = ctx.priority_label
     tier = ctx.tier
     value = workload.labels.get(key)
     if tier is None or value is None or not ctx.label_in_scope(key):
@@ -107,7 +107,7 @@ def priority_class_not_allowed(workload: Workload, ctx: RuleContext) -> Iterator
 
 
 def queue_not_permitted(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    key = ctx.policy.queue_label
+    key = ctx.queue_label
     queue = ctx.effective_labels.get(key)
     if queue is None or not ctx.label_in_scope(key):
         return

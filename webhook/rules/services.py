@@ -25,7 +25,7 @@ def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Fi
     # Production-like tiers only (the team names its queue): the dev tier shares one queue.
     if tier is None or tier.default_queue is not None or cluster is None or workload.replicas < 1:
         return
-    queue = ctx.effective_labels.get(ctx.policy.queue_label)
+    queue = ctx.effective_labels.get(ctx.queue_label)
     cluster_queue = cluster.local_queue(workload.namespace, queue) if queue else None
     info = cluster.cluster_queue(cluster_queue) if cluster_queue else None
     if info is None:
