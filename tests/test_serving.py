@@ -15,6 +15,7 @@ import ssl
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -680,6 +681,25 @@ def test_idle_keep_alive_connections_are_closed(
         conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
         reply = read_until_closed(conn)  # answered, kept alive, then closed when idle
     assert reply.startswith(b"HTTP/1.1 200 OK\r\n") and reply.endswith(b"ok")
+
+
+def test_a_kept_alive_connection_is_closed_after_its_idle_time_not_before(
+    strict_server: RunningServer, server_files: certs.CertificateFiles
+) -> None:
+    """No keep-alive timer is armed per answer (the sweep closes idle connections): a
+    connection answered three times with pauses under keepAliveSeconds (0.5 s) stays
+    open, and once idle past it the server closes it, within a quarter of it more."""
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        for _ in range(3):
+            conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
+            assert conn.recv(65536).startswith(b"HTTP/1.1 200 OK\r\n")
+            protocols = list(strict_server.server.server_state.connections)
+            assert protocols and all(p.timeout_keep_alive_task is None for p in protocols)
+            time.sleep(0.25)
+        answered = time.monotonic()
+        assert read_until_closed(conn) == b""
+        idle = time.monotonic() - answered + 0.25
+    assert 0.5 <= idle < 0.5 + 0.125 + 0.5  # the sweep's quarter, and slack for a loaded machine
 
 
 def test_connections_over_the_limit_are_closed_and_the_rest_served(server_files: certs.CertificateFiles) -> None:
