@@ -170,7 +170,7 @@ IDLE, HEADERS, BODY = 0, 1, 2  # what a connection is waiting for
 
 
 class _OneWrite:
-    """A response's transport that sends its head and first body chunk in one write.
+    """A connection's transport that sends each response's head and first body chunk in one write.
 
     uvicorn writes the status line and headers, then the body: two TLS records, two
     ``send`` calls and, on a connection whose client sleeps between answers, two
@@ -258,6 +258,8 @@ def _guarded(
         _since: float | None = None
         #: loop time the last answer completed, while the connection waits for another request
         _idle_since: float | None = None
+        #: the connection's transport behind ``_OneWrite`` (made at its first answer)
+        _one_write: _OneWrite | None = None
         _reading = HEADERS
         _header_bytes = 0
         _refusal = 0
@@ -336,7 +338,11 @@ def _guarded(
             super().on_headers_complete()
             cycle = self.cycle
             if cycle is not None and cycle.scope["method"] != "HEAD":
-                cycle.transport = _OneWrite(self.transport)
+                # One wrapper per connection, not per request: an answer leaves it empty.
+                one_write = self._one_write
+                if one_write is None:
+                    one_write = self._one_write = _OneWrite(self.transport)
+                cycle.transport = one_write
 
         def on_response_complete(self) -> None:
             """uvicorn's, but the usual case arms no keep-alive timer: a ``call_later`` per
