@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from webhook.config import Policy, TierPolicy
@@ -32,4 +33,9 @@ def label_patch(workload: Workload, added: dict[str, str]) -> JsonPatch:
     if not workload.has_labels_map:
         # "add" on an existing member (e.g. ``labels: null``) replaces it, as RFC 6902 says.
         return [{"op": "add", "path": LABELS.pointer(), "value": dict(added)}]
-    return [{"op": "add", "path": LABELS.key(key).pointer(), "value": value} for key, value in added.items()]
+    return [{"op": "add", "path": _label_pointer(key), "value": value} for key, value in added.items()]
+
+
+@lru_cache(maxsize=16)  # the keys are the policy's queue and priority labels
+def _label_pointer(key: str) -> str:
+    return LABELS.key(key).pointer()

@@ -17,7 +17,7 @@ fast path never decides anything the general path would decide differently;
 
 from __future__ import annotations
 
-import base64
+import binascii
 import json
 from typing import Any
 
@@ -238,7 +238,8 @@ def review_response(uid: str, decision: Decision) -> dict[str, Any]:
         response["warnings"] = list(decision.warnings)
     if decision.patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = base64.b64encode(encode(decision.patch)).decode()
+        # binascii directly: base64.b64encode is a Python wrapper around the same call
+        response["patch"] = binascii.b2a_base64(encode(decision.patch), newline=False).decode("ascii")
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
 
 
