@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 # Imported at run time, not only for type checking: mypyc compiles RuleContext as a
 # native class and needs its field types (see setup.py).
@@ -80,6 +80,8 @@ class TierNames:
         self.allow_unqueued_cpu_workloads = tier.allow_unqueued_cpu_workloads
 
 
+_Copy = TypeVar("_Copy")
+
 #: compiled copies of policy models, by the model's identity (a server has one policy;
 #: tests, many: the dict is emptied past 64)
 _COPIES: dict[int, tuple[object, object]] = {}
@@ -87,28 +89,24 @@ _COPIES: dict[int, tuple[object, object]] = {}
 
 def tpu_names(tpu: TpuPolicy) -> TpuNames:
     """The ``TpuNames`` of ``tpu``, made on first use."""
-    cached = _COPIES.get(id(tpu))
-    if cached is not None and cached[0] is tpu and isinstance(cached[1], TpuNames):
-        return cached[1]
-    names = TpuNames(tpu)
-    _keep(tpu, names)
-    return names
+    return _compiled_copy(tpu, TpuNames)
 
 
 def tier_names(tier: TierPolicy) -> TierNames:
     """The ``TierNames`` of ``tier``, made on first use."""
-    cached = _COPIES.get(id(tier))
-    if cached is not None and cached[0] is tier and isinstance(cached[1], TierNames):
-        return cached[1]
-    names = TierNames(tier)
-    _keep(tier, names)
-    return names
+    return _compiled_copy(tier, TierNames)
 
 
-def _keep(model: object, copy: object) -> None:
+def _compiled_copy(model: Any, kind: Callable[[Any], _Copy]) -> _Copy:
+    """``kind(model)``, made once per model (by identity; the model is kept alive with it)."""
+    cached = _COPIES.get(id(model))
+    if cached is not None and cached[0] is model:
+        return cast(_Copy, cached[1])
     if len(_COPIES) > 64:
         _COPIES.clear()
+    copy = kind(model)
     _COPIES[id(model)] = (model, copy)
+    return copy
 
 
 # Not frozen (a frozen __init__ costs a setattr call per field, per request); init=False and
