@@ -5,7 +5,7 @@ input makes it answer 5xx. One JSON log line per decision.
 
 The admission paths are the hot path, and every microsecond of ours shows next to
 uvicorn's and TLS's: they are dispatched before Starlette's router, metrics are counted
-after the answer is sent, and the log line is a dict the buffered handler ``serve``
+after the answer is sent, and the log line is a msgspec struct the buffered handler ``serve``
 installs encodes with msgspec and writes in batches.
 """
 
