@@ -27,7 +27,7 @@ def _queue_name_matches(pattern: str, name: str) -> bool:
     """
     if len(name) <= CACHED_CHARS:
         return _queue_name_matches_cached(pattern, name)
-    return _pattern(pattern).fullmatch(name) is not None
+    return _queue_name_matches_cached.__wrapped__(pattern, name)
 
 
 @lru_cache(maxsize=256)

@@ -285,14 +285,12 @@ def kueue_integer(raw: str) -> int | None:
     # Real objects carry a handful of short values: cached, they cost a lookup, not a
     # regex match and an int(). A long one (leading zeros parse too) is not kept, so no
     # stream of objects can fill memory through the cache.
-    return _kueue_integer_cached(raw) if len(raw) <= CACHED_CHARS else _kueue_integer(raw)
+    return _kueue_integer_cached(raw) if len(raw) <= CACHED_CHARS else _kueue_integer_cached.__wrapped__(raw)
 
 
-def _kueue_integer(raw: str) -> int | None:
+@lru_cache(maxsize=256)
+def _kueue_integer_cached(raw: str) -> int | None:
     return int(raw) if _SLICE_SIZE_NUMBER.fullmatch(raw) else None
-
-
-_kueue_integer_cached = lru_cache(maxsize=256)(_kueue_integer)
 
 
 def slice_topology_ignored(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
