@@ -38,3 +38,9 @@ def test_training_refuses_to_run_on_pure_python(capsys: pytest.CaptureFixture[st
         assert code == 0 and "decisions over" in capsys.readouterr().err
     else:
         assert code == 2 and "is not compiled" in capsys.readouterr().err
+
+
+def test_the_trainer_reads_each_fixture_in_the_mode_the_rule_examples_use() -> None:
+    from rule_cases import DYNAMIC_FIXTURES
+
+    assert pgo_train.DYNAMIC == DYNAMIC_FIXTURES

@@ -250,12 +250,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         costs ~10 µs a request. Everything else, and every odd shape of these paths, is
         Starlette's, so answers stay exactly what its routes give."""
         if scope["type"] == "http" and scope["method"] == "POST" and not scope.get("root_path"):
-            path = scope["path"]
-            if path == "/validate":  # the API server's usual paths first, without a call
-                return await admit(scope, receive, send, "validate", None)
-            if path == "/mutate":
-                return await admit(scope, receive, send, "mutate", None)
-            target = _admission_target(path)
+            target = _admission_target(scope["path"])
             if target is not None:
                 return await admit(scope, receive, send, target[0], target[1])
         await router(scope, receive, send)
