@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from webhook.catalog import RULES
 from webhook.cluster.state import ClusterState
@@ -144,7 +144,7 @@ def _bound(decision: Decision, policy: Policy, unrecorded: int, unrecorded_actio
 
 
 Plan = tuple[tuple[Rule, Action], ...]
-_PLANS: dict[tuple[int, str, bool, str, bool], tuple[Policy, Plan]] = {}
+_PLANS: Final[dict[tuple[int, str, bool, str, bool], tuple[Policy, Plan]]] = {}
 
 
 def _plan(policy: Policy, stage: Stage, creating: bool, kind: str, clustered: bool) -> Plan:

@@ -96,9 +96,9 @@ def _render(steps: tuple[Step, ...]) -> str:
     return "".join(out) or "(object)"
 
 
-ROOT = FieldPath()
-METADATA = ROOT.child("metadata")
-LABELS = METADATA.child("labels")
-ANNOTATIONS = METADATA.child("annotations")
-SPEC = ROOT.child("spec")
-REPLICATED_JOBS = SPEC.child("replicatedJobs")
+ROOT: Final = FieldPath()
+METADATA: Final = ROOT.child("metadata")
+LABELS: Final = METADATA.child("labels")
+ANNOTATIONS: Final = METADATA.child("annotations")
+SPEC: Final = ROOT.child("spec")
+REPLICATED_JOBS: Final = SPEC.child("replicatedJobs")

@@ -10,14 +10,14 @@ each is read is ``webhook.workload``.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
-JOBSET = "JobSet"
-JOB = "Job"
-DEPLOYMENT = "Deployment"
+JOBSET: Final = "JobSet"
+JOB: Final = "Job"
+DEPLOYMENT: Final = "Deployment"
 #: in the order the README's rule table lists them
-ORDER: tuple[str, ...] = (JOBSET, JOB, DEPLOYMENT)
-ALL: frozenset[str] = frozenset(ORDER)
+ORDER: Final[tuple[str, ...]] = (JOBSET, JOB, DEPLOYMENT)
+ALL: Final[frozenset[str]] = frozenset(ORDER)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +29,12 @@ class JudgedKind:
     resource: str
 
 
-JUDGED: dict[str, JudgedKind] = {
+JUDGED: Final[dict[str, JudgedKind]] = {
     JOBSET: JudgedKind(JOBSET, "jobset.x-k8s.io", "v1alpha2", "jobsets"),
     JOB: JudgedKind(JOB, "batch", "v1", "jobs"),
     DEPLOYMENT: JudgedKind(DEPLOYMENT, "apps", "v1", "deployments"),
 }
-_BY_GROUP = {(k.group, k.kind): k.kind for k in JUDGED.values()}
+_BY_GROUP: Final = {(k.group, k.kind): k.kind for k in JUDGED.values()}
 
 
 def judged_kind(group: str, kind: str) -> str | None:

@@ -11,7 +11,7 @@ apps/v1 Deployment is one Workload *per pod* with no gang: its podSet is one pod
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Final
 
 from webhook.config import Policy, TierPolicy
 from webhook.fieldpaths import METADATA, ROOT, SPEC
@@ -27,10 +27,10 @@ from webhook.workload import (
 )
 
 #: Kueue's name for the single podSet of a Job or a pod-based Workload
-MAIN_PODSET = "main"
+MAIN_PODSET: Final = "main"
 
 # A Job has no replicas: its podSet is its spec. A Deployment's replicas are Workloads.
-_JOB_PATHS = podset_paths(
+_JOB_PATHS: Final = podset_paths(
     job=SPEC,
     name=METADATA.child("name"),
     replicas=SPEC,
@@ -39,7 +39,7 @@ _JOB_PATHS = podset_paths(
     job_spec=SPEC,
     pod_template=SPEC.child("template"),
 )
-_DEPLOYMENT_PATHS = _JOB_PATHS._replace(replicas=SPEC.child("replicas"))
+_DEPLOYMENT_PATHS: Final = _JOB_PATHS._replace(replicas=SPEC.child("replicas"))
 
 
 def _single_podset(
@@ -88,7 +88,7 @@ def parse_deployment(obj: Any, policy: Policy, namespace: str = "") -> Workload:
     return _single_podset(reader, workload, policy, _DEPLOYMENT_PATHS, parallelism=1, completions=1)
 
 
-PARSERS: dict[str, Callable[[Any, Policy, str], Workload]] = {
+PARSERS: Final[dict[str, Callable[[Any, Policy, str], Workload]]] = {
     JOBSET: parse_jobset,
     JOB: parse_job,
     DEPLOYMENT: parse_deployment,

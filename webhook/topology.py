@@ -10,12 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
     from webhook.config import SuperSlicePolicy
 
-_GRAMMAR = re.compile(r"^([0-9]{1,6})x([0-9]{1,6})x([0-9]{1,6})$")
+_GRAMMAR: Final = re.compile(r"^([0-9]{1,6})x([0-9]{1,6})x([0-9]{1,6})$")
 
 
 class TopologyError(ValueError):

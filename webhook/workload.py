@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import Any, Final, NamedTuple
 
 from webhook.config import Policy
 from webhook.fieldpaths import ANNOTATIONS, LABELS, METADATA, REPLICATED_JOBS, SPEC, FieldPath
@@ -22,7 +22,7 @@ from webhook.findings import Finding
 from webhook.kinds import JOBSET
 from webhook.resources import pod_requests
 
-MALFORMED = "jobset-malformed"
+MALFORMED: Final = "jobset-malformed"
 
 
 class Reader:

@@ -84,7 +84,7 @@ _Copy = TypeVar("_Copy")
 
 #: compiled copies of policy models, by the model's identity (a server has one policy;
 #: tests, many: the dict is emptied past 64)
-_COPIES: dict[int, tuple[object, object]] = {}
+_COPIES: Final[dict[int, tuple[object, object]]] = {}
 
 
 def tpu_names(tpu: TpuPolicy) -> TpuNames:

@@ -8,14 +8,15 @@ Provisioner's injects ``podset-*`` annotations later in the chain.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from webhook.fieldpaths import ANNOTATIONS, SPEC
 from webhook.findings import Finding
 from webhook.rules import RuleContext
 from webhook.workload import Workload
 
-EXCLUSIVE_TOPOLOGY = "alpha.jobset.sigs.k8s.io/exclusive-topology"
-PODSET_ANNOTATION_PREFIX = "kueue.x-k8s.io/podset-"
+EXCLUSIVE_TOPOLOGY: Final = "alpha.jobset.sigs.k8s.io/exclusive-topology"
+PODSET_ANNOTATION_PREFIX: Final = "kueue.x-k8s.io/podset-"
 
 
 def suspend_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:

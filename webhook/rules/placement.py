@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Final
 
 from webhook.config import Policy
 from webhook.fieldpaths import METADATA
@@ -19,15 +20,15 @@ from webhook.textcache import CACHED_CHARS
 from webhook.topology import TopologyError, parse_topology, super_slice_problems
 from webhook.workload import PodSet, Workload
 
-REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"
-SLICE_REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-slice-required-topology"
-SLICE_SIZE = "kueue.x-k8s.io/podset-slice-size"
+REQUIRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-required-topology"
+SLICE_REQUIRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-slice-required-topology"
+SLICE_SIZE: Final = "kueue.x-k8s.io/podset-slice-size"
 #: Kueue reads podset-slice-size with Go's ``strconv.ParseInt(s, 10, 32)``: an optional
 #: sign and ASCII digits, nothing around them (``str.isdigit`` also accepts "²"); the
 #: exported policy's CEL (RE2) reads the same (webhook/vap/).
-_SLICE_SIZE_NUMBER = re.compile(r"[+-]?[0-9]+")
+_SLICE_SIZE_NUMBER: Final = re.compile(r"[+-]?[0-9]+")
 #: why a podset-slice-size that is not such a number is refused (the exported policy says the same)
-SLICE_SIZE_NOT_INTEGER = (
+SLICE_SIZE_NOT_INTEGER: Final = (
     "is not a plain integer (Kueue parses it as a base-10 int32, no spaces or units, and its "
     'webhook refuses anything else: "must be a numeric value")'
 )
