@@ -18,7 +18,7 @@ from webhook.fastjobset import TypedJobSet
 from webhook.findings import Action, Finding
 from webhook.kinds import JOBSET
 from webhook.objects import controlled_by_jobset, outside_kueue_warning, parse_object, runs_outside_kueue
-from webhook.patches import JsonPatch, default_labels, label_patch
+from webhook.patches import JsonPatch, default_labels, label_patch, label_patch_wire
 from webhook.rules import Rule, RuleContext, UserInfo
 from webhook.tiers import resolve_tier
 from webhook.workload import MALFORMED, Workload
@@ -75,6 +75,9 @@ class Decision:
     findings: list[Finding]
     warnings: list[str]
     patch: JsonPatch
+    #: ``patch`` as the AdmissionReview answer carries it (``patches.patch_wire``), when the
+    #: engine made both ("" otherwise: ``review_response`` encodes ``patch``)
+    patch_wire: str
     tier: str | None
     #: rules skipped because the cluster state they need is unknown
     skipped: list[str]
@@ -90,6 +93,7 @@ class Decision:
         self.findings = []
         self.warnings = []
         self.patch = []
+        self.patch_wire = ""
         self.tier = tier
         self.skipped = []
         self.excepted = []
@@ -286,4 +290,5 @@ def decide(
         _bound(decision, policy, workload.malformed_unrecorded, malformed)
     if decision.allowed and creating and facts.stage == "mutate":
         decision.patch = label_patch(workload, added)
+        decision.patch_wire = label_patch_wire(workload, added) if added else ""
     return decision

@@ -17,7 +17,6 @@ fast path never decides anything the general path would decide differently;
 
 from __future__ import annotations
 
-import binascii
 import json
 from typing import Any
 
@@ -25,8 +24,8 @@ import msgspec
 
 from webhook.engine import Decision
 from webhook.fastjobset import TypedJobSet
-from webhook.jsonwire import encode
 from webhook.kinds import JOBSET, judged_kind
+from webhook.patches import patch_wire
 from webhook.rules import UserInfo
 
 API_VERSION = "admission.k8s.io/v1"
@@ -238,8 +237,7 @@ def review_response(uid: str, decision: Decision) -> dict[str, Any]:
         response["warnings"] = list(decision.warnings)
     if decision.patch:
         response["patchType"] = "JSONPatch"
-        # binascii directly: base64.b64encode is a Python wrapper around the same call
-        response["patch"] = binascii.b2a_base64(encode(decision.patch), newline=False).decode("ascii")
+        response["patch"] = decision.patch_wire or patch_wire(decision.patch)
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
 
 
