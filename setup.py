@@ -33,6 +33,7 @@ COMPILED = [
     "webhook/fieldpaths.py",
     "webhook/findings.py",
     "webhook/kinds.py",
+    "webhook/metrics.py",
     "webhook/objects.py",
     "webhook/patches.py",
     "webhook/quantity.py",
