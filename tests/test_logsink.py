@@ -165,7 +165,7 @@ def test_the_shortcut_steps_aside_for_another_handler(caplog: pytest.LogCaptureF
 
 
 def test_decision_lines_are_encoded_in_order_with_other_records_and_a_lone_surrogate_kept() -> None:
-    """Decision lines wait unencoded and go out in one batch call; order and odd text survive."""
+    """Decision lines are encoded as they come and go out in one write; order and odd text survive."""
     stream = Stream()
     with serve_logging(BufferedJsonHandler(stream, interval=60)):
         DecisionLog().write({"msg": "decision", "uid": "1"})
@@ -176,9 +176,10 @@ def test_decision_lines_are_encoded_in_order_with_other_records_and_a_lone_surro
     assert [line.get("uid", line["msg"]) for line in stream.lines()] == ["1", "\ud800", "between", "3"]
 
 
-def test_unencoded_decision_lines_count_against_the_capacity() -> None:
+def test_decision_lines_count_their_encoded_size_and_newline_against_the_capacity() -> None:
     stream = Stream()
-    with serve_logging(BufferedJsonHandler(stream, capacity=3 * logsink.ENTRY_BYTES, interval=60)):
+    line = len(b'{"msg":"decision","n":0}\n')
+    with serve_logging(BufferedJsonHandler(stream, capacity=3 * line, interval=60)):
         for n in range(2):
             DecisionLog().write({"msg": "decision", "n": n})
         assert stream.lines() == []
@@ -191,7 +192,7 @@ def test_lines_appended_while_the_flusher_writes_are_neither_lost_nor_reordered(
     millisecond and a logging thread adds records of its own: every line arrives, each
     writer's in its order."""
     stream = Stream()
-    handler = BufferedJsonHandler(stream, capacity=50 * logsink.ENTRY_BYTES, interval=0.001)
+    handler = BufferedJsonHandler(stream, capacity=16 * 1024, interval=0.001)
     other = logging.getLogger("tpu_admission.test-logsink-race")
 
     def log_from_a_thread() -> None:

@@ -25,10 +25,3 @@ def encode(content: Any) -> bytes:
         plain = msgspec.to_builtins(content)  # a struct as the dict msgspec would write
         return json.dumps(plain, separators=(",", ":"), ensure_ascii=True).encode()
 
-
-def encode_lines(items: list[Any]) -> bytes:
-    """Newline-delimited JSON: each item as ``encode`` writes it, one msgspec call for all."""
-    try:
-        return _ENCODER.encode_lines(items)
-    except UnicodeEncodeError:  # a lone surrogate somewhere: line by line, that one escaped
-        return b"".join(encode(item) + b"\n" for item in items)

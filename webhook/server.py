@@ -120,7 +120,7 @@ class DecisionLine(msgspec.Struct, rename="camel", gc=False):
     A struct, not a dict: built with one C call and encoded by field, it costs a request
     about a fifth of the dict it replaces. ``gc=False``: it holds only strings, lists of
     strings and scalars, so it can never be part of a cycle, and the collector need not
-    track the lines waiting in the buffer.
+    track it.
     """
 
     msg: str
