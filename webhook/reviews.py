@@ -61,11 +61,9 @@ class AdmissionRequest(msgspec.Struct):
     object: Any
     old_object: Any
     dry_run: bool
-
-    @property
-    def judged_kind(self) -> str | None:
-        """JobSet, Job or Deployment when the webhook judges this kind (``webhook.kinds``), else ``None``."""
-        return judged_kind(self.group, self.kind)
+    #: JobSet, Job or Deployment when the webhook judges this kind (``webhook.kinds``),
+    #: else ``None``; worked out once, as the review is read
+    judged_kind: str | None
 
     @property
     def object_name(self) -> str:
@@ -149,8 +147,9 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
             return None
         kind = request.kind or _NO_KIND
         raw = request.object
+        judged = judged_kind(kind.group, kind.kind)
         obj: Any = None
-        if raw and judged_kind(kind.group, kind.kind) == JOBSET:
+        if raw and judged == JOBSET:
             obj = TypedJobSet.decode(raw)
         elif raw:
             obj = _PLAIN.decode(raw)
@@ -171,6 +170,7 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
         object=obj,
         old_object=old,
         dry_run=request.dry_run,
+        judged_kind=judged,
     )
 
 
@@ -210,11 +210,12 @@ def parse_review_general(body: bytes) -> AdmissionRequest:
     kind = _field(request, "kind", dict, "request.")
     user = _field(request, "userInfo", dict, "request.")
     groups = _field(user, "groups", list, "request.userInfo.")
+    group, kind_name = str(kind.get("group", "")), str(kind.get("kind", ""))
     return AdmissionRequest(
         uid=uid,
-        group=str(kind.get("group", "")),
+        group=group,
         version=str(kind.get("version", "")),
-        kind=str(kind.get("kind", "")),
+        kind=kind_name,
         operation=operation,
         namespace=_field(request, "namespace", str, "request."),
         name=_field(request, "name", str, "request."),
@@ -225,6 +226,7 @@ def parse_review_general(body: bytes) -> AdmissionRequest:
         object=request.get("object"),
         old_object=request.get("oldObject"),
         dry_run=_field(request, "dryRun", bool, "request."),
+        judged_kind=judged_kind(group, kind_name),
     )
 
 

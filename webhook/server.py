@@ -83,7 +83,7 @@ def _content_type_ok(media: bytes | None) -> bool:
 async def _read_body(receive: Receive, declared: bytes | None, limit: int) -> bytes:
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise ReviewError(f"body of {declared.decode()} bytes is over the limit of {limit}", 413)
-    chunks = []
+    chunks: list[bytes] = []
     size = 0
     while True:
         message = await receive()
@@ -93,9 +93,10 @@ async def _read_body(receive: Receive, declared: bytes | None, limit: int) -> by
         size += len(chunk)
         if size > limit:
             raise ReviewError(f"body is over the limit of {limit} bytes", 413)
-        chunks.append(chunk)
         if not message.get("more_body", False):
-            return b"".join(chunks)
+            # usually the whole body came in one message: nothing to join
+            return b"".join((*chunks, chunk)) if chunks else chunk
+        chunks.append(chunk)
 
 
 async def _refuse(send: Send, metrics: Metrics, stage: Stage, status: int, reason: str) -> None:
