@@ -24,4 +24,3 @@ def encode(content: Any) -> bytes:
     except UnicodeEncodeError:  # a lone surrogate: escape it rather than fail the answer
         plain = msgspec.to_builtins(content)  # a struct as the dict msgspec would write
         return json.dumps(plain, separators=(",", ":"), ensure_ascii=True).encode()
-

@@ -193,4 +193,3 @@ class BufferedJsonHandler(logging.Handler):
         self._stop.set()
         self.flush()
         super().close()
-
