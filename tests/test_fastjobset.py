@@ -23,6 +23,7 @@ from hypothesis import strategies as st
 from support import FIXTURES as FIXTURE_DIR
 from support import load_jobset, review
 
+from webhook import reviews
 from webhook.cluster.snapshot import snapshot_from_objects
 from webhook.config import Policy
 from webhook.engine import Stage, decide
@@ -130,57 +131,101 @@ def _many_replicated_jobs(count: int) -> dict[str, Any]:
     return obj
 
 
+def edited(body: bytes, old: bytes, new: bytes, count: int = 1) -> bytes:
+    """``body`` with ``old`` replaced: an edit that finds nothing to replace is an error, not a no-op."""
+    if old not in body:
+        raise ValueError(f"{old!r} is not in the body: the case would test nothing")
+    return body.replace(old, new, count)
+
+
+#: a Job the JobSet controller made: its object names JobSet's group inside ``apiVersion``
+OWNED_JOB = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {
+        "name": "llm-pretrain-a3f8-workers-0",
+        "namespace": "kubemaker",
+        "labels": {"jobset.sigs.k8s.io/jobset-name": "llm-pretrain-a3f8"},
+        "ownerReferences": [
+            {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSet", "name": "llm-pretrain-a3f8", "uid": "u"}
+        ],
+    },
+    "spec": {"parallelism": 1, "template": {"spec": {"containers": [{"name": "c"}]}}},
+}
+
 ODD: dict[str, bytes] = {
-    "NaN replicas": body_of(load_jobset("rfc-4.6-static")).replace(b'"replicas": 1', b'"replicas": NaN', 1),
-    "Infinity in a field no rule reads": body_of(load_jobset("rfc-4.6-static")).replace(
-        b'"name": "llm-pretrain-a3f8"', b'"name": "llm-pretrain-a3f8", "x": Infinity', 1
+    "NaN replicas": edited(body_of(load_jobset("rfc-4.6-static")), b'"replicas": 2', b'"replicas": NaN', 1),
+    "Infinity in a field no rule reads": edited(
+        body_of(load_jobset("rfc-4.6-static")),
+        b'"name": "llm-pretrain-a3f8"',
+        b'"name": "llm-pretrain-a3f8", "x": Infinity',
+        1,
     ),
-    "1e400 in a field no rule reads": body_of(load_jobset("rfc-4.6-static")).replace(
-        b'"name": "llm-pretrain-a3f8"', b'"name": "llm-pretrain-a3f8", "x": [1e400]', 1
+    "1e400 in a field no rule reads": edited(
+        body_of(load_jobset("rfc-4.6-static")),
+        b'"name": "llm-pretrain-a3f8"',
+        b'"name": "llm-pretrain-a3f8", "x": [1e400]',
+        1,
     ),
-    "1e400 as replicas": body_of(load_jobset("rfc-4.6-static")).replace(b'"replicas": 1', b'"replicas": 1e400', 1),
-    "a big integer as replicas": body_of(load_jobset("rfc-4.6-static")).replace(
-        b'"replicas": 1', b'"replicas": 123456789012345678901234567890', 1
+    "1e400 as replicas": edited(body_of(load_jobset("rfc-4.6-static")), b'"replicas": 2', b'"replicas": 2e400', 1),
+    "a big integer as replicas": edited(
+        body_of(load_jobset("rfc-4.6-static")), b'"replicas": 2', b'"replicas": 223456789012345678901234567890', 1
     ),
-    "lone surrogate in a label": body_of(load_jobset("rfc-4.6-static")).replace(
-        b'"kueue.x-k8s.io/queue-name": "', b'"kueue.x-k8s.io/queue-name": "\\ud800', 1
+    "lone surrogate in a label": edited(
+        body_of(load_jobset("rfc-4.6-static")),
+        b'"kueue.x-k8s.io/queue-name": "',
+        b'"kueue.x-k8s.io/queue-name": "\\ud800',
+        1,
     ),
     "lone surrogate in the uid": json.dumps(review(load_jobset("rfc-4.6-static"), uid="\ud800")).encode(),
     "UTF-16": json.dumps(review(load_jobset("rfc-4.6-static"), uid="utf16")).encode("utf-16"),
     "UTF-8 with a BOM": b"\xef\xbb\xbf" + body_of(load_jobset("rfc-4.6-static")),
-    "null namespace": body_of(load_jobset("rfc-4.6-static")).replace(b'"namespace": "kubemaker"', b'"namespace": null'),
-    "kind group a number": body_of(load_jobset("rfc-4.6-static")).replace(
-        b'"group": "jobset.x-k8s.io"', b'"group": 5', 1
+    "null namespace": edited(body_of(load_jobset("rfc-4.6-static")), b'"namespace": "kubemaker"', b'"namespace": null'),
+    "kind group a number": edited(
+        body_of(load_jobset("rfc-4.6-static")), b'"group": "jobset.x-k8s.io"', b'"group": 5', 1
     ),
-    "object 3000 deep": body_of("__OBJECT__").replace(b'"__OBJECT__"', b"[" * 3000 + b"]" * 3000),
-    "labels 900 deep": body_of({"metadata": {"labels": "__X__"}}).replace(b'"__X__"', b"[" * 900 + b"]" * 900),
-    "duplicate keys": body_of(load_jobset("rfc-4.6-static")).replace(
-        b'"replicas": 1', b'"replicas": -1, "replicas": 1', 1
+    "object 3000 deep": edited(body_of("__OBJECT__"), b'"__OBJECT__"', b"[" * 3000 + b"]" * 3000),
+    "labels 900 deep": edited(body_of({"metadata": {"labels": "__X__"}}), b'"__X__"', b"[" * 900 + b"]" * 900),
+    "duplicate keys": edited(
+        body_of(load_jobset("rfc-4.6-static")), b'"replicas": 2', b'"replicas": -1, "replicas": 2', 1
     ),
-    "replicas true": body_of(load_jobset("rfc-4.6-static")).replace(b'"replicas": 1', b'"replicas": true', 1),
-    "replicas 1.0": body_of(load_jobset("rfc-4.6-static")).replace(b'"replicas": 1', b'"replicas": 1.0', 1),
+    "replicas true": edited(body_of(load_jobset("rfc-4.6-static")), b'"replicas": 2', b'"replicas": true', 1),
+    "replicas 2.0": edited(body_of(load_jobset("rfc-4.6-static")), b'"replicas": 2', b'"replicas": 2.0', 1),
     "an empty replicatedJob": body_of({"spec": {"replicatedJobs": [{}]}}),
     "a null replicatedJob": body_of({"spec": {"replicatedJobs": [None]}}),
     "null replicatedJobs": body_of({"metadata": {"name": "x"}, "spec": {"replicatedJobs": None}}),
-    "a null container": body_of(load_jobset("rfc-4.6-static")).replace(b'"containers": [', b'"containers": [null, ', 1),
-    "owned by a JobSet": body_of(load_jobset("rfc-4.6-static")).replace(
+    "a null container": edited(body_of(load_jobset("rfc-4.6-static")), b'"containers": [', b'"containers": [null, ', 1),
+    "owned by a JobSet": edited(
+        body_of(load_jobset("rfc-4.6-static")),
         b'"name": "llm-pretrain-a3f8"',
         b'"name": "llm-pretrain-a3f8", "ownerReferences": [{"apiVersion": "jobset.x-k8s.io/v1alpha2", '
         b'"kind": "JobSet", "name": "parent", "uid": "u", "controller": true}]',
         1,
     ),
-    "a sidecar init container and tolerations": body_of(load_jobset("rfc-4.6-static")).replace(
+    "a sidecar init container and tolerations": edited(
+        body_of(load_jobset("rfc-4.6-static")),
         b'"containers": [',
         b'"tolerations": [{"key": "google.com/tpu", "operator": "Exists"}], "initContainers": [{"name": "side", '
         b'"restartPolicy": "Always", "resources": {"requests": {"cpu": "2"}}}], "containers": [',
         1,
     ),
     "more replicatedJobs than limits allow": body_of(_many_replicated_jobs(300)),
-    "more containers than limits allow": body_of(load_jobset("rfc-4.6-static")).replace(
-        b'"containers": [', b'"initContainers": [' + b", ".join([b'{"name": "i"}'] * 1100) + b'], "containers": [', 1
+    "more containers than limits allow": edited(
+        body_of(load_jobset("rfc-4.6-static")),
+        b'"containers": [',
+        b'"initContainers": [' + b", ".join([b'{"name": "i"}'] * 1100) + b'], "containers": [',
+        1,
     ),
-    "an unknown kind": body_of({"metadata": {"name": "x"}}).replace(b'"kind": "JobSet"', b'"kind": "Job"'),
+    "an unknown kind": edited(body_of({"metadata": {"name": "x"}}), b'"kind": "JobSet"', b'"kind": "Job"'),
     "no object": body_of(None),
+    "object absent": edited(body_of(None), b'"object": null, ', b"", 1),
+    "compact JSON, as the API server writes it": json.dumps(
+        review(load_jobset("rfc-4.6-static"), namespace="default"), separators=(",", ":")
+    ).encode(),
+    "a Job a JobSet owns": body_of(OWNED_JOB),
+    "a Job review naming JobSet's group early (its uid)": edited(
+        body_of(OWNED_JOB), b'"uid": "', b'"uid": "jobset.x-k8s.io", "x": "', 1
+    ),
 }
 
 
@@ -246,3 +291,39 @@ def well_formed_variations(draw: st.DrawFn) -> bytes:
 @given(body=well_formed_variations())
 def test_well_formed_variations_answer_alike(body: bytes) -> None:
     event("fast path" if took_the_fast_path(same_both_ways(body, cluster=CLUSTER)) else "general path")
+
+
+@pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")], ids=["spaced", "compact"])
+@pytest.mark.parametrize("name", FIXTURES)
+def test_a_jobset_review_is_read_in_one_pass(name: str, separators: tuple[str, str]) -> None:
+    """Its object is read with the review, and its bytes are still there when asked for."""
+    data = review(load_jobset(name), namespace="kubemaker")
+    body = json.dumps(data, separators=separators).encode()
+    assert reviews._jobset_review(body) is not None
+    request = parse_review(body)
+    assert isinstance(request.object, TypedJobSet) and request.object.typed is not None
+    assert bytes(request.object.raw) == json.dumps(data["request"]["object"], separators=separators).encode()
+    assert request.object.plain() == data["request"]["object"]
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        "a Job a JobSet owns",  # the group only inside apiVersion: no second look
+        "a Job review naming JobSet's group early (its uid)",  # looks like one, is not
+        "replicas true",  # a JobSet the typed structs refuse
+        "no object",
+        "object absent",
+        "kind group a number",
+    ],
+)
+def test_what_is_not_read_in_one_pass(name: str) -> None:
+    """Read the two-pass way (or the general way), and answered as the general path answers."""
+    body = ODD[name]
+    assert reviews._jobset_review(body) is None
+    if name == "a Job a JobSet owns":  # the usual Job review: not even decoded as a JobSet's first
+        assert body.find(reviews._JOBSET_GROUP, 0, reviews._PEEK) < 0
+    request = same_both_ways(body, cluster=CLUSTER)
+    if name.startswith("a Job"):
+        assert isinstance(request, AdmissionRequest) and request.judged_kind == "Job"
+        assert isinstance(request.object, dict) and request.object["kind"] == "Job"

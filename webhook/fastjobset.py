@@ -86,19 +86,52 @@ class _JobSet(Struct):
     spec: _Spec | None = None
 
 
+#: the typed JobSet, for the review decoder that reads it in the same pass as its review
+JobSetStruct = _JobSet
+
+
+class _ObjectBytes(Struct):
+    object: msgspec.Raw = msgspec.Raw()
+
+
+class _ReviewObjectBytes(Struct):
+    request: _ObjectBytes
+
+
 _DECODER = msgspec.json.Decoder(_JobSet)
 _PLAIN = msgspec.json.Decoder()
+#: a review's ``request.object`` as bytes, everything else skipped
+_OBJECT_IN_REVIEW = msgspec.json.Decoder(_ReviewObjectBytes)
 
 
 class TypedJobSet:
-    """A JobSet's bytes, with the typed decode when it succeeded; plain JSON on demand."""
+    """A JobSet's bytes, with the typed decode when it succeeded; plain JSON on demand.
 
-    __slots__ = ("_plain", "raw", "typed")
+    Read with its review in one pass (``read_with_review``), it keeps the review's bytes
+    instead, and finds its own in them the first time they are asked for: most requests
+    never ask (only ``plain`` does, when ``build`` gave up or a rule wants a pod spec).
+    """
 
-    def __init__(self, raw: bytes | memoryview, typed: _JobSet | None) -> None:
-        self.raw = raw
+    __slots__ = ("_plain", "_raw", "_review", "typed")
+
+    def __init__(self, raw: bytes | memoryview | None, typed: _JobSet | None, review: bytes = b"") -> None:
+        #: the object's bytes; ``None`` until asked for when it was read with its review
+        self._raw = raw
+        self._review = review
         self.typed = typed
         self._plain: Any = None
+
+    @classmethod
+    def read_with_review(cls, typed: _JobSet, review: bytes) -> TypedJobSet:
+        """A JobSet the review decoder read in the same pass as its review (``review``, the body)."""
+        return cls(None, typed, review)
+
+    @property
+    def raw(self) -> bytes | memoryview:
+        """The object's JSON, as the review holds it."""
+        if self._raw is None:
+            self._raw = _OBJECT_IN_REVIEW.decode(self._review).request.object
+        return self._raw
 
     @classmethod
     def decode(cls, raw: bytes | memoryview) -> TypedJobSet:
