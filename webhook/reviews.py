@@ -7,12 +7,13 @@ normal answer with ``allowed: false``. Optional response fields are absent, not 
 Decoding has two paths with one outcome. The fast path is msgspec decoding straight
 into typed envelope structs: a well-formed review is checked by the C decoder as it is
 read, and a JobSet's object is read into structs as well (``webhook.fastjobset``), in
-the same pass as the review when it can be; any other kind's object is plain JSON. Anything the fast path does not accept, for whatever
-reason (a ``null`` where a string belongs, NaN, a lone surrogate, a UTF-16 body,
-nesting msgspec will not follow, a wrong ``kind``), is decoded again by ``json.loads``
-and checked field by field, which is also where every 4xx reason comes from. So the
-fast path never decides anything the general path would decide differently;
-``tests/test_fastjobset.py`` answers the same bodies both ways and compares the bytes.
+the same pass as the review when it can be; any other kind's object is plain JSON.
+Anything the fast path does not accept, for whatever reason (a ``null`` where a string
+belongs, NaN, a lone surrogate, a UTF-16 body, nesting msgspec will not follow, a wrong
+``kind``), is decoded again by ``json.loads`` and checked field by field, which is also
+where every 4xx reason comes from. So the fast path never decides anything the general
+path would decide differently; ``tests/test_fastjobset.py`` answers the same bodies both
+ways and compares the bytes.
 """
 
 from __future__ import annotations
