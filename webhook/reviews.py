@@ -133,15 +133,16 @@ class _JobSetRequest(_RequestFields, kw_only=True):
     object: JobSetStruct
 
 
-class _Review(msgspec.Struct, rename={"api_version": "apiVersion"}):
+class _Envelope(msgspec.Struct, rename={"api_version": "apiVersion"}):
     kind: str
     api_version: str
+
+
+class _Review(_Envelope):
     request: _Request
 
 
-class _JobSetReview(msgspec.Struct, rename={"api_version": "apiVersion"}):
-    kind: str
-    api_version: str
+class _JobSetReview(_Envelope):
     request: _JobSetRequest
 
 
