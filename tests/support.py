@@ -6,6 +6,7 @@ import asyncio
 import copy
 import io
 import json
+import os
 import sys
 import threading
 import uuid
@@ -15,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from webhook.catalog import RULES
@@ -43,7 +45,24 @@ JOBSETS = FIXTURES / "jobsets"
 #: RFC-0033 4.3.1's other two kinds: batch/v1 Jobs and apps/v1 Deployments
 JOBS = FIXTURES / "jobs"
 DEPLOYMENTS = FIXTURES / "deployments"
-SHARED = Path(__file__).resolve().parents[2] / "shared"
+#: the API server's own request shape for a JobSet CREATE (admission.k8s.io/v1)
+EXAMPLE_REVIEW = FIXTURES / "admissionreview-create-jobset.json"
+#: where the upstream JobSet and Kueue CRDs are read from: $TPU_ADMISSION_CRDS, else a
+#: ``shared/crds`` folder beside the clone. Tests that need them skip, saying so, when neither
+#: exists; with $TPU_ADMISSION_REQUIRE_CRDS set (CI) they fail instead.
+CRDS = Path(os.environ.get("TPU_ADMISSION_CRDS") or Path(__file__).resolve().parents[2] / "shared" / "crds")
+
+
+def upstream_crd(file_name: str) -> dict[str, Any]:
+    """One upstream CRD (``jobset.x-k8s.io_jobsets.yaml`` ...), or skip the test when none is at hand."""
+    path = CRDS / file_name
+    if not path.is_file():
+        reason = f"upstream CRD {file_name} not found in {CRDS}: set TPU_ADMISSION_CRDS to a folder holding it"
+        if os.environ.get("TPU_ADMISSION_REQUIRE_CRDS"):
+            pytest.fail(reason)
+        pytest.skip(reason)
+    loaded: dict[str, Any] = yaml.safe_load(path.read_text())
+    return loaded
 
 
 def load_jobset(name: str) -> dict[str, Any]:
@@ -129,8 +148,8 @@ def review(
     groups: list[str] | None = None,
     uid: str | None = None,
 ) -> dict[str, Any]:
-    """An AdmissionReview shaped like ``shared/examples`` around ``obj``."""
-    base = json.loads((SHARED / "examples" / "admissionreview-create-jobset.json").read_text())
+    """An AdmissionReview shaped like the API server's (``EXAMPLE_REVIEW``) around ``obj``."""
+    base = json.loads(EXAMPLE_REVIEW.read_text())
     request = base["request"]
     request["uid"] = uid or str(uuid.uuid4())
     request["operation"] = operation

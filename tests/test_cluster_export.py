@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import yaml
 from cluster_apiserver import FakeApiServer, write_kubeconfig
-from test_cluster_watch import OBJECTS, load
+from cluster_fixtures import OBJECTS, load
 
 from webhook.cli import main
 from webhook.cluster import kinds as k

@@ -12,8 +12,8 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from support import CLUSTER_RULES as ALL_CLUSTER_RULES
-from support import FIXTURES, JOBSET_CLUSTER_RULES, POD, delete_path, load_jobset, set_path
+from cluster_fixtures import OBJECTS, STATE, cluster_findings
+from support import JOBSET_CLUSTER_RULES, POD, delete_path, load_jobset, set_path
 
 from webhook.cluster import kinds as k
 from webhook.cluster.model import Toleration, selector_matches
@@ -21,12 +21,9 @@ from webhook.cluster.snapshot import snapshot_from_objects
 from webhook.cluster.store import ClusterStore
 from webhook.config import Policy
 from webhook.engine import AdmissionFacts, Decision, decide
-from webhook.sources import load_documents
 
 CLUSTER_RULES = JOBSET_CLUSTER_RULES
 POLICY = Policy()
-OBJECTS: list[dict[str, Any]] = [d.data for d in load_documents([str(FIXTURES / "cluster")])]
-STATE = snapshot_from_objects(OBJECTS, POLICY)
 CONTAINER = f"{POD}.spec.containers[0]"
 TIER = "scheduling.antgroup.com/kueue-tier"
 
@@ -35,16 +32,6 @@ def judge(obj: dict[str, Any], state: ClusterStore = STATE, stage: str = "mutate
     namespace = obj["metadata"]["namespace"]
     facts = AdmissionFacts(namespace=namespace, stage=stage)  # type: ignore[arg-type]
     return decide(obj, facts, POLICY, state)
-
-
-def cluster_findings(decision: Decision) -> dict[str, list[str]]:
-    out: dict[str, list[str]] = {}
-    for finding in decision.findings:
-        if finding.rule in ALL_CLUSTER_RULES:
-            # "<what is wrong>; <how to fix>": the one "; " separates the two (SPEC §6)
-            assert "; " not in finding.problem and "; " not in finding.fix, finding.line()
-            out.setdefault(finding.rule, []).append(finding.line())
-    return out
 
 
 def static_job(**changes: Any) -> dict[str, Any]:

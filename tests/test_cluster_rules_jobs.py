@@ -10,8 +10,8 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+from cluster_fixtures import OBJECTS, STATE, cluster_findings
 from support import delete_path, load_deployment, load_job, set_path
-from test_cluster_rules import OBJECTS, STATE, cluster_findings
 
 from webhook.cluster.quota import podset_demand
 from webhook.cluster.snapshot import snapshot_from_objects

@@ -10,11 +10,11 @@ from typing import Any
 import httpx
 import pytest
 from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
+from cluster_fixtures import ALL, FAST, load
 from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
 from cluster_job_cases import ClusterCase
 from support import RunningServer, load_job, load_jobset, review, set_path
-from test_cluster_watch import ALL, FAST, load
 
 from webhook import certs
 from webhook.cluster import kinds as k

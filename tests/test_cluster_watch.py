@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
-from support import FIXTURES, load_jobset, set_path
+from cluster_fixtures import ALL, FAST, OBJECTS, load
+from support import load_jobset, set_path
 
 from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
@@ -20,19 +21,8 @@ from webhook.cluster.store import ClusterStore
 from webhook.cluster.watch import WatchCache, WatchSettings, backoff_delay, start_watch_cache
 from webhook.config import Policy
 from webhook.engine import AdmissionFacts, decide
-from webhook.sources import load_documents
 
 POLICY = Policy()
-FAST = WatchSettings(page_size=2, watch_seconds=10, backoff_initial=0.05, backoff_max=0.2)
-ALL = frozenset(kind.name for kind in k.KINDS)
-OBJECTS: list[dict[str, Any]] = [d.data for d in load_documents([str(FIXTURES / "cluster")])]
-
-
-def load(api: FakeApiServer) -> FakeApiServer:
-    for obj in OBJECTS:
-        if obj["kind"] in k.BY_KIND:  # the fixtures also hold kinds no rule reads (WorkloadPriorityClass)
-            api.put(k.BY_KIND[obj["kind"]], obj)
-    return api
 
 
 @pytest.fixture

@@ -22,9 +22,9 @@ import httpx
 import pytest
 import yaml
 from cluster_apiserver import FakeApiServer, wait_until, write_kubeconfig
+from cluster_fixtures import ALL, FAST
 from support import FIXTURES, RunningServer, load_jobset, review, set_path
 from support import JOBSET_CLUSTER_RULES as CLUSTER_RULES
-from test_cluster_watch import ALL, FAST
 
 from webhook import certs
 from webhook.cli import main

@@ -15,7 +15,7 @@ import kubernetes_validate
 import pytest
 import yaml
 from rule_cases import CASES, RuleCase
-from support import DEPLOYMENTS, JOBS, JOBSETS, SHARED
+from support import DEPLOYMENTS, JOBS, JOBSETS, upstream_crd
 
 from webhook.kinds import JOBSET
 
@@ -24,7 +24,7 @@ K8S_VERSION = "1.30"  # the oldest the manifests support
 
 @lru_cache(maxsize=1)
 def jobset_validator() -> jsonschema.protocols.Validator:
-    crd = yaml.safe_load((SHARED / "crds" / "jobset.x-k8s.io_jobsets.yaml").read_text())
+    crd = upstream_crd("jobset.x-k8s.io_jobsets.yaml")
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2"]
     schema = version["schema"]["openAPIV3Schema"]
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)

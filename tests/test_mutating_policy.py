@@ -18,11 +18,11 @@ import pytest
 import yaml
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
+from fuzzing import targeted_jobsets
 from google.protobuf import descriptor_pb2, descriptor_pool, json_format, struct_pb2
 from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from rule_cases import CASES, RuleCase
-from test_vap import targeted_jobsets
 from vap_runtime import CelFailure, api_server_view
 
 from webhook import mutating_policy

@@ -25,10 +25,9 @@ from functools import lru_cache
 from typing import Any
 
 import jsonschema
-import yaml
 from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
-from support import SHARED
+from support import upstream_crd
 
 from webhook.cluster.model import selector_matches
 from webhook.quantity import QuantityError, parse_quantity
@@ -199,7 +198,7 @@ def _evaluate_any(expression: str, data: dict[str, Any], where: str) -> Any:
 
 @lru_cache(maxsize=1)
 def _jobset_validator() -> Any:
-    crd = yaml.safe_load((SHARED / "crds" / "jobset.x-k8s.io_jobsets.yaml").read_text())
+    crd = upstream_crd("jobset.x-k8s.io_jobsets.yaml")
     (version,) = [v for v in crd["spec"]["versions"] if v["name"] == "v1alpha2"]
     schema = version["schema"]["openAPIV3Schema"]
     return jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)(schema)

@@ -1,0 +1,42 @@
+"""The cluster fixtures (tests/fixtures/cluster) as objects, as a state read from files, and as API server contents."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from cluster_apiserver import FakeApiServer
+from support import CLUSTER_RULES, FIXTURES
+
+from webhook.cluster import kinds as k
+from webhook.cluster.snapshot import snapshot_from_objects
+from webhook.cluster.watch import WatchSettings
+from webhook.config import Policy
+from webhook.engine import Decision
+from webhook.sources import load_documents
+
+POLICY = Policy()
+#: watch settings that page and back off quickly enough for tests
+FAST = WatchSettings(page_size=2, watch_seconds=10, backoff_initial=0.05, backoff_max=0.2)
+#: every kind the cache watches
+ALL = frozenset(kind.name for kind in k.KINDS)
+OBJECTS: list[dict[str, Any]] = [d.data for d in load_documents([str(FIXTURES / "cluster")])]
+#: the fixtures as a state read from files (what ``check --cluster-state`` judges against)
+STATE = snapshot_from_objects(OBJECTS, POLICY)
+
+
+def load(api: FakeApiServer) -> FakeApiServer:
+    """``api`` holding the fixtures of every kind the cache watches."""
+    for obj in OBJECTS:
+        if obj["kind"] in k.BY_KIND:  # the fixtures also hold kinds no rule reads (WorkloadPriorityClass)
+            api.put(k.BY_KIND[obj["kind"]], obj)
+    return api
+
+
+def cluster_findings(decision: Decision) -> dict[str, list[str]]:
+    """The cluster rules' finding lines by rule (each "<what is wrong>; <how to fix>", one "; " apart)."""
+    out: dict[str, list[str]] = {}
+    for finding in decision.findings:
+        if finding.rule in CLUSTER_RULES:
+            assert "; " not in finding.problem and "; " not in finding.fix, finding.line()
+            out.setdefault(finding.rule, []).append(finding.line())
+    return out
