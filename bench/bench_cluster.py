@@ -42,12 +42,12 @@ from cluster_apiserver import FakeApiServer, write_kubeconfig  # noqa: E402
 from support import FIXTURES, load_jobset, set_path  # noqa: E402
 
 from webhook.cluster import kinds as k  # noqa: E402
-from webhook.cluster.snapshot import snapshot_from_objects  # noqa: E402
+from webhook.cluster.statefiles import snapshot_from_objects  # noqa: E402
 from webhook.cluster.store import ClusterStore  # noqa: E402
 from webhook.cluster.watch import WatchSettings, start_watch_cache  # noqa: E402
-from webhook.config import Policy  # noqa: E402
-from webhook.engine import AdmissionFacts, decide  # noqa: E402
-from webhook.sources import load_documents  # noqa: E402
+from webhook.engine.decision import AdmissionFacts, decide  # noqa: E402
+from webhook.objects.sources import load_documents  # noqa: E402
+from webhook.policy.config import Policy  # noqa: E402
 
 TIER = "scheduling.antgroup.com/kueue-tier"
 KQ = "kueue.x-k8s.io/v1beta2"

@@ -109,7 +109,7 @@ def free_port() -> int:
 
 
 def make_certs(directory: Path) -> Path:
-    from webhook import certs
+    from webhook.serving import certs
 
     files, _ = certs.ensure(directory)
     return files.ca

@@ -54,7 +54,7 @@ from common import (
     workspace,
 )
 
-from webhook import certs as certs_module
+from webhook.serving import certs as certs_module
 
 HUGE_ITEMS = 1_500_000
 
@@ -262,7 +262,7 @@ def hung_api_server(work: Path, *, bookmark: float) -> tuple[list[str], bool]:
 
     from webhook.cluster import kinds as k
     from webhook.cluster.watch import WatchSettings, start_watch_cache
-    from webhook.config import Policy
+    from webhook.policy.config import Policy
 
     api = FakeApiServer()
     api.bookmark_interval = bookmark / 4  # a healthy server bookmarks more often than the bound assumes

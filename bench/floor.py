@@ -8,7 +8,7 @@ the two is exactly what the webhook does per request.
     python bench/floor.py --port 9443 --cert-dir certs [--guarded]
 
 ``--guarded`` wraps uvicorn's protocol in the webhook's connection guard (deadlines,
-header and connection caps, ``webhook.serving._guarded``) with its default settings, so
+header and connection caps, ``webhook.serving.runner._guarded``) with its default settings, so
 ``bench/guard_cost.py`` can price the guard alone as a same-run ratio.
 """
 
@@ -95,8 +95,8 @@ def main() -> None:
     config.load()
     config.ssl = context
     if args.guarded:
-        from webhook.config import ServerPolicy
-        from webhook.serving import _guarded
+        from webhook.policy.config import ServerPolicy
+        from webhook.serving.runner import _guarded
 
         config.http_protocol_class = _guarded(config.http_protocol_class, ServerPolicy(), False, frozenset())
     uvicorn.Server(config).run()

@@ -2,7 +2,7 @@
 
     python bench/guard_cost.py [--seconds 4] [--rounds 3] [--connections 16] [--against TREE]
 
-The guard (``webhook.serving._guarded``: handshake/header/body deadlines, header and
+The guard (``webhook.serving.runner._guarded``: handshake/header/body deadlines, header and
 connection caps) hooks uvicorn's parser callbacks. To price it alone, the floor server
 (``bench/floor.py``: the thinnest admission endpoint) runs plain and with ``--guarded``;
 rounds alternate between the two so that the noise of a shared machine falls on both,
@@ -49,7 +49,7 @@ def webhook_from(tree: Path, certs: Path, work: Path, name: str) -> Server:
     """``tpu-admission serve`` with ``webhook`` imported from ``tree``."""
     port = free_port()
     # Not ``-m webhook``: that puts the working directory (this tree) first on sys.path.
-    start = f"import sys; sys.path.insert(0, {str(tree)!r}); from webhook.cli import main; sys.exit(main())"
+    start = f"import sys; sys.path.insert(0, {str(tree)!r}); from webhook.cli.main import main; sys.exit(main())"
     argv = [PYTHON, "-c", start, "serve", "--port", str(port), "--cert-dir", str(certs)]
     return Server(name, argv, port, certs / "ca.crt", work / f"{name}.log")
 

@@ -62,7 +62,7 @@ def broken(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def review(obj: dict[str, Any], namespace: str, operation: str) -> bytes:
-    from webhook.kinds import JUDGED, kind_of_document
+    from webhook.objects.kinds import JUDGED, kind_of_document
 
     kind = JUDGED[kind_of_document(obj) or "JobSet"]
     request = {
@@ -94,16 +94,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=2000)
     args = parser.parse_args(argv)
 
-    import webhook.engine
-    from webhook.config import load_policy, policy_from_mapping
-    from webhook.engine import decide
-    from webhook.jsonwire import encode
-    from webhook.reviews import parse_review, review_response
-    from webhook.server import admission_facts
+    import webhook.engine.decision
+    from webhook.engine.decision import decide
+    from webhook.policy.config import load_policy, policy_from_mapping
+    from webhook.serving.app import admission_facts
+    from webhook.wire.jsonwire import encode
+    from webhook.wire.reviews import parse_review, review_response
 
-    if not str(webhook.engine.__file__).endswith(".so"):
+    if not str(webhook.engine.decision.__file__).endswith(".so"):
         # Pure Python would write no profile, and the "use" build would then be a plain one.
-        where = webhook.engine.__file__
+        where = webhook.engine.decision.__file__
         print(f"pgo training: {where} is not compiled; install the instrumented build", file=sys.stderr)
         return 2
     policies = {"static": load_policy(None), "dynamic": policy_from_mapping({"mode": "dynamic"})}

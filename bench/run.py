@@ -50,10 +50,10 @@ from common import (
     workspace,
 )
 
-from webhook.config import Policy
-from webhook.engine import AdmissionFacts, decide
-from webhook.jsonwire import encode
-from webhook.reviews import parse_review, review_response
+from webhook.engine.decision import AdmissionFacts, decide
+from webhook.policy.config import Policy
+from webhook.wire.jsonwire import encode
+from webhook.wire.reviews import parse_review, review_response
 
 THROUGHPUT_GOAL = 0.8
 P99_GOAL = 1.5

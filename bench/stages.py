@@ -2,7 +2,7 @@
 
     python bench/stages.py [--rounds 3] [--seconds 3] [--body example|dev|denied] [--path /validate]
 
-Each stage is a server process on the real serving stack (``webhook.serving.build_server``:
+Each stage is a server process on the real serving stack (``webhook.serving.runner.build_server``:
 TLS context, connection guard, uvicorn/httptools/uvloop) whose app runs the real code
 of a request up to that stage and then answers; the floor (``bench/floor.py``) is the
 baseline. The same wrk load hits each in turn, rounds interleaved; what is reported is
@@ -60,9 +60,8 @@ GOAL = 0.8
 
 def stage_app(stage: str, state: Any) -> Callable[..., Any]:
     """The ASGI app of ``stage`` (see the module doc); anything but a POST goes to the real app."""
-    from webhook.engine import Decision, decide
-    from webhook.reviews import parse_review, review_response
-    from webhook.server import (
+    from webhook.engine.decision import Decision, decide
+    from webhook.serving.app import (
         _body_headers,
         _read_body,
         _send_json,
@@ -71,6 +70,7 @@ def stage_app(stage: str, state: Any) -> Callable[..., Any]:
         decision_line,
         decisions,
     )
+    from webhook.wire.reviews import parse_review, review_response
 
     real = create_app(state)
     if stage == "webhook":
@@ -103,11 +103,11 @@ def stage_app(stage: str, state: Any) -> Callable[..., Any]:
 
 def serve(stage: str, port: int, cert_dir: Path) -> None:
     """One stage's server, as ``python -m webhook serve`` runs (logging, loop, TLS)."""
-    from webhook import certs
-    from webhook.cli import _setup_logging
-    from webhook.config import load_policy
-    from webhook.server import ServerState
-    from webhook.serving import TlsSettings, build_server, loop_factory, run_server
+    from webhook.cli.main import _setup_logging
+    from webhook.policy.config import load_policy
+    from webhook.serving import certs
+    from webhook.serving.app import ServerState
+    from webhook.serving.runner import TlsSettings, build_server, loop_factory, run_server
 
     policy = load_policy(None)
     _setup_logging("info")

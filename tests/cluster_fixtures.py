@@ -8,11 +8,11 @@ from cluster_apiserver import FakeApiServer
 from support import CLUSTER_RULES, FIXTURES
 
 from webhook.cluster import kinds as k
-from webhook.cluster.snapshot import snapshot_from_objects
+from webhook.cluster.statefiles import snapshot_from_objects
 from webhook.cluster.watch import WatchSettings
-from webhook.config import Policy
-from webhook.engine import Decision
-from webhook.sources import load_documents
+from webhook.engine.decision import Decision
+from webhook.objects.sources import load_documents
+from webhook.policy.config import Policy
 
 POLICY = Policy()
 #: watch settings that page and back off quickly enough for tests

@@ -8,9 +8,9 @@ import httpx
 import pytest
 from support import RunningServer, running_server
 
-from webhook import certs
-from webhook.config import Policy
-from webhook.serving import TlsSettings
+from webhook.policy.config import Policy
+from webhook.serving import certs
+from webhook.serving.runner import TlsSettings
 
 
 @pytest.fixture(scope="session")

@@ -10,8 +10,8 @@ from typing import Any
 import yaml
 from support import delete_path, load_deployment, load_job, load_jobset, set_path
 
-from webhook.config import Policy, policy_from_mapping
-from webhook.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.policy.config import Policy, policy_from_mapping
 from webhook.rules import UserInfo
 
 EXAMPLES = Path(__file__).parent / "rule_examples.yaml"

@@ -19,12 +19,12 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.catalog import RULES
-from webhook.cli import main
-from webhook.config import Policy
-from webhook.kinds import JOBSET, JUDGED, kind_of_document
-from webhook.server import ServerState
-from webhook.serving import TlsSettings, bound_port, build_server
+from webhook.cli.main import main
+from webhook.objects.kinds import JOBSET, JUDGED, kind_of_document
+from webhook.policy.config import Policy
+from webhook.rules.catalog import RULES
+from webhook.serving.app import ServerState
+from webhook.serving.runner import TlsSettings, bound_port, build_server
 
 #: the owner reference the JobSet controller puts on the Jobs it creates
 JOBSET_OWNER = {
@@ -194,7 +194,7 @@ class RunningServer:
 
     def _run(self) -> None:
         self.loop = asyncio.new_event_loop()
-        from webhook.serving import run_server
+        from webhook.serving.runner import run_server
 
         self.loop.run_until_complete(run_server(self.server, self.reloader))
 

@@ -25,8 +25,8 @@ from rule_cases import CASES
 from support import DEPLOYMENTS, FIXTURES, JOBS, JOBSETS, review
 
 from webhook.cluster.state import ClusterState
-from webhook.config import Policy
-from webhook.server import ServerState, create_app
+from webhook.policy.config import Policy
+from webhook.serving.app import ServerState, create_app
 
 ANSWERS = FIXTURES / "answers.json"
 PATHS = ("/mutate", "/validate", "/mutate/production", "/validate/production", "/mutate/dev", "/validate/dev")

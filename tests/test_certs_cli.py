@@ -15,9 +15,9 @@ from cryptography import x509
 from cryptography.x509.oid import ExtendedKeyUsageOID
 from support import run_cli, running_server
 
-from webhook import certs
-from webhook.config import Policy
-from webhook.serving import TlsSettings
+from webhook.policy.config import Policy
+from webhook.serving import certs
+from webhook.serving.runner import TlsSettings
 
 SERVICE_NAME = "tpu-admission.tpu-admission.svc"
 

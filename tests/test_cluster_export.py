@@ -9,10 +9,10 @@ import yaml
 from cluster_apiserver import FakeApiServer, write_kubeconfig
 from cluster_fixtures import OBJECTS, load
 
-from webhook.cli import main
+from webhook.cli.main import main
 from webhook.cluster import kinds as k
-from webhook.cluster.snapshot import load_snapshot
-from webhook.config import Policy
+from webhook.cluster.statefiles import load_snapshot
+from webhook.policy.config import Policy
 
 POLICY = Policy()
 

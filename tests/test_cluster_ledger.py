@@ -1,4 +1,4 @@
-"""What counts as in use and as pending, as Kueue's cache counts it (``webhook.cluster.ledger``)."""
+"""What counts as in use and as pending, as Kueue's cache counts it (``webhook.quota.ledger``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from webhook.cluster.ledger import FINISHED, HOLDS, IDLE, INADMISSIBLE, WAITS, ChipsLedger, project
+from webhook.quota.ledger import FINISHED, HOLDS, IDLE, INADMISSIBLE, WAITS, ChipsLedger, project
 
 TPU = "google.com/tpu"
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
-from webhook.cluster.model import parse_node
 from webhook.cluster.nodes import NodeIndex
-from webhook.config import Policy
+from webhook.policy.config import Policy
+from webhook.quota.objects import parse_node
 
 
 def node(name: str, cpu: str, labels: dict[str, str] | None = None, **spec: Any) -> dict[str, Any]:

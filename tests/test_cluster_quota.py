@@ -23,10 +23,10 @@ from typing import Any
 import pytest
 
 from webhook.cluster import kinds as k
-from webhook.cluster.quota import NominalFit, PodSetDemand, nominal_fit, podset_demand
 from webhook.cluster.store import ClusterStore
-from webhook.config import Policy
-from webhook.quantity import quantity_or_none
+from webhook.kube.quantity import quantity_or_none
+from webhook.policy.config import Policy
+from webhook.quota.model import NominalFit, PodSetDemand, nominal_fit, podset_demand
 
 KQ = "kueue.x-k8s.io/v1beta2"
 #: (nominal, borrowingLimit, lendingLimit), as Kueue's test helper ``Resource(name, nominal, borrowing, lending)``

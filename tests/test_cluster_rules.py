@@ -16,11 +16,11 @@ from cluster_fixtures import OBJECTS, STATE, cluster_findings
 from support import JOBSET_CLUSTER_RULES, POD, delete_path, load_jobset, set_path
 
 from webhook.cluster import kinds as k
-from webhook.cluster.model import Toleration, selector_matches
-from webhook.cluster.snapshot import snapshot_from_objects
+from webhook.cluster.statefiles import snapshot_from_objects
 from webhook.cluster.store import ClusterStore
-from webhook.config import Policy
-from webhook.engine import AdmissionFacts, Decision, decide
+from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.policy.config import Policy
+from webhook.quota.objects import Toleration, selector_matches
 
 CLUSTER_RULES = JOBSET_CLUSTER_RULES
 POLICY = Policy()

@@ -13,12 +13,12 @@ from typing import Any
 from cluster_fixtures import OBJECTS, STATE, cluster_findings
 from support import delete_path, load_deployment, load_job, set_path
 
-from webhook.cluster.quota import podset_demand
-from webhook.cluster.snapshot import snapshot_from_objects
+from webhook.cluster.statefiles import snapshot_from_objects
 from webhook.cluster.store import ClusterStore
-from webhook.config import Policy
-from webhook.engine import AdmissionFacts, Decision, decide
-from webhook.kinds import DEPLOYMENT, JOB
+from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.objects.kinds import DEPLOYMENT, JOB
+from webhook.policy.config import Policy
+from webhook.quota.model import podset_demand
 
 POLICY = Policy()
 CONTAINER = "spec.template.spec.containers[0]"

@@ -16,12 +16,12 @@ from cluster_job_cases import RULES as CLUSTER_RULES
 from cluster_job_cases import ClusterCase
 from support import RunningServer, load_job, load_jobset, review, set_path
 
-from webhook import certs
 from webhook.cluster import kinds as k
 from webhook.cluster.watch import WatchCache, start_watch_cache
-from webhook.config import Policy
-from webhook.server import ServerState
-from webhook.serving import TlsSettings
+from webhook.policy.config import Policy
+from webhook.serving import certs
+from webhook.serving.app import ServerState
+from webhook.serving.runner import TlsSettings
 
 POLICY = Policy()
 

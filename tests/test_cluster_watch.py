@@ -19,8 +19,8 @@ from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
 from webhook.cluster.store import ClusterStore
 from webhook.cluster.watch import WatchCache, WatchSettings, backoff_delay, start_watch_cache
-from webhook.config import Policy
-from webhook.engine import AdmissionFacts, decide
+from webhook.engine.decision import AdmissionFacts, decide
+from webhook.policy.config import Policy
 
 POLICY = Policy()
 

@@ -26,14 +26,14 @@ from cluster_fixtures import ALL, FAST
 from support import FIXTURES, RunningServer, load_jobset, review, set_path
 from support import JOBSET_CLUSTER_RULES as CLUSTER_RULES
 
-from webhook import certs
-from webhook.cli import main
+from webhook.cli.main import main
 from webhook.cluster import kinds as k
 from webhook.cluster.watch import WatchCache, start_watch_cache
-from webhook.config import Policy
-from webhook.server import ServerState
-from webhook.serving import TlsSettings
-from webhook.sources import load_documents
+from webhook.objects.sources import load_documents
+from webhook.policy.config import Policy
+from webhook.serving import certs
+from webhook.serving.app import ServerState
+from webhook.serving.runner import TlsSettings
 
 KQ = "kueue.x-k8s.io/v1beta2"
 TPU = "google.com/tpu"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from webhook.config import ConfigError, Policy, load_policy, policy_from_mapping
+from webhook.policy.config import ConfigError, Policy, load_policy, policy_from_mapping
 
 
 def test_defaults_are_rfc_0033() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 import dockerfile
 import pytest
 
-from webhook.cli import build_parser
+from webhook.cli.main import build_parser
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD_TOOLS = re.compile(r"\b(build-essential|gcc|g\+\+|clang|make|cmake|cargo|rustc|python3?-dev|libffi-dev)\b")
@@ -74,7 +74,7 @@ def test_entrypoint_is_tpu_admission_serve() -> None:
 
 
 def test_console_script_exists() -> None:
-    assert 'tpu-admission = "webhook.cli:main"' in (ROOT / "pyproject.toml").read_text()
+    assert 'tpu-admission = "webhook.cli.main:main"' in (ROOT / "pyproject.toml").read_text()
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ import jsonpatch
 import pytest
 from support import POD, delete_path, load_deployment, load_jobset, set_path
 
-from webhook.config import Policy, policy_from_mapping
-from webhook.engine import AdmissionFacts, Decision, decide
-from webhook.findings import Action
+from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.policy.config import Policy, policy_from_mapping
+from webhook.policy.findings import Action
 from webhook.rules import UserInfo
 
 KUEUE = UserInfo("system:serviceaccount:kueue-system:kueue-controller-manager", ("system:serviceaccounts",))

@@ -1,7 +1,7 @@
 """The typed fast path against the general path: identical decisions and response bytes.
 
-The server decodes a review with msgspec into typed structs (``webhook.reviews``) and a
-well-formed JobSet straight into structs (``webhook.fastjobset``); anything unusual
+The server decodes a review with msgspec into typed structs (``webhook.wire.reviews``) and a
+well-formed JobSet straight into structs (``webhook.objects.fastjobset``); anything unusual
 goes through ``json.loads`` and ``parse_jobset``. Here every body is answered both
 ways, from the same bytes, and the two answers must be byte for byte the same: the
 review (or the same 4xx reason), every field of the decision, the encoded
@@ -23,17 +23,17 @@ from hypothesis import strategies as st
 from support import FIXTURES as FIXTURE_DIR
 from support import load_jobset, review
 
-from webhook import reviews
-from webhook.cluster.snapshot import snapshot_from_objects
-from webhook.config import Policy
-from webhook.engine import Stage, decide
-from webhook.fastbuild import build
-from webhook.fastjobset import TypedJobSet
-from webhook.jsonwire import encode
-from webhook.reviews import AdmissionRequest, ReviewError, parse_review, parse_review_general, review_response
-from webhook.server import admission_facts
-from webhook.sources import load_documents
-from webhook.workload import parse_jobset
+from webhook.cluster.statefiles import snapshot_from_objects
+from webhook.engine.decision import Stage, decide
+from webhook.objects.fastbuild import build
+from webhook.objects.fastjobset import TypedJobSet
+from webhook.objects.sources import load_documents
+from webhook.objects.workload import parse_jobset
+from webhook.policy.config import Policy
+from webhook.serving.app import admission_facts
+from webhook.wire import reviews
+from webhook.wire.jsonwire import encode
+from webhook.wire.reviews import AdmissionRequest, ReviewError, parse_review, parse_review_general, review_response
 
 POLICIES = {"static": Policy(), "dynamic": Policy(mode="dynamic")}
 CLUSTER = snapshot_from_objects([d.data for d in load_documents([str(FIXTURE_DIR / "cluster")])], POLICIES["static"])

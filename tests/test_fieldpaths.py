@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from webhook.fieldpaths import LABELS, ROOT, _render
-from webhook.textcache import CACHED_CHARS
+from webhook.kube.fieldpaths import LABELS, ROOT, _render
+from webhook.kube.textcache import CACHED_CHARS
 
 
 def test_paths_render_as_kubectl_writes_them() -> None:

@@ -17,7 +17,7 @@ import yaml
 from rule_cases import CASES, RuleCase
 from support import DEPLOYMENTS, JOBS, JOBSETS, upstream_crd
 
-from webhook.kinds import JOBSET
+from webhook.objects.kinds import JOBSET
 
 K8S_VERSION = "1.30"  # the oldest the manifests support
 

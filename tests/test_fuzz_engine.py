@@ -18,13 +18,13 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from support import load_deployment, load_job, load_jobset
 
-from webhook import kinds
-from webhook.catalog import RULES_BY_ID
-from webhook.config import Policy
-from webhook.engine import AdmissionFacts, Decision, decide
-from webhook.findings import Action
-from webhook.reviews import review_response
+from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.objects import kinds
+from webhook.policy.config import Policy
+from webhook.policy.findings import Action
 from webhook.rules import UserInfo
+from webhook.rules.catalog import RULES_BY_ID
+from webhook.wire.reviews import review_response
 
 POLICIES = {"static": Policy(), "dynamic": Policy(mode="dynamic")}
 NAMESPACES = ["kubemaker", "default", "falcon-jobs", "unknown-ns", ""]

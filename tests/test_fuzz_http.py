@@ -23,8 +23,8 @@ from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
 from support import RunningServer, load_jobset, review
 
-from webhook import certs
-from webhook.config import Policy
+from webhook.policy.config import Policy
+from webhook.serving import certs
 
 FUZZ = settings(
     max_examples=120,

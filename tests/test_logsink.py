@@ -14,8 +14,8 @@ from typing import Any
 import msgspec
 import pytest
 
-from webhook import logsink
-from webhook.logsink import BufferedJsonHandler, DecisionLog
+from webhook.serving import logsink
+from webhook.serving.logsink import BufferedJsonHandler, DecisionLog
 
 
 class Stream(io.StringIO):

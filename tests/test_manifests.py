@@ -29,13 +29,13 @@ from cryptography import x509
 from support import JOBSET_OWNER as OWNER
 from support import load_deployment, load_job, load_jobset
 
-from webhook import certs
-from webhook.cli import build_parser
-from webhook.cli import main as cli_main
-from webhook.config import Policy, policy_from_mapping
-from webhook.kinds import JUDGED
-from webhook.kinds import ORDER as KIND_ORDER
-from webhook.objects import controlled_by_jobset
+from webhook.cli.main import build_parser
+from webhook.cli.main import main as cli_main
+from webhook.objects.kinds import JUDGED
+from webhook.objects.kinds import ORDER as KIND_ORDER
+from webhook.objects.readers import controlled_by_jobset
+from webhook.policy.config import Policy, policy_from_mapping
+from webhook.serving import certs
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 OVERLAYS = ("self-managed", "cert-manager")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 
-from webhook.metrics import LATENCY_BUCKETS, LatencyHistogram, Metrics
+from webhook.serving.metrics import LATENCY_BUCKETS, LatencyHistogram, Metrics
 
 OBSERVATIONS = [0.0001, 0.0005, 0.0005000001, 0.001, 0.02, 0.3, 1.0, 7.5]
 

@@ -25,13 +25,13 @@ from hypothesis import strategies as st
 from rule_cases import CASES, RuleCase
 from vap_runtime import CelFailure, api_server_view
 
-from webhook import mutating_policy
-from webhook.cli import main as cli_main
-from webhook.config import Policy
-from webhook.engine import AdmissionFacts, decide
-from webhook.kinds import JOBSET
-from webhook.patches import default_labels, label_patch
-from webhook.workload import parse_jobset
+from webhook.cli.main import main as cli_main
+from webhook.engine.decision import AdmissionFacts, decide
+from webhook.engine.patches import default_labels, label_patch
+from webhook.export import mutating_policy
+from webhook.objects.kinds import JOBSET
+from webhook.objects.workload import parse_jobset
+from webhook.policy.config import Policy
 
 VERSIONS = ("1.36", kubernetes_validate.latest_version())
 

@@ -1,4 +1,4 @@
-"""Jobs and Deployments as the rules see them (webhook/objects.py), and the engine's answers
+"""Jobs and Deployments as the rules see them (webhook/objects/readers.py), and the engine's answers
 for them: RFC-0033 4.3.1's last table, JobSet-owned Jobs, dev-tier injection, UPDATE."""
 
 from __future__ import annotations
@@ -11,10 +11,10 @@ import pytest
 from support import JOBSET_OWNER as OWNER
 from support import load_deployment, load_job, load_jobset
 
-from webhook.config import Policy, policy_from_mapping
-from webhook.engine import AdmissionFacts, Decision, decide
-from webhook.kinds import DEPLOYMENT, JOB, JOBSET, kind_of_document
-from webhook.objects import controlled_by_jobset, parse_deployment, parse_job, parse_object
+from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET, kind_of_document
+from webhook.objects.readers import controlled_by_jobset, parse_deployment, parse_job, parse_object
+from webhook.policy.config import Policy, policy_from_mapping
 from webhook.rules import UserInfo
 
 STATIC = Policy()

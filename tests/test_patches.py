@@ -10,10 +10,10 @@ import jsonpatch
 import pytest
 from support import load_jobset
 
-from webhook.config import Policy
-from webhook.engine import AdmissionFacts, Decision, decide
-from webhook.patches import _label_patch_wire, patch_wire
-from webhook.reviews import review_response
+from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.engine.patches import _label_patch_wire, patch_wire
+from webhook.policy.config import Policy
+from webhook.wire.reviews import review_response
 
 DYNAMIC = Policy(mode="dynamic")
 QUEUE, PRIORITY = "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/priority-class"

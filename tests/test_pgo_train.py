@@ -11,11 +11,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "bench"))
 
 import pgo_train
 
-import webhook.engine
-from webhook.config import load_policy, policy_from_mapping
-from webhook.engine import decide
-from webhook.reviews import parse_review
-from webhook.server import admission_facts
+import webhook.engine.decision
+from webhook.engine.decision import decide
+from webhook.policy.config import load_policy, policy_from_mapping
+from webhook.serving.app import admission_facts
+from webhook.wire.reviews import parse_review
 
 
 def test_the_corpus_trains_allowed_denied_and_patched_decisions_of_every_kind() -> None:
@@ -34,7 +34,7 @@ def test_the_corpus_trains_allowed_denied_and_patched_decisions_of_every_kind() 
 def test_training_refuses_to_run_on_pure_python(capsys: pytest.CaptureFixture[str]) -> None:
     """A pure run writes no profile: the "use" build would silently be a plain one."""
     code = pgo_train.main(["--rounds", "1"])
-    if str(webhook.engine.__file__).endswith(".so"):  # the suite run against the compiled build
+    if str(webhook.engine.decision.__file__).endswith(".so"):  # the suite run against the compiled build
         assert code == 0 and "decisions over" in capsys.readouterr().err
     else:
         assert code == 2 and "is not compiled" in capsys.readouterr().err

@@ -4,7 +4,7 @@ from decimal import Decimal
 
 import pytest
 
-from webhook.quantity import QuantityError, parse_quantity
+from webhook.kube.quantity import QuantityError, parse_quantity
 
 
 @pytest.mark.parametrize(
@@ -33,8 +33,8 @@ def test_not_quantities(value: object) -> None:
 def test_a_long_quantity_is_parsed_but_not_kept_in_the_cache() -> None:
     """The cache is keyed by untrusted text: a long value (any number of digits is a
     quantity) is worked out every time and never kept, so it cannot fill memory."""
-    from webhook.quantity import _parse_text
-    from webhook.textcache import CACHED_CHARS
+    from webhook.kube.quantity import _parse_text
+    from webhook.kube.textcache import CACHED_CHARS
 
     long_value = "0" * (CACHED_CHARS + 1) + "4"
     before = _parse_text.cache_info()

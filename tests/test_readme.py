@@ -8,8 +8,8 @@ from pathlib import Path
 
 import yaml
 
-from webhook.catalog import markdown_table
-from webhook.cli import build_parser
+from webhook.cli.main import build_parser
+from webhook.rules.catalog import markdown_table
 
 ROOT = Path(__file__).resolve().parents[1]
 README = (ROOT / "README.md").read_text()

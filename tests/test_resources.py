@@ -1,11 +1,11 @@
-"""One pod's requests as Kubernetes counts them (``webhook.resources.pod_requests``)."""
+"""One pod's requests as Kubernetes counts them (``webhook.kube.resources.pod_requests``)."""
 
 from __future__ import annotations
 
 from decimal import Decimal
 from typing import Any
 
-from webhook.resources import pod_requests
+from webhook.kube.resources import pod_requests
 
 
 def requests(cpu: str) -> tuple[dict[str, Any], dict[str, Any]]:

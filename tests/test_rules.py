@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from rule_cases import CASES, RuleCase
 
-from webhook import kinds
-from webhook.catalog import RULES, RULES_BY_ID
-from webhook.engine import AdmissionFacts, decide
-from webhook.findings import Finding
+from webhook.engine.decision import AdmissionFacts, decide
+from webhook.objects import kinds
+from webhook.policy.findings import Finding
 from webhook.rules import Rule
+from webhook.rules.catalog import RULES, RULES_BY_ID
 
 
 def findings_for(case: RuleCase) -> list[Finding]:
@@ -62,7 +62,7 @@ def test_examples_name_only_catalog_rules() -> None:
 def test_tpu_names_mirror_every_field_of_the_tpu_policy() -> None:
     """Rules read ``ctx.tpu`` (compiled) rather than ``policy.tpu`` (pydantic): a field
     added to ``TpuPolicy`` and not copied would be missing here."""
-    from webhook.config import TpuPolicy
+    from webhook.policy.config import TpuPolicy
     from webhook.rules import tpu_names
 
     tpu = TpuPolicy(resource_name="example.com/tpu", chips_per_host=8)
@@ -73,8 +73,8 @@ def test_tpu_names_mirror_every_field_of_the_tpu_policy() -> None:
 
 
 def test_a_long_slice_size_is_read_but_not_kept_in_the_cache() -> None:
+    from webhook.kube.textcache import CACHED_CHARS
     from webhook.rules.placement import _kueue_integer_cached, kueue_integer
-    from webhook.textcache import CACHED_CHARS
 
     before = _kueue_integer_cached.cache_info()
     assert kueue_integer("0" * CACHED_CHARS + "16") == 16
@@ -88,8 +88,8 @@ def test_a_long_slice_size_is_read_but_not_kept_in_the_cache() -> None:
 
 
 def test_a_long_queue_name_is_matched_but_not_kept_in_the_cache() -> None:
+    from webhook.kube.textcache import CACHED_CHARS
     from webhook.rules.labels import _queue_name_matches, _queue_name_matches_cached
-    from webhook.textcache import CACHED_CHARS
 
     pattern = "^[a-z0-9-]+-queue$"
     before = _queue_name_matches_cached.cache_info()
@@ -112,7 +112,7 @@ def test_the_chips_shortcut_answers_as_the_quantity_parse_does(raw: object) -> N
     get the answer parsing it as a quantity gives (the rule's behaviour before the shortcut)."""
     from decimal import Decimal
 
-    from webhook.quantity import quantity_or_none
+    from webhook.kube.quantity import quantity_or_none
     from webhook.rules.shape import _is_chips
 
     assert _is_chips(raw, 4, "4", Decimal(4)) is (quantity_or_none(raw) == Decimal(4))
@@ -121,7 +121,7 @@ def test_the_chips_shortcut_answers_as_the_quantity_parse_does(raw: object) -> N
 def test_tier_names_mirror_every_field_of_the_tier_policy() -> None:
     """Rules read ``ctx.tier`` as a compiled ``TierNames``: a field added to ``TierPolicy``
     and not copied would be missing here."""
-    from webhook.config import TierPolicy
+    from webhook.policy.config import TierPolicy
     from webhook.rules import tier_names
 
     tier = TierPolicy(

@@ -12,7 +12,7 @@ import pytest
 from support import load_jobset, mixed_inputs, run_cli, with_slice_topology, write_yaml
 
 from webhook import __version__
-from webhook.catalog import RULES
+from webhook.rules.catalog import RULES
 
 cli = run_cli
 

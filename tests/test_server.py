@@ -23,10 +23,10 @@ from support import (
     set_path,
 )
 
-from webhook.catalog import RULES_BY_ID
-from webhook.config import policy_from_mapping
-from webhook.findings import Action
-from webhook.serving import TlsSettings
+from webhook.policy.config import policy_from_mapping
+from webhook.policy.findings import Action
+from webhook.rules.catalog import RULES_BY_ID
+from webhook.serving.runner import TlsSettings
 
 
 def post(server: RunningServer, client: httpx.Client, path: str, body: Any, **kwargs: Any) -> httpx.Response:

@@ -24,10 +24,10 @@ import pytest
 from support import RunningServer, load_jobset, review, running_server
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from webhook import certs
-from webhook.config import Policy, policy_from_mapping
-from webhook.server import ServerState
-from webhook.serving import TlsSettings
+from webhook.policy.config import Policy, policy_from_mapping
+from webhook.serving import certs
+from webhook.serving.app import ServerState
+from webhook.serving.runner import TlsSettings
 
 BODY = json.dumps(review(load_jobset("rfc-4.6-static"), uid="stream")).encode()
 

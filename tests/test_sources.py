@@ -9,8 +9,8 @@ import pytest
 import yaml
 from support import load_jobset
 
-from webhook.fieldpaths import REPLICATED_JOBS, ROOT, SPEC
-from webhook.sources import SourceError, load_documents, read_documents
+from webhook.kube.fieldpaths import REPLICATED_JOBS, ROOT, SPEC
+from webhook.objects.sources import SourceError, load_documents, read_documents
 
 
 def test_errors_are_collected_and_every_other_file_is_read(tmp_path: Path) -> None:

@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from webhook.config import SuperSlicePolicy
-from webhook.topology import Topology, TopologyError, parse_topology, super_slice_problems
+from webhook.kube.topology import Topology, TopologyError, parse_topology, super_slice_problems
+from webhook.policy.config import SuperSlicePolicy
 
 LIMITS = SuperSlicePolicy()
 dims = st.integers(min_value=1, max_value=64)

@@ -33,14 +33,14 @@ from rule_cases import CASES, RuleCase
 from support import load_jobset
 from vap_runtime import CelFailure, PolicyRuntime, Verdict, api_server_view
 
-from webhook import vap
-from webhook.catalog import RULES, RULES_BY_ID, VAP_EXPORT
-from webhook.cli import main as cli_main
-from webhook.config import Policy, policy_from_mapping
-from webhook.engine import AdmissionFacts, Decision, decide
-from webhook.findings import Action
-from webhook.kinds import JOBSET
+from webhook.cli.main import main as cli_main
+from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.export import vap
+from webhook.objects.kinds import JOBSET
+from webhook.policy.config import Policy, policy_from_mapping
+from webhook.policy.findings import Action
 from webhook.rules import UserInfo
+from webhook.rules.catalog import RULES, RULES_BY_ID, VAP_EXPORT
 
 K8S_VERSIONS = ("1.30", kubernetes_validate.latest_version())
 POLICIES = {"static": Policy(), "dynamic": Policy(mode="dynamic")}

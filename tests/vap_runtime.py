@@ -29,8 +29,8 @@ from cel_expr_python import cel
 from cel_expr_python.ext import ext_optional, ext_strings
 from support import upstream_crd
 
-from webhook.cluster.model import selector_matches
-from webhook.quantity import QuantityError, parse_quantity
+from webhook.kube.quantity import QuantityError, parse_quantity
+from webhook.quota.objects import selector_matches
 
 
 def _is_quantity(text: str) -> bool:

@@ -18,8 +18,8 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import TypeVar
 
-from webhook.cluster.model import NodeFit, NodeInfo, Taint, Toleration, tolerated
-from webhook.config import TpuPolicy
+from webhook.policy.config import TpuPolicy
+from webhook.quota.objects import NodeFit, NodeInfo, Taint, Toleration, tolerated
 
 _K = TypeVar("_K")
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"

@@ -2,7 +2,7 @@
 
 Two implementations fill it: the watch cache (server) and the file snapshot (``check
 --cluster-state``), both ``webhook.cluster.store.ClusterStore`` underneath; quota answers
-come from its quota model (``webhook.cluster.quota``). Every answer distinguishes "known"
+come from its quota model (``webhook.quota.model``). Every answer distinguishes "known"
 from "unknown": unknown is not zero (SPEC §5), so a rule whose inputs are unknown is
 skipped with a warning instead of judging against an empty cluster. The engine asks
 ``unavailable`` before running a rule that ``requires`` kinds; the other methods are only
@@ -15,8 +15,8 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Protocol
 
-from webhook.cluster.model import ClusterQueueInfo, NodeFit, Toleration
-from webhook.cluster.quota import Assignment, Balance, Bound, PodSetDemand
+from webhook.quota.model import Assignment, Balance, Bound, PodSetDemand
+from webhook.quota.objects import ClusterQueueInfo, NodeFit, Toleration
 
 
 class ClusterState(Protocol):

@@ -20,8 +20,11 @@ from typing import Any
 
 from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
-from webhook.cluster.ledger import ChipsLedger, WorkloadEntry, project
-from webhook.cluster.model import (
+from webhook.cluster.nodes import NodeIndex
+from webhook.policy.config import Policy
+from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
+from webhook.quota.model import Assignment, Balance, Bound, PodSetDemand, QuotaModel, lends
+from webhook.quota.objects import (
     ClusterQueueInfo,
     CohortInfo,
     FlavorInfo,
@@ -33,9 +36,6 @@ from webhook.cluster.model import (
     parse_node,
     string_map,
 )
-from webhook.cluster.nodes import NodeIndex
-from webhook.cluster.quota import Assignment, Balance, Bound, PodSetDemand, QuotaModel, lends
-from webhook.config import Policy
 
 Key = str | tuple[str, str]
 #: objects indexed per lock hold during a first list
@@ -313,7 +313,7 @@ class ClusterStore:
         return self.ledger.in_use.get((cluster_queue, flavor), 0)
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
-        """The guaranteed balance of the queue's TPU quota on ``flavor`` (see ``webhook.cluster.ledger``)."""
+        """The guaranteed balance of the queue's TPU quota on ``flavor`` (see ``webhook.quota.ledger``)."""
         with self.lock:
             info = self.cluster_queues.get(cluster_queue)
             quota = info.quota(flavor, self.tpu) if info is not None else None

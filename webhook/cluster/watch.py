@@ -40,7 +40,7 @@ from typing import Any
 from webhook.cluster import kinds as k
 from webhook.cluster.client import ClusterConfigError, list_call, load_configuration
 from webhook.cluster.store import ClusterStore
-from webhook.config import Policy
+from webhook.policy.config import Policy
 
 log = logging.getLogger("tpu_admission.cluster")
 

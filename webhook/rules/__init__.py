@@ -1,7 +1,7 @@
 """Rule families. Each rule is a small pure function ``(workload, context) -> findings``.
 
 The types every rule module shares live here; the catalog that lists the rules, their
-IDs and default actions lives in ``webhook.catalog``.
+IDs and default actions lives in ``webhook.rules.catalog``.
 """
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 # Imported at run time, not only for type checking: mypyc compiles RuleContext as a
 # native class and needs its field types (see setup.py).
 from webhook.cluster.state import ClusterState
-from webhook.config import Mode, Policy, TierPolicy, TpuPolicy
-from webhook.findings import Action, Finding
-from webhook.kinds import ALL as ALL_KINDS
+from webhook.objects.kinds import ALL as ALL_KINDS
+from webhook.policy.config import Mode, Policy, TierPolicy, TpuPolicy
+from webhook.policy.findings import Action, Finding
 
 if TYPE_CHECKING:
-    from webhook.workload import Workload
+    from webhook.objects.workload import Workload
 
 #: ``submitted`` rules judge what the user wrote and run only where the webhook sees the
 #: object as submitted (the mutating path); ``final`` rules judge fields no other
@@ -110,7 +110,7 @@ def _compiled_copy(model: Any, kind: Callable[[Any], _Copy]) -> _Copy:
 
 
 # Not frozen (a frozen __init__ costs a setattr call per field, per request); init=False and
-# an explicit __init__ so mypyc compiles it (see webhook.workload.Container).
+# an explicit __init__ so mypyc compiles it (see webhook.objects.workload.Container).
 @dataclass(slots=True, init=False)
 class RuleContext:
     """Everything a rule may read besides the workload. Built once per request; rules only read it."""
@@ -191,7 +191,7 @@ class Rule:
     on_update: bool = False
     #: cluster-state kinds the rule reads; empty for structural rules
     requires: frozenset[str] = field(default_factory=frozenset)
-    #: the object kinds it applies to (``webhook.kinds``: JobSet, Job, Deployment)
+    #: the object kinds it applies to (``webhook.objects.kinds``: JobSet, Job, Deployment)
     kinds: frozenset[str] = ALL_KINDS
     #: one sentence: why the rule exists (shown in the README's rule table)
     why: str = ""

@@ -12,20 +12,20 @@ from __future__ import annotations
 from collections.abc import Iterator
 from decimal import Decimal
 
-from webhook.cluster.model import (
+from webhook.cluster.state import ClusterState
+from webhook.kube.fieldpaths import LABELS
+from webhook.kube.quantity import quantity_or_none
+from webhook.objects.workload import PodSet, Workload
+from webhook.policy.findings import Finding
+from webhook.quota.model import Attempt, PodSetDemand, format_amount, podset_demand
+from webhook.quota.objects import (
     NODE_FIT_RESOURCES,
     ClusterQueueInfo,
     describe_selector,
     parse_tolerations,
     selector_matches,
 )
-from webhook.cluster.quota import Attempt, PodSetDemand, format_amount, podset_demand
-from webhook.cluster.state import ClusterState
-from webhook.fieldpaths import LABELS
-from webhook.findings import Finding
-from webhook.quantity import quantity_or_none
 from webhook.rules import RuleContext
-from webhook.workload import PodSet, Workload
 
 
 def _queue(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, str, str | None] | None:

@@ -10,10 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
-from webhook.fieldpaths import ANNOTATIONS, SPEC
-from webhook.findings import Finding
+from webhook.kube.fieldpaths import ANNOTATIONS, SPEC
+from webhook.objects.workload import Workload
+from webhook.policy.findings import Finding
 from webhook.rules import RuleContext
-from webhook.workload import Workload
 
 EXCLUSIVE_TOPOLOGY: Final = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 PODSET_ANNOTATION_PREFIX: Final = "kueue.x-k8s.io/podset-"

@@ -6,11 +6,11 @@ import re
 from collections.abc import Iterator
 from functools import lru_cache
 
-from webhook.fieldpaths import LABELS
-from webhook.findings import Finding
+from webhook.kube.fieldpaths import LABELS
+from webhook.kube.textcache import CACHED_CHARS
+from webhook.objects.workload import Workload
+from webhook.policy.findings import Finding
 from webhook.rules import RuleContext
-from webhook.textcache import CACHED_CHARS
-from webhook.workload import Workload
 
 
 @lru_cache(maxsize=32)

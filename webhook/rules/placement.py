@@ -12,20 +12,20 @@ from collections.abc import Iterator
 from functools import lru_cache
 from typing import Final
 
-from webhook.config import Policy
-from webhook.fieldpaths import METADATA
-from webhook.findings import Finding
+from webhook.kube.fieldpaths import METADATA
+from webhook.kube.textcache import CACHED_CHARS
+from webhook.kube.topology import TopologyError, parse_topology, super_slice_problems
+from webhook.objects.workload import PodSet, Workload
+from webhook.policy.config import Policy
+from webhook.policy.findings import Finding
 from webhook.rules import RuleContext
-from webhook.textcache import CACHED_CHARS
-from webhook.topology import TopologyError, parse_topology, super_slice_problems
-from webhook.workload import PodSet, Workload
 
 REQUIRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-required-topology"
 SLICE_REQUIRED_TOPOLOGY: Final = "kueue.x-k8s.io/podset-slice-required-topology"
 SLICE_SIZE: Final = "kueue.x-k8s.io/podset-slice-size"
 #: Kueue reads podset-slice-size with Go's ``strconv.ParseInt(s, 10, 32)``: an optional
 #: sign and ASCII digits, nothing around them (``str.isdigit`` also accepts "²"); the
-#: exported policy's CEL (RE2) reads the same (webhook/vap/).
+#: exported policy's CEL (RE2) reads the same (webhook/export/vap/).
 _SLICE_SIZE_NUMBER: Final = re.compile(r"[+-]?[0-9]+")
 #: why a podset-slice-size that is not such a number is refused (the exported policy says the same)
 SLICE_SIZE_NOT_INTEGER: Final = (

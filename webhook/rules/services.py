@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from webhook.cluster.quota import nominal_fit
-from webhook.findings import Finding
+from webhook.objects.workload import Workload
+from webhook.policy.findings import Finding
+from webhook.quota.model import nominal_fit
 from webhook.rules import RuleContext
 from webhook.rules.cluster import demand_of, format_resource
-from webhook.workload import Workload
 
 RULE = "replicas-beyond-nominal"
 

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 from decimal import Decimal
 from functools import lru_cache
 
-from webhook.findings import Finding
-from webhook.quantity import quantity_or_none
+from webhook.kube.quantity import quantity_or_none
+from webhook.kube.topology import Topology, TopologyError, parse_topology, super_slice_problems
+from webhook.objects.workload import PodSet, Workload
+from webhook.policy.findings import Finding
 from webhook.rules import RuleContext
-from webhook.topology import Topology, TopologyError, parse_topology, super_slice_problems
-from webhook.workload import PodSet, Workload
 
 
 def _allowed_topology(podset: PodSet, ctx: RuleContext) -> Topology | None:

@@ -1,0 +1,1 @@
+"""``tpu-admission``: the command line and the output formats of ``check``."""

@@ -1,0 +1,529 @@
+"""``tpu-admission``: ``serve``, ``check`` (the CI dry run), ``certs``, ``config``, ``export``, ``rules``.
+
+One ``run_*`` function and one ``_add_*`` parser builder per subcommand; ``SUBCOMMANDS``
+lists the builders, so a new subcommand is one function and one line there. The help
+texts are plain text (argparse prints them as written) with examples and exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import base64
+import contextlib
+import json
+import logging
+import os
+import sys
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from webhook import __version__
+from webhook.cli.formatters import FORMATTERS
+from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
+from webhook.cluster.export import run_snapshot
+from webhook.cluster.state import ClusterState
+from webhook.engine.decision import AdmissionFacts, decide
+from webhook.objects.kinds import kind_of_document
+from webhook.objects.sources import SourceError, read_documents
+from webhook.policy.config import ConfigError, Policy, load_policy
+from webhook.rules.catalog import RULES, markdown_table
+from webhook.serving import certs, logsink
+from webhook.serving.logsink import BufferedJsonHandler
+
+__all__ = ["EXIT_DENIED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
+#: a process killed by SIGPIPE exits 128 + 13 in a shell; we end the same way, quietly
+EXIT_BROKEN_PIPE = 141
+
+
+class UsageError(Exception):
+    """Bad flags or input: exit 2 with the message."""
+
+
+def _parse_labels(text: str) -> dict[str, str]:
+    labels: dict[str, str] = {}
+    for item in filter(None, (part.strip() for part in text.split(","))):
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--namespace-labels: {item!r} is not key=value")
+        labels[key] = value
+    return labels
+
+
+def _load_cluster_state(paths: list[str], policy: Policy) -> ClusterState:
+    from webhook.cluster.statefiles import load_snapshot
+
+    try:
+        return load_snapshot(paths, policy)
+    except SourceError as exc:
+        raise UsageError(f"--cluster-state: {exc}") from None
+
+
+def run_check(args: argparse.Namespace) -> int:
+    policy = load_policy(args.config)
+    mode_source = "--mode" if args.mode else "config" if "mode" in policy.model_fields_set else "default"
+    if args.mode:
+        policy = policy.model_copy(update={"mode": args.mode})
+    if args.tier is not None and args.tier not in policy.tiers:
+        raise UsageError(f"--tier {args.tier!r} is not a configured tier ({', '.join(policy.tiers)})")
+    labels = _parse_labels(args.namespace_labels) if args.namespace_labels is not None else None
+    cluster = _load_cluster_state(args.cluster_state, policy) if args.cluster_state else None
+    documents, errors = read_documents(args.paths)
+
+    report = Report(errors=errors, mode=policy.mode, mode_source=mode_source, strict=args.strict)
+    for document in documents:
+        data: Any = document.data
+        kind = str(data.get("kind", "")) if isinstance(data, dict) else ""
+        api_version = str(data.get("apiVersion", "")) if isinstance(data, dict) else ""
+        metadata = data.get("metadata") if isinstance(data, dict) else None
+        metadata = metadata if isinstance(metadata, dict) else {}
+        name = str(metadata.get("name") or metadata.get("generateName") or "")
+        namespace = str(metadata.get("namespace") or "default")  # kubectl's default namespace
+        judged = kind_of_document(data)
+        if judged is None:
+            reason = f"not a JobSet, Job or Deployment ({api_version or 'no apiVersion'} {kind or 'no kind'})"
+            report.results.append(CheckResult(document, kind, namespace, name, None, reason, policy.mode))
+            continue
+        facts = AdmissionFacts(
+            operation="CREATE",
+            stage="mutate",
+            namespace=namespace,
+            tier_override=args.tier,
+            namespace_labels=labels,
+            kind=judged,
+        )
+        decision = decide(data, facts, policy, cluster)
+        report.results.append(CheckResult(document, kind, namespace, name, decision, mode=policy.mode))
+    if errors and args.output not in ("text", "github"):
+        # stdout is likely a file for a machine; the person reading the job log sees why it failed
+        for error in errors:
+            print(f"tpu-admission: {error}", file=sys.stderr)
+    _emit(FORMATTERS[args.output](report))
+    return report.exit_code()
+
+
+def _emit(text: str) -> None:
+    """Print and flush now, so a closed pipe surfaces here, where ``main`` handles it."""
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def run_serve(args: argparse.Namespace) -> int:
+    from webhook.serving.app import ServerState
+    from webhook.serving.runner import TlsSettings, loop_factory, serve
+
+    # Refuse a bad policy or bad flags before anything else happens (exit 2, naming it).
+    policy = load_policy(args.config)
+    if args.client_allowed_name and not args.client_ca:
+        raise UsageError("--client-allowed-name needs --client-ca (the CA that signs those client certificates)")
+    _setup_logging(args.log_level)
+    log = logging.getLogger("tpu_admission.serving")
+    files, generated = certs.ensure(Path(args.cert_dir), policy.server.service_dns_names)
+    if generated:
+        log.info("generated a self-signed CA and serving certificate in %s (CA: %s)", args.cert_dir, files.ca)
+    cluster = _start_cluster(args, policy)
+    log.info(
+        "serving mode=%s on https://%s:%d (cluster state: %s)",
+        policy.mode,
+        args.host,
+        args.port,
+        "watch cache" if cluster is not None else "none, structural rules only",
+    )
+    tls = TlsSettings(
+        cert=files.cert,
+        key=files.key,
+        min_version=args.tls_min_version,
+        client_ca=Path(args.client_ca) if args.client_ca else None,
+        client_names=tuple(args.client_allowed_name or ()),
+    )
+    state = ServerState(policy=policy, cluster=cluster)
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(
+            serve(state, args.host, args.port, tls, drain_seconds=args.drain_seconds, metrics_port=args.metrics_port)
+        )
+    return EXIT_OK
+
+
+def _start_cluster(args: argparse.Namespace, policy: Policy) -> ClusterState | None:
+    """The watch cache when a cluster is configured (``--kubeconfig`` or in a pod)."""
+    if not args.kubeconfig and not os.environ.get("KUBERNETES_SERVICE_HOST"):
+        return None
+    from webhook.cluster.watch import start_watch_cache
+
+    return start_watch_cache(args.kubeconfig, policy)
+
+
+def run_certs_generate(args: argparse.Namespace) -> int:
+    names = certs.service_names(args.service, args.namespace) + list(args.dns_name or [])
+    ca_pem, cert_pem, key_pem = certs.generate(names, days=args.days)
+    if args.previous_ca:
+        try:
+            ca_pem = certs.bundle(ca_pem, Path(args.previous_ca).read_bytes())
+        except OSError as exc:
+            raise UsageError(f"--previous-ca {args.previous_ca}: cannot read it: {exc.strerror}") from None
+        except ValueError as exc:
+            raise UsageError(f"--previous-ca {args.previous_ca}: {exc}") from None
+    if args.secret_manifest:
+        secret = {
+            "apiVersion": "v1",
+            "kind": "Secret",
+            "type": "kubernetes.io/tls",
+            "metadata": {"name": args.secret_name, "namespace": args.namespace},
+            "data": {
+                "ca.crt": base64.b64encode(ca_pem).decode(),
+                "tls.crt": base64.b64encode(cert_pem).decode(),
+                "tls.key": base64.b64encode(key_pem).decode(),
+            },
+        }
+        text = json.dumps(secret, indent=2)
+        if args.secret_manifest == "-":
+            print(text)
+        else:
+            Path(args.secret_manifest).write_text(text + "\n", encoding="utf-8")
+    if args.out:
+        files = certs.write(Path(args.out), ca_pem, cert_pem, key_pem)
+        print(f"wrote {files.ca}, {files.cert}, {files.key} for {', '.join(names)}", file=sys.stderr)
+    if not args.out and not args.secret_manifest:
+        raise UsageError("certs generate: give --out DIR and/or --secret-manifest FILE|-")
+    return EXIT_OK
+
+
+def run_certs_ca_bundle(args: argparse.Namespace) -> int:
+    path = Path(args.ca) if args.ca else Path(args.cert_dir) / certs.CA_FILE
+    try:
+        print(base64.b64encode(path.read_bytes()).decode())
+    except OSError as exc:
+        raise UsageError(f"{path}: cannot read the CA certificate: {exc.strerror}") from None
+    return EXIT_OK
+
+
+def run_config(args: argparse.Namespace) -> int:
+    """Print the effective policy (the defaults, or FILE validated and filled in)."""
+    import yaml
+
+    policy = load_policy(args.config)
+    print(yaml.safe_dump(policy.model_dump(by_alias=True, mode="json"), sort_keys=False), end="")
+    return EXIT_OK
+
+
+def run_export_vap(args: argparse.Namespace) -> int:
+    from webhook.export import vap
+
+    try:
+        print(vap.render(load_policy(args.config), args.validation_actions.split(",")), end="")
+    except ValueError as exc:
+        raise UsageError(f"--validation-actions: {exc}") from None
+    return EXIT_OK
+
+
+def run_export_map(args: argparse.Namespace) -> int:
+    from webhook.export import mutating_policy
+
+    print(mutating_policy.render(load_policy(args.config)), end="")
+    return EXIT_OK
+
+
+def run_rules(args: argparse.Namespace) -> int:
+    if args.format == "markdown":
+        print(markdown_table())
+    else:
+        for rule in RULES:
+            print(f"{rule.id:38} {rule.default_action.value:5} {rule.title}")
+    return EXIT_OK
+
+
+def _setup_logging(level: str) -> None:
+    """JSON lines on stderr, one per decision plus the server's own messages.
+
+    Buffered (``webhook.serving.logsink``): a request appends its encoded line and a background
+    thread writes the batch every 0.1 s. (A ``QueueHandler``, measured slower here
+    before, hands every record to its thread, which then competes for the GIL per line;
+    this thread wakes ten times a second.)
+    """
+    # The logging HOWTO's "Optimization" switches: no caller frame lookup, no thread or
+    # process fields; the JSON lines do not carry them.
+    logging._srcfile = None
+    logging.logThreads = False
+    logging.logProcesses = False
+    logging.logMultiprocessing = False
+    logsink.install(BufferedJsonHandler(sys.stderr), level)
+
+
+_EXIT_USAGE_LINE = "  2  bad usage, an invalid policy config, or a file that cannot be read"
+
+_MAIN_HELP = """\
+Admission webhook for JobSets on a Kueue-managed GKE TPU (tpu7x) cluster, and the
+same checks as a CI dry run.
+
+examples:
+  tpu-admission serve
+  tpu-admission check manifests/ --mode dynamic --output github
+  tpu-admission config --config policy.yaml
+  tpu-admission export vap --config policy.yaml
+  tpu-admission snapshot -o cluster-state.yaml
+  tpu-admission rules --format markdown
+  tpu-admission COMMAND --help        more on one command
+"""
+
+_SERVE_HELP = f"""\
+Serve /mutate and /validate (optionally /mutate/<tier>, /validate/<tier>) over HTTPS,
+plus /healthz, /readyz and /metrics. With no flags: the RFC-0033 default policy, a
+self-signed CA and serving certificate generated into ./certs, no cluster (structural
+rules only; cluster rules need --kubeconfig or an in-cluster service account).
+
+examples:
+  tpu-admission serve
+  tpu-admission serve --host 0.0.0.0 --config /etc/tpu-admission/policy.yaml --drain-seconds 5
+  tpu-admission serve --kubeconfig ~/.kube/config --log-level debug
+
+exit codes:
+  0  stopped (SIGTERM or Ctrl-C)
+{_EXIT_USAGE_LINE}
+"""
+
+_CHECK_HELP = f"""\
+Judge manifests exactly as the webhook's mutating path would on CREATE, without a
+cluster: YAML or JSON, multi-document, kind: List expanded, directories read
+recursively, - for stdin. Objects that are not JobSets are reported as skipped. A file
+that cannot be read is reported as an error and every other file is still judged.
+
+examples:
+  tpu-admission check jobs/ --mode dynamic
+  tpu-admission check job.yaml --tier production --output json
+  kubectl get localqueues,clusterqueues,namespaces -A -o yaml > state.yaml
+  tpu-admission check jobs/ --cluster-state state.yaml --cluster-state nodes.yaml
+  tpu-admission check jobs/ --strict --output sarif > tpu-admission.sarif
+  tpu-admission check jobs/ --output junit > tpu-admission.xml
+
+exit codes:
+  0  everything admitted (with --strict: and no warnings, and something was checked)
+  1  something denied (with --strict: also any warning, or nothing checked)
+{_EXIT_USAGE_LINE}
+     (every other file is still judged and reported first)
+"""
+
+_CERTS_HELP = f"""\
+Certificates for the webhook's Service: a CA and serving certificate, and the caBundle
+the webhook configurations need.
+
+examples:
+  tpu-admission certs generate --out certs/ --secret-manifest secret.json
+  tpu-admission certs generate --out new/ --previous-ca certs/ca.crt
+  tpu-admission certs ca-bundle --cert-dir certs/
+
+exit codes:
+  0  written or printed
+{_EXIT_USAGE_LINE}
+"""
+
+_CONFIG_HELP = """\
+Validate a policy file and print the effective policy: every key, with the file's
+values filled in over the RFC-0033 defaults. With no --config: the defaults.
+
+examples:
+  tpu-admission config > policy.yaml
+  tpu-admission config --config policy.yaml
+
+exit codes:
+  0  the policy is valid (printed)
+  2  the file cannot be read or is invalid; the message names the key
+"""
+
+_EXPORT_HELP = f"""\
+Print the policy as admission policies the API server evaluates itself (multi-document
+YAML on stdout): "vap" exports the structural rules as a ValidatingAdmissionPolicy and
+its binding, "map" the tiers' default labels as a MutatingAdmissionPolicy and its
+binding (Kubernetes 1.36 or later). Re-run the export when the policy changes.
+
+examples:
+  tpu-admission export vap --config policy.yaml | kubectl apply -f -
+  tpu-admission export vap --validation-actions Warn,Audit > vap.yaml
+  tpu-admission export map | kubectl apply -f -
+
+exit codes:
+  0  printed
+{_EXIT_USAGE_LINE}
+"""
+
+_SNAPSHOT_HELP = """\
+Write the cluster state the cluster-aware rules read (Namespaces, Nodes, and Kueue's
+LocalQueues, ClusterQueues, Cohorts, ResourceFlavors, Workloads) as one typed list per
+kind, empty lists included, so that `check --cluster-state FILE` judges against the
+real cluster: a kind the file holds is known, even when empty; a kind it lacks is unknown.
+
+examples:
+  tpu-admission snapshot --kubeconfig ~/.kube/config -o cluster-state.yaml
+  tpu-admission check jobs/ --cluster-state cluster-state.yaml
+
+exit codes:
+  0  every kind was listed and written
+  1  some kind could not be listed (named on stderr); the others were written
+  2  no cluster configuration could be loaded
+"""
+
+_RULES_HELP = """\
+List the rule catalog: ID, default action and title, or the README's Markdown table.
+
+examples:
+  tpu-admission rules
+  tpu-admission rules --format markdown
+
+exit codes:
+  0  always
+"""
+
+
+def _subparser(commands: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        name, help=summary, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    return parser
+
+
+def _add_serve(commands: Any) -> None:
+    serve = _subparser(commands, "serve", "run the HTTPS admission webhook server", _SERVE_HELP)
+    serve.add_argument("--host", default="127.0.0.1", help="address to listen on (in a pod: 0.0.0.0)")
+    serve.add_argument("--port", type=int, default=8443)
+    serve.add_argument("--cert-dir", default="certs", help="tls.crt/tls.key here, or generated here with ca.crt")
+    serve.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
+    serve.add_argument("--kubeconfig", help="watch this cluster (in a pod the in-cluster config is used)")
+    serve.add_argument("--tls-min-version", choices=["1.2", "1.3"], default="1.2")
+    serve.add_argument("--client-ca", help="require client certificates signed by this CA (mTLS)")
+    serve.add_argument(
+        "--client-allowed-name",
+        action="append",
+        metavar="NAME",
+        help="with --client-ca: accept only client certificates with this CN or DNS name (repeatable)",
+    )
+    serve.add_argument("--drain-seconds", type=float, default=0.0, help="on SIGTERM, keep serving this long")
+    serve.add_argument(
+        "--metrics-port",
+        type=int,
+        help="serve /metrics on this plain-HTTP port (same host) instead of the HTTPS port, for the scraper only",
+    )
+    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.set_defaults(run=run_serve)
+
+
+def _add_check(commands: Any) -> None:
+    check = _subparser(commands, "check", "check manifests as the webhook would (CI dry run)", _CHECK_HELP)
+    check.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, or - for stdin")
+    check.add_argument("--config", help="policy config YAML")
+    check.add_argument("--mode", choices=["static", "dynamic"], help="override the config's mode")
+    check.add_argument("--tier", help="treat every namespace as this tier")
+    check.add_argument("--namespace-labels", help="the namespace's labels, k=v,...")
+    check.add_argument(
+        "--cluster-state",
+        action="append",
+        metavar="PATH",
+        help="kubectl get -o yaml output (a file or directory); repeat the flag for more",
+    )
+    check.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1) on warnings too: an unknown tier, skipped cluster checks, warn-level findings, "
+        "nothing checked",
+    )
+    check.add_argument("--output", choices=list(FORMATTERS), default="text", help="report format (default: text)")
+    check.set_defaults(run=run_check)
+
+
+def _add_snapshot(commands: Any) -> None:
+    snapshot = _subparser(commands, "snapshot", "write a --cluster-state file from a live cluster", _SNAPSHOT_HELP)
+    snapshot.add_argument("--kubeconfig", help="the cluster (default: the in-cluster config)")
+    snapshot.add_argument("-o", "--output", help="the file to write (default: stdout)")
+    snapshot.set_defaults(run=lambda args: run_snapshot(args.kubeconfig, args.output))
+
+
+def _add_certs(commands: Any) -> None:
+    cert_cmd = _subparser(commands, "certs", "certificate helpers for admins", _CERTS_HELP)
+    cert_sub = cert_cmd.add_subparsers(dest="certs_command", required=True)
+    generate = _subparser(cert_sub, "generate", "a CA and a serving certificate for a Service", _CERTS_HELP)
+    generate.add_argument("--service", default="tpu-admission")
+    generate.add_argument("--namespace", default="tpu-admission")
+    generate.add_argument("--dns-name", action="append", help="another name for the certificate")
+    generate.add_argument("--days", type=int, default=365)
+    generate.add_argument("--out", help="write ca.crt, tls.crt, tls.key here")
+    generate.add_argument("--secret-manifest", help="write a kubernetes.io/tls Secret manifest (- for stdout)")
+    generate.add_argument("--secret-name", default="tpu-admission-tls")
+    generate.add_argument(
+        "--previous-ca",
+        metavar="FILE",
+        help="on rotation: the CA in use now; ca.crt (the caBundle) then trusts both until pods reload",
+    )
+    generate.set_defaults(run=run_certs_generate)
+    bundle = _subparser(cert_sub, "ca-bundle", "print the base64 caBundle for the webhook configurations", _CERTS_HELP)
+    bundle.add_argument("--cert-dir", default="certs")
+    bundle.add_argument("--ca", help="the CA certificate file (default: CERT_DIR/ca.crt)")
+    bundle.set_defaults(run=run_certs_ca_bundle)
+
+
+def _add_config(commands: Any) -> None:
+    config = _subparser(commands, "config", "validate a policy file and print the effective policy", _CONFIG_HELP)
+    config.add_argument("--config", help="policy config YAML (default: print the RFC-0033 defaults)")
+    config.set_defaults(run=run_config)
+
+
+def _add_export(commands: Any) -> None:
+    export = _subparser(commands, "export", "export the policy for the API server itself", _EXPORT_HELP)
+    export_sub = export.add_subparsers(dest="export_command", required=True)
+    export_vap = _subparser(
+        export_sub, "vap", "the structural rules as a ValidatingAdmissionPolicy (YAML)", _EXPORT_HELP
+    )
+    export_vap.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
+    export_vap.add_argument("--validation-actions", default="Deny", help="the binding's actions: Deny, or Warn,Audit")
+    export_vap.set_defaults(run=run_export_vap)
+    export_map = _subparser(export_sub, "map", "the default labels as a MutatingAdmissionPolicy (YAML)", _EXPORT_HELP)
+    export_map.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
+    export_map.set_defaults(run=run_export_map)
+
+
+def _add_rules(commands: Any) -> None:
+    rules = _subparser(commands, "rules", "list the rule catalog", _RULES_HELP)
+    rules.add_argument("--format", choices=["text", "markdown"], default="text")
+    rules.set_defaults(run=run_rules)
+
+
+#: every subcommand's parser builder, in the order ``--help`` lists them
+SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
+    _add_serve,
+    _add_check,
+    _add_snapshot,
+    _add_certs,
+    _add_config,
+    _add_export,
+    _add_rules,
+)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="tpu-admission", description=_MAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for add in SUBCOMMANDS:
+        add(commands)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    try:
+        args = parser.parse_args(argv)
+        code = int(args.run(args))
+        sys.stdout.flush()  # a closed pipe surfaces here, not in the interpreter's exit
+        return code
+    except (ConfigError, UsageError) as exc:
+        print(f"tpu-admission: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (`check ... | head`): no traceback, and no second error
+        # when the interpreter flushes stdout at exit (the Python docs' recipe).
+        with contextlib.suppress(OSError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE

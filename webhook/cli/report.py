@@ -1,0 +1,123 @@
+"""What one ``check`` run found: the per-object results, the unreadable inputs, the counts.
+
+Every output format renders the same ``Report``, and the exit code is worked out here
+once, so the formats cannot disagree about what failed the run.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from webhook.engine.decision import Decision
+from webhook.objects.sources import Document, SourceError
+from webhook.policy.findings import Action, Finding
+
+EXIT_OK, EXIT_DENIED, EXIT_USAGE = 0, 1, 2
+
+
+@dataclass(slots=True)
+class CheckResult:
+    document: Document
+    kind: str
+    namespace: str
+    name: str
+    decision: Decision | None  # None: not a judged kind (JobSet, Job, Deployment), skipped
+    skipped: str = ""
+    #: the mode that judged it (static or dynamic)
+    mode: str = ""
+
+    @property
+    def allowed(self) -> bool:
+        return self.decision is None or self.decision.allowed
+
+    @property
+    def tier(self) -> str | None:
+        return self.decision.tier if self.decision is not None else None
+
+    @property
+    def label(self) -> str:
+        """``kind/namespace/name``: how the object is named in every format."""
+        return f"{self.kind or '(no kind)'}/{self.namespace}/{self.name or '(unnamed)'}"
+
+    @property
+    def reported(self) -> list[Finding]:
+        """The findings worth showing: deny and warn (``off`` rules produce none)."""
+        if self.decision is None:
+            return []
+        return [f for f in self.decision.findings if f.action in (Action.DENY, Action.WARN)]
+
+    @property
+    def notices(self) -> list[str]:
+        """Warnings that are not a finding's: an unknown tier, a skipped cluster check."""
+        if self.decision is None:
+            return []
+        lines = {f.line() for f in self.decision.findings}
+        return [w for w in self.decision.warnings if w not in lines]
+
+    @property
+    def strict_warnings(self) -> list[str]:
+        """The warnings ``--strict`` fails on: all but the ones a policy exception granted."""
+        if self.decision is None:
+            return []
+        excepted = {f.line() for f in self.decision.findings if f.excepted}
+        return [w for w in self.decision.warnings if w not in excepted]
+
+
+@dataclass(slots=True)
+class Report:
+    results: list[CheckResult] = field(default_factory=list)
+    errors: list[SourceError] = field(default_factory=list)
+    mode: str = "static"
+    #: where the mode came from: ``--mode``, ``config`` or ``default``
+    mode_source: str = "default"
+    strict: bool = False
+
+    @property
+    def checked(self) -> list[CheckResult]:
+        return [r for r in self.results if r.decision is not None]
+
+    def summary(self) -> dict[str, int]:
+        checked = self.checked
+        return {
+            "checked": len(checked),
+            "admitted": sum(r.allowed for r in checked),
+            "denied": sum(not r.allowed for r in checked),
+            "warned": sum(bool(r.strict_warnings) for r in checked),
+            "skipped": len(self.results) - len(checked),
+            "errors": len(self.errors),
+        }
+
+    def strict_failures(self) -> list[str]:
+        """Why ``--strict`` fails this run (empty without ``--strict``)."""
+        if not self.strict:
+            return []
+        counts = self.summary()
+        reasons = []
+        if counts["warned"]:
+            reasons.append(f"{counts['warned']} object(s) with warnings")
+        if not counts["checked"]:
+            reasons.append("nothing was checked")
+        return reasons
+
+    def exit_code(self) -> int:
+        """2 if an input could not be read, else 1 if anything was denied (or ``--strict`` failed), else 0."""
+        if self.errors:
+            return EXIT_USAGE
+        if any(not r.allowed for r in self.results) or self.strict_failures():
+            return EXIT_DENIED
+        return EXIT_OK
+
+    def summary_line(self) -> str:
+        counts = self.summary()
+        text = ", ".join(f"{value} {key}" for key, value in counts.items())
+        mode = f"mode {self.mode}"
+        if self.mode_source == "default":
+            other = "dynamic" if self.mode == "static" else "static"
+            mode += f" (the default; use --mode {other} for {other}-mode jobs)"
+        text += f"; {mode}"
+        failures = self.strict_failures()
+        if failures:
+            text += f"; --strict fails the run: {', '.join(failures)}"
+        elif not counts["checked"]:
+            text += "; nothing was checked"
+        return text

@@ -1,0 +1,50 @@
+"""Cluster state from files, for ``check --cluster-state`` (SPEC §7).
+
+Reads what ``kubectl get … -o yaml`` prints (a ``List``, multi-document YAML, or a
+directory of such files) through the same loader as the manifests, and the typed lists
+``tpu-admission snapshot`` writes (``kind: CohortList``). A kind that appears in none of
+the files is unknown, not empty: its rules are skipped with a warning that names the
+missing kind, exactly as the server does for a kind it cannot watch. A typed list says
+the kind was read, so an empty ``CohortList`` means "no Cohorts", not "unknown".
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from typing import Any
+
+from webhook.cluster import kinds as k
+from webhook.cluster.store import ClusterStore
+from webhook.objects.sources import load_documents
+from webhook.policy.config import Policy
+
+
+def snapshot_from_objects(objects: Iterable[Any], policy: Policy) -> ClusterStore:
+    """A store holding ``objects``; kinds without any object are marked unknown."""
+    store = ClusterStore(policy)
+    by_kind: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
+    for obj in objects:
+        if not isinstance(obj, dict):
+            continue
+        name = str(obj.get("kind", ""))
+        group = str(obj.get("apiVersion", "")).partition("/")[0] if "/" in str(obj.get("apiVersion")) else ""
+        kind = k.BY_KIND.get(name)
+        if kind is not None and group == kind.group:
+            by_kind[kind.name].append(obj)
+            continue
+        listed = k.BY_KIND.get(name.removesuffix("List")) if name.endswith("List") else None
+        if listed is not None and group == listed.group and isinstance(obj.get("items"), list):
+            by_kind[listed.name].extend(item for item in obj["items"] if isinstance(item, dict))
+    for kind in k.KINDS:
+        if kind.name in by_kind:
+            store.replace(kind, by_kind[kind.name])
+            store.availability.mark_synced(kind.name)
+        else:
+            store.availability.mark_absent(kind.name, "no objects of this kind in the --cluster-state input")
+    return store
+
+
+def load_snapshot(paths: list[str], policy: Policy) -> ClusterStore:
+    """Read the files; ``SourceError`` when one cannot be read or parsed."""
+    return snapshot_from_objects((document.data for document in load_documents(paths)), policy)

@@ -1,0 +1,1 @@
+"""The decision: which rules run for a request, their findings, exceptions and the default-label patch."""

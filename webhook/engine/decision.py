@@ -1,0 +1,294 @@
+"""Workload → findings + patch: the one decision shared by the server and ``check``.
+
+``decide`` is a pure function of the object, the request facts, the policy and
+(optionally) cluster state. The HTTP layer and the CLI only translate to and from it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final, Literal
+
+from webhook.cluster.state import ClusterState
+from webhook.engine.patches import JsonPatch, default_labels, label_patch, label_patch_wire
+from webhook.objects.fastbuild import build
+from webhook.objects.fastjobset import TypedJobSet
+from webhook.objects.kinds import JOBSET
+from webhook.objects.readers import controlled_by_jobset, outside_kueue_warning, parse_object, runs_outside_kueue
+from webhook.objects.workload import MALFORMED, Workload
+from webhook.policy.config import Policy
+from webhook.policy.findings import Action, Finding
+from webhook.policy.tiers import resolve_tier
+from webhook.rules import Rule, RuleContext, UserInfo
+from webhook.rules.catalog import RULES
+
+Stage = Literal["mutate", "validate"]
+
+
+# Per request: not frozen (a frozen __init__ costs a setattr call per field); init=False and
+# an explicit __init__ so mypyc compiles it (see webhook.objects.workload.Container).
+@dataclass(slots=True, init=False)
+class AdmissionFacts:
+    """What the engine needs to know about a request besides the object."""
+
+    operation: str
+    stage: Stage
+    namespace: str
+    user: UserInfo
+    old_object: Any
+    #: tier from the request path (``/validate/<tier>``)
+    path_tier: str | None
+    #: CLI ``--tier``: beats everything
+    tier_override: str | None
+    #: CLI ``--namespace-labels``: beats the cluster state
+    namespace_labels: Mapping[str, str] | None
+    #: the object's kind (``webhook.objects.kinds``: JobSet, Job, Deployment)
+    kind: str
+
+    def __init__(
+        self,
+        operation: str = "CREATE",
+        stage: Stage = "mutate",
+        namespace: str = "",
+        user: UserInfo | None = None,
+        old_object: Any = None,
+        path_tier: str | None = None,
+        tier_override: str | None = None,
+        namespace_labels: Mapping[str, str] | None = None,
+        kind: str = JOBSET,
+    ) -> None:
+        self.operation = operation
+        self.stage = stage
+        self.namespace = namespace
+        self.user = user if user is not None else UserInfo()
+        self.old_object = old_object
+        self.path_tier = path_tier
+        self.tier_override = tier_override
+        self.namespace_labels = namespace_labels
+        self.kind = kind
+
+
+@dataclass(slots=True, init=False)  # explicit __init__: see webhook.objects.workload.Container
+class Decision:
+    allowed: bool
+    findings: list[Finding]
+    warnings: list[str]
+    patch: JsonPatch
+    #: ``patch`` as the AdmissionReview answer carries it (``patches.patch_wire``), when the
+    #: engine made both ("" otherwise: ``review_response`` encodes ``patch``)
+    patch_wire: str
+    tier: str | None
+    #: rules skipped because the cluster state they need is unknown
+    skipped: list[str]
+    #: rules whose findings a policy exception turned into warnings (one entry per finding)
+    excepted: list[str]
+    #: denying findings beyond ``limits.maxFindings``, counted but not listed
+    omitted: int
+    #: the longest line the answer carries (``limits.maxLineChars``)
+    max_line: int
+
+    def __init__(self, tier: str | None = None) -> None:
+        self.allowed = True
+        self.findings = []
+        self.warnings = []
+        self.patch = []
+        self.patch_wire = ""
+        self.tier = tier
+        self.skipped = []
+        self.excepted = []
+        self.omitted = 0
+        self.max_line = 2048
+
+    @property
+    def violations(self) -> list[Finding]:
+        return [f for f in self.findings if f.action is Action.DENY]
+
+    def rule_ids(self) -> list[str]:
+        """The rules that found something, each once, sorted (the decision log's ``rules``)."""
+        return sorted({f.rule for f in self.findings}) if self.findings else []
+
+    def deny_message(self) -> str:
+        lines = [clip(f.line(), self.max_line) for f in self.violations]
+        if self.omitted:
+            lines.append(f"... and {self.omitted} more")
+        return "\n".join(lines)
+
+
+def clip(line: str, limit: int) -> str:
+    """``line`` cut to ``limit`` characters: a finding that quotes a huge value stays one short line."""
+    if len(line) <= limit:
+        return line
+    return f"{line[: limit - 40]}... ({len(line) - limit + 40} more characters)"
+
+
+def _bound(decision: Decision, policy: Policy, unrecorded: int, unrecorded_action: Action | None) -> None:
+    """At most ``maxFindings`` denying and as many warning lines, each at most ``maxLineChars``.
+
+    However many findings an object produces, the answer (and the decision log and
+    metrics, which read the same findings) stays a few tens of kilobytes.
+    """
+    limits = policy.limits
+    violations = decision.violations
+    warned = [f for f in decision.findings if f.action is Action.WARN]
+    more_denied = max(0, len(violations) - limits.max_findings)
+    more_warned = max(0, len(warned) - limits.max_findings)
+    if more_denied or more_warned:
+        warned = warned[: limits.max_findings]
+        decision.findings = violations[: limits.max_findings] + warned
+    if unrecorded_action is Action.DENY:
+        more_denied += unrecorded
+    elif unrecorded_action is Action.WARN:
+        more_warned += unrecorded
+    decision.omitted = more_denied
+    for finding in warned:
+        decision.warnings.append(clip(finding.line(), limits.max_line_chars))
+    if more_warned:
+        decision.warnings.append(f"... and {more_warned} more")
+
+
+Plan = tuple[tuple[Rule, Action], ...]
+_PLANS: Final[dict[tuple[int, str, bool, str, bool], tuple[Policy, Plan]]] = {}
+
+
+def _plan(policy: Policy, stage: Stage, creating: bool, kind: str, clustered: bool) -> Plan:
+    """The rules that apply, with their actions, worked out once per policy, path and kind.
+
+    The request path then only runs checks; mode, stage, operation, kind, the configured
+    action and (without cluster state, ``clustered`` false) the cluster rules are not
+    re-examined for every rule of every request.
+    """
+    key = (id(policy), stage, creating, kind, clustered)
+    cached = _PLANS.get(key)
+    if cached is not None and cached[0] is policy:
+        return cached[1]
+    steps = []
+    for rule in RULES:
+        if policy.mode not in rule.modes or kind not in rule.kinds:
+            continue
+        if rule.requires and not clustered:
+            continue  # structural-only mode: no cluster configured
+        if creating and stage == "validate" and rule.subject == "submitted":
+            # On CREATE other mutating webhooks (Kueue's, the Slice Provisioner's) run
+            # before the validating path; on UPDATE they do not, and the validating
+            # configuration is where UPDATE is registered.
+            continue
+        if not creating and not rule.on_update:
+            continue
+        action = policy.action_for(rule.id, rule.default_action)
+        if action is not Action.OFF:
+            steps.append((rule, action))
+    if len(_PLANS) > 64:  # tests build many policies; a server has one
+        _PLANS.clear()
+    _PLANS[key] = (policy, tuple(steps))
+    return _PLANS[key][1]
+
+
+def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: str) -> None:
+    """Findings an admin excepted for this object warn instead, naming the reason.
+
+    Applied here, not in the HTTP layer or the CLI, so the server and ``check`` can
+    never disagree about an exception.
+    """
+    for finding in decision.findings:
+        exception = policy.exception_for(finding.rule, namespace, name)
+        if exception is not None:
+            finding.action, finding.excepted = Action.WARN, exception.reason  # fresh per request
+            decision.excepted.append(finding.rule)
+
+
+def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
+    """A cluster rule not judged because part of its state is unknown: a warning, never a pass."""
+    decision.skipped.append(rule_id)
+    decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
+
+
+def _parse(kind: str, obj: Any, policy: Policy, namespace: str) -> Workload:
+    """The typed fast path when the review decoder took it and it applies, else ``parse_object``."""
+    if isinstance(obj, TypedJobSet):
+        workload = build(obj, policy, namespace)
+        if workload is not None:
+            return workload
+        obj = obj.plain()
+    return parse_object(kind, obj, policy, namespace)
+
+
+def decide(
+    obj: Any,
+    facts: AdmissionFacts,
+    policy: Policy,
+    cluster: ClusterState | None = None,
+) -> Decision:
+    """Judge ``obj``: plain JSON, or the ``TypedJobSet`` the review decoder's fast path made."""
+    if controlled_by_jobset(obj.ownership() if isinstance(obj, TypedJobSet) else obj):
+        # A JobSet's own Job: judged as part of its JobSet already, and Kueue manages it
+        # through the JobSet. Admitted as it is, without a word.
+        return Decision()
+    labels = facts.namespace_labels
+    if labels is None and cluster is not None and facts.tier_override is None and facts.path_tier is None:
+        labels = cluster.namespace_labels(facts.namespace)
+    resolution = resolve_tier(
+        policy,
+        facts.namespace,
+        override=facts.tier_override,
+        path_tier=facts.path_tier,
+        namespace_labels=labels,
+    )
+    decision = Decision(tier=resolution.tier)
+    if resolution.warning:
+        decision.warnings.append(resolution.warning)
+    if resolution.tier is None or facts.operation not in ("CREATE", "UPDATE"):
+        return decision  # unmanaged namespace, or an operation we do not judge
+    tier = policy.tiers[resolution.tier]
+
+    workload = _parse(facts.kind, obj, policy, facts.namespace)
+    creating = facts.operation == "CREATE"
+    old: Workload | None = None
+    changed: frozenset[str] | None = None
+    added: dict[str, str] = {}
+    if creating:
+        added = default_labels(workload, tier, policy)
+    else:
+        old = _parse(facts.kind, facts.old_object, policy, facts.namespace)
+        keys = (policy.queue_label, policy.priority_label)
+        changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
+    if runs_outside_kueue(workload, tier, policy) and (old is None or policy.queue_label not in old.labels):
+        decision.warnings.append(outside_kueue_warning(workload, resolution.tier, policy))
+        return decision
+
+    ctx = RuleContext(
+        policy=policy,
+        tier_name=resolution.tier,
+        tier=tier,
+        operation=facts.operation,
+        user=facts.user,
+        effective_labels={**workload.labels, **added},
+        changed_labels=changed,
+        old=old,
+        cluster=cluster,
+        namespace_labels=facts.namespace_labels,
+    )
+    for rule, action in _plan(policy, facts.stage, creating, facts.kind, cluster is not None):
+        if rule.requires and cluster is not None:  # the plan has cluster rules only with a cluster
+            missing = cluster.unavailable(rule.requires)
+            if missing:
+                _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])
+                continue
+        for finding in rule.check(workload, ctx):
+            finding.action = action  # a fresh finding each request: set in place
+            decision.findings.append(finding)
+        if ctx.unknown:
+            _skip(decision, rule.id, ctx.unknown)
+            ctx.unknown.clear()
+
+    decision.max_line = policy.limits.max_line_chars
+    if decision.findings:  # most requests have none: nothing to except, count or bound
+        if policy.exceptions:
+            _apply_exceptions(decision, policy, facts.namespace, workload.name)
+        decision.allowed = not any(f.action is Action.DENY for f in decision.findings)
+        malformed = next((f.action for f in decision.findings if f.rule == MALFORMED), None)
+        _bound(decision, policy, workload.malformed_unrecorded, malformed)
+    if decision.allowed and creating and facts.stage == "mutate":
+        decision.patch = label_patch(workload, added)
+        decision.patch_wire = label_patch_wire(workload, added) if added else ""
+    return decision

@@ -1,0 +1,1 @@
+"""Rules exported for the API server itself: the ValidatingAdmissionPolicy and the mutating policy."""

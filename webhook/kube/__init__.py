@@ -1,0 +1,1 @@
+"""Kubernetes vocabulary every stage reads: quantities, pod resources, TPU topologies, field paths."""

@@ -1,0 +1,58 @@
+"""The object kinds the webhook judges: JobSet, batch/v1 Job and apps/v1 Deployment.
+
+RFC-0033 4.3.1 connects all three to Kueue the same way (two labels at creation) and
+lists how they differ (last table): a JobSet or a Job is one Workload with a gang, a
+Deployment is one Workload per pod, no gang and no ``spec.suspend``. Everything else
+(Pods, ConfigMaps, ...) is allowed unchanged. This module only names the kinds; how
+each is read is ``webhook.objects.workload``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Final
+
+JOBSET: Final = "JobSet"
+JOB: Final = "Job"
+DEPLOYMENT: Final = "Deployment"
+#: in the order the README's rule table lists them
+ORDER: Final[tuple[str, ...]] = (JOBSET, JOB, DEPLOYMENT)
+ALL: Final[frozenset[str]] = frozenset(ORDER)
+
+
+@dataclass(frozen=True, slots=True)
+class JudgedKind:
+    kind: str
+    group: str
+    version: str
+    #: the plural the webhook configurations register (``rules[].resources``)
+    resource: str
+
+
+JUDGED: Final[dict[str, JudgedKind]] = {
+    JOBSET: JudgedKind(JOBSET, "jobset.x-k8s.io", "v1alpha2", "jobsets"),
+    JOB: JudgedKind(JOB, "batch", "v1", "jobs"),
+    DEPLOYMENT: JudgedKind(DEPLOYMENT, "apps", "v1", "deployments"),
+}
+_BY_GROUP: Final = {(k.group, k.kind): k.kind for k in JUDGED.values()}
+
+
+def judged_kind(group: str, kind: str) -> str | None:
+    """The kind when an object of ``group``/``kind`` is judged, else ``None``.
+
+    The version is not compared: the webhook configurations use ``matchPolicy:
+    Equivalent``, so the API server converts to the registered version first.
+    """
+    return _BY_GROUP.get((group, kind))
+
+
+def kind_of_document(data: Any) -> str | None:
+    """The judged kind of a manifest (``apiVersion`` + ``kind``), for ``check``."""
+    if not isinstance(data, dict):
+        return None
+    api_version = data.get("apiVersion")
+    kind = data.get("kind")
+    if not isinstance(api_version, str) or not isinstance(kind, str):
+        return None
+    group = api_version.rpartition("/")[0]  # "batch/v1" -> "batch"; "v1" -> "" (core)
+    return judged_kind(group, kind)

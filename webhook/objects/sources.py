@@ -1,0 +1,164 @@
+"""Manifests for ``check``: files, directories (recursively), ``-`` for stdin.
+
+YAML and JSON, multi-document, ``kind: List`` expanded. Each document keeps its YAML node
+tree so a finding's field path can be turned into the line it is on (for ``--output
+github`` annotations).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from webhook.kube.fieldpaths import FieldPath
+
+SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class SourceError(Exception):
+    """A path cannot be read or parsed; the message names it.
+
+    ``source`` is the file (or path as given) and ``line`` where the parser stopped,
+    when it knows, so a CI report can point at it.
+    """
+
+    def __init__(self, source: str, problem: str, line: int | None = None) -> None:
+        super().__init__(f"{source}: {problem}")
+        self.source = source
+        self.problem = problem
+        self.line = line
+
+
+@dataclass(slots=True)
+class Document:
+    source: str
+    line: int
+    data: Any
+    node: yaml.Node | None = None
+
+    def line_of(self, path: FieldPath) -> int:
+        """The line of ``path`` in the file, or of its nearest ancestor that is there."""
+        node = self.node
+        line = self.line
+        for step in path.parts():
+            if isinstance(node, yaml.MappingNode):
+                node = next((v for k, v in node.value if getattr(k, "value", None) == str(step)), None)
+            elif isinstance(node, yaml.SequenceNode) and isinstance(step, int) and step < len(node.value):
+                node = node.value[step]
+            else:
+                node = None
+            if node is None:
+                break
+            line = node.start_mark.line + 1
+        return line
+
+
+def _parse(text: str, source: str) -> tuple[list[Document], SourceError | None]:
+    """The documents of one file, and the error that stopped the parser, if one did.
+
+    Documents before a syntax error are kept: they parsed completely, and judging them
+    tells the user more than dropping them would.
+    """
+    documents: list[Document] = []
+    loader = yaml.SafeLoader(text)
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            data = loader.construct_document(node)
+            documents.extend(_expand(Document(source, node.start_mark.line + 1, data, node)))
+    except yaml.YAMLError as exc:
+        if source.endswith(".json") and not documents:
+            try:
+                return list(_expand(Document(source, 1, json.loads(text)))), None
+            except ValueError:
+                pass
+        return documents, _syntax_error(source, exc)
+    finally:
+        loader.dispose()
+    return documents, None
+
+
+def _syntax_error(source: str, exc: yaml.YAMLError) -> SourceError:
+    """One line (for CI annotations and JSON consumers) with the parser's line and column."""
+    if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
+        return SourceError(source, f"not valid YAML or JSON: {' '.join(str(exc).split())}")
+    mark = exc.problem_mark
+    what = ": ".join(part for part in (exc.context, exc.problem) if part)
+    return SourceError(
+        source, f"not valid YAML or JSON: {what} (line {mark.line + 1}, column {mark.column + 1})", mark.line + 1
+    )
+
+
+def _expand(document: Document) -> Iterator[Document]:
+    """``kind: List`` (as ``kubectl get -o yaml`` prints) becomes its items."""
+    data = document.data
+    if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
+        items_node = None
+        if isinstance(document.node, yaml.MappingNode):
+            items_node = next((v for k, v in document.node.value if getattr(k, "value", None) == "items"), None)
+        for position, item in enumerate(data["items"]):
+            node = items_node.value[position] if isinstance(items_node, yaml.SequenceNode) else None
+            line = node.start_mark.line + 1 if node is not None else document.line
+            yield Document(document.source, line, item, node)
+    elif data is not None:
+        yield document
+
+
+def _files(path: Path) -> Iterable[Path]:
+    if path.is_dir():
+        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
+    return [path]
+
+
+def read_documents(paths: Iterable[str]) -> tuple[list[Document], list[SourceError]]:
+    """Every document that can be read, and one error per path or file that cannot.
+
+    One bad file must not hide the verdicts on all the others (a CI run over a
+    directory), so errors are collected, not raised.
+    """
+    documents: list[Document] = []
+    errors: list[SourceError] = []
+    for raw in paths:
+        if raw == "-":
+            parsed, error = _parse(sys.stdin.read(), "<stdin>")
+            documents.extend(parsed)
+            errors.extend([error] if error else [])
+            continue
+        path = Path(raw)
+        try:
+            if not path.exists():
+                errors.append(SourceError(raw, "no such file or directory"))
+                continue
+            files = _files(path)
+        except OSError as exc:
+            errors.append(SourceError(raw, f"cannot read: {exc.strerror or exc}"))
+            continue
+        for file in files:
+            try:
+                text = file.read_text(encoding="utf-8")
+            except OSError as exc:
+                errors.append(SourceError(str(file), f"cannot read: {exc.strerror or exc}"))
+                continue
+            except UnicodeDecodeError as exc:
+                errors.append(SourceError(str(file), f"cannot read: not UTF-8 text ({exc.reason} at byte {exc.start})"))
+                continue
+            parsed, error = _parse(text, str(file))
+            documents.extend(parsed)
+            errors.extend([error] if error else [])
+    return documents, errors
+
+
+def load_documents(paths: Iterable[str]) -> list[Document]:
+    """Every document, or ``SourceError`` for the first path that cannot be read."""
+    documents, errors = read_documents(paths)
+    if errors:
+        raise errors[0]
+    return documents

@@ -1,0 +1,161 @@
+"""Workloads as the quota model needs them, and the chips ledger.
+
+A cached Workload is a ``WorkloadEntry`` (a few slots, strings and podSet shapes
+interned), never the whole object: at 100,000 Workloads that is the difference between
+~40 MB and several GB. Each watch event moves the ledger's counters by the difference
+between the old and the new entry, so a request reads counters instead of summing
+Workloads.
+
+What counts, as Kueue's cache counts it (``pkg/workload``: ``HasActiveQuotaReservation``,
+``IsAdmissible``):
+
+- **in use** (``HOLDS``): condition ``QuotaReserved`` is True, ``Finished`` is not True,
+  and ``spec.active`` is not false. Its chips are read from ``status.admission``
+  (``podSetAssignments[].resourceUsage`` on ``flavors``), so the flavor is Kueue's own.
+- **pending** (``WAITS``): no active reservation, not finished, ``spec.active`` not false,
+  ``WaitingForReplacementPods`` not True, and not marked inadmissible by Kueue: a
+  ``QuotaReserved`` False condition with reason ``Inadmissible``, ``OnHold``,
+  ``ExceedsMaxQuota``, ``NoMatchingFlavor`` or ``Misconfigured`` leaves it out. Pending
+  Workloads are kept by LocalQueue and podSet shape; which ClusterQueue and flavor they
+  would use (and whether they could ever fit at all, else they do not count either) is
+  resolved by the quota model when a request reads the balance, because that depends on
+  objects that may arrive later or change.
+- everything else (finished, deactivated, inadmissible) does not count.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections import defaultdict
+from collections.abc import Mapping
+from typing import Any
+
+from webhook.kube.quantity import quantity_or_none
+from webhook.quota.model import PodSetDemand, podset_demand
+
+HOLDS, WAITS, IDLE, FINISHED, INADMISSIBLE = "holds", "waits", "idle", "finished", "inadmissible"
+
+#: ``QuotaReserved=False`` reasons with which Kueue says the Workload cannot be admitted as it is
+INADMISSIBLE_REASONS = frozenset({"Inadmissible", "OnHold", "ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured"})
+
+Shape = tuple[PodSetDemand, ...]
+_SHAPES: dict[Shape, Shape] = {}
+
+
+def _intern(value: Any) -> str:
+    return sys.intern(str(value)) if value else ""
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class WorkloadEntry:
+    """The projection of one Workload: its queue, priority, state and what it holds or asks."""
+
+    __slots__ = ("chips", "cluster_queue", "local_queue", "priority", "shape", "state")
+
+    def __init__(
+        self,
+        local_queue: str,
+        cluster_queue: str,
+        priority: str,
+        state: str,
+        chips: tuple[tuple[str, int], ...] = (),
+        shape: Shape = (),
+    ) -> None:
+        self.local_queue = local_queue
+        self.cluster_queue = cluster_queue
+        self.priority = priority
+        self.state = state
+        #: holding quota: (flavor, chips) from the admission
+        self.chips = chips
+        #: waiting: its podSets, as the flavor assigner reads them
+        self.shape = shape
+
+
+def _conditions(status: Mapping[str, Any]) -> dict[str, tuple[bool, str]]:
+    out = {}
+    for condition in status.get("conditions") or ():
+        if isinstance(condition, dict):
+            out[str(condition.get("type"))] = (condition.get("status") == "True", str(condition.get("reason") or ""))
+    return out
+
+
+def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
+    """A Workload object (``kueue.x-k8s.io/v1beta2``) reduced to what the ledger needs."""
+    spec, status = _dict(obj.get("spec")), _dict(obj.get("status"))
+    ref = spec.get("priorityClassRef")
+    priority = _intern(ref.get("name")) if isinstance(ref, dict) else ""
+    queue = _intern(spec.get("queueName"))
+    conditions = _conditions(status)
+    reserved, reason = conditions.get("QuotaReserved", (False, ""))
+    if conditions.get("Finished", (False, ""))[0]:
+        return WorkloadEntry(queue, "", priority, FINISHED)
+    if spec.get("active", True) is False:
+        return WorkloadEntry(queue, "", priority, IDLE)
+    if reserved:
+        admission = _dict(status.get("admission"))
+        chips: list[tuple[str, int]] = []
+        for assignment in map(_dict, admission.get("podSetAssignments") or ()):
+            used = quantity_or_none(_dict(assignment.get("resourceUsage")).get(tpu))
+            flavor = _dict(assignment.get("flavors")).get(tpu)
+            if used and flavor:
+                chips.append((_intern(flavor), int(used)))
+        return WorkloadEntry(queue, _intern(admission.get("clusterQueue")), priority, HOLDS, tuple(chips))
+    if reason in INADMISSIBLE_REASONS or conditions.get("WaitingForReplacementPods", (False, ""))[0]:
+        return WorkloadEntry(queue, "", priority, INADMISSIBLE)
+    podsets = []
+    for podset in map(_dict, spec.get("podSets") or ()):
+        pod = _dict(_dict(podset.get("template")).get("spec"))
+        count = podset.get("count", 1)
+        demand = podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1)
+        if "topologyRequest" in podset or demand.total(tpu):  # as the rules judge a TPU podSet
+            demand = podset_demand(demand.name, pod, demand.count, dict(demand.requests), tas=True)
+        podsets.append(demand)
+    shape = tuple(podsets)
+    if len(_SHAPES) > 65536:  # shapes of Workloads long gone; live entries keep their own reference
+        _SHAPES.clear()
+    return WorkloadEntry(queue, "", priority, WAITS, shape=_SHAPES.setdefault(shape, shape))
+
+
+class ChipsLedger:
+    """Chips in use per (ClusterQueue, flavor), and guaranteed Workloads by state."""
+
+    def __init__(self, guaranteed: str) -> None:
+        self.guaranteed = guaranteed
+        #: every priority's chips holding quota
+        self.in_use: defaultdict[tuple[str, str], int] = defaultdict(int)
+        #: guaranteed chips holding quota
+        self.holding: defaultdict[tuple[str, str], int] = defaultdict(int)
+        #: guaranteed Workloads waiting: (namespace, LocalQueue) -> shape -> how many
+        self.waiting: defaultdict[tuple[str, str], dict[Shape, int]] = defaultdict(dict)
+
+    def move(self, namespace: str, entry: WorkloadEntry | None, sign: int) -> None:
+        """Add (``sign=1``) or remove (``-1``) one entry's contribution."""
+        if entry is None:
+            return
+        guaranteed = entry.priority == self.guaranteed
+        if entry.state == HOLDS:
+            for flavor, chips in entry.chips:
+                key = (entry.cluster_queue, flavor)
+                _bump(self.in_use, key, sign * chips)
+                if guaranteed:
+                    _bump(self.holding, key, sign * chips)
+        elif entry.state == WAITS and guaranteed:
+            queue = self.waiting[(namespace, entry.local_queue)]
+            queue[entry.shape] = queue.get(entry.shape, 0) + sign
+            if not queue[entry.shape]:
+                del queue[entry.shape]
+            if not queue:
+                del self.waiting[(namespace, entry.local_queue)]
+
+    def waiting_for(self, namespace: str, local_queue: str) -> list[tuple[Shape, int]]:
+        queue = self.waiting.get((namespace, local_queue))
+        return list(queue.items()) if queue else []
+
+
+def _bump(counter: defaultdict[tuple[str, str], int], key: tuple[str, str], delta: int) -> None:
+    counter[key] += delta
+    if not counter[key]:
+        del counter[key]

@@ -1,0 +1,346 @@
+"""Compact, read-only views of the cluster objects the cluster-aware rules read.
+
+The caches keep these instead of whole objects: a ClusterQueue becomes its cohort, its
+namespace selector, the resources it covers and its quotas per flavor; a Node its labels,
+allocatable, blocking taints and whether it is schedulable. Parsing is lenient (a field
+of the wrong type reads as absent): the objects come from the API server, which has
+already validated them against their schema.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from decimal import Decimal
+from typing import Any
+
+from webhook.kube.quantity import quantity_or_none
+
+#: resources judged by the node-fit rule (DD-0018: one node must hold them all together)
+NODE_FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _list(value: Any) -> list[Any]:
+    return value if isinstance(value, list) else []
+
+
+def string_map(value: Any) -> dict[str, str]:
+    return {str(k): str(v) for k, v in _dict(value).items() if isinstance(v, str | int | float)}
+
+
+# ---------------------------------------------------------------- label selectors
+
+
+def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, str]) -> bool:
+    """A Kubernetes ``LabelSelector``; ``None`` (null) matches nothing, ``{}`` everything."""
+    if selector is None:
+        return False
+    for key, value in _dict(selector.get("matchLabels")).items():
+        if labels.get(key) != value:
+            return False
+    for expression in _list(selector.get("matchExpressions")):
+        expression = _dict(expression)
+        key = str(expression.get("key"))
+        values = _list(expression.get("values"))
+        operator = expression.get("operator")
+        if operator == "In" and labels.get(key) not in values:
+            return False
+        if operator == "NotIn" and key in labels and labels[key] in values:
+            return False
+        if operator == "Exists" and key not in labels:
+            return False
+        if operator == "DoesNotExist" and key in labels:
+            return False
+        if operator not in ("In", "NotIn", "Exists", "DoesNotExist"):
+            return False  # an operator we do not know: the API server would have refused it
+    return True
+
+
+def describe_selector(selector: Mapping[str, Any] | None) -> str:
+    if selector is None:
+        return "null"
+    parts = [f"{k}={v}" for k, v in sorted(_dict(selector.get("matchLabels")).items())]
+    for expression in _list(selector.get("matchExpressions")):
+        expression = _dict(expression)
+        values = ",".join(str(v) for v in _list(expression.get("values")))
+        parts.append(f"{expression.get('key')} {expression.get('operator')} ({values})".replace(" ()", ""))
+    return "{" + ", ".join(parts) + "}"
+
+
+# ---------------------------------------------------------------- quotas
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    nominal: Decimal
+    borrowing_limit: Decimal | None = None
+    lending_limit: Decimal | None = None
+
+
+#: flavor -> resource -> quota, flavors in the order of the resource groups
+FlavorQuotas = tuple[tuple[str, Mapping[str, Quota]], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class ResourceGroup:
+    """One ``spec.resourceGroups[]`` entry: the resources it covers and its flavors, in order."""
+
+    covered: frozenset[str]
+    flavors: tuple[str, ...]
+
+
+def _quotas(resource_groups: Any) -> tuple[tuple[ResourceGroup, ...], FlavorQuotas]:
+    groups: list[ResourceGroup] = []
+    flavors: list[tuple[str, Mapping[str, Quota]]] = []
+    for group in _list(resource_groups):
+        group = _dict(group)
+        names: list[str] = []
+        for flavor in _list(group.get("flavors")):
+            flavor = _dict(flavor)
+            resources: dict[str, Quota] = {}
+            for resource in _list(flavor.get("resources")):
+                resource = _dict(resource)
+                borrowing = resource.get("borrowingLimit")
+                lending = resource.get("lendingLimit")
+                resources[str(resource.get("name"))] = Quota(
+                    quantity_or_none(resource.get("nominalQuota")) or Decimal(0),
+                    quantity_or_none(borrowing) if borrowing is not None else None,
+                    quantity_or_none(lending) if lending is not None else None,
+                )
+            names.append(str(flavor.get("name")))
+            flavors.append((names[-1], resources))
+        groups.append(ResourceGroup(frozenset(str(r) for r in _list(group.get("coveredResources"))), tuple(names)))
+    return tuple(groups), tuple(flavors)
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterQueueInfo:
+    name: str
+    cohort: str | None
+    #: the raw ``namespaceSelector``; ``None`` is Kueue's null selector (matches nothing)
+    namespace_selector: Mapping[str, Any] | None
+    groups: tuple[ResourceGroup, ...]
+    flavors: FlavorQuotas
+    #: (flavor, resource) -> quota: the lookup every potential-quota sum makes
+    quotas: Mapping[tuple[str, str], Quota] = field(default_factory=dict)
+    covered: frozenset[str] = frozenset()
+
+    def group_of(self, resource: str) -> ResourceGroup | None:
+        for group in self.groups:
+            if resource in group.covered:
+                return group
+        return None
+
+    def quota(self, flavor: str, resource: str) -> Quota | None:
+        return self.quotas.get((flavor, resource))
+
+
+def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueInfo:
+    spec = _dict(obj.get("spec"))
+    selector = spec.get("namespaceSelector")
+    groups, flavors = _quotas(spec.get("resourceGroups"))
+    cohort = spec.get("cohortName")
+    return ClusterQueueInfo(
+        name=str(_dict(obj.get("metadata")).get("name", "")),
+        cohort=str(cohort) if cohort else None,
+        namespace_selector=selector if isinstance(selector, dict) else None,
+        groups=groups,
+        flavors=flavors,
+        quotas={(name, r): quota for name, resources in flavors for r, quota in resources.items()},
+        covered=frozenset().union(*(group.covered for group in groups)),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class CohortInfo:
+    """A Cohort object: its parent in the cohort tree and its own (cohort-level) quotas."""
+
+    name: str
+    parent: str | None
+    flavors: FlavorQuotas
+
+    def quota(self, flavor: str, resource: str) -> Quota | None:
+        for name, resources in self.flavors:
+            if name == flavor:
+                return resources.get(resource)
+        return None
+
+
+def parse_cohort(obj: Mapping[str, Any]) -> CohortInfo:
+    spec = _dict(obj.get("spec"))
+    parent = spec.get("parentName")
+    return CohortInfo(
+        name=str(_dict(obj.get("metadata")).get("name", "")),
+        parent=str(parent) if parent else None,
+        flavors=_quotas(spec.get("resourceGroups"))[1],
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Toleration:
+    key: str
+    operator: str
+    value: str
+    effect: str
+
+
+def parse_tolerations(value: Any) -> tuple[Toleration, ...]:
+    return tuple(
+        Toleration(
+            str(t.get("key") or ""),
+            str(t.get("operator") or "Equal"),
+            str(t.get("value") or ""),
+            str(t.get("effect") or ""),
+        )
+        for t in map(_dict, _list(value))
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorInfo:
+    name: str
+    node_labels: Mapping[str, str]
+    #: ``spec.nodeTaints`` that block scheduling (NoSchedule, NoExecute)
+    node_taints: tuple[Taint, ...] = ()
+    #: ``spec.tolerations``: Kueue adds them to the pods it admits on this flavor
+    tolerations: tuple[Toleration, ...] = ()
+    #: ``spec.topologyName``: a topology-aware-scheduling flavor
+    topology_name: str | None = None
+
+
+def parse_flavor(obj: Mapping[str, Any]) -> FlavorInfo:
+    spec = _dict(obj.get("spec"))
+    return FlavorInfo(
+        name=str(_dict(obj.get("metadata")).get("name", "")),
+        node_labels=string_map(spec.get("nodeLabels")),
+        node_taints=_blocking_taints(spec.get("nodeTaints")),
+        tolerations=parse_tolerations(spec.get("tolerations")),
+        topology_name=str(spec["topologyName"]) if spec.get("topologyName") else None,
+    )
+
+
+# ---------------------------------------------------------------- node affinity
+
+
+@dataclass(frozen=True, slots=True)
+class Requirement:
+    """One ``NodeSelectorRequirement`` of a required node-affinity term."""
+
+    key: str
+    operator: str
+    values: tuple[str, ...]
+
+    def matches(self, labels: Mapping[str, str]) -> bool:
+        """Kubernetes' node selector requirement semantics (``nodeaffinity``)."""
+        present = self.key in labels
+        if self.operator == "In":
+            return present and labels[self.key] in self.values
+        if self.operator == "NotIn":
+            return not present or labels[self.key] not in self.values
+        if self.operator == "Exists":
+            return present
+        if self.operator == "DoesNotExist":
+            return not present
+        if self.operator in ("Gt", "Lt") and present and len(self.values) == 1:
+            try:
+                have, bound = int(labels[self.key]), int(self.values[0])
+            except ValueError:
+                return False
+            return have > bound if self.operator == "Gt" else have < bound
+        return False
+
+
+#: required node affinity: terms ORed, each term's requirements ANDed (``matchFields`` dropped)
+Affinity = tuple[tuple[Requirement, ...], ...]
+
+
+def parse_required_affinity(pod_spec: Mapping[str, Any]) -> Affinity:
+    """``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``."""
+    required = _dict(
+        _dict(_dict(pod_spec.get("affinity")).get("nodeAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution")
+    )
+    terms = []
+    for term in map(_dict, _list(required.get("nodeSelectorTerms"))):
+        terms.append(
+            tuple(
+                Requirement(
+                    str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in _list(e.get("values")))
+                )
+                for e in map(_dict, _list(term.get("matchExpressions")))
+            )
+        )
+    return tuple(terms)
+
+
+# ---------------------------------------------------------------- nodes
+
+
+@dataclass(frozen=True, slots=True)
+class Taint:
+    key: str
+    value: str
+    effect: str
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    name: str
+    labels: Mapping[str, str]
+    allocatable: Mapping[str, Decimal]
+    #: NoSchedule and NoExecute taints (PreferNoSchedule never blocks)
+    taints: tuple[Taint, ...]
+    unschedulable: bool
+
+
+def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
+    metadata = _dict(obj.get("metadata"))
+    spec = _dict(obj.get("spec"))
+    allocatable = {}
+    for key, raw in _dict(_dict(obj.get("status")).get("allocatable")).items():
+        value = quantity_or_none(raw)
+        if value is not None:
+            allocatable[str(key)] = value
+    return NodeInfo(
+        name=str(metadata.get("name", "")),
+        labels=string_map(metadata.get("labels")),
+        allocatable=allocatable,
+        taints=_blocking_taints(spec.get("taints")),
+        unschedulable=spec.get("unschedulable") is True,
+    )
+
+
+def _blocking_taints(value: Any) -> tuple[Taint, ...]:
+    """NoSchedule and NoExecute taints (PreferNoSchedule never blocks)."""
+    return tuple(
+        Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
+        for t in map(_dict, _list(value))
+        if t.get("effect") in ("NoSchedule", "NoExecute")
+    )
+
+
+def tolerated(taint: Taint, tolerations: Iterable[Toleration]) -> bool:
+    """Kubernetes' toleration matching for one taint."""
+    for toleration in tolerations:
+        if toleration.effect and toleration.effect != taint.effect:
+            continue
+        key = toleration.key
+        if toleration.operator == "Exists" and (not key or key == taint.key):
+            return True
+        if toleration.operator == "Equal" and key == taint.key and toleration.value == taint.value:
+            return True
+    return False
+
+
+@dataclass(frozen=True, slots=True)
+class NodeFit:
+    """The answer to "does one pod fit on one node that matches its selector"."""
+
+    #: schedulable, tolerated nodes that match the selector
+    matching: int
+    fits: bool
+    #: when nothing fits: the matching node that comes closest, for the message
+    closest: NodeInfo | None = None

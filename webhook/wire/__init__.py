@@ -1,0 +1,1 @@
+"""The AdmissionReview on the wire: request decoding and response encoding."""
