@@ -96,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
 
     import webhook.engine.decision
     from webhook.engine.decision import decide
-    from webhook.policy.config import load_policy, policy_from_mapping
+    from webhook.rules.catalog import load_policy, policy_from_mapping
     from webhook.serving.app import admission_facts
     from webhook.wire.jsonwire import encode
     from webhook.wire.reviews import parse_review, review_response

@@ -104,7 +104,7 @@ def stage_app(stage: str, state: Any) -> Callable[..., Any]:
 def serve(stage: str, port: int, cert_dir: Path) -> None:
     """One stage's server, as ``python -m webhook serve`` runs (logging, loop, TLS)."""
     from webhook.cli.main import _setup_logging
-    from webhook.policy.config import load_policy
+    from webhook.rules.catalog import load_policy
     from webhook.serving import certs
     from webhook.serving.app import ServerState
     from webhook.serving.runner import TlsSettings, build_server, loop_factory, run_server

@@ -385,7 +385,8 @@ def test_config_command_prints_a_policy_that_loads_back(tmp_path: Path) -> None:
     assert proc.returncode == 0
     dumped = tmp_path / "policy.yaml"
     dumped.write_text(proc.stdout)
-    from webhook.policy.config import Policy, load_policy
+    from webhook.policy.config import Policy
+    from webhook.rules.catalog import load_policy
 
     assert load_policy(dumped) == Policy()
     bad = tmp_path / "bad.yaml"

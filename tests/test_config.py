@@ -6,7 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from webhook.policy.config import ConfigError, Policy, load_policy, policy_from_mapping
+from webhook.policy.config import ConfigError, Policy
+from webhook.rules.catalog import load_policy, policy_from_mapping
 
 
 def test_defaults_are_rfc_0033() -> None:

@@ -34,7 +34,8 @@ from webhook.cli.main import main as cli_main
 from webhook.objects.kinds import JUDGED
 from webhook.objects.kinds import ORDER as KIND_ORDER
 from webhook.objects.readers import controlled_by_jobset
-from webhook.policy.config import Policy, policy_from_mapping
+from webhook.policy.config import Policy
+from webhook.rules.catalog import policy_from_mapping
 from webhook.serving import certs
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"

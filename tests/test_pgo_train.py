@@ -13,7 +13,7 @@ import pgo_train
 
 import webhook.engine.decision
 from webhook.engine.decision import decide
-from webhook.policy.config import load_policy, policy_from_mapping
+from webhook.rules.catalog import load_policy, policy_from_mapping
 from webhook.serving.app import admission_facts
 from webhook.wire.reviews import parse_review
 

@@ -10,7 +10,8 @@ from support import load_jobset, with_slice_topology
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.sources import Document, SourceError
-from webhook.policy.config import Policy, policy_from_mapping
+from webhook.policy.config import Policy
+from webhook.rules.catalog import policy_from_mapping
 
 
 def result(obj: Any, policy: Policy | None = None, namespace: str | None = None) -> CheckResult:

@@ -23,9 +23,8 @@ from support import (
     set_path,
 )
 
-from webhook.policy.config import policy_from_mapping
 from webhook.policy.findings import Action
-from webhook.rules.catalog import RULES_BY_ID
+from webhook.rules.catalog import RULES_BY_ID, policy_from_mapping
 from webhook.serving.runner import TlsSettings
 
 

@@ -24,7 +24,8 @@ import pytest
 from support import RunningServer, load_jobset, review, running_server
 from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
-from webhook.policy.config import Policy, policy_from_mapping
+from webhook.policy.config import Policy
+from webhook.rules.catalog import policy_from_mapping
 from webhook.serving import certs
 from webhook.serving.app import ServerState
 from webhook.serving.runner import TlsSettings

@@ -27,8 +27,8 @@ from webhook.cluster.state import ClusterState
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.kinds import kind_of_document
 from webhook.objects.sources import SourceError, read_documents
-from webhook.policy.config import ConfigError, Policy, load_policy
-from webhook.rules.catalog import RULES, markdown_table
+from webhook.policy.config import ConfigError, Policy
+from webhook.rules.catalog import RULES, load_policy, markdown_table
 from webhook.serving import certs, logsink
 from webhook.serving.logsink import BufferedJsonHandler
 

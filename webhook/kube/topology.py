@@ -10,10 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Final
-
-if TYPE_CHECKING:
-    from webhook.policy.config import SuperSlicePolicy
+from typing import Final, Protocol
 
 _GRAMMAR: Final = re.compile(r"^([0-9]{1,6})x([0-9]{1,6})x([0-9]{1,6})$")
 
@@ -46,8 +43,23 @@ def parse_topology(text: str) -> Topology:
     return Topology((a, b, c))
 
 
+class SuperSliceLimits(Protocol):
+    """The super-slice whitelist's numbers (the policy's ``tpu.superSlice`` is one)."""
+
+    @property
+    def dimension_multiple(self) -> int: ...
+    @property
+    def min_topology(self) -> str: ...
+    @property
+    def max_chips(self) -> int: ...
+    @property
+    def sub_block_chips(self) -> int: ...
+    @property
+    def max_sub_blocks(self) -> int: ...
+
+
 @lru_cache(maxsize=256)  # asked by two rules per podSet, for a handful of distinct values
-def super_slice_problems(topology: Topology, limits: SuperSlicePolicy) -> tuple[str, ...]:
+def super_slice_problems(topology: Topology, limits: SuperSliceLimits) -> tuple[str, ...]:
     """Every reason ``topology`` is not an allowed super-slice (empty when it is)."""
     a, b, c = topology.dims
     problems = []

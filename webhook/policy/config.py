@@ -9,13 +9,15 @@ into one line per bad key, naming the key as it is spelled in the file.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection, Iterable
+from difflib import get_close_matches
 from fnmatch import fnmatchcase
 from functools import cached_property
 from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
 from webhook.kube.topology import Topology, TopologyError, parse_topology
@@ -185,12 +187,8 @@ class PolicyException(_Model):
 
     @field_validator("rules")
     @classmethod
-    def _known_rules(cls, value: tuple[str, ...]) -> tuple[str, ...]:
-        from webhook.rules.catalog import RULES_BY_ID  # catalog imports rules, which import us
-
-        unknown = sorted(set(value) - set(RULES_BY_ID))
-        if unknown:
-            raise ValueError(f"unknown rule id(s) {', '.join(unknown)}; known: {', '.join(RULES_BY_ID)}")
+    def _known_rules(cls, value: tuple[str, ...], info: ValidationInfo) -> tuple[str, ...]:
+        _check_rule_ids(value, info)
         return value
 
     @field_validator("namespaces", "names")
@@ -270,12 +268,8 @@ class Policy(_Model):
 
     @field_validator("rules")
     @classmethod
-    def _known_rules(cls, value: dict[str, Action]) -> dict[str, Action]:
-        from webhook.rules.catalog import RULES_BY_ID  # catalog imports rules, which import us
-
-        unknown = sorted(set(value) - set(RULES_BY_ID))
-        if unknown:
-            raise ValueError(f"unknown rule id(s) {', '.join(unknown)}; known: {', '.join(RULES_BY_ID)}")
+    def _known_rules(cls, value: dict[str, Action], info: ValidationInfo) -> dict[str, Action]:
+        _check_rule_ids(value, info)
         return value
 
     @model_validator(mode="after")
@@ -323,18 +317,38 @@ def _describe(errors: list[Any]) -> str:
     return "\n".join(lines)
 
 
-def policy_from_mapping(data: Any, source: str = "config") -> Policy:
+def _check_rule_ids(ids: Iterable[str], info: ValidationInfo) -> None:
+    """Rule IDs must be the catalog's: the loader passes them as ``rule_ids`` in the context.
+
+    The catalog sits above this module (its rules read the policy), so it hands its IDs
+    down rather than being imported here. A policy built in code, without the loader,
+    is not checked.
+    """
+    known: Collection[str] | None = (info.context or {}).get("rule_ids")
+    if known is None:
+        return
+    unknown = sorted(set(ids) - set(known))
+    if unknown:
+        hints = [
+            f"{rule!r}: did you mean {close[0]!r}?" for rule in unknown if (close := get_close_matches(rule, known, 1))
+        ]
+        hint = f" ({'; '.join(hints)})" if hints else ""
+        raise ValueError(f"unknown rule id(s) {', '.join(unknown)}{hint}; known: {', '.join(known)}")
+
+
+def policy_from_mapping(data: Any, source: str = "config", rule_ids: Collection[str] | None = None) -> Policy:
+    """Validate a policy document; ``rule_ids`` (the catalog's) checks every rule ID it names."""
     if data is None:
         data = {}
     if not isinstance(data, dict):
         raise ConfigError(f"{source}: the policy config must be a YAML mapping, got {type(data).__name__}")
     try:
-        return Policy.model_validate(data)
+        return Policy.model_validate(data, context={"rule_ids": rule_ids})
     except ValidationError as exc:
         raise ConfigError(f"{source}: invalid policy config:\n{_describe(exc.errors())}") from None
 
 
-def load_policy(path: str | Path | None) -> Policy:
+def load_policy(path: str | Path | None, rule_ids: Collection[str] | None = None) -> Policy:
     """Read and validate the policy file; ``None`` gives the embedded default."""
     if path is None:
         return Policy()
@@ -346,4 +360,4 @@ def load_policy(path: str | Path | None) -> Policy:
         data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: the policy config is not valid YAML: {exc}") from None
-    return policy_from_mapping(data, str(path))
+    return policy_from_mapping(data, str(path), rule_ids)

@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from webhook.objects import kinds
 from webhook.objects.workload import MALFORMED, Workload
-from webhook.policy.config import Mode
+from webhook.policy import config
+from webhook.policy.config import Mode, Policy
 from webhook.policy.findings import Action, Finding
 from webhook.rules import Rule, RuleContext, cluster, forbidden, labels, placement, services, shape
 
@@ -431,3 +434,13 @@ VAP_EXPORT: dict[str, VapExport] = {
     "insufficient-node-pools": _CLUSTER,
     "replicas-beyond-nominal": _CLUSTER,
 }
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """The policy file (``None``: the embedded default), its rule IDs checked against this catalog."""
+    return config.load_policy(path, RULES_BY_ID)
+
+
+def policy_from_mapping(data: Any, source: str = "config") -> Policy:
+    """A policy document, its rule IDs checked against this catalog."""
+    return config.policy_from_mapping(data, source, RULES_BY_ID)
