@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from webhook.export.celtext import lit
 from webhook.export.vap import NAME, jobset_create_constraints
 from webhook.policy.config import Policy
+from webhook.rules.cel import lit
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 POLICY_NAME = f"{NAME}-default-labels"

@@ -6,16 +6,19 @@ IDs and default actions lives in ``webhook.rules.catalog``.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
 
 # Imported at run time, not only for type checking: mypyc compiles RuleContext as a
 # native class and needs its field types (see setup.py).
 from webhook.cluster.state import ClusterState
+from webhook.kube.fieldpaths import FieldPath
 from webhook.objects.kinds import ALL as ALL_KINDS
+from webhook.objects.kinds import JOB, JOBSET
 from webhook.policy.config import Mode, Policy, TierPolicy, TpuPolicy
 from webhook.policy.findings import Action, Finding
+from webhook.rules.cel import Expr, Validation, cat, per_job, template_parts, validation
 
 if TYPE_CHECKING:
     from webhook.objects.workload import Workload
@@ -178,13 +181,54 @@ class RuleContext:
 
 Check = Callable[["Workload", RuleContext], Iterable[Finding]]
 
+#: RFC-0033's kinds: a Job's TPU pods follow the JobSet rules; a Deployment has no suspend
+#: and (a resident service) no TPU slice. Rules with no ``kinds`` apply to all three.
+JOBS: Final = frozenset({JOBSET, JOB})
+#: what only a JobSet has: its exclusive-topology annotation, the Slice name it makes,
+#: several slices per podSet
+JOBSET_ONLY: Final = frozenset({JOBSET})
+DYNAMIC: Final[frozenset[Mode]] = frozenset({"dynamic"})
+STATIC: Final[frozenset[Mode]] = frozenset({"static"})
+
 
 @dataclass(frozen=True, slots=True)
+class Message:
+    """How a rule words one kind of finding: what is wrong, then how to fix it.
+
+    Both are ``str.format`` templates over named fields. The check fills them with the
+    values it found; the CEL export fills them with CEL expressions (``cel.Expr``), so the
+    webhook and the ValidatingAdmissionPolicy say the same words.
+    """
+
+    problem: str
+    fix: str
+
+
+@dataclass(frozen=True, slots=True)
+class VapExport:
+    """How ``tpu-admission export vap`` carries a rule into the ValidatingAdmissionPolicy."""
+
+    #: for an exported rule, what it leaves to the webhook (empty: nothing); otherwise why not
+    note: str = ""
+    #: the rule's CEL validations under a policy; ``None``: not exported
+    validations: Callable[[Policy], Iterable[Validation]] | None = None
+
+    @property
+    def exported(self) -> bool:
+        return self.validations is not None
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class Rule:
+    """One rule, declared once: its ID, what it judges, how it words a finding, its CEL export."""
+
     id: str
     title: str
     family: str
     check: Check
+    #: the rule's wordings by name; ``""`` is the usual one
+    messages: Mapping[str, Message]
+    vap: VapExport
     modes: frozenset[Mode] = frozenset({"static", "dynamic"})
     subject: Subject = "final"
     default_action: Action = Action.DENY
@@ -195,3 +239,30 @@ class Rule:
     kinds: frozenset[str] = ALL_KINDS
     #: one sentence: why the rule exists (shown in the README's rule table)
     why: str = ""
+
+    def finding(self, path: FieldPath, wording: str = "", /, **fields: object) -> Finding:
+        """A finding at ``path`` in the wording named ``wording``, its fields filled in."""
+        message = self.messages[wording]
+        return Finding(self.id, path, message.problem.format(**fields), message.fix.format(**fields))
+
+    def cel_item(self, path: Sequence[str | Expr], wording: str = "", /, **fields: object) -> str:
+        """The CEL text of one finding line, ``<path>: <problem>; <fix>``, as ``finding`` words it."""
+        message = self.messages[wording]
+        return cat(
+            *path,
+            ": ",
+            *template_parts(message.problem, fields),
+            "; ",
+            *template_parts(message.fix, fields),
+        )
+
+    def validation(self, policy: Policy, expression: str, summary: str, message_expression: str = "") -> Validation:
+        """This rule's validation: ``summary`` is the static message (after ``[id] ``)."""
+        return validation(
+            policy, self.id, self.default_action, expression, f"[{self.id}] {summary}", message_expression
+        )
+
+    def per_job(self, policy: Policy, jobs: str, bad: str, item: str, summary: str) -> Validation:
+        """A validation judged per replicatedJob of ``jobs``: ``item`` is one failing ``j``'s line."""
+        expression, message = per_job(self.id, jobs, bad, item)
+        return self.validation(policy, expression, summary, message)

@@ -17,7 +17,8 @@ from webhook.objects.workload import MALFORMED, Workload
 from webhook.policy import config
 from webhook.policy.config import Mode, Policy
 from webhook.policy.findings import Action, Finding
-from webhook.rules import Rule, RuleContext, cluster, forbidden, labels, placement, services, shape
+from webhook.rules import Check, Rule, RuleContext, VapExport, cluster, forbidden, labels, placement, services, shape
+from webhook.rules.cel import Validation
 
 DYNAMIC: frozenset[Mode] = frozenset({"dynamic"})
 STATIC: frozenset[Mode] = frozenset({"static"})
@@ -35,8 +36,93 @@ def jobset_malformed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     yield from workload.malformed
 
 
+@dataclass(frozen=True, slots=True)
+class _OldExport:
+    """How ``tpu-admission export vap`` carries a rule into the ValidatingAdmissionPolicy."""
+
+    exported: bool
+    #: for an exported rule, what it leaves to the webhook (empty: nothing); otherwise why not
+    note: str = ""
+
+
+_WHAT_THE_USER_WROTE = (
+    "a VAP sees the object after every mutating webhook; label rules are safe there: mutation only adds "
+    "labels, so a missing one was never written, and a value Kueue fills in (default) is one the webhook "
+    "refuses too, as missing"
+)
+_CLUSTER = _OldExport(False, "needs the cluster's state (queues, quotas, nodes), which a VAP cannot read")
+
+#: Per rule: exported to the ValidatingAdmissionPolicy (webhook/export/vap/) or not, and why.
+#: The export covers JobSet CREATE only; UPDATE stays with the webhook.
+_OLD_EXPORT: dict[str, _OldExport] = {
+    MALFORMED: _OldExport(False, "the API server's schema validation of the JobSet CRD refuses wrong types first"),
+    "queue-label-missing": _OldExport(True, _WHAT_THE_USER_WROTE),
+    "queue-label-invalid": _OldExport(True, _WHAT_THE_USER_WROTE),
+    "priority-label-missing": _OldExport(True, _WHAT_THE_USER_WROTE),
+    "priority-class-not-allowed": _OldExport(True, _WHAT_THE_USER_WROTE),
+    "queue-not-permitted": _OldExport(True, "from request.userInfo; exported only when queuePermissions is set"),
+    "suspend-forbidden": _OldExport(
+        True,
+        "narrowed to spec.suspend: false; Kueue's webhook sets true itself, so a VAP cannot tell a user's true",
+    ),
+    "pod-priority-class-forbidden": _OldExport(True, "no other webhook sets a JobSet's pod priorityClassName"),
+    "exclusive-topology-forbidden": _OldExport(True, "no other webhook adds the annotation"),
+    "podset-annotation-forbidden": _OldExport(
+        False, "the Slice Provisioner's webhook injects podset-* annotations before a VAP runs"
+    ),
+    "accelerator-selector-missing": _OldExport(True),
+    "slice-topology-missing": _OldExport(True),
+    "slice-topology-invalid": _OldExport(True),
+    "sub-slicing-disabled": _OldExport(True),
+    "static-topology-selector-forbidden": _OldExport(True),
+    "slice-name-too-long": _OldExport(True, "counts the generated name, which the API server sets before a VAP runs"),
+    "static-topology-selector-missing": _OldExport(True),
+    "static-topology-unknown": _OldExport(
+        False,
+        "the server also accepts topologies it learns from node labels; a VAP knows only the config's list "
+        "and would refuse a pool added since",
+    ),
+    "tas-annotation-missing": _OldExport(True),
+    "tas-annotation-unpaired": _OldExport(True),
+    "tas-required-topology-multislice": _OldExport(True),
+    "tas-slice-size-mismatch": _OldExport(True, "judged for the config's static topologies only"),
+    "slice-topology-ignored": _OldExport(True, "as a warning (its own policy, bound with Warn)"),
+    "host-count-mismatch": _OldExport(True, "static mode: judged for the config's static topologies only"),
+    "tpu-request-invalid": _OldExport(True, "reads quantities with the Kubernetes quantity library (1.29+)"),
+    "local-queue-not-found": _CLUSTER,
+    "namespace-not-selected": _CLUSTER,
+    "resource-not-covered": _CLUSTER,
+    "exceeds-queue-capacity": _CLUSTER,
+    "guaranteed-balance-exceeded": _CLUSTER,
+    "exceeds-node-capacity": _CLUSTER,
+    "insufficient-node-pools": _CLUSTER,
+    "replicas-beyond-nominal": _CLUSTER,
+}
+
+
+def load_policy(path: str | Path | None) -> Policy:
+    """The policy file (``None``: the embedded default), its rule IDs checked against this catalog."""
+    return config.load_policy(path, RULES_BY_ID)
+
+
+def policy_from_mapping(data: Any, source: str = "config") -> Policy:
+    """A policy document, its rule IDs checked against this catalog."""
+    return config.policy_from_mapping(data, source, RULES_BY_ID)
+
+
+def _legacy_rule(rule_id: str, title: str, family: str, check: Check, **options: Any) -> Rule:
+    old = _OLD_EXPORT[rule_id]
+    return Rule(
+        rule_id, title, family, check, {}, VapExport(old.note, _LEGACY_CEL if old.exported else None), **options
+    )
+
+
+def _LEGACY_CEL(policy: Policy) -> list[Validation]:
+    return []
+
+
 RULES: tuple[Rule, ...] = (
-    Rule(
+    _legacy_rule(
         MALFORMED,
         "Object is malformed",
         "shape",
@@ -44,7 +130,7 @@ RULES: tuple[Rule, ...] = (
         why="a value of the wrong type or a missing template; reported with its path instead of failing",
     ),
     # labels, tiers and queues
-    Rule(
+    _legacy_rule(
         "queue-label-missing",
         "Queue label missing",
         "labels",
@@ -53,7 +139,7 @@ RULES: tuple[Rule, ...] = (
         on_update=True,
         why="the production tier names its team queue explicitly; nothing is injected there",
     ),
-    Rule(
+    _legacy_rule(
         "queue-label-invalid",
         "Queue label invalid",
         "labels",
@@ -62,7 +148,7 @@ RULES: tuple[Rule, ...] = (
         on_update=True,
         why="production queues are <team>-queue; a dev namespace has only its default queue",
     ),
-    Rule(
+    _legacy_rule(
         "priority-label-missing",
         "Priority label missing",
         "labels",
@@ -71,7 +157,7 @@ RULES: tuple[Rule, ...] = (
         on_update=True,
         why="production jobs say guaranteed or best-effort; Kueue's defaulting would hide a missing one",
     ),
-    Rule(
+    _legacy_rule(
         "priority-class-not-allowed",
         "Priority class not allowed",
         "labels",
@@ -80,7 +166,7 @@ RULES: tuple[Rule, ...] = (
         on_update=True,
         why="each tier has its own priority classes (production: guaranteed/best-effort, dev: default)",
     ),
-    Rule(
+    _legacy_rule(
         "queue-not-permitted",
         "Queue not permitted",
         "labels",
@@ -89,47 +175,9 @@ RULES: tuple[Rule, ...] = (
         on_update=True,
         why="off unless queuePermissions is configured: who may submit to which queue",
     ),
-    # forbidden fields
-    Rule(
-        "suspend-forbidden",
-        "spec.suspend set by hand",
-        "forbidden",
-        forbidden.suspend_forbidden,
-        subject="submitted",
-        on_update=True,
-        kinds=JOBS,
-        why="Kueue suspends and resumes jobs; a manual flip breaks its state machine",
-    ),
-    Rule(
-        "pod-priority-class-forbidden",
-        "Pod priorityClassName set",
-        "forbidden",
-        forbidden.pod_priority_class_forbidden,
-        subject="submitted",
-        why="native pod priority preempts at the kubelet and can outrank guaranteed through Kueue's fallback",
-    ),
-    Rule(
-        "exclusive-topology-forbidden",
-        "Exclusive topology annotation",
-        "forbidden",
-        forbidden.exclusive_topology_forbidden,
-        modes=DYNAMIC,
-        subject="submitted",
-        kinds=JOBSET_ONLY,
-        why="exclusive placement conflicts with sub-slices sharing a cube",
-    ),
-    Rule(
-        "podset-annotation-forbidden",
-        "podset-* annotation written by hand",
-        "forbidden",
-        forbidden.podset_annotation_forbidden,
-        modes=DYNAMIC,
-        subject="submitted",
-        kinds=JOBS,
-        why="the Slice Provisioner derives them from the slice-topology annotation",
-    ),
+    *forbidden.RULES,
     # placement, both modes
-    Rule(
+    _legacy_rule(
         "accelerator-selector-missing",
         "tpu7x selector missing",
         "placement",
@@ -138,7 +186,7 @@ RULES: tuple[Rule, ...] = (
         why="without it the podSet may land on non-TPU nodes",
     ),
     # placement, dynamic mode
-    Rule(
+    _legacy_rule(
         "slice-topology-missing",
         "Slice topology missing",
         "dynamic",
@@ -147,7 +195,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="Kueue would report 'quota insufficient' without naming the missing annotation",
     ),
-    Rule(
+    _legacy_rule(
         "slice-topology-invalid",
         "Slice topology not allowed",
         "dynamic",
@@ -156,7 +204,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="only the super-slice grammar and the four sub-slice shapes can be provisioned",
     ),
-    Rule(
+    _legacy_rule(
         "sub-slicing-disabled",
         "Sub-slicing disabled",
         "dynamic",
@@ -165,7 +213,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="sub-slices need the preview enabled on the cluster",
     ),
-    Rule(
+    _legacy_rule(
         "static-topology-selector-forbidden",
         "Static topology selector in dynamic mode",
         "dynamic",
@@ -174,7 +222,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="dynamic nodes carry no fixed topology; the annotation sets the slice size",
     ),
-    Rule(
+    _legacy_rule(
         "slice-name-too-long",
         "Slice name over budget",
         "dynamic",
@@ -184,7 +232,7 @@ RULES: tuple[Rule, ...] = (
         why="the Slice CR name would pass its length budget and the slice never forms",
     ),
     # placement, static mode
-    Rule(
+    _legacy_rule(
         "static-topology-selector-missing",
         "Static topology selector missing",
         "static",
@@ -193,7 +241,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="without it Kueue cannot pick the node pool flavor",
     ),
-    Rule(
+    _legacy_rule(
         "static-topology-unknown",
         "Unknown static topology",
         "static",
@@ -202,7 +250,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="no node pool of that topology exists",
     ),
-    Rule(
+    _legacy_rule(
         "tas-annotation-missing",
         "TAS annotation missing",
         "static",
@@ -211,7 +259,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="nothing else keeps a slice's pods inside one node pool",
     ),
-    Rule(
+    _legacy_rule(
         "tas-annotation-unpaired",
         "TAS slice annotations unpaired",
         "static",
@@ -220,7 +268,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="podset-slice-required-topology and podset-slice-size only work together",
     ),
-    Rule(
+    _legacy_rule(
         "tas-required-topology-multislice",
         "Single-pool annotation on a multi-slice podSet",
         "static",
@@ -229,7 +277,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBSET_ONLY,
         why="asks all slices into one node pool: never satisfiable, pends forever",
     ),
-    Rule(
+    _legacy_rule(
         "tas-slice-size-mismatch",
         "Slice size does not match topology",
         "static",
@@ -238,7 +286,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="podset-slice-size must be the hosts of one slice of the selected topology",
     ),
-    Rule(
+    _legacy_rule(
         "slice-topology-ignored",
         "Slice topology annotation ignored",
         "static",
@@ -249,7 +297,7 @@ RULES: tuple[Rule, ...] = (
         why="static pools have no Slice Provisioner to translate it",
     ),
     # shape
-    Rule(
+    _legacy_rule(
         "host-count-mismatch",
         "Host count does not match topology",
         "shape",
@@ -257,7 +305,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="parallelism and completions must both be the slice's hosts (chips ÷ 4)",
     ),
-    Rule(
+    _legacy_rule(
         "tpu-request-invalid",
         "TPU request not 4 per container",
         "shape",
@@ -266,7 +314,7 @@ RULES: tuple[Rule, ...] = (
         why="each tpu7x host has exactly 4 chips; requests and limits must both say 4",
     ),
     # cluster-aware (SPEC §4, §5): skipped with a warning while a required kind is unknown
-    Rule(
+    _legacy_rule(
         "local-queue-not-found",
         "LocalQueue not found",
         "cluster",
@@ -274,7 +322,7 @@ RULES: tuple[Rule, ...] = (
         requires=_QUEUES,
         why="a job sent to a missing LocalQueue (or the dev default that is not there) is stranded",
     ),
-    Rule(
+    _legacy_rule(
         "namespace-not-selected",
         "Namespace not selected by the ClusterQueue",
         "cluster",
@@ -282,7 +330,7 @@ RULES: tuple[Rule, ...] = (
         requires=_QUEUES | {"Namespaces"},
         why="Kueue would leave it pending: namespace doesn't match ClusterQueue selector",
     ),
-    Rule(
+    _legacy_rule(
         "resource-not-covered",
         "Resource not covered by the ClusterQueue",
         "cluster",
@@ -290,7 +338,7 @@ RULES: tuple[Rule, ...] = (
         requires=_QUEUES,
         why="one uncovered resource (often ephemeral-storage) makes the whole Workload inadmissible",
     ),
-    Rule(
+    _legacy_rule(
         "exceeds-queue-capacity",
         "More chips than the queue can ever hold",
         "cluster",
@@ -298,7 +346,7 @@ RULES: tuple[Rule, ...] = (
         requires=_QUEUES | {"ResourceFlavors"},
         why="no flavor Kueue could assign can ever hold it (nominal + what the cohort tree may lend)",
     ),
-    Rule(
+    _legacy_rule(
         "guaranteed-balance-exceeded",
         "Guaranteed balance exceeded",
         "cluster",
@@ -306,7 +354,7 @@ RULES: tuple[Rule, ...] = (
         requires=_QUEUES | {"ResourceFlavors", "Workloads"},
         why="beyond the team's nominal a guaranteed job loses its preemption privilege",
     ),
-    Rule(
+    _legacy_rule(
         "exceeds-node-capacity",
         "One pod fits no node",
         "cluster",
@@ -315,7 +363,7 @@ RULES: tuple[Rule, ...] = (
         why="one node must hold a pod's CPU, memory, disk and TPU together (DD-0018), and in dynamic mode "
         "all tpu7x nodes together the job's chips",
     ),
-    Rule(
+    _legacy_rule(
         "insufficient-node-pools",
         "Too few node pools of the topology",
         "cluster",
@@ -325,7 +373,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="each slice takes one static node pool; with fewer pools the job pends forever",
     ),
-    Rule(
+    _legacy_rule(
         services.RULE,
         "Service replicas beyond nominal quota",
         "cluster",
@@ -367,80 +415,6 @@ def markdown_table() -> str:
 
 
 def _vap_cell(rule_id: str) -> str:
-    export = VAP_EXPORT[rule_id]
+    export = RULES_BY_ID[rule_id].vap
     word = "yes" if export.exported else "no"
     return f"{word}: {export.note}" if export.note else word
-
-
-@dataclass(frozen=True, slots=True)
-class VapExport:
-    """How ``tpu-admission export vap`` carries a rule into the ValidatingAdmissionPolicy."""
-
-    exported: bool
-    #: for an exported rule, what it leaves to the webhook (empty: nothing); otherwise why not
-    note: str = ""
-
-
-_WHAT_THE_USER_WROTE = (
-    "a VAP sees the object after every mutating webhook; label rules are safe there: mutation only adds "
-    "labels, so a missing one was never written, and a value Kueue fills in (default) is one the webhook "
-    "refuses too, as missing"
-)
-_CLUSTER = VapExport(False, "needs the cluster's state (queues, quotas, nodes), which a VAP cannot read")
-
-#: Per rule: exported to the ValidatingAdmissionPolicy (webhook/export/vap/) or not, and why.
-#: The export covers JobSet CREATE only; UPDATE stays with the webhook.
-VAP_EXPORT: dict[str, VapExport] = {
-    MALFORMED: VapExport(False, "the API server's schema validation of the JobSet CRD refuses wrong types first"),
-    "queue-label-missing": VapExport(True, _WHAT_THE_USER_WROTE),
-    "queue-label-invalid": VapExport(True, _WHAT_THE_USER_WROTE),
-    "priority-label-missing": VapExport(True, _WHAT_THE_USER_WROTE),
-    "priority-class-not-allowed": VapExport(True, _WHAT_THE_USER_WROTE),
-    "queue-not-permitted": VapExport(True, "from request.userInfo; exported only when queuePermissions is set"),
-    "suspend-forbidden": VapExport(
-        True,
-        "narrowed to spec.suspend: false; Kueue's webhook sets true itself, so a VAP cannot tell a user's true",
-    ),
-    "pod-priority-class-forbidden": VapExport(True, "no other webhook sets a JobSet's pod priorityClassName"),
-    "exclusive-topology-forbidden": VapExport(True, "no other webhook adds the annotation"),
-    "podset-annotation-forbidden": VapExport(
-        False, "the Slice Provisioner's webhook injects podset-* annotations before a VAP runs"
-    ),
-    "accelerator-selector-missing": VapExport(True),
-    "slice-topology-missing": VapExport(True),
-    "slice-topology-invalid": VapExport(True),
-    "sub-slicing-disabled": VapExport(True),
-    "static-topology-selector-forbidden": VapExport(True),
-    "slice-name-too-long": VapExport(True, "counts the generated name, which the API server sets before a VAP runs"),
-    "static-topology-selector-missing": VapExport(True),
-    "static-topology-unknown": VapExport(
-        False,
-        "the server also accepts topologies it learns from node labels; a VAP knows only the config's list "
-        "and would refuse a pool added since",
-    ),
-    "tas-annotation-missing": VapExport(True),
-    "tas-annotation-unpaired": VapExport(True),
-    "tas-required-topology-multislice": VapExport(True),
-    "tas-slice-size-mismatch": VapExport(True, "judged for the config's static topologies only"),
-    "slice-topology-ignored": VapExport(True, "as a warning (its own policy, bound with Warn)"),
-    "host-count-mismatch": VapExport(True, "static mode: judged for the config's static topologies only"),
-    "tpu-request-invalid": VapExport(True, "reads quantities with the Kubernetes quantity library (1.29+)"),
-    "local-queue-not-found": _CLUSTER,
-    "namespace-not-selected": _CLUSTER,
-    "resource-not-covered": _CLUSTER,
-    "exceeds-queue-capacity": _CLUSTER,
-    "guaranteed-balance-exceeded": _CLUSTER,
-    "exceeds-node-capacity": _CLUSTER,
-    "insufficient-node-pools": _CLUSTER,
-    "replicas-beyond-nominal": _CLUSTER,
-}
-
-
-def load_policy(path: str | Path | None) -> Policy:
-    """The policy file (``None``: the embedded default), its rule IDs checked against this catalog."""
-    return config.load_policy(path, RULES_BY_ID)
-
-
-def policy_from_mapping(data: Any, source: str = "config") -> Policy:
-    """A policy document, its rule IDs checked against this catalog."""
-    return config.policy_from_mapping(data, source, RULES_BY_ID)

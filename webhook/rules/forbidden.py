@@ -1,4 +1,4 @@
-"""Forbidden fields (SPEC §4, second table): things Kueue or the Slice Provisioner own.
+"""Forbidden fields: things Kueue or the Slice Provisioner own.
 
 All four judge what the user wrote, so they run only on the mutating path, where the
 object is as submitted: Kueue's webhook sets ``spec.suspend`` and the Slice
@@ -12,72 +12,216 @@ from typing import Final
 
 from webhook.kube.fieldpaths import ANNOTATIONS, SPEC
 from webhook.objects.workload import Workload
+from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
-from webhook.rules import RuleContext
+from webhook.rules import DYNAMIC, JOBS, JOBSET_ONLY, Message, Rule, RuleContext, VapExport
+from webhook.rules.cel import (
+    ANN,
+    JOB_ANN,
+    JOB_PATH,
+    POD_ANNOTATIONS_PATH,
+    POD_SPEC_PATH,
+    Expr,
+    Validation,
+    items,
+    lit,
+)
+from webhook.rules.cel import (
+    JOBS as CEL_JOBS,
+)
 
+FAMILY: Final = "forbidden"
 EXCLUSIVE_TOPOLOGY: Final = "alpha.jobset.sigs.k8s.io/exclusive-topology"
 PODSET_ANNOTATION_PREFIX: Final = "kueue.x-k8s.io/podset-"
 
 
-def suspend_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+# ------------------------------------------------------------------ suspend-forbidden
+
+
+def _suspend(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     path = SPEC.child("suspend")
     if ctx.operation == "CREATE":
         if workload.suspend_set:
-            yield Finding(
-                "suspend-forbidden",
-                path,
-                f"spec.suspend is set ({str(workload.suspend).lower()}), but Kueue suspends and resumes the job itself",
-                "remove spec.suspend",
-            )
+            yield SUSPEND_FORBIDDEN.finding(path, value=str(workload.suspend).lower())
         return
     if ctx.old is None or ctx.old.suspended == workload.suspended:
         return
     if ctx.user.username in ctx.policy.suspend_allowed_users:
         return
-    yield Finding(
-        "suspend-forbidden",
+    yield SUSPEND_FORBIDDEN.finding(
         path,
-        f"user {ctx.user.username!r} changed spec.suspend from {str(ctx.old.suspended).lower()} "
-        f"to {str(workload.suspended).lower()}: only Kueue's controller may (a manual flip "
-        "breaks its state machine)",
-        f"leave spec.suspend to Kueue (to stop a job, delete the {workload.kind})",
+        "flipped",
+        user=ctx.user.username,
+        old=str(ctx.old.suspended).lower(),
+        new=str(workload.suspended).lower(),
+        kind=workload.kind,
     )
 
 
-def pod_priority_class_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _suspend_cel(policy: Policy) -> Iterator[Validation]:
+    # Narrowed: Kueue's webhook sets spec.suspend: true on every job it manages, so only
+    # false can be known to be the user's (see the rule's VAP note).
+    line = SUSPEND_FORBIDDEN.finding(SPEC.child("suspend"), value="false").line()
+    yield SUSPEND_FORBIDDEN.validation(
+        policy, "object.?spec.?suspend.orValue(true) != false", line.removeprefix("[suspend-forbidden] ")
+    )
+
+
+SUSPEND_FORBIDDEN: Final = Rule(
+    "suspend-forbidden",
+    "spec.suspend set by hand",
+    FAMILY,
+    _suspend,
+    {
+        "": Message(
+            "spec.suspend is set ({value}), but Kueue suspends and resumes the job itself", "remove spec.suspend"
+        ),
+        "flipped": Message(
+            "user {user!r} changed spec.suspend from {old} to {new}: only Kueue's controller may (a manual flip "
+            "breaks its state machine)",
+            "leave spec.suspend to Kueue (to stop a job, delete the {kind})",
+        ),
+    },
+    VapExport(
+        "narrowed to spec.suspend: false; Kueue's webhook sets true itself, so a VAP cannot tell a user's true",
+        _suspend_cel,
+    ),
+    subject="submitted",
+    on_update=True,
+    kinds=JOBS,
+    why="Kueue suspends and resumes jobs; a manual flip breaks its state machine",
+)
+
+
+# ------------------------------------------------------------------ pod-priority-class-forbidden
+
+
+def _pod_priority_class(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     for podset in workload.podsets:
         if podset.priority_class_name:
-            yield Finding(
-                "pod-priority-class-forbidden",
+            yield POD_PRIORITY_CLASS_FORBIDDEN.finding(
                 podset.pod_spec_path.child("priorityClassName"),
-                f"pod priorityClassName {podset.priority_class_name!r} triggers kubelet-level "
-                "preemption and can outrank Kueue's guaranteed class",
-                f"remove it and express priority with the {ctx.priority_label} label",
+                value=podset.priority_class_name,
+                label=ctx.priority_label,
             )
 
 
-def exclusive_topology_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    fix = "remove the annotation (Kueue's topology-aware scheduling places the slices)"
-    problem = "exclusive placement conflicts with sub-slices sharing a cube"
+def _pod_priority_class_cel(policy: Policy) -> Iterator[Validation]:
+    pcn = "j.template.?spec.?template.?spec.?priorityClassName.orValue('')"
+    item = POD_PRIORITY_CLASS_FORBIDDEN.cel_item(
+        [POD_SPEC_PATH, ".priorityClassName"], value=Expr(pcn), label=policy.priority_label
+    )
+    yield POD_PRIORITY_CLASS_FORBIDDEN.per_job(
+        policy, CEL_JOBS, f"{pcn} != ''", item, "a pod template sets priorityClassName"
+    )
+
+
+POD_PRIORITY_CLASS_FORBIDDEN: Final = Rule(
+    "pod-priority-class-forbidden",
+    "Pod priorityClassName set",
+    FAMILY,
+    _pod_priority_class,
+    {
+        "": Message(
+            "pod priorityClassName {value!r} triggers kubelet-level preemption and can outrank Kueue's "
+            "guaranteed class",
+            "remove it and express priority with the {label} label",
+        )
+    },
+    VapExport("no other webhook sets a JobSet's pod priorityClassName", _pod_priority_class_cel),
+    subject="submitted",
+    why="native pod priority preempts at the kubelet and can outrank guaranteed through Kueue's fallback",
+)
+
+
+# ------------------------------------------------------------------ exclusive-topology-forbidden
+
+
+def _exclusive_topology(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+    rule = EXCLUSIVE_TOPOLOGY_FORBIDDEN
     if EXCLUSIVE_TOPOLOGY in workload.annotations:
-        yield Finding("exclusive-topology-forbidden", ANNOTATIONS.key(EXCLUSIVE_TOPOLOGY), problem, fix)
+        yield rule.finding(ANNOTATIONS.key(EXCLUSIVE_TOPOLOGY))
     for podset in workload.podsets:
         if EXCLUSIVE_TOPOLOGY in podset.job_annotations:
-            path = podset.path.child("template", "metadata", "annotations").key(EXCLUSIVE_TOPOLOGY)
-            yield Finding("exclusive-topology-forbidden", path, problem, fix)
+            yield rule.finding(podset.path.child("template", "metadata", "annotations").key(EXCLUSIVE_TOPOLOGY))
         if EXCLUSIVE_TOPOLOGY in podset.annotations:
-            path = podset.annotations_path.key(EXCLUSIVE_TOPOLOGY)
-            yield Finding("exclusive-topology-forbidden", path, problem, fix)
+            yield rule.finding(podset.annotations_path.key(EXCLUSIVE_TOPOLOGY))
 
 
-def podset_annotation_forbidden(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _exclusive_topology_cel(policy: Policy) -> Iterator[Validation]:
+    if policy.mode != "dynamic":
+        return
+    rule = EXCLUSIVE_TOPOLOGY_FORBIDDEN
+    ex = lit(EXCLUSIVE_TOPOLOGY)
+    key = f'["{EXCLUSIVE_TOPOLOGY}"]'
+    root_bad = f"{ex} in object.metadata.?annotations.orValue({{}})"
+    job_bad = f"({ex} in {JOB_ANN} || {ex} in {ANN})"
+    item = items(
+        rule.id,
+        (f"{ex} in {JOB_ANN}", rule.cel_item([JOB_PATH, f".template.metadata.annotations{key}"])),
+        (f"{ex} in {ANN}", rule.cel_item([POD_ANNOTATIONS_PATH, key])),
+    )
+    root_line = rule.cel_item([f"metadata.annotations{key}"])
+    lines = f"[{root_bad} ? {root_line} : ''] + {CEL_JOBS}.filter(j, {job_bad}).map(j, {item})"
+    yield rule.validation(
+        policy,
+        f"!({root_bad}) && !{CEL_JOBS}.exists(j, {job_bad})",
+        f"the {EXCLUSIVE_TOPOLOGY} annotation is set",
+        f"'[{rule.id}] ' + ({lines}).filter(s, s != '').join('; [{rule.id}] ')",
+    )
+
+
+EXCLUSIVE_TOPOLOGY_FORBIDDEN: Final = Rule(
+    "exclusive-topology-forbidden",
+    "Exclusive topology annotation",
+    FAMILY,
+    _exclusive_topology,
+    {
+        "": Message(
+            "exclusive placement conflicts with sub-slices sharing a cube",
+            "remove the annotation (Kueue's topology-aware scheduling places the slices)",
+        )
+    },
+    VapExport("no other webhook adds the annotation", _exclusive_topology_cel),
+    modes=DYNAMIC,
+    subject="submitted",
+    kinds=JOBSET_ONLY,
+    why="exclusive placement conflicts with sub-slices sharing a cube",
+)
+
+
+# ------------------------------------------------------------------ podset-annotation-forbidden
+
+
+def _podset_annotation(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     annotation = ctx.tpu.slice_topology_annotation
     for podset in workload.podsets:
         for key in podset.annotations:
             if key.startswith(PODSET_ANNOTATION_PREFIX):
-                yield Finding(
-                    "podset-annotation-forbidden",
-                    podset.annotations_path.key(key),
-                    "the Slice Provisioner derives the podset-* annotations in dynamic mode",
-                    f"remove it and declare the slice with {annotation}",
-                )
+                yield PODSET_ANNOTATION_FORBIDDEN.finding(podset.annotations_path.key(key), annotation=annotation)
+
+
+PODSET_ANNOTATION_FORBIDDEN: Final = Rule(
+    "podset-annotation-forbidden",
+    "podset-* annotation written by hand",
+    FAMILY,
+    _podset_annotation,
+    {
+        "": Message(
+            "the Slice Provisioner derives the podset-* annotations in dynamic mode",
+            "remove it and declare the slice with {annotation}",
+        )
+    },
+    VapExport("the Slice Provisioner's webhook injects podset-* annotations before a VAP runs"),
+    modes=DYNAMIC,
+    subject="submitted",
+    kinds=JOBS,
+    why="the Slice Provisioner derives them from the slice-topology annotation",
+)
+
+RULES: Final = (
+    SUSPEND_FORBIDDEN,
+    POD_PRIORITY_CLASS_FORBIDDEN,
+    EXCLUSIVE_TOPOLOGY_FORBIDDEN,
+    PODSET_ANNOTATION_FORBIDDEN,
+)

@@ -9,7 +9,7 @@ rules, every structural rule, better messages); the policy is the safety net.
 Everything here is generated from the same policy the server loads: mode, tiers, label
 names, whitelists and numbers are inlined as CEL literals, so the export must be
 re-run when the policy changes (the README says so). Which rules are exported, and why
-the others are not, is recorded in ``catalog.VAP_EXPORT``; a test holds the two together.
+the others are not, is each rule's own ``VapExport``; a test holds the two together.
 
 Cost. The API server charges every CEL evaluation against a per-expression limit (1M
 units) and a per-evaluation budget (10M). Every expression below does constant work per
@@ -28,15 +28,13 @@ from typing import Any
 
 import yaml
 
-from webhook.export.celtext import ANN, CONTAINERS, JOBS, SEL, lit
-from webhook.export.vap.common import Validation
-from webhook.export.vap.forbidden import forbidden_rules
 from webhook.export.vap.labels import label_rules
 from webhook.export.vap.placement import placement_rules
 from webhook.export.vap.shape import shape_rules
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
-from webhook.rules.catalog import RULES_BY_ID, VAP_EXPORT
+from webhook.rules.catalog import RULES
+from webhook.rules.cel import ANN, CONTAINERS, JOBS, SEL, Validation, lit
 
 API_VERSION = "admissionregistration.k8s.io/v1"
 NAME = "tpu-admission"
@@ -76,13 +74,17 @@ VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
 
 def validations(policy: Policy) -> list[Validation]:
     """Every exported rule that applies in the policy's mode and is not ``off``, in catalog order."""
-    found = {
-        v.rule: v
-        for v in (*label_rules(policy), *forbidden_rules(policy), *placement_rules(policy), *shape_rules(policy))
-    }
-    order = list(RULES_BY_ID)
-    out = [found[rule] for rule in sorted(found, key=order.index)]
-    return [v for v in out if v.action is not Action.OFF and VAP_EXPORT[v.rule].exported]
+    legacy = {v.rule: v for v in (*label_rules(policy), *placement_rules(policy), *shape_rules(policy))}
+    out: list[Validation] = []
+    for rule in RULES:
+        export = rule.vap.validations
+        if export is None or policy.mode not in rule.modes:
+            continue
+        if rule.id in legacy:
+            out.append(legacy[rule.id])
+        else:
+            out.extend(export(policy))
+    return [v for v in out if v.action is not Action.OFF]
 
 
 def variables(policy: Policy) -> list[dict[str, str]]:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from webhook.export.celtext import (
+from webhook.export.vap.common import Validation, validation
+from webhook.policy.config import Policy
+from webhook.rules.cel import (
     LABELS,
     TIER,
     Expr,
@@ -11,8 +13,6 @@ from webhook.export.celtext import (
     lits,
     shown,
 )
-from webhook.export.vap.common import Validation, validation
-from webhook.policy.config import Policy
 
 
 def label_rules(policy: Policy) -> list[Validation]:

@@ -5,7 +5,9 @@ The CEL side of ``webhook/rules/placement.py``.
 
 from __future__ import annotations
 
-from webhook.export.celtext import (
+from webhook.export.vap.common import Validation, job_rule, static_hosts, validation
+from webhook.policy.config import Policy
+from webhook.rules.cel import (
     ANN,
     JOBS,
     NODE_SELECTOR_PATH,
@@ -21,8 +23,6 @@ from webhook.export.celtext import (
     per_job,
     shown,
 )
-from webhook.export.vap.common import Validation, job_rule, static_hosts, validation
-from webhook.policy.config import Policy
 from webhook.rules.placement import (
     REQUIRED_TOPOLOGY,
     SLICE_REQUIRED_TOPOLOGY,

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from webhook.export.celtext import (
+from webhook.export.vap.common import Validation, job_rule, static_hosts, tpu_fix
+from webhook.kube.topology import parse_topology
+from webhook.policy.config import Policy
+from webhook.rules.cel import (
     ANN,
     CONTAINERS,
     JOB_SPEC_PATH,
@@ -16,9 +19,6 @@ from webhook.export.celtext import (
     lits,
     shown,
 )
-from webhook.export.vap.common import Validation, job_rule, static_hosts, tpu_fix
-from webhook.kube.topology import parse_topology
-from webhook.policy.config import Policy
 
 
 def shape_rules(policy: Policy) -> list[Validation]:

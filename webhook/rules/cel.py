@@ -1,7 +1,8 @@
-"""CEL text for ``webhook.export.vap``: literals, message building and the topology checks.
+"""CEL text for the rules' ValidatingAdmissionPolicy export: literals, messages, topology checks.
 
-The exported policy is generated as text, so the pieces that turn Python values into CEL
-and rebuild the webhook's message lines live here, apart from the rules that use them.
+A rule that has a CEL export writes it beside its check (its family module), out of these
+pieces; ``webhook.export.vap`` assembles the policy. Messages are the rule's own templates
+(``Message``) filled with CEL expressions, so the policy says what the webhook says.
 Every fragment reads the object as the API server types it from the JobSet CRD: optional
 fields are read with ``.?`` and ``orValue``, so an absent field is never an error.
 """
@@ -9,11 +10,13 @@ fields are read with ``.?`` and ``orValue``, so an absent field is never an erro
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from string import Formatter
 
 from webhook.kube.topology import parse_topology
 from webhook.policy.config import Policy
+from webhook.policy.findings import Action
 
 #: user values longer than this are cut in messages (the webhook quotes them whole)
 SHOWN_CHARS = 64
@@ -30,9 +33,18 @@ def lits(items: Sequence[str]) -> str:
 
 def cat(*parts: str | Expr) -> str:
     """Concatenate literal text and CEL expressions into one CEL string expression."""
-    out = []
+    out: list[str] = []
+    text = ""  # adjacent literal text is one literal: fewer concatenations to pay for
     for part in parts:
-        out.append(part.text if isinstance(part, Expr) else lit(part))
+        if isinstance(part, Expr):
+            if text:
+                out.append(lit(text))
+                text = ""
+            out.append(part.text)
+        else:
+            text += part
+    if text or not out:
+        out.append(lit(text))
     return " + ".join(out)
 
 
@@ -160,3 +172,71 @@ class TopologyCel:
             f" : {self.zero} ? {cat(shown(self.v), ' has a zero dimension; each dimension must be positive')}"
             f" : [{listed}].filter(s, s != '').join(', '))"
         )
+
+
+# ------------------------------------------------------------------ messages and validations
+
+
+def template_parts(template: str, fields: Mapping[str, object]) -> list[str | Expr]:
+    """A message template (``str.format`` syntax) as CEL pieces for ``cat``.
+
+    A field given as ``Expr`` is evaluated by the API server (``{name!r}`` quotes it as the
+    webhook's ``repr`` does, cut as ``shown`` cuts it); any other value is formatted here,
+    as the webhook formats it.
+    """
+    parts: list[str | Expr] = []
+    for literal, name, spec, conversion in Formatter().parse(template):
+        if literal:
+            parts.append(literal)
+        if name is None:
+            continue
+        value = fields[name]
+        if isinstance(value, Expr):
+            parts.append(shown(value.text) if conversion == "r" else value)
+        else:
+            parts.append(
+                ("{0!" + conversion + ":" + (spec or "") + "}" if conversion else "{0:" + (spec or "") + "}").format(
+                    value
+                )
+            )
+    return parts
+
+
+@dataclass(frozen=True, slots=True)
+class Validation:
+    """One exported rule: ``expression`` is true when the JobSet passes it."""
+
+    rule: str
+    expression: str
+    message: str
+    message_expression: str
+    action: Action
+
+
+def validation(
+    policy: Policy, rule: str, default: Action, expression: str, message: str, message_expression: str = ""
+) -> Validation:
+    """A rule's validation, bound with the action the policy gives ``rule`` (its default ``default``)."""
+    action = policy.action_for(rule, default)
+    if action is Action.DENY and any(rule in exception.rules for exception in policy.exceptions):
+        # The webhook admits the objects a policy exception covers (with a warning); this
+        # export does not carry the exceptions' globs, so it only warns for such a rule
+        # rather than refuse what the webhook admits.
+        action = Action.WARN
+    return Validation(rule, expression, message, message_expression, action)
+
+
+def tpu_fix(policy: Policy) -> str:
+    tpu = policy.tpu
+    return f"request {tpu.resource_name}: {tpu.chips_per_host} in both resources.requests and resources.limits"
+
+
+def static_hosts(policy: Policy) -> dict[str, int]:
+    """Hosts per slice of each configured static topology (the VAP knows no cluster)."""
+    per_host = policy.tpu.chips_per_host
+    out = {}
+    for text in sorted(policy.static_topology_set):
+        chips = parse_topology(text).chips
+        if chips % per_host == 0:
+            out[text] = chips // per_host
+    return out
