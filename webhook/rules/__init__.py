@@ -247,14 +247,12 @@ class Rule:
 
     def cel_item(self, path: Sequence[str | Expr], wording: str = "", /, **fields: object) -> str:
         """The CEL text of one finding line, ``<path>: <problem>; <fix>``, as ``finding`` words it."""
+        return cat(*path, ": ", *self.cel_parts(wording, **fields))
+
+    def cel_parts(self, wording: str = "", /, **fields: object) -> list[str | Expr]:
+        """``<problem>; <fix>`` of one wording as pieces for ``cel.cat``."""
         message = self.messages[wording]
-        return cat(
-            *path,
-            ": ",
-            *template_parts(message.problem, fields),
-            "; ",
-            *template_parts(message.fix, fields),
-        )
+        return [*template_parts(message.problem, fields), "; ", *template_parts(message.fix, fields)]
 
     def validation(self, policy: Policy, expression: str, summary: str, message_expression: str = "") -> Validation:
         """This rule's validation: ``summary`` is the static message (after ``[id] ``)."""

@@ -45,22 +45,12 @@ class _OldExport:
     note: str = ""
 
 
-_WHAT_THE_USER_WROTE = (
-    "a VAP sees the object after every mutating webhook; label rules are safe there: mutation only adds "
-    "labels, so a missing one was never written, and a value Kueue fills in (default) is one the webhook "
-    "refuses too, as missing"
-)
 _CLUSTER = _OldExport(False, "needs the cluster's state (queues, quotas, nodes), which a VAP cannot read")
 
 #: Per rule: exported to the ValidatingAdmissionPolicy (webhook/export/vap/) or not, and why.
 #: The export covers JobSet CREATE only; UPDATE stays with the webhook.
 _OLD_EXPORT: dict[str, _OldExport] = {
     MALFORMED: _OldExport(False, "the API server's schema validation of the JobSet CRD refuses wrong types first"),
-    "queue-label-missing": _OldExport(True, _WHAT_THE_USER_WROTE),
-    "queue-label-invalid": _OldExport(True, _WHAT_THE_USER_WROTE),
-    "priority-label-missing": _OldExport(True, _WHAT_THE_USER_WROTE),
-    "priority-class-not-allowed": _OldExport(True, _WHAT_THE_USER_WROTE),
-    "queue-not-permitted": _OldExport(True, "from request.userInfo; exported only when queuePermissions is set"),
     "suspend-forbidden": _OldExport(
         True,
         "narrowed to spec.suspend: false; Kueue's webhook sets true itself, so a VAP cannot tell a user's true",
@@ -87,8 +77,6 @@ _OLD_EXPORT: dict[str, _OldExport] = {
     "tas-required-topology-multislice": _OldExport(True),
     "tas-slice-size-mismatch": _OldExport(True, "judged for the config's static topologies only"),
     "slice-topology-ignored": _OldExport(True, "as a warning (its own policy, bound with Warn)"),
-    "host-count-mismatch": _OldExport(True, "static mode: judged for the config's static topologies only"),
-    "tpu-request-invalid": _OldExport(True, "reads quantities with the Kubernetes quantity library (1.29+)"),
     "local-queue-not-found": _CLUSTER,
     "namespace-not-selected": _CLUSTER,
     "resource-not-covered": _CLUSTER,
@@ -129,52 +117,7 @@ RULES: tuple[Rule, ...] = (
         jobset_malformed,
         why="a value of the wrong type or a missing template; reported with its path instead of failing",
     ),
-    # labels, tiers and queues
-    _legacy_rule(
-        "queue-label-missing",
-        "Queue label missing",
-        "labels",
-        labels.queue_label_missing,
-        subject="submitted",
-        on_update=True,
-        why="the production tier names its team queue explicitly; nothing is injected there",
-    ),
-    _legacy_rule(
-        "queue-label-invalid",
-        "Queue label invalid",
-        "labels",
-        labels.queue_label_invalid,
-        subject="submitted",
-        on_update=True,
-        why="production queues are <team>-queue; a dev namespace has only its default queue",
-    ),
-    _legacy_rule(
-        "priority-label-missing",
-        "Priority label missing",
-        "labels",
-        labels.priority_label_missing,
-        subject="submitted",
-        on_update=True,
-        why="production jobs say guaranteed or best-effort; Kueue's defaulting would hide a missing one",
-    ),
-    _legacy_rule(
-        "priority-class-not-allowed",
-        "Priority class not allowed",
-        "labels",
-        labels.priority_class_not_allowed,
-        subject="submitted",
-        on_update=True,
-        why="each tier has its own priority classes (production: guaranteed/best-effort, dev: default)",
-    ),
-    _legacy_rule(
-        "queue-not-permitted",
-        "Queue not permitted",
-        "labels",
-        labels.queue_not_permitted,
-        subject="submitted",
-        on_update=True,
-        why="off unless queuePermissions is configured: who may submit to which queue",
-    ),
+    *labels.RULES,
     *forbidden.RULES,
     # placement, both modes
     _legacy_rule(
@@ -296,23 +239,7 @@ RULES: tuple[Rule, ...] = (
         kinds=JOBS,
         why="static pools have no Slice Provisioner to translate it",
     ),
-    # shape
-    _legacy_rule(
-        "host-count-mismatch",
-        "Host count does not match topology",
-        "shape",
-        shape.host_count_mismatch,
-        kinds=JOBS,
-        why="parallelism and completions must both be the slice's hosts (chips ÷ 4)",
-    ),
-    _legacy_rule(
-        "tpu-request-invalid",
-        "TPU request not 4 per container",
-        "shape",
-        shape.tpu_request_invalid,
-        kinds=JOBS,
-        why="each tpu7x host has exactly 4 chips; requests and limits must both say 4",
-    ),
+    *shape.RULES,
     # cluster-aware (SPEC §4, §5): skipped with a warning while a required kind is unknown
     _legacy_rule(
         "local-queue-not-found",

@@ -1,16 +1,35 @@
-"""Labels, tiers and queues (SPEC §4, first table): what the user wrote on the object's own labels."""
+"""Labels, tiers and queues: what the user wrote on the object's own labels.
+
+All five judge the labels as submitted (the mutating path) and on UPDATE only the label
+keys that changed. Their CEL exports are safe on the validating side of the API server:
+mutation only adds labels, so a missing one was never written, and a value Kueue fills
+in (``default``) is one the webhook refuses too, as missing.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterator
 from functools import lru_cache
+from typing import Final
 
 from webhook.kube.fieldpaths import LABELS
 from webhook.kube.textcache import CACHED_CHARS
 from webhook.objects.workload import Workload
+from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
-from webhook.rules import RuleContext
+from webhook.rules import Message, Rule, RuleContext, VapExport
+from webhook.rules.cel import LABELS as CEL_LABELS
+from webhook.rules.cel import TIER, Expr, Validation, cat, lit, lits, template_parts
+
+FAMILY: Final = "labels"
+_USER_WROTE: Final = (
+    "a VAP sees the object after every mutating webhook; label rules are safe there: mutation only adds "
+    "labels, so a missing one was never written, and a value Kueue fills in (default) is one the webhook "
+    "refuses too, as missing"
+)
+#: the kind a ValidatingAdmissionPolicy judges (the export covers JobSet CREATE)
+_EXPORTED_KIND: Final = "JobSet"
 
 
 @lru_cache(maxsize=32)
@@ -35,21 +54,59 @@ def _queue_name_matches_cached(pattern: str, name: str) -> bool:
     return _pattern(pattern).fullmatch(name) is not None
 
 
-def queue_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _map(values: dict[str, str]) -> str:
+    return "{" + ", ".join(f"{lit(k)}: {lit(v)}" for k, v in values.items()) + "}"
+
+
+# ------------------------------------------------------------------ queue-label-missing
+
+
+def _queue_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     key = ctx.queue_label
     tier = ctx.tier
     if tier is None or tier.default_queue is not None or not ctx.label_in_scope(key):
         return
     if key not in workload.labels:
-        yield Finding(
-            "queue-label-missing",
-            LABELS.key(key),
-            f"the {ctx.tier_name} tier requires an explicit queue and the {workload.kind} has none",
-            f'add the label {key}: "<team>-queue" naming your team\'s LocalQueue',
+        yield QUEUE_LABEL_MISSING.finding(LABELS.key(key), tier=ctx.tier_name, kind=workload.kind, key=key)
+
+
+def _queue_label_missing_cel(policy: Policy) -> Iterator[Validation]:
+    q = policy.queue_label
+    strict = [name for name, tier in policy.tiers.items() if tier.default_queue is None]
+    if not strict:
+        return
+    rule = QUEUE_LABEL_MISSING
+    path = str(LABELS.key(q))
+    yield rule.validation(
+        policy,
+        f"!({TIER} in {lits(strict)}) || {lit(q)} in {CEL_LABELS}",
+        f"{path}: this tier requires an explicit queue and the JobSet has none",
+        f"'[{rule.id}] ' + " + rule.cel_item([path], tier=Expr(TIER), kind=_EXPORTED_KIND, key=q),
+    )
+
+
+QUEUE_LABEL_MISSING: Final = Rule(
+    "queue-label-missing",
+    "Queue label missing",
+    FAMILY,
+    _queue_label_missing,
+    {
+        "": Message(
+            "the {tier} tier requires an explicit queue and the {kind} has none",
+            'add the label {key}: "<team>-queue" naming your team\'s LocalQueue',
         )
+    },
+    VapExport(_USER_WROTE, _queue_label_missing_cel),
+    subject="submitted",
+    on_update=True,
+    why="the production tier names its team queue explicitly; nothing is injected there",
+)
 
 
-def queue_label_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+# ------------------------------------------------------------------ queue-label-invalid
+
+
+def _queue_label_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     key = ctx.queue_label
     tier = ctx.tier
     value = workload.labels.get(key)
@@ -57,56 +114,189 @@ def queue_label_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Findin
         return
     if tier.default_queue is not None:
         if value != tier.default_queue:
-            yield Finding(
-                "queue-label-invalid",
-                LABELS.key(key),
-                f"queue {value!r} is not this tier's queue: the {ctx.tier_name} tier submits "
-                f"only to {tier.default_queue!r}",
-                f"remove the label (it is filled in) or set it to {tier.default_queue!r}",
+            yield QUEUE_LABEL_INVALID.finding(
+                LABELS.key(key), "tier-queue", value=value, tier=ctx.tier_name, queue=tier.default_queue
             )
     elif tier.queue_name_pattern is not None and not _queue_name_matches(tier.queue_name_pattern, value):
-        yield Finding(
-            "queue-label-invalid",
-            LABELS.key(key),
-            f"queue name {value!r} does not match {tier.queue_name_pattern}",
+        yield QUEUE_LABEL_INVALID.finding(LABELS.key(key), "pattern", value=value, pattern=tier.queue_name_pattern)
+
+
+def _queue_label_invalid_cel(policy: Policy) -> Iterator[Validation]:
+    rule = QUEUE_LABEL_INVALID
+    q = policy.queue_label
+    value = f"{CEL_LABELS}[{lit(q)}]"
+    checks, texts = [], []
+    for name, tier in policy.tiers.items():
+        if tier.default_queue is not None:
+            checks.append(f"{TIER} == {lit(name)} ? {value} == {lit(tier.default_queue)}")
+            parts = rule.cel_parts("tier-queue", value=Expr(value), tier=name, queue=tier.default_queue)
+        elif tier.queue_name_pattern is not None:
+            # The webhook uses Python's fullmatch; RE2's matches() searches, so anchor it.
+            anchored = f"^(?:{tier.queue_name_pattern})$"
+            checks.append(f"{TIER} == {lit(name)} ? {value}.matches({lit(anchored)})")
+            parts = rule.cel_parts("pattern", value=Expr(value), pattern=tier.queue_name_pattern)
+        else:
+            continue
+        texts.append(f"{TIER} == {lit(name)} ? " + cat(*parts))
+    if not checks:
+        return
+    path = str(LABELS.key(q))
+    yield rule.validation(
+        policy,
+        f"!({lit(q)} in {CEL_LABELS}) || ({' : '.join(checks)} : true)",
+        f"{path}: the queue is not one this tier may use",
+        f"'[{rule.id}] ' + " + cat(f"{path}: ", Expr(f"({' : '.join(texts)} : '')")),
+    )
+
+
+QUEUE_LABEL_INVALID: Final = Rule(
+    "queue-label-invalid",
+    "Queue label invalid",
+    FAMILY,
+    _queue_label_invalid,
+    {
+        "tier-queue": Message(
+            "queue {value!r} is not this tier's queue: the {tier} tier submits only to {queue!r}",
+            "remove the label (it is filled in) or set it to {queue!r}",
+        ),
+        "pattern": Message(
+            "queue name {value!r} does not match {pattern}",
             'use your team\'s LocalQueue, named "<team>-queue" (e.g. team-a-queue)',
-        )
+        ),
+    },
+    VapExport(_USER_WROTE, _queue_label_invalid_cel),
+    subject="submitted",
+    on_update=True,
+    why="production queues are <team>-queue; a dev namespace has only its default queue",
+)
 
 
-def priority_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+# ------------------------------------------------------------------ priority-label-missing
+
+
+def _priority_label_missing(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     key = ctx.priority_label
     tier = ctx.tier
     if tier is None or tier.default_priority_class is not None or not ctx.label_in_scope(key):
         return
     if key not in workload.labels:
-        yield Finding(
-            "priority-label-missing",
+        yield PRIORITY_LABEL_MISSING.finding(
             LABELS.key(key),
-            f"the {ctx.tier_name} tier requires an explicit priority class and the {workload.kind} has none",
-            f"add the label {key} with one of: {', '.join(tier.allowed_priority_classes)}",
+            tier=ctx.tier_name,
+            kind=workload.kind,
+            key=key,
+            allowed=", ".join(tier.allowed_priority_classes),
         )
 
 
-def priority_class_not_allowed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _priority_label_missing_cel(policy: Policy) -> Iterator[Validation]:
+    p = policy.priority_label
+    tiers = policy.tiers
+    strict = [name for name, tier in tiers.items() if tier.default_priority_class is None]
+    if not strict:
+        return
+    rule = PRIORITY_LABEL_MISSING
+    allowed = {name: ", ".join(tiers[name].allowed_priority_classes) for name in strict}
+    path = str(LABELS.key(p))
+    yield rule.validation(
+        policy,
+        f"!({TIER} in {lits(strict)}) || {lit(p)} in {CEL_LABELS}",
+        f"{path}: this tier requires an explicit priority class and the JobSet has none",
+        f"'[{rule.id}] ' + "
+        + rule.cel_item([path], tier=Expr(TIER), kind=_EXPORTED_KIND, key=p, allowed=Expr(f"{_map(allowed)}[{TIER}]")),
+    )
+
+
+PRIORITY_LABEL_MISSING: Final = Rule(
+    "priority-label-missing",
+    "Priority label missing",
+    FAMILY,
+    _priority_label_missing,
+    {
+        "": Message(
+            "the {tier} tier requires an explicit priority class and the {kind} has none",
+            "add the label {key} with one of: {allowed}",
+        )
+    },
+    VapExport(_USER_WROTE, _priority_label_missing_cel),
+    subject="submitted",
+    on_update=True,
+    why="production jobs say guaranteed or best-effort; Kueue's defaulting would hide a missing one",
+)
+
+
+# ------------------------------------------------------------------ priority-class-not-allowed
+
+
+def _priority_wording(default: str | None) -> str:
+    """A tier that fills the priority in tells the user the label may simply go."""
+    return "defaulted" if default is not None else ""
+
+
+def _priority_class_not_allowed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     key = ctx.priority_label
     tier = ctx.tier
     value = workload.labels.get(key)
     if tier is None or value is None or not ctx.label_in_scope(key):
         return
     if value not in tier.allowed_priority_classes:
-        allowed = ", ".join(tier.allowed_priority_classes)
-        fix = f"use one of: {allowed}"
-        if tier.default_priority_class is not None:
-            fix = f"remove the label (it is filled in as {tier.default_priority_class!r}) or {fix}"
-        yield Finding(
-            "priority-class-not-allowed",
+        yield PRIORITY_CLASS_NOT_ALLOWED.finding(
             LABELS.key(key),
-            f"priority class {value!r} is not allowed in the {ctx.tier_name} tier",
-            fix,
+            _priority_wording(tier.default_priority_class),
+            value=value,
+            tier=ctx.tier_name,
+            allowed=", ".join(tier.allowed_priority_classes),
+            default=tier.default_priority_class,
         )
 
 
-def queue_not_permitted(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _priority_class_not_allowed_cel(policy: Policy) -> Iterator[Validation]:
+    rule = PRIORITY_CLASS_NOT_ALLOWED
+    p = policy.priority_label
+    tiers = policy.tiers
+    allowed_lists = "{" + ", ".join(f"{lit(n)}: {lits(t.allowed_priority_classes)}" for n, t in tiers.items()) + "}"
+    # The problem reads the tier from the namespace; the fix, which differs per tier, is
+    # worked out here per tier from the same wording.
+    fixes = {
+        name: rule.messages[_priority_wording(tier.default_priority_class)].fix.format(
+            allowed=", ".join(tier.allowed_priority_classes), default=tier.default_priority_class
+        )
+        for name, tier in tiers.items()
+    }
+    value = f"{CEL_LABELS}[{lit(p)}]"
+    path = str(LABELS.key(p))
+    problem = template_parts(rule.messages[""].problem, {"value": Expr(value), "tier": Expr(TIER)})
+    yield rule.validation(
+        policy,
+        f"!({lit(p)} in {CEL_LABELS}) || !({TIER} in {allowed_lists}) || {value} in {allowed_lists}[{TIER}]",
+        f"{path}: the priority class is not allowed in this tier",
+        f"'[{rule.id}] ' + " + cat(f"{path}: ", *problem, "; ", Expr(f"{_map(fixes)}[{TIER}]")),
+    )
+
+
+PRIORITY_CLASS_NOT_ALLOWED: Final = Rule(
+    "priority-class-not-allowed",
+    "Priority class not allowed",
+    FAMILY,
+    _priority_class_not_allowed,
+    {
+        "": Message("priority class {value!r} is not allowed in the {tier} tier", "use one of: {allowed}"),
+        "defaulted": Message(
+            "priority class {value!r} is not allowed in the {tier} tier",
+            "remove the label (it is filled in as {default!r}) or use one of: {allowed}",
+        ),
+    },
+    VapExport(_USER_WROTE, _priority_class_not_allowed_cel),
+    subject="submitted",
+    on_update=True,
+    why="each tier has its own priority classes (production: guaranteed/best-effort, dev: default)",
+)
+
+
+# ------------------------------------------------------------------ queue-not-permitted
+
+
+def _queue_not_permitted(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     key = ctx.queue_label
     queue = ctx.effective_labels.get(key)
     if queue is None or not ctx.label_in_scope(key):
@@ -116,9 +306,50 @@ def queue_not_permitted(workload: Workload, ctx: RuleContext) -> Iterator[Findin
         return
     if ctx.user.username in permission.users or set(ctx.user.groups) & set(permission.groups):
         return
-    yield Finding(
-        "queue-not-permitted",
-        LABELS.key(key),
-        f"user {ctx.user.username!r} may not submit to queue {queue!r}",
-        "submit to your own team's queue, or ask the cluster admins to grant access",
+    yield QUEUE_NOT_PERMITTED.finding(LABELS.key(key), user=ctx.user.username, queue=queue)
+
+
+def _queue_not_permitted_cel(policy: Policy) -> Iterator[Validation]:
+    permissions = policy.queue_permissions
+    if not permissions:
+        return
+    rule = QUEUE_NOT_PERMITTED
+    q = policy.queue_label
+    users = "{" + ", ".join(f"{lit(k)}: {lits(v.users)}" for k, v in permissions.items()) + "}"
+    groups = "{" + ", ".join(f"{lit(k)}: {lits(v.groups)}" for k, v in permissions.items()) + "}"
+    queue = f"{CEL_LABELS}[{lit(q)}]"
+    user = "request.userInfo.?username.orValue('')"
+    path = str(LABELS.key(q))
+    yield rule.validation(
+        policy,
+        f"!({lit(q)} in {CEL_LABELS}) || !({queue} in {users}) || {user} in "
+        f"{users}[{queue}] || request.userInfo.?groups.orValue([]).exists(g, g in {groups}[{queue}])",
+        f"{path}: you may not submit to this queue",
+        f"'[{rule.id}] ' + " + rule.cel_item([path], user=Expr(user), queue=Expr(queue)),
     )
+
+
+QUEUE_NOT_PERMITTED: Final = Rule(
+    "queue-not-permitted",
+    "Queue not permitted",
+    FAMILY,
+    _queue_not_permitted,
+    {
+        "": Message(
+            "user {user!r} may not submit to queue {queue!r}",
+            "submit to your own team's queue, or ask the cluster admins to grant access",
+        )
+    },
+    VapExport("from request.userInfo; exported only when queuePermissions is set", _queue_not_permitted_cel),
+    subject="submitted",
+    on_update=True,
+    why="off unless queuePermissions is configured: who may submit to which queue",
+)
+
+RULES: Final = (
+    QUEUE_LABEL_MISSING,
+    QUEUE_LABEL_INVALID,
+    PRIORITY_LABEL_MISSING,
+    PRIORITY_CLASS_NOT_ALLOWED,
+    QUEUE_NOT_PERMITTED,
+)

@@ -1,16 +1,36 @@
-"""Shape of a TPU podSet (SPEC §4, both modes): host count and per-host chip request."""
+"""Shape of a TPU podSet, both modes: host count and per-host chip request."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
 from functools import lru_cache
+from typing import Final
 
 from webhook.kube.quantity import quantity_or_none
 from webhook.kube.topology import Topology, TopologyError, parse_topology, super_slice_problems
 from webhook.objects.workload import PodSet, Workload
+from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
-from webhook.rules import RuleContext
+from webhook.rules import JOBS, Message, Rule, RuleContext, VapExport
+from webhook.rules.cel import (
+    ANN,
+    CONTAINERS,
+    JOB_SPEC_PATH,
+    POD_SPEC_PATH,
+    SEL,
+    TPU_JOBS,
+    Expr,
+    TopologyCel,
+    Validation,
+    items,
+    lit,
+    lits,
+    shown,
+    static_hosts,
+)
+
+FAMILY: Final = "shape"
 
 
 def _allowed_topology(podset: PodSet, ctx: RuleContext) -> Topology | None:
@@ -36,7 +56,10 @@ def _allowed_topology(podset: PodSet, ctx: RuleContext) -> Topology | None:
         return None
 
 
-def host_count_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+# ------------------------------------------------------------------ host-count-mismatch
+
+
+def _host_count(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     chips_per_host = ctx.tpu.chips_per_host
     for podset in workload.tpu_podsets:
         topology = _allowed_topology(podset, ctx)
@@ -48,25 +71,106 @@ def host_count_mismatch(workload: Workload, ctx: RuleContext) -> Iterator[Findin
             effective = value if value is not None else default
             if effective == hosts:
                 continue
-            shown = f"is {value}" if value is not None else f"is not set (Kubernetes treats it as {default})"
+            said = f"is {value}" if value is not None else f"is not set (Kubernetes treats it as {default})"
             if value is None and default is None:
-                shown = "is not set"
-            yield Finding(
-                "host-count-mismatch",
+                said = "is not set"
+            yield HOST_COUNT_MISMATCH.finding(
                 podset.job_spec_path.child(field),
-                f"{field} {shown}, but a {topology} slice has {hosts} hosts "
-                f"({topology.chips} chips ÷ {chips_per_host} per host)",
-                f"set both parallelism and completions to {hosts}",
+                field=field,
+                value=said,
+                topology=topology,
+                hosts=hosts,
+                chips=topology.chips,
+                per_host=chips_per_host,
             )
+
+
+def _host_count_cel(policy: Policy) -> Iterator[Validation]:
+    tpu = policy.tpu
+    per_host = tpu.chips_per_host
+    if policy.mode == "dynamic":
+        ann = lit(tpu.slice_topology_annotation)
+        value = f"{ANN}[{ann}]"
+        topology = TopologyCel(value, policy)
+        subs = {text: (parse_topology(text).chips, str(parse_topology(text))) for text in policy.sub_slice_topologies}
+        sub_hosts = (
+            "{" + ", ".join(f"{lit(t)}: {c // per_host}" for t, (c, _) in subs.items() if c % per_host == 0) + "}"
+        )
+        sub_chips = "{" + ", ".join(f"{lit(t)}: {c}" for t, (c, _) in subs.items()) + "}"
+        sub_names = "{" + ", ".join(f"{lit(t)}: {lit(n)}" for t, (_, n) in subs.items()) + "}"
+        is_sub = f"{value} in {lits(policy.sub_slice_topologies)}"
+        sub_ok = f"{value} in {sub_hosts}" if policy.sub_slicing else "false"
+        super_ok = f"({topology.valid_super_slice} && {topology.chips} % {per_host} == 0)"
+        known = f"({ann} in {ANN} && ({is_sub} ? {sub_ok} : {super_ok}))"
+        chips = f"({is_sub} ? {sub_chips}[{value}] : {topology.chips})"
+        hosts = f"({chips} / {per_host})"
+        name = Expr(f"({is_sub} ? {sub_names}[{value}] : {topology.text.text})")
+    else:
+        label = lit(tpu.topology_label)
+        value = f"{SEL}[{label}]"
+        static = static_hosts(policy)
+        hosts_map = "{" + ", ".join(f"{lit(t)}: {h}" for t, h in static.items()) + "}"
+        names = "{" + ", ".join(f"{lit(t)}: {lit(str(parse_topology(t)))}" for t in static) + "}"
+        known = f"({label} in {SEL} && {value} in {hosts_map})"
+        hosts = f"{hosts_map}[{value}]"
+        chips = f"({hosts} * {per_host})"
+        name = Expr(f"{names}[{value}]")
+    parallelism = "j.template.?spec.?parallelism.orValue(-1)"
+    completions = "j.template.?spec.?completions.orValue(-1)"
+    effective = f"({parallelism} >= 0 ? {parallelism} : 1)"
+    slice_fields = {
+        "topology": name,
+        "hosts": Expr(f"string({hosts})"),
+        "chips": Expr(f"string({chips})"),
+        "per_host": per_host,
+    }
+    said_parallelism = (
+        f"({parallelism} >= 0 ? 'is ' + string({parallelism}) : 'is not set (Kubernetes treats it as 1)')"
+    )
+    said_completions = f"({completions} >= 0 ? 'is ' + string({completions}) : 'is not set')"
+    rule = HOST_COUNT_MISMATCH
+    item = items(
+        rule.id,
+        (
+            f"{effective} != {hosts}",
+            rule.cel_item(
+                [JOB_SPEC_PATH, ".parallelism"], field="parallelism", value=Expr(said_parallelism), **slice_fields
+            ),
+        ),
+        (
+            f"{completions} != {hosts}",
+            rule.cel_item(
+                [JOB_SPEC_PATH, ".completions"], field="completions", value=Expr(said_completions), **slice_fields
+            ),
+        ),
+    )
+    bad = f"({known} && ({effective} != {hosts} || {completions} != {hosts}))"
+    yield rule.per_job(policy, TPU_JOBS, bad, item, "parallelism and completions must both be the slice's hosts")
+
+
+HOST_COUNT_MISMATCH: Final = Rule(
+    "host-count-mismatch",
+    "Host count does not match topology",
+    FAMILY,
+    _host_count,
+    {
+        "": Message(
+            "{field} {value}, but a {topology} slice has {hosts} hosts ({chips} chips ÷ {per_host} per host)",
+            "set both parallelism and completions to {hosts}",
+        )
+    },
+    VapExport("static mode: judged for the config's static topologies only", _host_count_cel),
+    kinds=JOBS,
+    why="parallelism and completions must both be the slice's hosts (chips ÷ 4)",
+)
+
+
+# ------------------------------------------------------------------ tpu-request-invalid
 
 
 @lru_cache(maxsize=16)
 def _chips(chips_per_host: int) -> Decimal:
     return Decimal(chips_per_host)
-
-
-def _request_fix(resource: str, per_host: Decimal) -> str:
-    return f"request {resource}: {per_host} in both resources.requests and resources.limits"
 
 
 def _is_chips(raw: object, chips: int, text: str, per_host: Decimal) -> bool:
@@ -79,19 +183,21 @@ def _is_chips(raw: object, chips: int, text: str, per_host: Decimal) -> bool:
     return raw == text or quantity_or_none(raw) == per_host
 
 
-def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _tpu_request(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     resource = ctx.tpu.resource_name
     chips = ctx.tpu.chips_per_host
     per_host = _chips(chips)
     text = str(chips)
+    rule = TPU_REQUEST_INVALID
     for podset in workload.tpu_podsets:
         tpu_containers = [c for c in podset.containers if c.requests_resource(resource)]
         if not tpu_containers:
-            yield Finding(
-                "tpu-request-invalid",
+            yield rule.finding(
                 podset.pod_spec_path.child("containers"),
-                f"TPU podSet {podset.name!r} has no container requesting {resource}",
-                _request_fix(resource, per_host),
+                "none",
+                podset=podset.name,
+                resource=resource,
+                per_host=per_host,
             )
             continue
         for container in tpu_containers:
@@ -99,10 +205,79 @@ def tpu_request_invalid(workload: Workload, ctx: RuleContext) -> Iterator[Findin
                 raw = (container.requests if kind == "requests" else container.limits).get(resource)
                 if _is_chips(raw, chips, text, per_host):
                     continue
-                shown = "is missing" if raw is None else f"is {raw!r}"
-                yield Finding(
-                    "tpu-request-invalid",
+                yield rule.finding(
                     container.path.child("resources", kind).key(resource),
-                    f"container {container.name!r} {kind} {shown}, but each tpu7x host has exactly {per_host} chips",
-                    _request_fix(resource, per_host),
+                    container=container.name,
+                    kind=kind,
+                    value="is missing" if raw is None else f"is {raw!r}",
+                    resource=resource,
+                    per_host=per_host,
                 )
+
+
+def _tpu_request_cel(policy: Policy) -> Iterator[Validation]:
+    rule = TPU_REQUEST_INVALID
+    tpu = policy.tpu
+    per_host = tpu.chips_per_host
+    resource = lit(tpu.resource_name)
+    requests, limits = "c.?resources.?requests.orValue({})", "c.?resources.?limits.orValue({})"
+    is_tpu = f"({resource} in {requests} || {resource} in {limits})"
+
+    def ok(kind: str) -> str:
+        raw = f"{kind}[{resource}]"
+        return (
+            f"({resource} in {kind} && (type({raw}) == int ? {raw} == {per_host} : "
+            f"(type({raw}) == string && isQuantity({raw}) && quantity({raw}).compareTo(quantity('{per_host}')) == 0)))"
+        )
+
+    def finding(kind: str, field: str) -> tuple[str, str]:
+        raw = f"{kind}[{resource}]"
+        said = Expr(
+            f"(!({resource} in {kind}) ? 'is missing' : "
+            f"type({raw}) == string ? 'is ' + {shown(raw).text} : 'is ' + string({raw}))"
+        )
+        path: list[str | Expr] = [
+            POD_SPEC_PATH,
+            ".containers[name=",
+            Expr("c.name"),
+            f'].resources.{field}["{tpu.resource_name}"]',
+        ]
+        return (
+            f"!{ok(kind)}",
+            rule.cel_item(
+                path, container=Expr("c.name"), kind=field, value=said, resource=tpu.resource_name, per_host=per_host
+            ),
+        )
+
+    containers_item = (
+        f"{CONTAINERS}.filter(c, {is_tpu} && !({ok(requests)} && {ok(limits)}))"
+        f".map(c, {items(rule.id, finding(requests, 'requests'), finding(limits, 'limits'))}).join('; [{rule.id}] ')"
+    )
+    none_item = rule.cel_item(
+        [POD_SPEC_PATH, ".containers"], "none", podset=Expr("j.name"), resource=tpu.resource_name, per_host=per_host
+    )
+    has_tpu = f"{CONTAINERS}.exists(c, {is_tpu})"
+    bad = f"(!{has_tpu} || {CONTAINERS}.exists(c, {is_tpu} && !({ok(requests)} && {ok(limits)})))"
+    item = f"(!{has_tpu} ? {none_item} : {containers_item})"
+    yield rule.per_job(policy, TPU_JOBS, bad, item, f"each TPU container must request {tpu.resource_name}: {per_host}")
+
+
+_REQUEST_FIX: Final = "request {resource}: {per_host} in both resources.requests and resources.limits"
+
+TPU_REQUEST_INVALID: Final = Rule(
+    "tpu-request-invalid",
+    "TPU request not 4 per container",
+    FAMILY,
+    _tpu_request,
+    {
+        "": Message(
+            "container {container!r} {kind} {value}, but each tpu7x host has exactly {per_host} chips", _REQUEST_FIX
+        ),
+        "none": Message("TPU podSet {podset!r} has no container requesting {resource}", _REQUEST_FIX),
+    },
+    VapExport("reads quantities with the Kubernetes quantity library (1.29+)", _tpu_request_cel),
+    kinds=JOBS,
+    why="each tpu7x host has exactly 4 chips; requests and limits must both say 4",
+)
+
+RULES: Final = (HOST_COUNT_MISMATCH, TPU_REQUEST_INVALID)
