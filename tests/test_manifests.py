@@ -322,7 +322,7 @@ def test_webhook_entries_settings(base: list[dict[str, Any]]) -> None:
             assert webhook["sideEffects"] == "None"
             assert webhook["admissionReviewVersions"] == ["v1"]
             assert 1 <= webhook["timeoutSeconds"] <= 5
-            assert webhook["failurePolicy"] == "Fail"  # the trade-off is in README
+            assert webhook["failurePolicy"] == "Fail"  # the trade-off is in docs/operations.md
             # JobSets, Jobs and Deployments (RFC-0033 4.3.1), the versions the engine reads;
             # never Pods (a Deployment's or Job's pods were judged with their owner).
             assert webhook["rules"] == [

@@ -116,7 +116,7 @@ def admission_facts(review: AdmissionRequest, stage: Stage, tier: str | None) ->
 
 
 class DecisionLine(msgspec.Struct, rename="camel", gc=False):
-    """The decision log line (README, "The decision log"): what was asked, by whom, and the answer.
+    """The decision log line (docs/operations.md, "The decision log"): what was asked, by whom, and the answer.
 
     A struct, not a dict: built with one C call and encoded by field, it costs a request
     about a fifth of the dict it replaces. ``gc=False``: it holds only strings, lists of
