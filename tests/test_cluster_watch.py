@@ -224,7 +224,7 @@ def test_seconds_since_the_last_event() -> None:
     assert availability.reason("Workloads") is None  # a silent open watch is still current
 
 
-# --- faults of a real API server (issue #9) ---------------------------------------------
+# --- faults of a real API server --------------------------------------------------------
 
 
 def test_a_drop_resumes_from_the_last_version_seen_not_a_relist(api: FakeApiServer, cache: WatchCache) -> None:

@@ -31,12 +31,12 @@ from support import load_deployment, load_job, load_jobset
 
 from webhook.cli.main import build_parser
 from webhook.cli.main import main as cli_main
-from webhook.objects.kinds import JUDGED
-from webhook.objects.kinds import ORDER as KIND_ORDER
+from webhook.objects.readers.kinds import JUDGED
+from webhook.objects.readers.kinds import ORDER as KIND_ORDER
 from webhook.objects.readers import controlled_by_jobset
 from webhook.policy.config import Policy
 from webhook.rules.catalog import policy_from_mapping
-from webhook.serving import certs
+from webhook.serving.runner import certs
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 OVERLAYS = ("self-managed", "cert-manager")
@@ -323,7 +323,7 @@ def test_webhook_entries_settings(base: list[dict[str, Any]]) -> None:
             assert webhook["sideEffects"] == "None"
             assert webhook["admissionReviewVersions"] == ["v1"]
             assert 1 <= webhook["timeoutSeconds"] <= 5
-            assert webhook["failurePolicy"] == "Fail"  # the trade-off is in README
+            assert webhook["failurePolicy"] == "Fail"  # the trade-off is in docs/operations.md
             # JobSets, Jobs and Deployments (RFC-0033 4.3.1), the versions the engine reads;
             # never Pods (a Deployment's or Job's pods were judged with their owner).
             assert webhook["rules"] == [

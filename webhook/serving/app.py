@@ -26,8 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from webhook.cluster.state import ClusterState
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
 from webhook.policy.config import Policy
-from webhook.serving.logsink import DecisionLog
-from webhook.serving.metrics import Metrics
+from webhook.serving.runner.logsink import DecisionLog
+from webhook.serving.runner.metrics import Metrics
 from webhook.wire.jsonwire import encode
 from webhook.wire.reviews import AdmissionRequest, ReviewError, error_response, parse_review, review_response
 
@@ -116,7 +116,7 @@ def admission_facts(review: AdmissionRequest, stage: Stage, tier: str | None) ->
 
 
 class DecisionLine(msgspec.Struct, rename="camel", gc=False):
-    """The decision log line (README, "The decision log"): what was asked, by whom, and the answer.
+    """The decision log line (docs/operations.md, "The decision log"): what was asked, by whom, and the answer.
 
     A struct, not a dict: built with one C call and encoded by field, it costs a request
     about a fifth of the dict it replaces. ``gc=False``: it holds only strings, lists of

@@ -8,15 +8,15 @@ rules, every structural rule, better messages); the policy is the safety net.
 
 Everything here is generated from the same policy the server loads: mode, tiers, label
 names, whitelists and numbers are inlined as CEL literals, so the export must be
-re-run when the policy changes (the README says so). Which rules are exported, and why
-the others are not, is each rule's own ``VapExport``; a test holds the two together.
+re-run when the policy changes (docs/operations.md says so). Which rules are exported, and
+why the others are not, is each rule's own ``VapExport``; a test holds the two together.
 
 Cost. The API server charges every CEL evaluation against a per-expression limit (1M
 units) and a per-evaluation budget (10M). Every expression below does constant work per
 replicatedJob, plus constant work per container of a TPU podSet, on strings that are
 bounded before any regex or ``int()`` runs. The policy's one matchCondition keeps it to
 JobSets of at most ``MAX_REPLICATED_JOBS`` replicatedJobs and ``MAX_CONTAINERS``
-containers per pod, so the worst case is a fixed number (README, "Cost"); bigger JobSets
+containers per pod, so the worst case is a fixed number (docs/operations.md, "Cost"); bigger JobSets
 are left to the webhook rather than risk a cost error that ``failurePolicy: Fail`` would
 turn into a refusal.
 """
