@@ -31,12 +31,12 @@ from support import load_deployment, load_job, load_jobset
 
 from webhook.cli.main import build_parser
 from webhook.cli.main import main as cli_main
-from webhook.objects.readers.kinds import JUDGED
-from webhook.objects.readers.kinds import ORDER as KIND_ORDER
+from webhook.objects.kinds import JUDGED
+from webhook.objects.kinds import ORDER as KIND_ORDER
 from webhook.objects.readers import controlled_by_jobset
 from webhook.policy.config import Policy
 from webhook.rules.catalog import policy_from_mapping
-from webhook.serving.runner import certs
+from webhook.serving import certs
 
 MANIFESTS = Path(__file__).resolve().parents[1] / "manifests"
 OVERLAYS = ("self-managed", "cert-manager")

@@ -26,8 +26,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from webhook.cluster.state import ClusterState
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
 from webhook.policy.config import Policy
-from webhook.serving.runner.logsink import DecisionLog
-from webhook.serving.runner.metrics import Metrics
+from webhook.serving.logsink import DecisionLog
+from webhook.serving.metrics import Metrics
 from webhook.wire.jsonwire import encode
 from webhook.wire.reviews import AdmissionRequest, ReviewError, error_response, parse_review, review_response
 
