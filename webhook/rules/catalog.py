@@ -7,17 +7,15 @@ validates ``rules:`` keys against it, and the README's rule table is generated f
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from webhook.objects import kinds
-from webhook.objects.workload import MALFORMED, Workload
 from webhook.policy import config
 from webhook.policy.config import Mode, Policy
-from webhook.policy.findings import Action, Finding
-from webhook.rules import Check, Rule, RuleContext, VapExport, cluster, forbidden, labels, placement, services, shape
+from webhook.policy.findings import Action
+from webhook.rules import Check, Rule, VapExport, cluster, forbidden, labels, placement, services, shape
 from webhook.rules.cel import Validation
 
 DYNAMIC: frozenset[Mode] = frozenset({"dynamic"})
@@ -29,11 +27,6 @@ JOBS = frozenset({kinds.JOBSET, kinds.JOB})
 #: several slices per podSet
 JOBSET_ONLY = frozenset({kinds.JOBSET})
 _QUEUES = frozenset({"LocalQueues", "ClusterQueues"})
-
-
-def jobset_malformed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    """Structural problems found while parsing (wrong types, missing template, ...)."""
-    yield from workload.malformed
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,7 +43,6 @@ _CLUSTER = _OldExport(False, "needs the cluster's state (queues, quotas, nodes),
 #: Per rule: exported to the ValidatingAdmissionPolicy (webhook/export/vap/) or not, and why.
 #: The export covers JobSet CREATE only; UPDATE stays with the webhook.
 _OLD_EXPORT: dict[str, _OldExport] = {
-    MALFORMED: _OldExport(False, "the API server's schema validation of the JobSet CRD refuses wrong types first"),
     "suspend-forbidden": _OldExport(
         True,
         "narrowed to spec.suspend: false; Kueue's webhook sets true itself, so a VAP cannot tell a user's true",
@@ -110,13 +102,7 @@ def _LEGACY_CEL(policy: Policy) -> list[Validation]:
 
 
 RULES: tuple[Rule, ...] = (
-    _legacy_rule(
-        MALFORMED,
-        "Object is malformed",
-        "shape",
-        jobset_malformed,
-        why="a value of the wrong type or a missing template; reported with its path instead of failing",
-    ),
+    shape.OBJECT_MALFORMED,
     *labels.RULES,
     *forbidden.RULES,
     # placement, both modes

@@ -9,7 +9,7 @@ from typing import Final
 
 from webhook.kube.quantity import quantity_or_none
 from webhook.kube.topology import Topology, TopologyError, parse_topology, super_slice_problems
-from webhook.objects.workload import PodSet, Workload
+from webhook.objects.workload import MALFORMED, PodSet, Workload
 from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
 from webhook.rules import JOBS, Message, Rule, RuleContext, VapExport
@@ -31,6 +31,29 @@ from webhook.rules.cel import (
 )
 
 FAMILY: Final = "shape"
+
+
+# ------------------------------------------------------------------ jobset-malformed
+
+
+def _malformed(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+    """The structural problems the reader found (wrong types, a missing template, ...).
+
+    The reader words them, since only it knows what it expected where; this rule gives
+    them an ID, an action and a place in the catalog.
+    """
+    yield from workload.malformed
+
+
+OBJECT_MALFORMED: Final = Rule(
+    MALFORMED,
+    "Object is malformed",
+    FAMILY,
+    _malformed,
+    {},
+    VapExport("the API server's schema validation of the JobSet CRD refuses wrong types first"),
+    why="a value of the wrong type or a missing template; reported with its path instead of failing",
+)
 
 
 def _allowed_topology(podset: PodSet, ctx: RuleContext) -> Topology | None:
