@@ -362,7 +362,8 @@ def test_replicated_jobs_over_the_limit_are_not_walked() -> None:
 def test_containers_are_counted_across_pod_templates() -> None:
     obj = load_jobset("rfc-4.6-static")
     job = obj["spec"]["replicatedJobs"][0]
-    job["template"]["spec"]["template"]["spec"]["containers"] *= 3  # three of the four allowed
+    containers = job["template"]["spec"]["template"]["spec"]["containers"]
+    containers += [{"name": f"helper-{i}", "image": "busybox"} for i in range(2)]  # three of the four allowed
     second = set_path(copy.deepcopy(job), "name", "second")
     obj["spec"]["replicatedJobs"].append(second)  # three more: over the four of the object
     decision = run(obj, LIMITED)

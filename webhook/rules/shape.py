@@ -223,11 +223,13 @@ def _tpu_request(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
                 per_host=per_host,
             )
             continue
+        wrong = False
         for container in tpu_containers:
             for kind in ("requests", "limits"):
                 raw = (container.requests if kind == "requests" else container.limits).get(resource)
                 if _is_chips(raw, chips, text, per_host):
                     continue
+                wrong = True
                 yield rule.finding(
                     container.path.child("resources", kind).key(resource),
                     container=container.name,
@@ -236,6 +238,14 @@ def _tpu_request(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
                     resource=resource,
                     per_host=per_host,
                 )
+        # Each container may be right and the pod still wrong: the scheduler counts what the
+        # pod needs as a whole (main containers and sidecars add up, a plain init container
+        # counts alone), and one host has only ``per_host`` chips.
+        total = podset.pod_requests().get(resource)
+        if not wrong and total is not None and total != per_host:
+            yield rule.finding(
+                podset.pod_spec_path, "pod", podset=podset.name, total=format(total.normalize(), "f"), per_host=per_host
+            )
 
 
 def _tpu_request_cel(policy: Policy) -> Iterator[Validation]:
@@ -297,8 +307,17 @@ TPU_REQUEST_INVALID: Final = Rule(
             "container {container!r} {kind} {value}, but each tpu7x host has exactly {per_host} chips", _REQUEST_FIX
         ),
         "none": Message("TPU podSet {podset!r} has no container requesting {resource}", _REQUEST_FIX),
+        "pod": Message(
+            "a pod of TPU podSet {podset!r} asks for {total} chips in all (main containers and sidecars add up, "
+            "an init container counts alone), but one tpu7x host has exactly {per_host}",
+            "request the chips in one container only, and none in init containers or sidecars",
+        ),
     },
-    VapExport("reads quantities with the Kubernetes quantity library (1.29+)", _tpu_request_cel),
+    VapExport(
+        "reads quantities with the Kubernetes quantity library (1.29+); judges each container, and leaves the pod's "
+        "total (several TPU containers, sidecars, init containers) to the webhook",
+        _tpu_request_cel,
+    ),
     kinds=JOBS,
     why="each tpu7x host has exactly 4 chips; requests and limits must both say 4",
 )
