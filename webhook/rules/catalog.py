@@ -17,7 +17,20 @@ from webhook.objects.workload import MALFORMED, Workload
 from webhook.policy import config
 from webhook.policy.config import Mode, Policy
 from webhook.policy.findings import Action, Finding
-from webhook.rules import Check, Rule, RuleContext, VapExport, cluster, forbidden, labels, placement, services, shape
+from webhook.rules import (
+    Check,
+    Rule,
+    RuleContext,
+    VapExport,
+    cluster,
+    dynamic,
+    forbidden,
+    labels,
+    placement,
+    services,
+    shape,
+    static,
+)
 from webhook.rules.cel import Validation
 
 DYNAMIC: frozenset[Mode] = frozenset({"dynamic"})
@@ -70,23 +83,6 @@ _OLD_EXPORT: dict[str, _OldExport] = {
     "podset-annotation-forbidden": _OldExport(
         False, "the Slice Provisioner's webhook injects podset-* annotations before a VAP runs"
     ),
-    "accelerator-selector-missing": _OldExport(True),
-    "slice-topology-missing": _OldExport(True),
-    "slice-topology-invalid": _OldExport(True),
-    "sub-slicing-disabled": _OldExport(True),
-    "static-topology-selector-forbidden": _OldExport(True),
-    "slice-name-too-long": _OldExport(True, "counts the generated name, which the API server sets before a VAP runs"),
-    "static-topology-selector-missing": _OldExport(True),
-    "static-topology-unknown": _OldExport(
-        False,
-        "the server also accepts topologies it learns from node labels; a VAP knows only the config's list "
-        "and would refuse a pool added since",
-    ),
-    "tas-annotation-missing": _OldExport(True),
-    "tas-annotation-unpaired": _OldExport(True),
-    "tas-required-topology-multislice": _OldExport(True),
-    "tas-slice-size-mismatch": _OldExport(True, "judged for the config's static topologies only"),
-    "slice-topology-ignored": _OldExport(True, "as a warning (its own policy, bound with Warn)"),
     "host-count-mismatch": _OldExport(True, "static mode: judged for the config's static topologies only"),
     "tpu-request-invalid": _OldExport(True, "reads quantities with the Kubernetes quantity library (1.29+)"),
     "local-queue-not-found": _CLUSTER,
@@ -176,126 +172,10 @@ RULES: tuple[Rule, ...] = (
         why="off unless queuePermissions is configured: who may submit to which queue",
     ),
     *forbidden.RULES,
-    # placement, both modes
-    _legacy_rule(
-        "accelerator-selector-missing",
-        "tpu7x selector missing",
-        "placement",
-        placement.accelerator_selector_missing,
-        kinds=JOBS,
-        why="without it the podSet may land on non-TPU nodes",
-    ),
-    # placement, dynamic mode
-    _legacy_rule(
-        "slice-topology-missing",
-        "Slice topology missing",
-        "dynamic",
-        placement.slice_topology_missing,
-        modes=DYNAMIC,
-        kinds=JOBS,
-        why="Kueue would report 'quota insufficient' without naming the missing annotation",
-    ),
-    _legacy_rule(
-        "slice-topology-invalid",
-        "Slice topology not allowed",
-        "dynamic",
-        placement.slice_topology_invalid,
-        modes=DYNAMIC,
-        kinds=JOBS,
-        why="only the super-slice grammar and the four sub-slice shapes can be provisioned",
-    ),
-    _legacy_rule(
-        "sub-slicing-disabled",
-        "Sub-slicing disabled",
-        "dynamic",
-        placement.sub_slicing_disabled,
-        modes=DYNAMIC,
-        kinds=JOBS,
-        why="sub-slices need the preview enabled on the cluster",
-    ),
-    _legacy_rule(
-        "static-topology-selector-forbidden",
-        "Static topology selector in dynamic mode",
-        "dynamic",
-        placement.static_topology_selector_forbidden,
-        modes=DYNAMIC,
-        kinds=JOBS,
-        why="dynamic nodes carry no fixed topology; the annotation sets the slice size",
-    ),
-    _legacy_rule(
-        "slice-name-too-long",
-        "Slice name over budget",
-        "dynamic",
-        placement.slice_name_too_long,
-        modes=DYNAMIC,
-        kinds=JOBSET_ONLY,
-        why="the Slice CR name would pass its length budget and the slice never forms",
-    ),
-    # placement, static mode
-    _legacy_rule(
-        "static-topology-selector-missing",
-        "Static topology selector missing",
-        "static",
-        placement.static_topology_selector_missing,
-        modes=STATIC,
-        kinds=JOBS,
-        why="without it Kueue cannot pick the node pool flavor",
-    ),
-    _legacy_rule(
-        "static-topology-unknown",
-        "Unknown static topology",
-        "static",
-        placement.static_topology_unknown,
-        modes=STATIC,
-        kinds=JOBS,
-        why="no node pool of that topology exists",
-    ),
-    _legacy_rule(
-        "tas-annotation-missing",
-        "TAS annotation missing",
-        "static",
-        placement.tas_annotation_missing,
-        modes=STATIC,
-        kinds=JOBS,
-        why="nothing else keeps a slice's pods inside one node pool",
-    ),
-    _legacy_rule(
-        "tas-annotation-unpaired",
-        "TAS slice annotations unpaired",
-        "static",
-        placement.tas_annotation_unpaired,
-        modes=STATIC,
-        kinds=JOBS,
-        why="podset-slice-required-topology and podset-slice-size only work together",
-    ),
-    _legacy_rule(
-        "tas-required-topology-multislice",
-        "Single-pool annotation on a multi-slice podSet",
-        "static",
-        placement.tas_required_topology_multislice,
-        modes=STATIC,
-        kinds=JOBSET_ONLY,
-        why="asks all slices into one node pool: never satisfiable, pends forever",
-    ),
-    _legacy_rule(
-        "tas-slice-size-mismatch",
-        "Slice size does not match topology",
-        "static",
-        placement.tas_slice_size_mismatch,
-        modes=STATIC,
-        kinds=JOBS,
-        why="podset-slice-size must be the hosts of one slice of the selected topology",
-    ),
-    _legacy_rule(
-        "slice-topology-ignored",
-        "Slice topology annotation ignored",
-        "static",
-        placement.slice_topology_ignored,
-        modes=STATIC,
-        default_action=Action.WARN,
-        kinds=JOBS,
-        why="static pools have no Slice Provisioner to translate it",
-    ),
+    # placement: both modes, then dynamic mode, then static mode
+    *placement.RULES,
+    *dynamic.RULES,
+    *static.RULES,
     # shape
     _legacy_rule(
         "host-count-mismatch",

@@ -29,7 +29,6 @@ from typing import Any
 import yaml
 
 from webhook.export.vap.labels import label_rules
-from webhook.export.vap.placement import placement_rules
 from webhook.export.vap.shape import shape_rules
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
@@ -74,7 +73,7 @@ VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
 
 def validations(policy: Policy) -> list[Validation]:
     """Every exported rule that applies in the policy's mode and is not ``off``, in catalog order."""
-    legacy = {v.rule: v for v in (*label_rules(policy), *placement_rules(policy), *shape_rules(policy))}
+    legacy = {v.rule: v for v in (*label_rules(policy), *shape_rules(policy))}
     out: list[Validation] = []
     for rule in RULES:
         export = rule.vap.validations
