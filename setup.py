@@ -46,6 +46,8 @@ COMPILED = [
     "webhook/rules/forbidden.py",
     "webhook/rules/labels.py",
     "webhook/rules/placement.py",
+    "webhook/rules/dynamic.py",
+    "webhook/rules/static.py",
     "webhook/rules/shape.py",
 ]
 

@@ -254,6 +254,14 @@ class Rule:
         message = self.messages[wording]
         return [*template_parts(message.problem, fields), "; ", *template_parts(message.fix, fields)]
 
+    def cel_problem(self, wording: str = "", /, **fields: object) -> list[str | Expr]:
+        """One wording's problem as CEL pieces for ``cat``, to let CEL pick the wording (``cel.choose``)."""
+        return template_parts(self.messages[wording].problem, fields)
+
+    def cel_fix(self, wording: str = "", /, **fields: object) -> list[str | Expr]:
+        """One wording's fix as CEL pieces for ``cat``, to let CEL pick the wording (``cel.choose``)."""
+        return template_parts(self.messages[wording].fix, fields)
+
     def validation(self, policy: Policy, expression: str, summary: str, message_expression: str = "") -> Validation:
         """This rule's validation: ``summary`` is the static message (after ``[id] ``)."""
         return validation(

@@ -85,6 +85,11 @@ TIER = "variables.tier"
 TPU_JOBS = "variables.tpuJobs"
 
 
+def choose(condition: str, then: Sequence[str | Expr], otherwise: Sequence[str | Expr]) -> Expr:
+    """``condition ? then : otherwise``, each side a text made of pieces as ``cat`` joins them."""
+    return Expr(f"({condition} ? {cat(*then)} : {cat(*otherwise)})")
+
+
 def per_job(rule: str, jobs: str, bad: str, item: str) -> tuple[str, str]:
     """Expression and messageExpression of a rule judged per replicatedJob.
 

@@ -28,7 +28,6 @@ from typing import Any
 
 import yaml
 
-from webhook.export.vap.placement import placement_rules
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
 from webhook.rules.catalog import RULES
@@ -72,16 +71,12 @@ VALIDATION_ACTIONS = ("Deny", "Warn", "Audit")
 
 def validations(policy: Policy) -> list[Validation]:
     """Every exported rule that applies in the policy's mode and is not ``off``, in catalog order."""
-    legacy = {v.rule: v for v in placement_rules(policy)}
     out: list[Validation] = []
     for rule in RULES:
         export = rule.vap.validations
         if export is None or policy.mode not in rule.modes:
             continue
-        if rule.id in legacy:
-            out.append(legacy[rule.id])
-        else:
-            out.extend(export(policy))
+        out.extend(export(policy))
     return [v for v in out if v.action is not Action.OFF]
 
 
