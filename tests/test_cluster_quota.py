@@ -26,7 +26,8 @@ from webhook.cluster import kinds as k
 from webhook.cluster.store import ClusterStore
 from webhook.kube.quantity import quantity_or_none
 from webhook.policy.config import Policy
-from webhook.quota.model import NominalFit, PodSetDemand, nominal_fit, podset_demand
+from webhook.quota.podsets import PodSetDemand, podset_demand
+from webhook.quota.resource_node import NominalFit, nominal_fit
 
 KQ = "kueue.x-k8s.io/v1beta2"
 #: (nominal, borrowingLimit, lendingLimit), as Kueue's test helper ``Resource(name, nominal, borrowing, lending)``

@@ -18,7 +18,7 @@ from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB
 from webhook.policy.config import Policy
-from webhook.quota.model import podset_demand
+from webhook.quota.podsets import podset_demand
 
 POLICY = Policy()
 CONTAINER = "spec.template.spec.containers[0]"

@@ -17,7 +17,8 @@ from webhook.kube.fieldpaths import LABELS
 from webhook.kube.quantity import quantity_or_none
 from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding
-from webhook.quota.model import Attempt, PodSetDemand, format_amount, podset_demand
+from webhook.quota.amounts import format_amount
+from webhook.quota.flavorassigner import Attempt
 from webhook.quota.objects import (
     NODE_FIT_RESOURCES,
     ClusterQueueInfo,
@@ -25,6 +26,7 @@ from webhook.quota.objects import (
     parse_tolerations,
     selector_matches,
 )
+from webhook.quota.podsets import PodSetDemand, podset_demand
 from webhook.rules import RuleContext
 
 

@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 from webhook.objects.workload import Workload
 from webhook.policy.findings import Finding
-from webhook.quota.model import nominal_fit
+from webhook.quota.resource_node import nominal_fit
 from webhook.rules import RuleContext
 from webhook.rules.cluster import demand_of, format_resource
 
