@@ -17,7 +17,7 @@ code copied):
   podSet plus what earlier podSets already took of it exceeds the queue's potential quota
   (``webhook.quota.resource_node``) is NoFit and the next flavor is tried. Resources the
   ClusterQueue does not cover are skipped when their request is 0, else Kueue reports
-  "resource … unavailable in ClusterQueue". When the queue
+  "resource … unavailable in ClusterQueue" (``uncovered_requests``). When the queue
   covers ``pods``, each podSet requests its pod count of it. Kueue stops at the first
   podSet without a flavor.
 
@@ -33,14 +33,16 @@ not found"), or a potential quota that is unknown, makes the podSet's answer unk
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
+from webhook.kube.quantity import quantity_or_none
+from webhook.objects.workload import Container, PodSet
 from webhook.quota.objects import ClusterQueueInfo, FlavorInfo, ResourceGroup, tolerated
-from webhook.quota.podsets import PodSetDemand
-from webhook.quota.resource_node import Bound, Memo, Remember, ResourceNodes
+from webhook.quota.podsets import PodSetDemand, demand_of
+from webhook.quota.resource_node import Bound, Memo, NominalFit, Remember, ResourceNodes, nominal_fit
 
 ZERO = Decimal(0)
 PODS = "pods"
@@ -63,6 +65,19 @@ class Attempt:
 
 
 @dataclass(frozen=True, slots=True)
+class Exceeded:
+    """A flavor passed over because the podSet needs more of a resource than the queue could ever hold."""
+
+    flavor: str
+    resource: str
+    needed: Decimal
+    #: the most the queue could ever hold of ``resource`` in ``flavor``
+    most: Decimal
+    #: how ``most`` is made up (nominal, what the cohort tree could lend, limits)
+    explanation: str
+
+
+@dataclass(frozen=True, slots=True)
 class PodSetAssignment:
     name: str
     #: resource -> flavor; complete only when ``status == "fit"``
@@ -74,6 +89,25 @@ class PodSetAssignment:
     uncovered: tuple[str, ...] = ()
     #: ``False`` when the flavor was picked against an upper bound only: Kueue might pick a later one
     exact: bool = True
+
+    @property
+    def passed_over(self) -> tuple[Attempt, ...]:
+        """The flavors passed over for the pod's labels, affinity or taints."""
+        return tuple(a for a in self.attempts if a.kind in ("mismatch", "taint"))
+
+    @property
+    def exceeded(self) -> tuple[Exceeded, ...]:
+        """The flavors passed over because the queue could never hold the podSet there."""
+        return tuple(
+            Exceeded(a.flavor, a.resource, a.needed, a.bound.value, a.bound.explanation)
+            for a in self.attempts
+            if a.kind == "capacity" and a.bound is not None and a.bound.value is not None
+        )
+
+    @property
+    def unknown(self) -> tuple[Attempt, ...]:
+        """The flavors that could not be judged."""
+        return tuple(a for a in self.attempts if a.kind == "unknown")
 
 
 @dataclass(frozen=True, slots=True)
@@ -92,6 +126,16 @@ class Assignment:
     def status(self) -> str:
         statuses = {p.status for p in self.podsets}
         return "nofit" if "nofit" in statuses else "unknown" if "unknown" in statuses else "fit"
+
+    def first_unassigned(self) -> tuple[int, bool] | None:
+        """The first podSet without a flavor (Kueue stops there), and whether every earlier
+        podSet's flavor is certainly the one Kueue would pick; ``None`` when all fit."""
+        certain = True
+        for index, podset in enumerate(self.podsets):
+            if podset.status != "fit":
+                return index, certain
+            certain = certain and podset.exact
+        return None
 
     def usage(self, podsets: Sequence[PodSetDemand], resource: str) -> dict[str, Decimal]:
         """Per flavor, how much of ``resource`` the assigned podSets take."""
@@ -132,6 +176,19 @@ def flavor_mismatch(flavor: FlavorInfo, demand: PodSetDemand, tas_only: bool = F
         if not any(all(r.matches(labels) for r in term) for term in terms):
             return "mismatch", "does not match the pod's required node affinity on its nodeLabels"
     return None
+
+
+def uncovered_requests(podset: PodSet, covered: frozenset[str]) -> Iterator[tuple[Container, str, str]]:
+    """(container, "requests" or "limits", resource) for each resource the podSet asks for and
+    the ClusterQueue does not cover, once per resource; Kueue skips a zero request of one."""
+    reported: set[str] = set()
+    for container in [*podset.containers, *podset.init_containers]:
+        for kind, values in (("requests", container.requests), ("limits", container.limits)):
+            for resource, raw in values.items():
+                if resource in covered or resource in reported or quantity_or_none(raw) == 0:
+                    continue
+                reported.add(resource)
+                yield container, kind, resource
 
 
 # ---------------------------------------------------------------- the assigner
@@ -269,3 +326,40 @@ def bound_reason(nodes: ResourceNodes, cluster_queue: str, flavor: str, wanted: 
         if bound.value is None:
             return bound.explanation
     return "unknown"
+
+
+# ---------------------------------------------------------------- questions the rules ask
+
+
+class Assigns(Protocol):
+    """The flavor assignment as the rules reach it (``webhook.cluster.state.ClusterState``)."""
+
+    def assign(
+        self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False
+    ) -> Assignment: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BeyondNominal:
+    """Pods of one shape that do not all fit in the nominal quota of the flavor one pod gets."""
+
+    flavor: str
+    fit: NominalFit
+
+
+def beyond_nominal(cluster: Assigns, queue: ClusterQueueInfo, podset: PodSet, replicas: int) -> BeyondNominal | None:
+    """``replicas`` pods of ``podset`` against the nominal quota of the flavor Kueue gives one pod.
+
+    ``None`` when they fit, when there are none or the podSet requests nothing, or when
+    one pod gets no flavor (never fits, or unknown: nothing to say).
+    """
+    per_pod = podset.pod_requests()
+    if replicas < 1 or not per_pod:
+        return None
+    # The flavor one pod takes: Kueue's flavor assignment for a podSet of one pod.
+    [assigned] = cluster.assign(queue.name, [demand_of(podset, 1)]).podsets
+    if assigned.status != "fit" or not assigned.flavors:
+        return None
+    flavor = assigned.flavors[min(assigned.flavors)]
+    fit = nominal_fit(queue, flavor, per_pod, replicas)
+    return BeyondNominal(flavor, fit) if fit.over else None

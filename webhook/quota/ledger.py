@@ -34,12 +34,13 @@ from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from decimal import Decimal
+from typing import Any, Protocol
 
 from webhook.kube.quantity import quantity_or_none
-from webhook.quota.flavorassigner import Assignment
+from webhook.quota.flavorassigner import Assignment, Assigns
 from webhook.quota.objects import ClusterQueueInfo
 from webhook.quota.podsets import PodSetDemand, podset_demand
 
@@ -211,3 +212,48 @@ def guaranteed_balance(
             if assignment.fits:  # never-fitting and unknown ones do not count
                 waiting += count * int(assignment.usage(shape, tpu).get(flavor, 0))
     return Balance(nominal, holding, waiting)
+
+
+class BalanceAnswers(Assigns, Protocol):
+    """The flavor assignment and the balance as the rules reach them (``ClusterState``)."""
+
+    def balance(self, cluster_queue: str, flavor: str) -> Balance: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    """A flavor whose guaranteed balance cannot hold the chips the job needs there."""
+
+    flavor: str
+    needed: Decimal
+    balance: Balance
+
+    @property
+    def left(self) -> int:
+        """The chips left in the balance (never below zero)."""
+        return max(self.balance.left, 0)
+
+
+def guaranteed_shortfalls(
+    cluster: BalanceAnswers, cluster_queue: str, podsets: Sequence[PodSetDemand], tpu: str
+) -> list[Shortfall] | None:
+    """Per flavor (sorted), where a guaranteed job's chips exceed the queue's balance.
+
+    Empty when the job never fits (``exceeds-queue-capacity`` says so), takes no chips, or
+    some flavor Kueue could pick holds it within the balance; ``None`` when which flavor
+    Kueue would pick is unknown (the cohort tree).
+    """
+    plain = cluster.assign(cluster_queue, podsets)
+    if plain.status == "unknown" or (plain.fits and not plain.exact):
+        return None
+    if not plain.fits:
+        return []
+    chips = plain.usage(podsets, tpu)
+    if not chips or cluster.assign(cluster_queue, podsets, within_balance=True).fits:
+        return []
+    shortfalls = []
+    for flavor, needed in sorted(chips.items()):
+        balance = cluster.balance(cluster_queue, flavor)
+        if needed > balance.left:
+            shortfalls.append(Shortfall(flavor, needed, balance))
+    return shortfalls
