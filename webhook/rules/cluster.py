@@ -12,14 +12,13 @@ The rules do no arithmetic: pods, chips, sums and comparisons are the quota pack
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
-from decimal import Decimal
+from collections.abc import Iterator
 
 from webhook.cluster.state import ClusterState
 from webhook.kube.fieldpaths import LABELS
 from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding
-from webhook.quota.amounts import format_amount
+from webhook.quota.amounts import format_amount, format_amounts
 from webhook.quota.flavorassigner import Attempt, PodSetAssignment, uncovered_requests
 from webhook.quota.ledger import guaranteed_shortfalls
 from webhook.quota.objects import (
@@ -47,30 +46,6 @@ def _target(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, Cluster
         return None
     info = found[0].cluster_queue(found[2])
     return (found[0], info) if info is not None else None
-
-
-def format_resource(resource: str, value: Decimal) -> str:
-    """An amount as people write it: 16Gi of memory, 500m of CPU, 64 chips."""
-    if resource in ("memory", "ephemeral-storage"):
-        units = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-        # the largest unit that says it exactly (4000Gi, not 3.9Ti), else the largest that fits, rounded
-        for unit, size in units:
-            if value >= size and value % size == 0:
-                return f"{(value / size).normalize():f}{unit}"
-        for unit, size in units:
-            if value >= size:
-                return f"{(value / size).quantize(Decimal('0.1')).normalize():f}{unit}"
-    if value != value.to_integral_value():
-        return f"{(value * 1000).to_integral_value():f}m"
-    return f"{value.normalize():f}"
-
-
-def _resources(values: Mapping[str, Decimal]) -> str:
-    return ", ".join(f"{r} {format_resource(r, v)}" for r, v in sorted(values.items()))
-
-
-def _chips(value: Decimal | int) -> str:
-    return format_resource("", Decimal(value))
 
 
 # ---------------------------------------------------------------- queues
@@ -228,7 +203,7 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
         return
     for shortfall in shortfalls:
         flavor, balance, left = shortfall.flavor, shortfall.balance, shortfall.left
-        needed = _chips(shortfall.needed)
+        needed = format_amount(shortfall.needed, tpu)
         yield Finding(
             "guaranteed-balance-exceeded",
             LABELS.key(ctx.priority_label),
@@ -262,9 +237,9 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
         yield Finding(
             "exceeds-node-capacity",
             podset.pod_spec_path.child("containers"),
-            f"one pod of podSet {podset.name!r} requests {_resources(wanted)}, but none of the "
+            f"one pod of podSet {podset.name!r} requests {format_amounts(wanted)}, but none of the "
             f"{fit.matching} schedulable nodes matching its nodeSelector holds all of it at once (the "
-            f"closest, {node.name}, has allocatable {_resources(offered)} (short of {', '.join(short)}))",
+            f"closest, {node.name}, has allocatable {format_amounts(offered)} (short of {', '.join(short)}))",
             "request no more than one node offers (init containers count at their largest), or select larger nodes",
         )
     if ctx.policy.mode == "dynamic":
@@ -284,7 +259,7 @@ def _exceeds_accelerator_chips(workload: Workload, ctx: RuleContext, cluster: Cl
     over = exceeding(podsets, chips, total)
     if over is None:
         return
-    needed, most = _chips(over), _chips(total)
+    needed, most = format_amount(over, chips), format_amount(total, chips)
     yield Finding(
         "exceeds-node-capacity",
         podsets[0].path,

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 from webhook.objects.workload import Workload
 from webhook.policy.findings import Finding
+from webhook.quota.amounts import format_amount
 from webhook.quota.flavorassigner import beyond_nominal
 from webhook.rules import RuleContext
-from webhook.rules.cluster import format_resource
 
 RULE = "replicas-beyond-nominal"
 
@@ -39,7 +39,7 @@ def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Fi
             continue
         flavor, within = beyond.flavor, beyond.fit.within
         over = [
-            f"{resource} {format_resource(resource, needed)} over nominal {format_resource(resource, nominal)}"
+            f"{resource} {format_amount(needed, resource)} over nominal {format_amount(nominal, resource)}"
             for resource, needed, nominal in beyond.fit.over
         ]
         fix = (
