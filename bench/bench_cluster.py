@@ -42,7 +42,7 @@ from cluster_apiserver import FakeApiServer, write_kubeconfig  # noqa: E402
 from support import FIXTURES, load_jobset, set_path  # noqa: E402
 
 from webhook.cluster import kinds as k  # noqa: E402
-from webhook.cluster.statefiles import snapshot_from_objects  # noqa: E402
+from webhook.cluster.statefiles import state_from_objects  # noqa: E402
 from webhook.cluster.store import ClusterStore  # noqa: E402
 from webhook.cluster.watch import WatchSettings, start_watch_cache  # noqa: E402
 from webhook.engine.decision import AdmissionFacts, decide  # noqa: E402
@@ -251,7 +251,7 @@ def main() -> int:
     set_path(job, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-0007-queue")
     fixture_job = load_jobset("rfc-4.6-static")
     set_path(fixture_job, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "guaranteed")
-    small = snapshot_from_objects([d.data for d in load_documents([str(FIXTURES / "cluster")])], POLICY)
+    small = state_from_objects([d.data for d in load_documents([str(FIXTURES / "cluster")])], POLICY)
 
     print(f"building {args.workloads} Workloads, {args.queues} ClusterQueues, {args.nodes} Nodes ...", flush=True)
     api = FakeApiServer()

@@ -8,7 +8,7 @@ from cluster_apiserver import FakeApiServer
 from support import CLUSTER_RULES, FIXTURES
 
 from webhook.cluster import kinds as k
-from webhook.cluster.statefiles import snapshot_from_objects
+from webhook.cluster.statefiles import state_from_objects
 from webhook.cluster.watch import WatchSettings
 from webhook.engine.decision import Decision
 from webhook.objects.sources import load_documents
@@ -21,7 +21,7 @@ FAST = WatchSettings(page_size=2, watch_seconds=10, backoff_initial=0.05, backof
 ALL = frozenset(kind.name for kind in k.KINDS)
 OBJECTS: list[dict[str, Any]] = [d.data for d in load_documents([str(FIXTURES / "cluster")])]
 #: the fixtures as a state read from files (what ``check --cluster-state`` judges against)
-STATE = snapshot_from_objects(OBJECTS, POLICY)
+STATE = state_from_objects(OBJECTS, POLICY)
 
 
 def load(api: FakeApiServer) -> FakeApiServer:

@@ -11,7 +11,7 @@ from cluster_fixtures import OBJECTS, load
 
 from webhook.cli.main import main
 from webhook.cluster import kinds as k
-from webhook.cluster.statefiles import load_snapshot
+from webhook.cluster.statefiles import load_state_files
 from webhook.policy.config import Policy
 
 POLICY = Policy()
@@ -36,7 +36,7 @@ def test_snapshot_writes_every_kind_and_check_reads_it(tmp_path: Path, capsys: p
     assert len(by_kind["WorkloadList"]) == sum(1 for o in OBJECTS if o["kind"] == "Workload")
     assert all("managedFields" not in item["metadata"] for items in by_kind.values() for item in items)
 
-    state = load_snapshot([str(out)], POLICY)
+    state = load_state_files([str(out)], POLICY)
     assert state.unavailable(frozenset(kind.name for kind in k.KINDS)) == {}
     assert state.cohorts_known() and not state.cohorts
     assert state.potential("team-a", "tpu7x-4x4x4", "google.com/tpu").value == 384  # the implicit cohort lends
@@ -58,7 +58,7 @@ def test_a_kind_that_cannot_be_listed_is_left_out_and_named(tmp_path: Path, caps
         api.stop()
     assert code == 1
     assert "Cohorts: absent (404)" in capsys.readouterr().err
-    state = load_snapshot([str(out)], POLICY)
+    state = load_state_files([str(out)], POLICY)
     assert set(state.unavailable(frozenset(kind.name for kind in k.KINDS))) == {"Cohorts"}
 
 

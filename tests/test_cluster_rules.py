@@ -16,7 +16,7 @@ from cluster_fixtures import OBJECTS, STATE, cluster_findings
 from support import JOBSET_CLUSTER_RULES, POD, delete_path, load_jobset, set_path
 
 from webhook.cluster import kinds as k
-from webhook.cluster.statefiles import snapshot_from_objects
+from webhook.cluster.statefiles import state_from_objects
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.policy.config import Policy
@@ -182,7 +182,7 @@ def test_no_borrowing_limit_means_what_the_cohort_can_lend() -> None:
     for obj in objects:
         if obj["kind"] == "ClusterQueue" and obj["metadata"]["name"] == "dev":
             del obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"]
-    capacity = snapshot_from_objects(objects, POLICY).potential("dev", "tpu7x-4x4x4", "google.com/tpu")
+    capacity = state_from_objects(objects, POLICY).potential("dev", "tpu7x-4x4x4", "google.com/tpu")
     assert capacity.value == 64 + 256 + 256  # team-a and team-b lend all of their nominal
     assert "no borrowing limit" in capacity.explanation
 
@@ -298,7 +298,7 @@ def test_cluster_rules_also_run_on_the_validating_path() -> None:
 
 
 def test_a_kind_missing_from_the_snapshot_skips_its_rules_with_warnings() -> None:
-    state = snapshot_from_objects([o for o in OBJECTS if o["kind"] != "Node"], POLICY)
+    state = state_from_objects([o for o in OBJECTS if o["kind"] != "Node"], POLICY)
     obj = static_job(**{"spec.replicatedJobs[0].replicas": 3, f'{CONTAINER}.resources.requests["cpu"]': "300"})
     decision = judge(obj, state)
     assert set(decision.skipped) == {"exceeds-node-capacity", "insufficient-node-pools"}
@@ -310,7 +310,7 @@ def test_a_kind_missing_from_the_snapshot_skips_its_rules_with_warnings() -> Non
 
 
 def test_structural_rules_keep_enforcing_while_cluster_rules_are_skipped() -> None:
-    state = snapshot_from_objects([], POLICY)
+    state = state_from_objects([], POLICY)
     obj = static_job()
     delete_path(obj, f'{POD}.spec.nodeSelector["cloud.google.com/gke-tpu-topology"]')
     decision = judge(obj, state)
@@ -333,7 +333,7 @@ def usage(store: ClusterStore) -> tuple[int, int]:
 
 
 def test_ledger_moves_with_each_event() -> None:
-    store = snapshot_from_objects(OBJECTS, POLICY)
+    store = state_from_objects(OBJECTS, POLICY)
     [pending] = [o for o in OBJECTS if o["metadata"]["name"].startswith("jobset-a-pending")]
     [running] = [o for o in OBJECTS if o["metadata"]["name"].startswith("jobset-a-running-guaranteed")]
     assert usage(store) == (128, 64)

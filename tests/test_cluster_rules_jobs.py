@@ -13,12 +13,12 @@ from typing import Any
 from cluster_fixtures import OBJECTS, STATE, cluster_findings
 from support import delete_path, load_deployment, load_job, set_path
 
-from webhook.cluster.statefiles import snapshot_from_objects
+from webhook.cluster.statefiles import state_from_objects
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB
 from webhook.policy.config import Policy
-from webhook.quota.model import podset_demand
+from webhook.quota.podsets import podset_demand
 
 POLICY = Policy()
 CONTAINER = "spec.template.spec.containers[0]"
@@ -175,7 +175,7 @@ def test_the_flavor_one_pod_takes() -> None:
     selector = {"cloud.google.com/gke-tpu-accelerator": "tpu7x", "cloud.google.com/gke-tpu-topology": "4x4x8"}
     assert pod_flavor(STATE, "team-a", selector, tpu=True) == "tpu7x-4x4x8"
     assert pod_flavor(STATE, "team-z", {}, tpu=False) is None
-    without_flavors = snapshot_from_objects([o for o in OBJECTS if o["kind"] != "ResourceFlavor"], POLICY)
+    without_flavors = state_from_objects([o for o in OBJECTS if o["kind"] != "ResourceFlavor"], POLICY)
     assert pod_flavor(without_flavors, "team-a", {}, tpu=False) is None  # unknown, not "none fits"
 
 
@@ -216,7 +216,7 @@ def test_replicas_beyond_nominal_only_for_production_deployments() -> None:
 
 
 def test_replicas_beyond_nominal_is_skipped_while_flavors_are_unknown() -> None:
-    state = snapshot_from_objects([o for o in OBJECTS if o["kind"] != "ResourceFlavor"], POLICY)
+    state = state_from_objects([o for o in OBJECTS if o["kind"] != "ResourceFlavor"], POLICY)
     facts = AdmissionFacts(namespace="kubemaker", kind=DEPLOYMENT)
     decision = decide(deployment(**{"spec.replicas": 600}), facts, POLICY, state)
     assert "replicas-beyond-nominal" in decision.skipped and decision.allowed

@@ -23,7 +23,7 @@ from hypothesis import strategies as st
 from support import FIXTURES as FIXTURE_DIR
 from support import load_jobset, review
 
-from webhook.cluster.statefiles import snapshot_from_objects
+from webhook.cluster.statefiles import state_from_objects
 from webhook.engine.decision import Stage, decide
 from webhook.objects.fastbuild import build
 from webhook.objects.fastjobset import TypedJobSet
@@ -36,7 +36,7 @@ from webhook.wire.jsonwire import encode
 from webhook.wire.reviews import AdmissionRequest, ReviewError, parse_review, parse_review_general, review_response
 
 POLICIES = {"static": Policy(), "dynamic": Policy(mode="dynamic")}
-CLUSTER = snapshot_from_objects([d.data for d in load_documents([str(FIXTURE_DIR / "cluster")])], POLICIES["static"])
+CLUSTER = state_from_objects([d.data for d in load_documents([str(FIXTURE_DIR / "cluster")])], POLICIES["static"])
 ROUTES: list[tuple[Stage, str | None]] = [
     ("mutate", None),
     ("validate", None),

@@ -52,10 +52,10 @@ def _parse_labels(text: str) -> dict[str, str]:
 
 
 def _load_cluster_state(paths: list[str], policy: Policy) -> ClusterState:
-    from webhook.cluster.statefiles import load_snapshot
+    from webhook.cluster.statefiles import load_state_files
 
     try:
-        return load_snapshot(paths, policy)
+        return load_state_files(paths, policy)
     except SourceError as exc:
         raise UsageError(f"--cluster-state: {exc}") from None
 

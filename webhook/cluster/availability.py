@@ -38,7 +38,7 @@ class KindStatus:
     error: str | None = None
     #: the error is a verdict (403, 404), not a hiccup: unknown at once, no grace period
     fatal: bool = False
-    #: a fixed reason (snapshot without this kind); overrides everything else
+    #: a fixed reason (state files without this kind); overrides everything else
     absent: str | None = None
 
 
@@ -51,7 +51,7 @@ class Availability:
         silent_after: float | None = None,
     ) -> None:
         self.stale_after = stale_after
-        #: ``None`` for sources that are never silent (a snapshot); else two bookmark intervals
+        #: ``None`` for sources that are never silent (state files); else two bookmark intervals
         self.silent_after = silent_after
         self.clock = clock
         self._lock = threading.Lock()
@@ -158,6 +158,6 @@ class Availability:
         self.status[kind].absent = reason
 
     def mark_synced(self, kind: str) -> None:
-        """A static source (snapshot): synced once, never stale."""
+        """A static source (state files): synced once, never stale."""
         status = self.status[kind]
         status.synced, status.synced_at, status.connected, status.broken_since = True, self.clock(), True, None

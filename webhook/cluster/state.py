@@ -1,6 +1,6 @@
 """The interface the engine and the rules read cluster state through.
 
-Two implementations fill it: the watch cache (server) and the file snapshot (``check
+Two implementations fill it: the watch cache (server) and the state files (``check
 --cluster-state``), both ``webhook.cluster.store.ClusterStore`` underneath; quota answers
 come from its quota model (``webhook.quota.model``). Every answer distinguishes "known"
 from "unknown": unknown is not zero (SPEC §5), so a rule whose inputs are unknown is
@@ -15,8 +15,11 @@ from collections.abc import Mapping, Sequence
 from decimal import Decimal
 from typing import Protocol
 
-from webhook.quota.model import Assignment, Balance, Bound, PodSetDemand
+from webhook.quota.flavorassigner import Assignment
+from webhook.quota.ledger import Balance
 from webhook.quota.objects import ClusterQueueInfo, NodeFit, Toleration
+from webhook.quota.podsets import PodSetDemand
+from webhook.quota.resource_node import Bound
 
 
 class ClusterState(Protocol):

@@ -20,7 +20,7 @@ from webhook.objects.sources import load_documents
 from webhook.policy.config import Policy
 
 
-def snapshot_from_objects(objects: Iterable[Any], policy: Policy) -> ClusterStore:
+def state_from_objects(objects: Iterable[Any], policy: Policy) -> ClusterStore:
     """A store holding ``objects``; kinds without any object are marked unknown."""
     store = ClusterStore(policy)
     by_kind: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
@@ -45,6 +45,6 @@ def snapshot_from_objects(objects: Iterable[Any], policy: Policy) -> ClusterStor
     return store
 
 
-def load_snapshot(paths: list[str], policy: Policy) -> ClusterStore:
+def load_state_files(paths: list[str], policy: Policy) -> ClusterStore:
     """Read the files; ``SourceError`` when one cannot be read or parsed."""
-    return snapshot_from_objects((document.data for document in load_documents(paths)), policy)
+    return state_from_objects((document.data for document in load_documents(paths)), policy)

@@ -1,10 +1,16 @@
 """The in-memory cluster state both sources fill, and the answers the rules read.
 
 ``ClusterStore`` implements ``ClusterState``. The watch cache feeds it events from
-background threads; the snapshot feeds it files once. Writers take the lock per object;
-readers that walk a collection take it too, so a request never sees a half-applied
-event. Every answer a request needs is an index lookup or a memo keyed by a generation
-counter that writes bump: requests never sum Workloads or scan every node twice.
+background threads; the state files (``webhook.cluster.statefiles``) feed it once.
+Writers take the lock per object; readers that walk a collection take it too, so a
+request never sees a half-applied event. Every answer a request needs is an index
+lookup or a memo keyed by a generation counter that writes bump: requests never sum
+Workloads or scan every node twice.
+
+The store keeps objects, indexes and the lock, nothing more: quota (the cohort sums, the
+chips ledger, potential quota, flavor assignment, the guaranteed balance) is the quota
+model's (``webhook.quota.model``), which reads the store as its ``QuotaSource`` and is
+told when a ClusterQueue or a Workload comes or goes.
 """
 
 from __future__ import annotations
@@ -22,8 +28,9 @@ from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
 from webhook.cluster.nodes import NodeIndex
 from webhook.policy.config import Policy
-from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
-from webhook.quota.model import Assignment, Balance, Bound, PodSetDemand, QuotaModel, lends
+from webhook.quota.flavorassigner import Assignment
+from webhook.quota.ledger import Balance, WorkloadEntry, project
+from webhook.quota.model import QuotaModel
 from webhook.quota.objects import (
     ClusterQueueInfo,
     CohortInfo,
@@ -36,6 +43,8 @@ from webhook.quota.objects import (
     parse_node,
     string_map,
 )
+from webhook.quota.podsets import PodSetDemand
+from webhook.quota.resource_node import Bound
 
 Key = str | tuple[str, str]
 #: objects indexed per lock hold during a first list
@@ -51,7 +60,7 @@ def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
 
 
 class ClusterStore:
-    """Bookkeeping: the objects (parsed), their indexes, and the ledger. Quota is ``self.quota``."""
+    """Bookkeeping: the objects (parsed), their indexes and the lock. Quota is ``self.quota``."""
 
     def __init__(self, policy: Policy, stale_after: float = 120.0) -> None:
         self.policy = policy
@@ -65,21 +74,17 @@ class ClusterStore:
         self.local_queues: dict[tuple[str, str], str] = {}
         self.queues_of_cq: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
         self.cluster_queues: dict[str, ClusterQueueInfo] = {}
-        #: cohort name -> ClusterQueues naming it; parent cohort -> child Cohort objects
-        self.members: defaultdict[str, set[str]] = defaultdict(set)
-        #: cohort name -> (flavor, resource) -> what its member ClusterQueues lend it, kept summed
-        self.lent: defaultdict[str, dict[tuple[str, str], Decimal]] = defaultdict(dict)
+        #: parent cohort -> child Cohort objects
         self.children: defaultdict[str, set[str]] = defaultdict(set)
         self.cohorts: dict[str, CohortInfo] = {}
         self.flavors: dict[str, FlavorInfo] = {}
         self.node_index = NodeIndex(policy.tpu)
         self.workloads: dict[tuple[str, str], WorkloadEntry] = {}
-        self.ledger = ChipsLedger(policy.guaranteed_priority_class)
         self.queue_generation = 0  # ClusterQueues, Cohorts, ResourceFlavors, LocalQueues
         self.node_generation = 0
         self._memo: dict[Any, Any] = {}
         self._memo_generation: tuple[int, int, bool] = (-1, -1, False)
-        self.quota = QuotaModel(self, self._memoized, self._remember)
+        self.quota = QuotaModel(self, self.tpu, policy.guaranteed_priority_class, self._memoized, self._remember)
 
     @property
     def nodes(self) -> dict[str, Any]:
@@ -181,9 +186,7 @@ class ClusterStore:
             assert isinstance(key, str)
             info = parse_cluster_queue(obj)
             self.cluster_queues[key] = info
-            if info.cohort:
-                self.members[info.cohort].add(key)
-                self._lend(info, +1)
+            self.quota.add_cluster_queue(info)
         elif kind is k.COHORTS:
             assert isinstance(key, str)
             cohort = parse_cohort(obj)
@@ -200,7 +203,7 @@ class ClusterStore:
             assert isinstance(key, tuple)
             entry = project(obj, self.tpu)
             self.workloads[key] = entry
-            self.ledger.move(key[0], entry, +1)
+            self.quota.count_workload(key[0], entry, +1)
         self._bump(kind)
 
     def _remove(self, kind: k.Kind, key: Key) -> None:
@@ -216,9 +219,8 @@ class ClusterStore:
                 self.queues_of_cq[cq].discard(pair)
         elif kind is k.CLUSTER_QUEUES:
             info = self.cluster_queues.pop(name, None)
-            if info is not None and info.cohort:
-                self.members[info.cohort].discard(info.name)
-                self._lend(info, -1)
+            if info is not None:
+                self.quota.remove_cluster_queue(info)
         elif kind is k.COHORTS:
             cohort = self.cohorts.pop(name, None)
             if cohort is not None and cohort.parent:
@@ -228,16 +230,8 @@ class ClusterStore:
         elif kind is k.NODES:
             self.node_index.remove(name)
         elif kind is k.WORKLOADS:
-            self.ledger.move(pair[0], self.workloads.pop(pair, None), -1)
+            self.quota.count_workload(pair[0], self.workloads.pop(pair, None), -1)
         self._bump(kind)
-
-    def _lend(self, info: ClusterQueueInfo, sign: int) -> None:
-        assert info.cohort is not None
-        sums = self.lent[info.cohort]
-        for key, amount in lends(info).items():
-            sums[key] = sums.get(key, Decimal(0)) + sign * amount
-        if not self.members[info.cohort]:
-            del self.lent[info.cohort]
 
     def _bump(self, kind: k.Kind) -> None:
         if kind is k.NODES:
@@ -296,36 +290,19 @@ class ClusterStore:
 
     def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
         with self.lock:
-            if not within_balance:
-                return self.quota.assign(cluster_queue, podsets)
-            tpu = self.tpu
-
-            def budget(flavor: str, resource: str) -> Decimal | None:
-                return Decimal(self.balance(cluster_queue, flavor).left) if resource == tpu else None
-
-            return self.quota.assign(cluster_queue, podsets, budget)
+            return self.quota.assign(cluster_queue, podsets, within_balance)
 
     def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
         with self.lock:
             return self.quota.potential(cluster_queue, flavor, resource)
 
     def in_use(self, cluster_queue: str, flavor: str) -> int:
-        return self.ledger.in_use.get((cluster_queue, flavor), 0)
+        return self.quota.in_use(cluster_queue, flavor)
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         """The guaranteed balance of the queue's TPU quota on ``flavor`` (see ``webhook.quota.ledger``)."""
         with self.lock:
-            info = self.cluster_queues.get(cluster_queue)
-            quota = info.quota(flavor, self.tpu) if info is not None else None
-            nominal = int(quota.nominal) if quota is not None else 0
-            holding = self.ledger.holding.get((cluster_queue, flavor), 0)
-            waiting = 0
-            for namespace, queue in self.queues_of_cq.get(cluster_queue, ()):
-                for shape, count in self.ledger.waiting_for(namespace, queue):
-                    assignment = self.quota.assign(cluster_queue, shape)
-                    if assignment.fits:  # never-fitting and unknown ones do not count
-                        waiting += count * int(assignment.usage(shape, self.tpu).get(flavor, 0))
-        return Balance(nominal, holding, waiting)
+            return self.quota.balance(cluster_queue, flavor)
 
     def node_fit(
         self,

@@ -1,4 +1,4 @@
-"""Workloads as the quota model needs them, and the chips ledger.
+"""Workloads as the quota model needs them, the chips ledger, and the guaranteed balance.
 
 A cached Workload is a ``WorkloadEntry`` (a few slots, strings and podSet shapes
 interned), never the whole object: at 100,000 Workloads that is the difference between
@@ -21,17 +21,28 @@ What counts, as Kueue's cache counts it (``pkg/workload``: ``HasActiveQuotaReser
   resolved by the quota model when a request reads the balance, because that depends on
   objects that may arrive later or change.
 - everything else (finished, deactivated, inadmissible) does not count.
+
+The **guaranteed balance** is ours, not Kueue's (RFC-0033: beyond its nominal quota a
+guaranteed job runs without its preemption privilege): a ClusterQueue's nominal TPU quota
+on a flavor − guaranteed chips in use there − guaranteed chips pending there, the pending
+ones on the flavor Kueue's flavor assignment gives them (``webhook.quota.flavorassigner``).
+A guaranteed job is over the balance only when no flavor Kueue could pick in order
+(passing over one whose balance cannot hold it) has the chips.
 """
 
 from __future__ import annotations
 
 import sys
 from collections import defaultdict
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Protocol
 
 from webhook.kube.quantity import quantity_or_none
-from webhook.quota.model import PodSetDemand, podset_demand
+from webhook.quota.flavorassigner import Assignment, Assigns
+from webhook.quota.objects import ClusterQueueInfo
+from webhook.quota.podsets import PodSetDemand, podset_demand
 
 HOLDS, WAITS, IDLE, FINISHED, INADMISSIBLE = "holds", "waits", "idle", "finished", "inadmissible"
 
@@ -159,3 +170,90 @@ def _bump(counter: defaultdict[tuple[str, str], int], key: tuple[str, str], delt
     counter[key] += delta
     if not counter[key]:
         del counter[key]
+
+
+# ---------------------------------------------------------------- the guaranteed balance
+
+
+@dataclass(frozen=True, slots=True)
+class Balance:
+    """A ClusterQueue's guaranteed balance on one flavor: nominal − in use − pending (chips)."""
+
+    nominal: int
+    holding: int
+    waiting: int
+
+    @property
+    def left(self) -> int:
+        return self.nominal - self.holding - self.waiting
+
+
+def guaranteed_balance(
+    ledger: ChipsLedger,
+    cluster_queue: str,
+    queue: ClusterQueueInfo | None,
+    flavor: str,
+    tpu: str,
+    local_queues: Iterable[tuple[str, str]],
+    assign: Callable[[Shape], Assignment],
+) -> Balance:
+    """The balance of ``cluster_queue``'s TPU quota on ``flavor``.
+
+    ``queue`` is its object (``None``: no nominal quota), ``local_queues`` the (namespace,
+    name) of the LocalQueues that point to it, ``assign`` its flavor assignment of a shape.
+    """
+    quota = queue.quota(flavor, tpu) if queue is not None else None
+    nominal = int(quota.nominal) if quota is not None else 0
+    holding = ledger.holding.get((cluster_queue, flavor), 0)
+    waiting = 0
+    for namespace, local_queue in local_queues:
+        for shape, count in ledger.waiting_for(namespace, local_queue):
+            assignment = assign(shape)
+            if assignment.fits:  # never-fitting and unknown ones do not count
+                waiting += count * int(assignment.usage(shape, tpu).get(flavor, 0))
+    return Balance(nominal, holding, waiting)
+
+
+class BalanceAnswers(Assigns, Protocol):
+    """The flavor assignment and the balance as the rules reach them (``ClusterState``)."""
+
+    def balance(self, cluster_queue: str, flavor: str) -> Balance: ...
+
+
+@dataclass(frozen=True, slots=True)
+class Shortfall:
+    """A flavor whose guaranteed balance cannot hold the chips the job needs there."""
+
+    flavor: str
+    needed: Decimal
+    balance: Balance
+
+    @property
+    def left(self) -> int:
+        """The chips left in the balance (never below zero)."""
+        return max(self.balance.left, 0)
+
+
+def guaranteed_shortfalls(
+    cluster: BalanceAnswers, cluster_queue: str, podsets: Sequence[PodSetDemand], tpu: str
+) -> list[Shortfall] | None:
+    """Per flavor (sorted), where a guaranteed job's chips exceed the queue's balance.
+
+    Empty when the job never fits (``exceeds-queue-capacity`` says so), takes no chips, or
+    some flavor Kueue could pick holds it within the balance; ``None`` when which flavor
+    Kueue would pick is unknown (the cohort tree).
+    """
+    plain = cluster.assign(cluster_queue, podsets)
+    if plain.status == "unknown" or (plain.fits and not plain.exact):
+        return None
+    if not plain.fits:
+        return []
+    chips = plain.usage(podsets, tpu)
+    if not chips or cluster.assign(cluster_queue, podsets, within_balance=True).fits:
+        return []
+    shortfalls = []
+    for flavor, needed in sorted(chips.items()):
+        balance = cluster.balance(cluster_queue, flavor)
+        if needed > balance.left:
+            shortfalls.append(Shortfall(flavor, needed, balance))
+    return shortfalls

@@ -335,6 +335,22 @@ def tolerated(taint: Taint, tolerations: Iterable[Toleration]) -> bool:
     return False
 
 
+def node_fit_requests(per_pod: Mapping[str, Decimal], tpu: str) -> dict[str, Decimal]:
+    """Of one pod's requests, those one node must hold together: CPU, memory, disk and TPU chips."""
+    return {r: v for r, v in per_pod.items() if r in (*NODE_FIT_RESOURCES, tpu)}
+
+
+@dataclass(frozen=True, slots=True)
+class NodeShortfall:
+    """The matching node that comes closest to holding a pod, and where it falls short."""
+
+    node: NodeInfo
+    #: resource -> what the node has allocatable, for each requested resource
+    offered: Mapping[str, Decimal]
+    #: the requested resources it has less of than the pod asks, sorted
+    short: tuple[str, ...]
+
+
 @dataclass(frozen=True, slots=True)
 class NodeFit:
     """The answer to "does one pod fit on one node that matches its selector"."""
@@ -344,3 +360,12 @@ class NodeFit:
     fits: bool
     #: when nothing fits: the matching node that comes closest, for the message
     closest: NodeInfo | None = None
+
+    def shortfall(self, wanted: Mapping[str, Decimal]) -> NodeShortfall | None:
+        """Where the closest node falls short of ``wanted``; ``None`` when a node holds it, or
+        when no node matches at all (unknown capacity, not zero: DD-0018)."""
+        node = self.closest
+        if self.fits or self.matching == 0 or node is None:
+            return None
+        offered = {r: node.allocatable.get(r, Decimal(0)) for r in wanted}
+        return NodeShortfall(node, offered, tuple(r for r in sorted(wanted) if offered[r] < wanted[r]))

@@ -5,26 +5,30 @@ labels Kueue will see (``ctx.effective_labels``, after the dev-tier injection). 
 engine runs a rule only when every kind it ``requires`` is known; a rule that still
 finds a piece missing (a namespace not yet in the cache, no node matching a selector)
 says nothing rather than guess: unknown is not zero (DD-0018).
+
+The rules do no arithmetic: pods, chips, sums and comparisons are the quota package's
+(``webhook.quota``); a rule asks it a question and turns the answer into findings.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from decimal import Decimal
 
 from webhook.cluster.state import ClusterState
 from webhook.kube.fieldpaths import LABELS
-from webhook.kube.quantity import quantity_or_none
 from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding
-from webhook.quota.model import Attempt, PodSetDemand, format_amount, podset_demand
+from webhook.quota.amounts import format_amount, format_amounts
+from webhook.quota.flavorassigner import Attempt, PodSetAssignment, uncovered_requests
+from webhook.quota.ledger import guaranteed_shortfalls
 from webhook.quota.objects import (
-    NODE_FIT_RESOURCES,
     ClusterQueueInfo,
     describe_selector,
+    node_fit_requests,
     parse_tolerations,
     selector_matches,
 )
+from webhook.quota.podsets import demands_of, exceeding, pool_shortages, requesting
 from webhook.rules import RuleContext
 
 
@@ -42,35 +46,6 @@ def _target(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, Cluster
         return None
     info = found[0].cluster_queue(found[2])
     return (found[0], info) if info is not None else None
-
-
-def _pods(podset: PodSet) -> int:
-    """Kueue's podSet count for a replicatedJob: replicas × parallelism."""
-    return podset.replicas * (podset.parallelism if podset.parallelism is not None else 1)
-
-
-def format_resource(resource: str, value: Decimal) -> str:
-    """An amount as people write it: 16Gi of memory, 500m of CPU, 64 chips."""
-    if resource in ("memory", "ephemeral-storage"):
-        units = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
-        # the largest unit that says it exactly (4000Gi, not 3.9Ti), else the largest that fits, rounded
-        for unit, size in units:
-            if value >= size and value % size == 0:
-                return f"{(value / size).normalize():f}{unit}"
-        for unit, size in units:
-            if value >= size:
-                return f"{(value / size).quantize(Decimal('0.1')).normalize():f}{unit}"
-    if value != value.to_integral_value():
-        return f"{(value * 1000).to_integral_value():f}m"
-    return f"{value.normalize():f}"
-
-
-def _resources(values: dict[str, Decimal]) -> str:
-    return ", ".join(f"{r} {format_resource(r, v)}" for r, v in sorted(values.items()))
-
-
-def _chips(value: Decimal | int) -> str:
-    return format_resource("", Decimal(value))
 
 
 # ---------------------------------------------------------------- queues
@@ -134,52 +109,19 @@ def resource_not_covered(workload: Workload, ctx: RuleContext) -> Iterator[Findi
     _, info = target
     covered = info.covered
     for podset in workload.podsets:  # every podSet, a CPU head included (RFC 4.2)
-        reported: set[str] = set()
-        for container in [*podset.containers, *podset.init_containers]:
-            for kind, values in (("requests", container.requests), ("limits", container.limits)):
-                for resource, raw in values.items():
-                    if resource in covered or resource in reported or quantity_or_none(raw) == 0:
-                        continue  # Kueue skips a zero request of a resource the queue does not cover
-                    reported.add(resource)
-                    yield Finding(
-                        "resource-not-covered",
-                        container.path.child("resources", kind).key(resource),
-                        f"podSet {podset.name!r} requests {resource}, which ClusterQueue {info.name!r} "
-                        f"does not cover (covered: {', '.join(sorted(covered)) or 'nothing'}), so Kueue "
-                        f'would report "resource {resource} unavailable in ClusterQueue" and never admit it',
-                        f"drop the {resource} request, or ask the admins to add it to the ClusterQueue's "
-                        "resource group",
-                    )
-
-
-#: Kueue's annotations by which a podSet asks for topology-aware scheduling
-TAS_ANNOTATIONS = (
-    "kueue.x-k8s.io/podset-required-topology",
-    "kueue.x-k8s.io/podset-preferred-topology",
-    "kueue.x-k8s.io/podset-unconstrained-topology",
-    "kueue.x-k8s.io/podset-slice-required-topology",
-)
-
-
-def demand_of(podset: PodSet, count: int) -> PodSetDemand:
-    """A podSet as Kueue's flavor assigner reads it.
-
-    A TPU podSet counts as asking for topology-aware scheduling even before it carries
-    Kueue's annotations: in dynamic mode the Slice Provisioner adds them after this
-    webhook, in static mode the placement rules require them.
-    """
-    tas = podset.is_tpu or any(key in podset.annotations for key in TAS_ANNOTATIONS)
-    return podset_demand(podset.name, podset.pod_spec, count, podset.pod_requests(), tas)
-
-
-def _demands(workload: Workload) -> list[PodSetDemand]:
-    """The podSets as Kueue's flavor assigner reads them (count = replicas × parallelism)."""
-    return [demand_of(podset, _pods(podset)) for podset in workload.podsets]
+        for container, kind, resource in uncovered_requests(podset, covered):
+            yield Finding(
+                "resource-not-covered",
+                container.path.child("resources", kind).key(resource),
+                f"podSet {podset.name!r} requests {resource}, which ClusterQueue {info.name!r} "
+                f"does not cover (covered: {', '.join(sorted(covered)) or 'nothing'}), so Kueue "
+                f'would report "resource {resource} unavailable in ClusterQueue" and never admit it',
+                f"drop the {resource} request, or ask the admins to add it to the ClusterQueue's resource group",
+            )
 
 
 def _skipped_flavors(attempts: tuple[Attempt, ...]) -> str:
-    passed = [f"{a.flavor} {a.detail}" for a in attempts if a.kind in ("mismatch", "taint")]
-    return ", ".join(passed)
+    return ", ".join(f"{a.flavor} {a.detail}" for a in attempts)
 
 
 def exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
@@ -187,35 +129,34 @@ def exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fin
     if target is None:
         return
     cluster, info = target
-    demands = _demands(workload)
-    assignment = cluster.assign(info.name, demands)
-    certain = True  # every earlier podSet's flavor is the one Kueue would pick
-    for podset, result in zip(workload.podsets, assignment.podsets, strict=True):
-        if result.status == "unknown":
-            _note_unknown(ctx, podset, info.name, result.attempts)
-            return
-        if result.status == "fit":
-            certain = certain and result.exact
-            continue
-        if certain:
-            yield _no_flavor(podset, info.name, result.attempts)
-        else:
-            ctx.unknown.append(
-                f"podSet {podset.name!r} in ClusterQueue {info.name!r}: earlier podSets' flavors depend on an "
-                "unknown cohort tree"
-            )
-        return  # Kueue stops at the first podSet without a flavor: later ones are not judged
+    assignment = cluster.assign(info.name, demands_of(workload))
+    # Kueue stops at the first podSet without a flavor: later ones are not judged
+    stop = assignment.first_unassigned()
+    if stop is None:
+        return
+    index, certain = stop  # certain: every earlier podSet's flavor is the one Kueue would pick
+    podset, result = workload.podsets[index], assignment.podsets[index]
+    if result.status == "unknown":
+        _note_unknown(ctx, podset, info.name, result.unknown)
+    elif certain:
+        yield _no_flavor(podset, info.name, result)
+    else:
+        ctx.unknown.append(
+            f"podSet {podset.name!r} in ClusterQueue {info.name!r}: earlier podSets' flavors depend on an "
+            "unknown cohort tree"
+        )
 
 
-def _note_unknown(ctx: RuleContext, podset: PodSet, queue: str, attempts: tuple[Attempt, ...]) -> None:
-    reasons = [f"{a.flavor}: {a.detail}" for a in attempts if a.kind == "unknown"]
-    if reasons:
-        ctx.unknown.append(f"podSet {podset.name!r} in ClusterQueue {queue!r}: {reasons[0]}")
+def _note_unknown(ctx: RuleContext, podset: PodSet, queue: str, unknown: tuple[Attempt, ...]) -> None:
+    if unknown:
+        ctx.unknown.append(
+            f"podSet {podset.name!r} in ClusterQueue {queue!r}: {unknown[0].flavor}: {unknown[0].detail}"
+        )
 
 
-def _no_flavor(podset: PodSet, queue: str, attempts: tuple[Attempt, ...]) -> Finding:
-    over = [a for a in attempts if a.kind == "capacity" and a.bound is not None and a.bound.value is not None]
-    skipped = _skipped_flavors(attempts)
+def _no_flavor(podset: PodSet, queue: str, result: PodSetAssignment) -> Finding:
+    over = result.exceeded
+    skipped = _skipped_flavors(result.passed_over)
     if not over:
         selector = describe_selector({"matchLabels": podset.node_selector})
         return Finding(
@@ -227,16 +168,11 @@ def _no_flavor(podset: PodSet, queue: str, attempts: tuple[Attempt, ...]) -> Fin
             "select a flavor the queue has (its nodeLabels), or ask the admins for quota on it",
         )
     first = over[0]
-    assert first.bound is not None and first.bound.value is not None
-    most = first.bound.value
-    others = [
-        f"{a.flavor} at most {format_amount(a.bound.value)}"
-        for a in over[1:]
-        if a.bound is not None and a.bound.value is not None
-    ]
+    most = first.most
+    others = [f"{a.flavor} at most {format_amount(a.most)}" for a in over[1:]]
     problem = (
         f"the job needs {format_amount(first.needed)} {first.resource} of flavor {first.flavor!r}, but "
-        f"ClusterQueue {queue!r} can never hold more than {format_amount(most)} ({first.bound.explanation})"
+        f"ClusterQueue {queue!r} can never hold more than {format_amount(most)} ({first.explanation})"
     )
     if others:
         problem += f", and no later flavor either ({', '.join(others)})"
@@ -259,25 +195,19 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
     if target is None:
         return
     cluster, info = target
-    demands = _demands(workload)
-    plain = cluster.assign(info.name, demands)
-    if plain.status == "unknown" or (plain.fits and not plain.exact):
+    tpu = ctx.tpu.resource_name
+    # Empty when it never fits (exceeds-queue-capacity says so) or some flavor Kueue could pick holds it
+    shortfalls = guaranteed_shortfalls(cluster, info.name, demands_of(workload), tpu)
+    if shortfalls is None:
         ctx.unknown.append(f"which flavor Kueue would pick in ClusterQueue {info.name!r} is unknown (cohort tree)")
         return
-    if not plain.fits:
-        return  # never fits: exceeds-queue-capacity says so
-    chips = plain.usage(demands, ctx.tpu.resource_name)
-    if not chips or cluster.assign(info.name, demands, within_balance=True).fits:
-        return  # some flavor Kueue could pick holds it within the balance
-    for flavor, needed in sorted(chips.items()):
-        balance = cluster.balance(info.name, flavor)
-        if needed <= balance.left:
-            continue
-        left = max(balance.left, 0)
+    for shortfall in shortfalls:
+        flavor, balance, left = shortfall.flavor, shortfall.balance, shortfall.left
+        needed = format_amount(shortfall.needed, tpu)
         yield Finding(
             "guaranteed-balance-exceeded",
             LABELS.key(ctx.priority_label),
-            f"this {policy.guaranteed_priority_class} job needs {_chips(needed)} chips of flavor {flavor!r}, but "
+            f"this {policy.guaranteed_priority_class} job needs {needed} chips of flavor {flavor!r}, but "
             f"ClusterQueue {info.name!r} has {left} guaranteed chips left: nominal {balance.nominal} − "
             f"in use {balance.holding} − pending {balance.waiting} (beyond nominal it would run without its "
             "preemption privilege)",
@@ -293,24 +223,23 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
         return
     tpu = ctx.tpu.resource_name
     for podset in workload.podsets:
-        wanted = {r: v for r, v in podset.pod_requests().items() if r in (*NODE_FIT_RESOURCES, tpu)}
+        wanted = node_fit_requests(podset.pod_requests(), tpu)
         if not wanted:
             continue
         # The TPU taint is tolerated through the TPU flavor, which Kueue injects (RFC 4.2).
         tolerate = frozenset({tpu}) if podset.is_tpu else frozenset()
         tolerations = parse_tolerations(podset.pod_spec.get("tolerations"))
         fit = ctx.cluster.node_fit(podset.node_selector, wanted, tolerations, tolerate)
-        if fit.fits or fit.matching == 0 or fit.closest is None:
-            continue  # no matching node at all is unknown capacity, not zero (DD-0018)
-        node = fit.closest
-        offered = {r: node.allocatable.get(r, Decimal(0)) for r in wanted}
-        short = [r for r in sorted(wanted) if offered[r] < wanted[r]]
+        shortfall = fit.shortfall(wanted)
+        if shortfall is None:
+            continue  # it fits, or no matching node at all: unknown capacity, not zero (DD-0018)
+        node, offered, short = shortfall.node, shortfall.offered, shortfall.short
         yield Finding(
             "exceeds-node-capacity",
             podset.pod_spec_path.child("containers"),
-            f"one pod of podSet {podset.name!r} requests {_resources(wanted)}, but none of the "
+            f"one pod of podSet {podset.name!r} requests {format_amounts(wanted)}, but none of the "
             f"{fit.matching} schedulable nodes matching its nodeSelector holds all of it at once (the "
-            f"closest, {node.name}, has allocatable {_resources(offered)} (short of {', '.join(short)}))",
+            f"closest, {node.name}, has allocatable {format_amounts(offered)} (short of {', '.join(short)}))",
             "request no more than one node offers (init containers count at their largest), or select larger nodes",
         )
     if ctx.policy.mode == "dynamic":
@@ -320,38 +249,31 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
 def _exceeds_accelerator_chips(workload: Workload, ctx: RuleContext, cluster: ClusterState) -> Iterator[Finding]:
     """Dynamic mode: TAS carves slices out of the tpu7x nodes, so their chips are a hard ceiling."""
     tpu = ctx.tpu
-    podsets = [p for p in workload.tpu_podsets if p.pod_requests().get(tpu.resource_name)]
+    chips = tpu.resource_name
+    podsets = requesting(workload.tpu_podsets, chips)
     if not podsets:
         return
     total = cluster.accelerator_chips()
     if total is None:
         return  # no node advertises the TPU resource: unknown, not zero
-    needed = sum((p.pod_requests()[tpu.resource_name] * _pods(p) for p in podsets), Decimal(0))
-    if needed <= total:
+    over = exceeding(podsets, chips, total)
+    if over is None:
         return
+    needed, most = format_amount(over, chips), format_amount(total, chips)
     yield Finding(
         "exceeds-node-capacity",
         podsets[0].path,
-        f"the job needs {_chips(needed)} {tpu.resource_name}, but all {tpu.accelerator_value} nodes of the "
-        f"cluster together hold {_chips(total)}, so topology-aware scheduling could never place it",
-        f"ask for at most {_chips(total)} chips",
+        f"the job needs {needed} {tpu.resource_name}, but all {tpu.accelerator_value} nodes of the "
+        f"cluster together hold {most}, so topology-aware scheduling could never place it",
+        f"ask for at most {most} chips",
     )
 
 
 def insufficient_node_pools(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     if ctx.cluster is None:
         return
-    label = ctx.tpu.topology_label
-    slices: dict[str, tuple[int, PodSet]] = {}
-    for podset in workload.tpu_podsets:
-        topology = podset.node_selector.get(label)
-        if topology:
-            count, first = slices.get(topology, (0, podset))
-            slices[topology] = (count + podset.replicas, first)
-    for topology, (needed, podset) in sorted(slices.items()):
-        pools = ctx.cluster.node_pools(topology)
-        if pools >= needed:
-            continue
+    for shortage in pool_shortages(workload.tpu_podsets, ctx.tpu.topology_label, ctx.cluster.node_pools):
+        topology, needed, pools, podset = shortage.topology, shortage.needed, shortage.pools, shortage.podset
         yield Finding(
             "insufficient-node-pools",
             podset.paths.replicas,

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 
 from webhook.objects.workload import Workload
 from webhook.policy.findings import Finding
-from webhook.quota.model import nominal_fit
+from webhook.quota.amounts import format_amount
+from webhook.quota.flavorassigner import beyond_nominal
 from webhook.rules import RuleContext
-from webhook.rules.cluster import demand_of, format_resource
 
 RULE = "replicas-beyond-nominal"
 
@@ -23,7 +23,7 @@ RULE = "replicas-beyond-nominal"
 def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     tier, cluster = ctx.tier, ctx.cluster
     # Production-like tiers only (the team names its queue): the dev tier shares one queue.
-    if tier is None or tier.default_queue is not None or cluster is None or workload.replicas < 1:
+    if tier is None or tier.default_queue is not None or cluster is None:
         return
     queue = ctx.effective_labels.get(ctx.queue_label)
     cluster_queue = cluster.local_queue(workload.namespace, queue) if queue else None
@@ -32,21 +32,15 @@ def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Fi
         return  # local-queue-not-found reports it
     replicas = workload.replicas
     for podset in workload.podsets:
-        per_pod = podset.pod_requests()
-        if not per_pod:
+        # Against the nominal quota of the flavor one pod takes (Kueue's flavor assignment of one pod);
+        # None when they fit, or one pod never fits (exceeds-queue-capacity) or is unknown (not zero).
+        beyond = beyond_nominal(cluster, info, podset, replicas)
+        if beyond is None:
             continue
-        # The flavor one pod takes: Kueue's flavor assignment for a podSet of one pod.
-        [assigned] = cluster.assign(info.name, [demand_of(podset, 1)]).podsets
-        if assigned.status != "fit" or not assigned.flavors:
-            continue  # never fits (exceeds-queue-capacity), or unknown: nothing to say (unknown is not zero)
-        flavor = assigned.flavors[min(assigned.flavors)]
-        fit = nominal_fit(info, flavor, per_pod, replicas)
-        if not fit.over:
-            continue
-        within = fit.within
+        flavor, within = beyond.flavor, beyond.fit.within
         over = [
-            f"{resource} {format_resource(resource, needed)} over nominal {format_resource(resource, nominal)}"
-            for resource, needed, nominal in fit.over
+            f"{resource} {format_amount(needed, resource)} over nominal {format_amount(nominal, resource)}"
+            for resource, needed, nominal in beyond.fit.over
         ]
         fix = (
             f"run at most {within} replicas to stay within the nominal quota, or ask the admins for more nominal "

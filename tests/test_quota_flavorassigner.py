@@ -1,14 +1,10 @@
-"""Differential tests: Kueue's own test tables, restated, against our quota model.
+"""Flavor assignment against Kueue's own test table (``webhook.quota.flavorassigner``).
 
-Each case names the kubernetes-sigs/kueue test it comes from (inputs and expected outcome
-restated in our words; no code copied). Two tables:
-
-- ``pkg/cache/scheduler/resource_test.go``, ``TestAvailable``: the ``wantPotentiallyAvailable``
-  column (the most a ClusterQueue could ever hold), all 8 cases. Their usage inputs only
-  affect Kueue's ``available`` column, which we do not model.
-- ``pkg/scheduler/flavorassigner/flavorassigner_test.go``, ``TestAssignFlavors``: 18 cases
-  on flavor order, eligibility (labels, affinity, taints), multiple podSets, borrowing,
-  uncovered and zero requests, and the ``pods`` resource.
+From kubernetes-sigs/kueue ``pkg/scheduler/flavorassigner/flavorassigner_test.go``,
+``TestAssignFlavors``: 18 cases on flavor order, eligibility (labels, affinity, taints),
+multiple podSets, borrowing, uncovered and zero requests, and the ``pods`` resource (each
+case names its Kueue test; inputs and expected outcome restated in our words, no code
+copied).
 
 Where we differ on purpose, the case says so: Kueue judges "does it fit now" (usage
 counts, the answer may be Preempt), we judge "could it ever fit" (usage zero), so a case
@@ -21,161 +17,12 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from quota_fixtures import CQ, affinity, cluster_queue, cohort, demand, jobset, pod, q, store
 
 from webhook.cluster import kinds as k
-from webhook.cluster.store import ClusterStore
-from webhook.kube.quantity import quantity_or_none
-from webhook.policy.config import Policy
-from webhook.quota.model import NominalFit, PodSetDemand, nominal_fit, podset_demand
-
-KQ = "kueue.x-k8s.io/v1beta2"
-#: (nominal, borrowingLimit, lendingLimit), as Kueue's test helper ``Resource(name, nominal, borrowing, lending)``
-Q = tuple[str, str | None, str | None]
-
-
-def cluster_queue(name: str, groups: list[list[tuple[str, dict[str, Q]]]], cohort: str | None = None) -> dict[str, Any]:
-    resource_groups = []
-    for group in groups:
-        covered: list[str] = []
-        flavors = []
-        for flavor, resources in group:
-            entries = []
-            for resource, (nominal, borrowing, lending) in resources.items():
-                entry: dict[str, Any] = {"name": resource, "nominalQuota": nominal}
-                if borrowing is not None:
-                    entry["borrowingLimit"] = borrowing
-                if lending is not None:
-                    entry["lendingLimit"] = lending
-                entries.append(entry)
-                if resource not in covered:
-                    covered.append(resource)
-            flavors.append({"name": flavor, "resources": entries})
-        resource_groups.append({"coveredResources": covered, "flavors": flavors})
-    spec: dict[str, Any] = {"resourceGroups": resource_groups, "namespaceSelector": {}}
-    if cohort:
-        spec["cohortName"] = cohort
-    return {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
-
-
-def cohort(name: str, parent: str | None = None, quotas: dict[str, dict[str, Q]] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    if parent:
-        spec["parentName"] = parent
-    if quotas:
-        spec["resourceGroups"] = cluster_queue("", [list(quotas.items())])["spec"]["resourceGroups"]
-    return {"apiVersion": KQ, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
-
-
-def store(*objects: dict[str, Any], flavors: dict[str, dict[str, Any]] | None = None) -> ClusterStore:
-    state = ClusterStore(Policy())
-    for obj in objects:
-        state.apply(k.BY_KIND[obj["kind"]], "ADDED", obj)
-    for name, spec in (flavors or {}).items():
-        state.apply(k.RESOURCE_FLAVORS, "ADDED", {"metadata": {"name": name}, "spec": spec})
-    for kind in k.KINDS:
-        state.availability.mark_synced(kind.name)
-    return state
-
-
-def q(nominal: str, borrowing: str | None = None, lending: str | None = None) -> Q:
-    return (nominal, borrowing, lending)
-
-
-# ---------------------------------------------------------------- resource_test.go, TestAvailable
-
-POTENTIAL = [
-    (
-        "base cqs",
-        [
-            cluster_queue("cq1", [[("red", {"cpu": q("0")})]]),
-            cluster_queue("cq2", [[("red", {"cpu": q("5")}), ("blue", {"cpu": q("10")})]]),
-        ],
-        {("cq1", "red"): 0, ("cq2", "red"): 5, ("cq2", "blue"): 10},
-    ),
-    (
-        "cqs with cohort",
-        [
-            cluster_queue("cq1", [[("red", {"cpu": q("10")})]], "cohort"),
-            cluster_queue("cq2", [[("red", {"cpu": q("10", None, "9")})]], "cohort"),
-            cohort("cohort", quotas={"red": {"cpu": q("10")}}),
-        ],
-        {("cq1", "red"): 29, ("cq2", "red"): 30},
-    ),
-    (
-        "cq borrows from cohort",
-        [
-            cluster_queue("cq1", [[("red", {"cpu": q("10")})]], "cohort"),
-            cohort("cohort", quotas={"red": {"cpu": q("10")}}),
-        ],
-        {("cq1", "red"): 20},
-    ),
-    (
-        "cq oversubscription spills into cohort",
-        [
-            cluster_queue("cq1", [[("red", {"cpu": q("10")})]], "cohort"),
-            cluster_queue("cq2", [[("red", {"cpu": q("10", "0", "0")})]], "cohort"),
-            cohort("cohort", quotas={"red": {"cpu": q("10")}}),
-        ],
-        {("cq1", "red"): 20, ("cq2", "red"): 10},
-    ),
-    (
-        "lending and borrowing limits respected",
-        [
-            cluster_queue("cq1", [[("red", {"cpu": q("10")})]], "cohort"),
-            cluster_queue("cq2", [[("red", {"cpu": q("10", "2")})]], "cohort"),
-            cluster_queue("cq3", [[("red", {"cpu": q("10", None, "5")})]], "cohort"),
-            cohort("cohort", quotas={"red": {"cpu": q("10")}}),
-        ],
-        {("cq1", "red"): 35, ("cq2", "red"): 12, ("cq3", "red"): 40},
-    ),
-    (
-        "hierarchical cohort",
-        [
-            cluster_queue("cq1", [[("red", {"cpu": q("10")})]], "left"),
-            cluster_queue("cq2", [[("red", {"cpu": q("10", None, "0")})]], "right"),
-            cohort("root"),
-            cohort("left", "root", {"red": {"cpu": q("10")}}),
-            cohort("right", "root", {"red": {"cpu": q("10")}}),
-        ],
-        {("cq1", "red"): 30, ("cq2", "red"): 40},
-    ),
-    (
-        "hierarchical cohort respects borrowing limit",
-        [
-            cluster_queue("left-cq1", [[("red", {"cpu": q("10")})]], "left"),
-            cluster_queue("left-cq2", [[("red", {"cpu": q("10", "5")})]], "left"),
-            cluster_queue("right-cq", [[("red", {"cpu": q("10")})]], "right"),
-            cohort("root"),
-            cohort("left", "root", {"red": {"cpu": q("10", "5")}}),
-            cohort("right", "root", {"red": {"cpu": q("10")}}),
-        ],
-        {("left-cq1", "red"): 35, ("left-cq2", "red"): 15, ("right-cq", "red"): 50},
-    ),
-    (
-        "hierarchical cohort respects lending limit",
-        [
-            cluster_queue("left-cq1", [[("red", {"cpu": q("10", None, "5")})]], "left"),
-            cluster_queue("left-cq2", [[("red", {"cpu": q("10")})]], "left"),
-            cluster_queue("right-cq", [[("red", {"cpu": q("0")})]], "right"),
-            cluster_queue("root-cq", [[("red", {"cpu": q("0")})]], "root"),
-            cohort("root"),
-            cohort("left", "root", {"red": {"cpu": q("0", None, "5")}}),
-            cohort("right", "root", {"red": {"cpu": q("0")}}),
-        ],
-        {("left-cq1", "red"): 20, ("left-cq2", "red"): 15, ("right-cq", "red"): 5, ("root-cq", "red"): 5},
-    ),
-]
-
-
-@pytest.mark.parametrize(("name", "objects", "expected"), POTENTIAL, ids=[case[0] for case in POTENTIAL])
-def test_potential_quota_as_kueue_computes_it(
-    name: str, objects: list[dict[str, Any]], expected: dict[tuple[str, str], int]
-) -> None:
-    """Kueue: pkg/cache/scheduler/resource_test.go, TestAvailable, case ``name`` (wantPotentiallyAvailable)."""
-    state = store(*objects)
-    got = {key: state.potential(key[0], key[1], "cpu").value for key in expected}
-    assert got == {key: Decimal(value) for key, value in expected.items()}
-
+from webhook.quota.flavorassigner import BeyondNominal, Exceeded, beyond_nominal, uncovered_requests
+from webhook.quota.podsets import PodSetDemand, podset_demand
+from webhook.quota.resource_node import NominalFit
 
 # ---------------------------------------------------------------- flavorassigner_test.go, TestAssignFlavors
 
@@ -194,29 +41,6 @@ FLAVORS: dict[str, dict[str, Any]] = {
 }
 
 
-def pod(requests: dict[str, str], **spec: Any) -> dict[str, Any]:
-    return {"containers": [{"name": "c", "resources": {"requests": requests}}], **spec}
-
-
-def affinity(*terms: list[tuple[str, str, list[str]]]) -> dict[str, Any]:
-    node_terms = [
-        {"matchExpressions": [{"key": key, "operator": op, "values": values} for key, op, values in term]}
-        for term in terms
-    ]
-    required = {"nodeSelectorTerms": node_terms}
-    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
-
-
-def demand(name: str, count: int, pod_spec: dict[str, Any]) -> PodSetDemand:
-    requests = {}
-    for resource, raw in pod_spec["containers"][0]["resources"]["requests"].items():
-        value = quantity_or_none(raw)
-        assert value is not None
-        requests[resource] = value  # zero requests kept: Kueue sees them too
-    return podset_demand(name, pod_spec, count, requests)
-
-
-CQ = "test-clusterqueue"
 #: (Kueue case, queues, podSets, expected per podSet: resource -> flavor, or "nofit"; our note where we differ)
 ASSIGN: list[tuple[str, list[dict[str, Any]], list[PodSetDemand], list[dict[str, str] | str], str]] = [
     (
@@ -436,7 +260,7 @@ def test_a_missing_flavor_object_is_unknown_not_a_refusal() -> None:
     assert result.status == "unknown"
 
 
-def test_a_cohort_cycle_is_unknown() -> None:
+def test_a_cohort_cycle_makes_the_assignment_unknown() -> None:
     """Kueue refuses a cohort tree with a cycle (ErrCohortHasCycle); we say nothing about it."""
     state = store(
         cluster_queue(CQ, [[("default", {"cpu": q("1")})]], "a"),
@@ -444,7 +268,6 @@ def test_a_cohort_cycle_is_unknown() -> None:
         cohort("b", "a"),
         flavors=FLAVORS,
     )
-    assert state.potential(CQ, "default", "cpu").value is None
     assert state.assign(CQ, [demand("main", 1, pod({"cpu": "8"}))]).status == "unknown"
 
 
@@ -463,19 +286,65 @@ def test_a_podset_without_a_topology_request_passes_over_topology_aware_flavors(
     assert dict(implied.flavors) == {"cpu": "tas"}
 
 
-def test_nominal_fit_counts_pods_within_nominal_and_skips_zero_requests() -> None:
-    """The question ``replicas-beyond-nominal`` asks: pods of one shape in nominal, no borrowing.
-    A zero request (cpu: 0) used to divide by zero in the rule; it takes no quota."""
-    state = store(cluster_queue(CQ, [[("default", {"cpu": q("10", borrowing="90"), "memory": q("64Gi")})]]))
+def test_a_podset_no_flavor_holds_says_which_flavors_it_tried() -> None:
+    """What exceeds-queue-capacity reads: the first podSet without a flavor, the flavors passed
+    over for its labels, and those whose potential quota it exceeds, with the bound."""
+    state = store(
+        cluster_queue(CQ, [[("one", {"cpu": q("4")}), ("two", {"cpu": q("4")}), ("default", {"cpu": q("6")})]]),
+        flavors=FLAVORS,
+    )
+    small = demand("driver", 1, pod({"cpu": "1"}))
+    big = demand("workers", 1, pod({"cpu": "8"}, nodeSelector={"type": "two"}))
+    assignment = state.assign(CQ, [small, big, small])
+    assert assignment.first_unassigned() == (1, True)
+    result = assignment.podsets[1]
+    assert [(a.flavor, a.kind) for a in result.passed_over] == [("one", "mismatch")]
+    assert result.exceeded == (
+        Exceeded("two", "cpu", Decimal(8), Decimal(4), "nominal 4, no cohort to borrow from"),
+        Exceeded("default", "cpu", Decimal(8), Decimal(6), "nominal 6, no cohort to borrow from"),
+    )
+    assert assignment.podsets[2].status == "unknown"  # Kueue stops at the first podSet without a flavor
+    assert state.assign(CQ, [small]).first_unassigned() is None
+
+
+def test_a_flavor_picked_against_an_upper_bound_is_not_certain() -> None:
+    """With the Cohorts unknown a borrowingLimit bounds the queue, but Kueue might pick a later flavor."""
+    state = store(
+        cluster_queue(CQ, [[("one", {"cpu": q("4", "4")}), ("default", {"cpu": q("20")})]], "cohort"),
+        flavors=FLAVORS,
+    )
+    state.availability.mark_absent(k.COHORTS.name, "not watched")
+    assignment = state.assign(CQ, [demand("a", 1, pod({"cpu": "6"})), demand("b", 1, pod({"cpu": "19"}))])
+    assert assignment.podsets[0].flavors == {"cpu": "one"} and not assignment.podsets[0].exact
+    assert assignment.first_unassigned() == (1, False)
+
+
+def test_uncovered_requests_are_named_once_each() -> None:
+    """Kueue: "resource … unavailable in ClusterQueue"; a zero request of one is skipped."""
+    spec = {
+        "containers": [
+            {"name": "a", "resources": {"requests": {"cpu": "1", "example.com/gpu": "1"}}},
+            {"name": "b", "resources": {"limits": {"example.com/gpu": "1", "ephemeral-storage": "0"}}},
+        ],
+        "initContainers": [{"name": "init", "resources": {"requests": {"memory": "1Gi"}}}],
+    }
+    [podset] = jobset(("workers", 1, 1, spec)).podsets
+    found = [(c.name, kind, r) for c, kind, r in uncovered_requests(podset, frozenset({"cpu"}))]
+    assert found == [("a", "requests", "example.com/gpu"), ("init", "requests", "memory")]
+
+
+def test_replicas_beyond_the_nominal_quota_of_the_flavor_one_pod_gets() -> None:
+    """What replicas-beyond-nominal asks: a Deployment's pods are admitted one at a time."""
+    state = store(
+        cluster_queue(CQ, [[("one", {"cpu": q("1")}), ("default", {"cpu": q("10", "90")})]], "c"),
+        flavors=FLAVORS,
+    )
     info = state.cluster_queue(CQ)
     assert info is not None
-    gi = Decimal(2**30)
-    per_pod = {"cpu": Decimal(4), "memory": Decimal(8) * gi}
-    assert nominal_fit(info, "default", per_pod, 2) == NominalFit(within=2, over=())
-    assert nominal_fit(info, "default", per_pod, 3) == NominalFit(within=2, over=(("cpu", Decimal(12), Decimal(10)),))
-    zero_cpu = {"cpu": Decimal(0), "memory": Decimal(8) * gi}
-    assert nominal_fit(info, "default", zero_cpu, 9) == NominalFit(
-        within=8, over=(("memory", Decimal(72) * gi, Decimal(64) * gi),)
-    )
-    # a resource the flavor does not cover is resource-not-covered's to report
-    assert nominal_fit(info, "default", {"nvidia.com/gpu": Decimal(1)}, 5) == NominalFit(within=5, over=())
+    [podset] = jobset(("server", 1, None, pod({"cpu": "4"}))).podsets
+    assert beyond_nominal(state, info, podset, 2) is None  # 8 of 10
+    beyond = beyond_nominal(state, info, podset, 3)
+    assert beyond == BeyondNominal("default", NominalFit(2, (("cpu", Decimal(12), Decimal(10)),)))
+    assert beyond_nominal(state, info, podset, 0) is None
+    [empty] = jobset(("server", 1, None, {"containers": [{"name": "c"}]})).podsets
+    assert beyond_nominal(state, info, empty, 3) is None  # requests nothing: takes no quota

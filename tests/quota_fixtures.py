@@ -1,0 +1,113 @@
+"""Kueue's objects as its own test helpers build them, and a store holding them (quota tests).
+
+``cluster_queue``/``cohort`` follow Kueue's test wrappers (``MakeClusterQueue``,
+``MakeCohort``, ``Resource(name, nominal, borrowing, lending)``); ``store`` puts the objects
+into a ``ClusterStore`` with every kind known, so a test reads the quota answers the rules
+read (``store.potential``, ``store.assign``, ``store.balance``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from webhook.cluster import kinds as k
+from webhook.cluster.store import ClusterStore
+from webhook.kube.quantity import quantity_or_none
+from webhook.objects.workload import Workload, parse_jobset
+from webhook.policy.config import Policy
+from webhook.quota.podsets import PodSetDemand, podset_demand
+
+KQ = "kueue.x-k8s.io/v1beta2"
+#: (nominal, borrowingLimit, lendingLimit), as Kueue's test helper ``Resource(name, nominal, borrowing, lending)``
+Q = tuple[str, str | None, str | None]
+
+
+def cluster_queue(name: str, groups: list[list[tuple[str, dict[str, Q]]]], cohort: str | None = None) -> dict[str, Any]:
+    resource_groups = []
+    for group in groups:
+        covered: list[str] = []
+        flavors = []
+        for flavor, resources in group:
+            entries = []
+            for resource, (nominal, borrowing, lending) in resources.items():
+                entry: dict[str, Any] = {"name": resource, "nominalQuota": nominal}
+                if borrowing is not None:
+                    entry["borrowingLimit"] = borrowing
+                if lending is not None:
+                    entry["lendingLimit"] = lending
+                entries.append(entry)
+                if resource not in covered:
+                    covered.append(resource)
+            flavors.append({"name": flavor, "resources": entries})
+        resource_groups.append({"coveredResources": covered, "flavors": flavors})
+    spec: dict[str, Any] = {"resourceGroups": resource_groups, "namespaceSelector": {}}
+    if cohort:
+        spec["cohortName"] = cohort
+    return {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def cohort(name: str, parent: str | None = None, quotas: dict[str, dict[str, Q]] | None = None) -> dict[str, Any]:
+    spec: dict[str, Any] = {}
+    if parent:
+        spec["parentName"] = parent
+    if quotas:
+        spec["resourceGroups"] = cluster_queue("", [list(quotas.items())])["spec"]["resourceGroups"]
+    return {"apiVersion": KQ, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+
+
+def store(*objects: dict[str, Any], flavors: dict[str, dict[str, Any]] | None = None) -> ClusterStore:
+    state = ClusterStore(Policy())
+    for obj in objects:
+        state.apply(k.BY_KIND[obj["kind"]], "ADDED", obj)
+    for name, spec in (flavors or {}).items():
+        state.apply(k.RESOURCE_FLAVORS, "ADDED", {"metadata": {"name": name}, "spec": spec})
+    for kind in k.KINDS:
+        state.availability.mark_synced(kind.name)
+    return state
+
+
+def q(nominal: str, borrowing: str | None = None, lending: str | None = None) -> Q:
+    return (nominal, borrowing, lending)
+
+
+def pod(requests: dict[str, str], **spec: Any) -> dict[str, Any]:
+    return {"containers": [{"name": "c", "resources": {"requests": requests}}], **spec}
+
+
+def affinity(*terms: list[tuple[str, str, list[str]]]) -> dict[str, Any]:
+    node_terms = [
+        {"matchExpressions": [{"key": key, "operator": op, "values": values} for key, op, values in term]}
+        for term in terms
+    ]
+    required = {"nodeSelectorTerms": node_terms}
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": required}}
+
+
+def demand(name: str, count: int, pod_spec: dict[str, Any]) -> PodSetDemand:
+    requests = {}
+    for resource, raw in pod_spec["containers"][0]["resources"]["requests"].items():
+        value = quantity_or_none(raw)
+        assert value is not None
+        requests[resource] = value  # zero requests kept: Kueue sees them too
+    return podset_demand(name, pod_spec, count, requests)
+
+
+#: the ClusterQueue Kueue's flavorassigner tests assign in
+CQ = "test-clusterqueue"
+
+
+def jobset(*replicated_jobs: tuple[str, int, int | None, dict[str, Any]]) -> Workload:
+    """A JobSet read as the rules read it, from (name, replicas, parallelism, pod spec) per replicatedJob."""
+    jobs = []
+    for name, replicas, parallelism, pod_spec in replicated_jobs:
+        job_spec: dict[str, Any] = {"template": {"spec": pod_spec}}
+        if parallelism is not None:
+            job_spec["parallelism"] = parallelism
+        jobs.append({"name": name, "replicas": replicas, "template": {"spec": job_spec}})
+    obj = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "j", "namespace": "ns"},
+        "spec": {"replicatedJobs": jobs},
+    }
+    return parse_jobset(obj, Policy())

@@ -1,0 +1,154 @@
+"""What counts as in use and as pending, as Kueue's cache counts it, and the guaranteed
+balance built on it (``webhook.quota.ledger``)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any
+
+import pytest
+
+from webhook.quota.flavorassigner import Assignment, PodSetAssignment
+from webhook.quota.ledger import (
+    FINISHED,
+    HOLDS,
+    IDLE,
+    INADMISSIBLE,
+    WAITS,
+    Balance,
+    ChipsLedger,
+    Shortfall,
+    guaranteed_balance,
+    guaranteed_shortfalls,
+    project,
+)
+from webhook.quota.objects import parse_cluster_queue
+from webhook.quota.podsets import PodSetDemand, podset_demand
+
+TPU = "google.com/tpu"
+
+
+def workload(
+    conditions: list[tuple[str, str, str]] | None = None, active: bool | None = None, admitted: bool = False
+) -> dict[str, Any]:
+    pod = {"containers": [{"name": "c", "resources": {"requests": {TPU: "4"}}}]}
+    spec: dict[str, Any] = {
+        "queueName": "q",
+        "priorityClassRef": {"name": "guaranteed"},
+        "podSets": [{"name": "workers", "count": 16, "template": {"spec": pod}}],
+    }
+    if active is not None:
+        spec["active"] = active
+    status: dict[str, Any] = {"conditions": [{"type": t, "status": s, "reason": r} for t, s, r in conditions or []]}
+    if admitted:
+        status["admission"] = {
+            "clusterQueue": "cq",
+            "podSetAssignments": [{"name": "workers", "flavors": {TPU: "f"}, "resourceUsage": {TPU: "64"}}],
+        }
+    return {"metadata": {"name": "w", "namespace": "ns"}, "spec": spec, "status": status}
+
+
+RESERVED = ("QuotaReserved", "True", "QuotaReserved")
+
+
+@pytest.mark.parametrize(
+    ("obj", "state"),
+    [
+        (workload([RESERVED], admitted=True), HOLDS),
+        (workload([RESERVED, ("Finished", "True", "Succeeded")], admitted=True), FINISHED),
+        (workload([RESERVED], active=False, admitted=True), IDLE),  # deactivated: Kueue releases its quota
+        (workload(admitted=True), WAITS),  # an admission without QuotaReserved True holds nothing
+        (workload(), WAITS),
+        (workload([("QuotaReserved", "False", "Pending")]), WAITS),
+        (workload([("QuotaReserved", "False", "Inadmissible")]), INADMISSIBLE),
+        (workload([("QuotaReserved", "False", "ExceedsMaxQuota")]), INADMISSIBLE),
+        (workload([("QuotaReserved", "False", "OnHold")]), INADMISSIBLE),
+        (workload([("WaitingForReplacementPods", "True", "")]), INADMISSIBLE),
+        (workload(active=False), IDLE),
+    ],
+    ids=[
+        "reserved",
+        "finished",
+        "deactivated-while-reserved",
+        "admission-without-reservation",
+        "waiting",
+        "waiting-for-quota",
+        "inadmissible",
+        "exceeds-max-quota",
+        "on-hold",
+        "waiting-for-replacement-pods",
+        "inactive",
+    ],
+)
+def test_a_workload_counts_as_kueue_counts_it(obj: dict[str, Any], state: str) -> None:
+    assert project(obj, TPU).state == state
+
+
+def test_the_ledger_moves_by_the_difference() -> None:
+    ledger = ChipsLedger("guaranteed")
+    holding, waiting = project(workload([RESERVED], admitted=True), TPU), project(workload(), TPU)
+    ledger.move("ns", holding, +1)
+    ledger.move("ns", waiting, +1)
+    ledger.move("ns", waiting, +1)
+    assert ledger.in_use == {("cq", "f"): 64} and ledger.holding == {("cq", "f"): 64}
+    [(shape, count)] = ledger.waiting_for("ns", "q")
+    assert count == 2 and shape[0].total(TPU) == 64
+    assert project(workload(), TPU).shape is shape  # identical podSets share one shape
+    for entry in (holding, waiting, waiting):
+        ledger.move("ns", entry, -1)
+    assert not ledger.in_use and not ledger.holding and ledger.waiting_for("ns", "q") == []
+
+
+FITS = Assignment((PodSetAssignment("workers", {TPU: "f"}, "fit"),))
+NOFIT = Assignment((PodSetAssignment("workers", {}, "nofit"),))
+
+
+def test_the_guaranteed_balance_is_nominal_less_holding_and_pending() -> None:
+    """Pending chips count on the flavor the assignment gives them, and only when they could ever fit."""
+    ledger = ChipsLedger("guaranteed")
+    ledger.move("ns", project(workload([RESERVED], admitted=True), TPU), +1)  # cq holds 64 on f
+    ledger.move("ns", project(workload(), TPU), +1)  # 64 more wait in LocalQueue q
+    flavor = {"name": "f", "resources": [{"name": TPU, "nominalQuota": "256"}]}
+    spec = {"resourceGroups": [{"coveredResources": [TPU], "flavors": [flavor]}]}
+    queue = parse_cluster_queue({"metadata": {"name": "cq"}, "spec": spec})
+    local_queues = [("ns", "q")]
+    balance = guaranteed_balance(ledger, "cq", queue, "f", TPU, local_queues, lambda shape: FITS)
+    assert balance == Balance(256, 64, 64) and balance.left == 128
+    assert guaranteed_balance(ledger, "cq", queue, "f", TPU, local_queues, lambda shape: NOFIT).waiting == 0
+    assert guaranteed_balance(ledger, "cq", queue, "other", TPU, local_queues, lambda shape: FITS) == Balance(0, 0, 0)
+    # the ClusterQueue object gone: no nominal, but what its Workloads hold still counts
+    assert guaranteed_balance(ledger, "cq", None, "f", TPU, [], lambda shape: FITS) == Balance(0, 64, 0)
+
+
+@dataclass
+class Answers:
+    """The two answers ``guaranteed_shortfalls`` reads of the cluster."""
+
+    plain: Assignment
+    within: Assignment
+    balances: dict[str, Balance]
+
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
+        return self.within if within_balance else self.plain
+
+    def balance(self, cluster_queue: str, flavor: str) -> Balance:
+        return self.balances[flavor]
+
+
+def test_a_guaranteed_job_falls_short_only_when_no_flavor_holds_it_within_the_balance() -> None:
+    podsets = [podset_demand("workers", {}, 16, {TPU: Decimal(4)})]
+    tight = {"f": Balance(128, 64, 32)}  # 32 left, the job needs 64
+    unsure = Assignment((PodSetAssignment("workers", {TPU: "f"}, "fit", exact=False),))
+    unknown = Assignment((PodSetAssignment("workers", {}, "unknown"),))
+    assert guaranteed_shortfalls(Answers(unknown, NOFIT, tight), "cq", podsets, TPU) is None
+    assert guaranteed_shortfalls(Answers(unsure, NOFIT, tight), "cq", podsets, TPU) is None
+    assert guaranteed_shortfalls(Answers(NOFIT, NOFIT, tight), "cq", podsets, TPU) == []  # never fits at all
+    assert guaranteed_shortfalls(Answers(FITS, FITS, tight), "cq", podsets, TPU) == []  # a later flavor holds it
+    [short] = guaranteed_shortfalls(Answers(FITS, NOFIT, tight), "cq", podsets, TPU) or []
+    assert (short.flavor, short.needed, short.left) == ("f", Decimal(64), 32)
+    overdrawn = Shortfall("f", Decimal(64), Balance(128, 160, 0))
+    assert overdrawn.balance.left == -32 and overdrawn.left == 0
+    enough = {"f": Balance(128, 64, 0)}  # the balance itself holds it: nothing to say
+    assert guaranteed_shortfalls(Answers(FITS, NOFIT, enough), "cq", podsets, TPU) == []
