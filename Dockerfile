@@ -4,16 +4,27 @@
 # Pure Python, as CI tests it: nothing is compiled here. Stage 1 installs the package
 # and its dependencies into a virtualenv; stage 2 is a fresh slim base with only that
 # virtualenv (no source tree, no pip).
+#
+# What is installed is requirements.lock: exact versions with their hashes, the same file
+# CI installs before it tests (.ci/run). Regenerate it when pyproject.toml's dependencies
+# change (the command is at its top); tests/test_lock.py fails while it is stale.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 WORKDIR /src
+# Every dependency and the build backend (setuptools) as the lock pins them, each file
+# checked against its hashes, wheels only. A layer of its own: a code change reuses it.
+COPY requirements.lock ./
+RUN python -m venv /opt/venv \
+ && /opt/venv/bin/pip install --require-hashes --only-binary=:all: -r requirements.lock
+# The package itself, built by that setuptools (no build isolation, no index: nothing
+# more is fetched, and a dependency missing from the lock fails the build here).
 COPY pyproject.toml README.md ./
 COPY webhook ./webhook
-RUN python -m venv /opt/venv \
- && /opt/venv/bin/pip install . \
+RUN /opt/venv/bin/pip install --no-index --no-build-isolation . \
+ && /opt/venv/bin/pip check \
  && /opt/venv/bin/pip uninstall -y pip setuptools
 
 FROM ${PYTHON_IMAGE} AS runtime

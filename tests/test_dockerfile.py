@@ -79,7 +79,7 @@ def test_console_script_exists() -> None:
     assert 'tpu-admission = "webhook.cli:main"' in (ROOT / "pyproject.toml").read_text()
 
 
-@pytest.mark.parametrize("path", ["pyproject.toml", "README.md", "webhook/"])
+@pytest.mark.parametrize("path", ["requirements.lock", "pyproject.toml", "README.md", "webhook/"])
 def test_build_context_keeps_what_the_build_copies(path: str) -> None:
     lines = (ROOT / ".dockerignore").read_text().splitlines()
     assert "*" in lines and f"!{path}" in lines
