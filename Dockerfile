@@ -1,43 +1,37 @@
 # syntax=docker/dockerfile:1
 # tpu-admission: the admission webhook server image.
 #   docker build -t REGISTRY/tpu-admission:0.1.0 .
-# Stage 1 builds wheels for the package and its dependencies (build tools live here
-# only); stage 2 installs those wheels into a virtualenv on a fresh slim base.
+# Pure Python, as CI tests it: nothing is compiled here. Stage 1 installs the package
+# and its dependencies into a virtualenv; stage 2 is a fresh slim base with only that
+# virtualenv (no source tree, no pip).
+#
+# What is installed is requirements.lock: exact versions with their hashes, the same file
+# CI installs before it tests (.ci/run). Regenerate it when pyproject.toml's dependencies
+# change (the command is at its top); tests/test_lock.py fails while it is stale.
 
 ARG PYTHON_IMAGE=python:3.11-slim-bookworm
 
 FROM ${PYTHON_IMAGE} AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
-RUN apt-get update \
- && apt-get install -y --no-install-recommends build-essential \
- && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
-COPY pyproject.toml setup.py README.md ./
+# Every dependency and the build backend (setuptools) as the lock pins them, each file
+# checked against its hashes, wheels only. A layer of its own: a code change reuses it.
+COPY requirements.lock ./
+RUN python -m venv /opt/venv \
+ && /opt/venv/bin/pip install --require-hashes --only-binary=:all: -r requirements.lock
+# The package itself, built by that setuptools (no build isolation, no index: nothing
+# more is fetched, and a dependency missing from the lock fails the build here).
+COPY pyproject.toml README.md ./
 COPY webhook ./webhook
-# Dependencies as wheels, also installed here: mypyc type-checks the code against them.
-RUN pip wheel --wheel-dir /wheels . \
- && rm /wheels/tpu_admission-*.whl \
- && pip install /wheels/*.whl "setuptools>=68" "mypy>=1.10" types-PyYAML
-# The package with its decision path compiled by mypyc (setup.py), profile-guided: an
-# instrumented build is installed here, bench/pgo_train.py runs the decision path over
-# the fixture corpus, and the wheel is built again from that profile. No build
-# isolation, so the build sees mypy and the dependencies installed above.
-COPY bench/pgo_train.py ./bench/
-COPY tests/fixtures ./tests/fixtures
-RUN TPU_ADMISSION_MYPYC=1 TPU_ADMISSION_PGO=generate:/pgo pip install --no-build-isolation --no-deps . \
- && python bench/pgo_train.py \
- && rm -rf build \
- && TPU_ADMISSION_MYPYC=1 TPU_ADMISSION_PGO=use:/pgo pip wheel --no-build-isolation --no-deps --wheel-dir /wheels .
+RUN /opt/venv/bin/pip install --no-index --no-build-isolation . \
+ && /opt/venv/bin/pip check \
+ && /opt/venv/bin/pip uninstall -y pip setuptools
 
 FROM ${PYTHON_IMAGE} AS runtime
-ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1 \
-    PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
     PATH=/opt/venv/bin:$PATH
-COPY --from=build /wheels /wheels
-RUN python -m venv /opt/venv \
- && /opt/venv/bin/pip install --no-index --find-links=/wheels tpu-admission \
- && rm -rf /wheels \
- && /opt/venv/bin/pip uninstall -y pip setuptools
+# The same base image as the build stage, so the virtualenv's interpreter path holds.
+COPY --from=build /opt/venv /opt/venv
 LABEL org.opencontainers.image.title="tpu-admission" \
       org.opencontainers.image.description="Admission webhook for JobSets on a Kueue-managed GKE TPU cluster" \
       org.opencontainers.image.licenses="Apache-2.0"

@@ -41,16 +41,18 @@ def test_multi_stage_with_a_slim_python_base() -> None:
         assert re.fullmatch(r"python:3\.1[1-9][.\d]*-slim(-\w+)?", image), image
 
 
-def test_final_stage_has_no_build_tools() -> None:
-    for command in final():
-        if command.cmd == "RUN":
-            assert not BUILD_TOOLS.search(" ".join(command.value)), command.original
-        if command.cmd == "COPY":
-            # Only the built wheels come from the build stage, nothing compiled in place.
-            from_flags = [f for f in command.flags if f.startswith("--from=")]
-            assert from_flags == [] or command.value[0] == "/wheels", command.original
-    build = "\n".join(c.original for stage in stages()[:-1] for c in stage)
-    assert BUILD_TOOLS.search(build), "the build stage is where compilers belong"
+def test_no_stage_compiles_anything() -> None:
+    """The image installs the pure-Python package CI tests: no compiler, no mypyc, no PGO."""
+    text = "\n".join(c.original for stage in stages() for c in stage)
+    assert not BUILD_TOOLS.search(text), BUILD_TOOLS.search(text)
+    assert not re.search(r"mypyc|TPU_ADMISSION_(MYPYC|PGO)|build_ext|apt-get", text, re.I)
+    assert not (ROOT / "setup.py").exists(), "pyproject.toml alone describes the build"
+
+
+def test_final_stage_takes_only_the_virtualenv_from_the_build() -> None:
+    copies = [c for c in final() if c.cmd == "COPY" and any(f.startswith("--from=") for f in c.flags)]
+    assert [list(c.value) for c in copies] == [["/opt/venv", "/opt/venv"]]
+    assert not [c for c in final() if c.cmd == "RUN"], "the runtime stage runs nothing: no pip, no source tree"
 
 
 def test_runs_as_a_numeric_non_root_user() -> None:
@@ -77,24 +79,9 @@ def test_console_script_exists() -> None:
     assert 'tpu-admission = "webhook.cli.main:main"' in (ROOT / "pyproject.toml").read_text()
 
 
-@pytest.mark.parametrize(
-    "path", ["pyproject.toml", "setup.py", "README.md", "webhook/", "bench/pgo_train.py", "tests/fixtures/"]
-)
+@pytest.mark.parametrize("path", ["requirements.lock", "pyproject.toml", "README.md", "webhook/"])
 def test_build_context_keeps_what_the_build_copies(path: str) -> None:
     lines = (ROOT / ".dockerignore").read_text().splitlines()
     assert "*" in lines and f"!{path}" in lines
     copied = " ".join(" ".join(c.value) for stage in stages() for c in stage if c.cmd == "COPY")
     assert path.rstrip("/") in copied
-
-
-def test_the_wheel_is_built_from_a_profile_of_the_training_run() -> None:
-    """Instrumented build, training run, then the wheel from that profile, in that order,
-    all in the build stage (the runtime stage only installs the wheel)."""
-    build = " ".join(" ".join(c.value) for stage in stages()[:-1] for c in stage if c.cmd == "RUN")
-    generate = build.index("TPU_ADMISSION_PGO=generate:")
-    train = build.index("python bench/pgo_train.py")
-    use = build.index("TPU_ADMISSION_PGO=use:")
-    assert generate < train < use
-    assert "pip wheel" in build[use:] and "--wheel-dir /wheels" in build[use:]
-    final_text = " ".join(c.original for c in final())
-    assert "pgo" not in final_text.lower()

@@ -32,6 +32,7 @@ def test_ci_runs_the_readme_test_commands() -> None:
     ci = (ROOT / ".ci" / "run").read_text().splitlines()
     assert any("pytest" in command for command in commands)
     assert any(".[test]" in command for command in commands), "the test command installs the test extras"
+    assert any("-r requirements.lock" in command for command in commands), "... on top of the locked dependencies"
     for command in commands:
         assert command in ci, f"CI does not run the README's {command!r}"
 

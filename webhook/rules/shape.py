@@ -314,8 +314,7 @@ TPU_REQUEST_INVALID: Final = Rule(
         ),
     },
     VapExport(
-        "reads quantities with the Kubernetes quantity library (1.29+); judges each container, and leaves the pod's "
-        "total (several TPU containers, sidecars, init containers) to the webhook",
+        "reads quantities with the Kubernetes quantity library (1.29+); a pod's total is left to the webhook",
         _tpu_request_cel,
     ),
     kinds=JOBS,
