@@ -1,4 +1,4 @@
-"""Cluster-aware rules (SPEC §4, last table): will this job ever run on *this* cluster?
+"""Cluster-aware rules: will this job ever run on *this* cluster?
 
 Each rule reads the cluster through ``ctx.cluster`` (``webhook.cluster.state``) and the
 labels Kueue will see (``ctx.effective_labels``, after the dev-tier injection). The
@@ -13,6 +13,7 @@ The rules do no arithmetic: pods, chips, sums and comparisons are the quota pack
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
 from webhook.cluster.state import ClusterState
 from webhook.kube.fieldpaths import LABELS
@@ -29,7 +30,13 @@ from webhook.quota.objects import (
     selector_matches,
 )
 from webhook.quota.podsets import demands_of, exceeding, pool_shortages, requesting
-from webhook.rules import RuleContext
+from webhook.rules import JOBS, STATIC, Message, Rule, RuleContext, VapExport
+
+FAMILY: Final = "cluster"
+#: the kinds every queue rule reads
+QUEUES: Final = frozenset({"LocalQueues", "ClusterQueues"})
+#: why no cluster rule is in the ValidatingAdmissionPolicy
+NOT_EXPORTED: Final = VapExport("needs the cluster's state (queues, quotas, nodes), which a VAP cannot read")
 
 
 def _queue(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, str, str | None] | None:
@@ -51,7 +58,7 @@ def _target(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, Cluster
 # ---------------------------------------------------------------- queues
 
 
-def local_queue_not_found(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _local_queue_not_found(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     found = _queue(workload, ctx)
     if found is None:
         return
@@ -61,24 +68,39 @@ def local_queue_not_found(workload: Workload, ctx: RuleContext) -> Iterator[Find
     if cluster_queue is None:
         injected = ctx.queue_label not in workload.labels
         existing = cluster.local_queue_names(namespace)
-        yield Finding(
-            "local-queue-not-found",
+        yield LOCAL_QUEUE_NOT_FOUND.finding(
             path,
-            f"there is no LocalQueue {queue!r} in namespace {namespace!r}"
-            + (" (the webhook would inject it as this tier's default queue)" if injected else "")
-            + f" (LocalQueues there: {', '.join(existing) or 'none'})",
-            f"use one of the namespace's LocalQueues, or ask the admins to create {queue!r} in {namespace!r}",
+            queue=queue,
+            namespace=namespace,
+            injected=" (the webhook would inject it as this tier's default queue)" if injected else "",
+            existing=", ".join(existing) or "none",
         )
     elif cluster.cluster_queue(cluster_queue) is None:
-        yield Finding(
-            "local-queue-not-found",
-            path,
-            f"LocalQueue {queue!r} points to ClusterQueue {cluster_queue!r}, which does not exist",
+        yield LOCAL_QUEUE_NOT_FOUND.finding(path, "no-cluster-queue", queue=queue, cluster_queue=cluster_queue)
+
+
+LOCAL_QUEUE_NOT_FOUND: Final = Rule(
+    "local-queue-not-found",
+    "LocalQueue not found",
+    FAMILY,
+    _local_queue_not_found,
+    {
+        "": Message(
+            "there is no LocalQueue {queue!r} in namespace {namespace!r}{injected} (LocalQueues there: {existing})",
+            "use one of the namespace's LocalQueues, or ask the admins to create {queue!r} in {namespace!r}",
+        ),
+        "no-cluster-queue": Message(
+            "LocalQueue {queue!r} points to ClusterQueue {cluster_queue!r}, which does not exist",
             "ask the admins to fix the LocalQueue's spec.clusterQueue",
-        )
+        ),
+    },
+    NOT_EXPORTED,
+    requires=QUEUES,
+    why="a job sent to a missing LocalQueue (or the dev default that is not there) is stranded",
+)
 
 
-def namespace_not_selected(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _namespace_not_selected(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     target = _target(workload, ctx)
     if target is None:
         return
@@ -92,17 +114,36 @@ def namespace_not_selected(workload: Workload, ctx: RuleContext) -> Iterator[Fin
         else f"selects namespaces {describe_selector(info.namespace_selector)}"
     )
     shown = ", ".join(f"{k}={v}" for k, v in sorted(labels.items())) or "none"
-    yield Finding(
-        "namespace-not-selected",
+    yield NAMESPACE_NOT_SELECTED.finding(
         LABELS.key(ctx.queue_label),
-        f"ClusterQueue {info.name!r} (behind LocalQueue {ctx.effective_labels[ctx.queue_label]!r}) "
-        f"{why}, and namespace {workload.namespace!r} does not match (labels: {shown}), so Kueue would "
-        'leave the job pending with "namespace doesn\'t match ClusterQueue selector"',
-        "submit through a queue whose ClusterQueue selects this namespace, or fix the namespace's tier label",
+        cluster_queue=info.name,
+        queue=ctx.effective_labels[ctx.queue_label],
+        why=why,
+        namespace=workload.namespace,
+        labels=shown,
     )
 
 
-def resource_not_covered(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+NAMESPACE_NOT_SELECTED: Final = Rule(
+    "namespace-not-selected",
+    "Namespace not selected by the ClusterQueue",
+    FAMILY,
+    _namespace_not_selected,
+    {
+        "": Message(
+            "ClusterQueue {cluster_queue!r} (behind LocalQueue {queue!r}) {why}, and namespace {namespace!r} does "
+            "not match (labels: {labels}), so Kueue would leave the job pending with \"namespace doesn't match "
+            'ClusterQueue selector"',
+            "submit through a queue whose ClusterQueue selects this namespace, or fix the namespace's tier label",
+        )
+    },
+    NOT_EXPORTED,
+    requires=QUEUES | {"Namespaces"},
+    why="Kueue would leave it pending: namespace doesn't match ClusterQueue selector",
+)
+
+
+def _resource_not_covered(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     target = _target(workload, ctx)
     if target is None:
         return
@@ -110,21 +151,38 @@ def resource_not_covered(workload: Workload, ctx: RuleContext) -> Iterator[Findi
     covered = info.covered
     for podset in workload.podsets:  # every podSet, a CPU head included (RFC 4.2)
         for container, kind, resource in uncovered_requests(podset, covered):
-            yield Finding(
-                "resource-not-covered",
+            yield RESOURCE_NOT_COVERED.finding(
                 container.path.child("resources", kind).key(resource),
-                f"podSet {podset.name!r} requests {resource}, which ClusterQueue {info.name!r} "
-                f"does not cover (covered: {', '.join(sorted(covered)) or 'nothing'}), so Kueue "
-                f'would report "resource {resource} unavailable in ClusterQueue" and never admit it',
-                f"drop the {resource} request, or ask the admins to add it to the ClusterQueue's resource group",
+                podset=podset.name,
+                resource=resource,
+                cluster_queue=info.name,
+                covered=", ".join(sorted(covered)) or "nothing",
             )
+
+
+RESOURCE_NOT_COVERED: Final = Rule(
+    "resource-not-covered",
+    "Resource not covered by the ClusterQueue",
+    FAMILY,
+    _resource_not_covered,
+    {
+        "": Message(
+            "podSet {podset!r} requests {resource}, which ClusterQueue {cluster_queue!r} does not cover (covered: "
+            '{covered}), so Kueue would report "resource {resource} unavailable in ClusterQueue" and never admit it',
+            "drop the {resource} request, or ask the admins to add it to the ClusterQueue's resource group",
+        )
+    },
+    NOT_EXPORTED,
+    requires=QUEUES,
+    why="one uncovered resource (often ephemeral-storage) makes the whole Workload inadmissible",
+)
 
 
 def _skipped_flavors(attempts: tuple[Attempt, ...]) -> str:
     return ", ".join(f"{a.flavor} {a.detail}" for a in attempts)
 
 
-def exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     target = _target(workload, ctx)
     if target is None:
         return
@@ -159,35 +217,54 @@ def _no_flavor(podset: PodSet, queue: str, result: PodSetAssignment) -> Finding:
     skipped = _skipped_flavors(result.passed_over)
     if not over:
         selector = describe_selector({"matchLabels": podset.node_selector})
-        return Finding(
-            "exceeds-queue-capacity",
+        return EXCEEDS_QUEUE_CAPACITY.finding(
             podset.node_selector_path,
-            f"podSet {podset.name!r} (nodeSelector {selector}) can get no flavor of ClusterQueue {queue!r} "
-            f"({skipped or 'it has none for these resources'}), so it can hold 0 chips and Kueue would never "
-            "admit it",
-            "select a flavor the queue has (its nodeLabels), or ask the admins for quota on it",
+            "no-flavor",
+            podset=podset.name,
+            selector=selector,
+            cluster_queue=queue,
+            skipped=skipped or "it has none for these resources",
         )
     first = over[0]
-    most = first.most
     others = [f"{a.flavor} at most {format_amount(a.most)}" for a in over[1:]]
-    problem = (
-        f"the job needs {format_amount(first.needed)} {first.resource} of flavor {first.flavor!r}, but "
-        f"ClusterQueue {queue!r} can never hold more than {format_amount(most)} ({first.explanation})"
-    )
-    if others:
-        problem += f", and no later flavor either ({', '.join(others)})"
-    if skipped:
-        problem += f" (passed over: {skipped})"
-    return Finding(
-        "exceeds-queue-capacity",
+    return EXCEEDS_QUEUE_CAPACITY.finding(
         podset.path,
-        problem + ", so it would never be admitted",
-        f"ask for at most {format_amount(most)} {first.resource} (fewer replicas or a smaller topology), "
-        "or ask the admins to raise the queue's quota",
+        needed=format_amount(first.needed),
+        resource=first.resource,
+        flavor=first.flavor,
+        cluster_queue=queue,
+        most=format_amount(first.most),
+        explanation=first.explanation,
+        others=f", and no later flavor either ({', '.join(others)})" if others else "",
+        skipped=f" (passed over: {skipped})" if skipped else "",
     )
 
 
-def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+EXCEEDS_QUEUE_CAPACITY: Final = Rule(
+    "exceeds-queue-capacity",
+    "More chips than the queue can ever hold",
+    FAMILY,
+    _exceeds_queue_capacity,
+    {
+        "": Message(
+            "the job needs {needed} {resource} of flavor {flavor!r}, but ClusterQueue {cluster_queue!r} can never "
+            "hold more than {most} ({explanation}){others}{skipped}, so it would never be admitted",
+            "ask for at most {most} {resource} (fewer replicas or a smaller topology), or ask the admins to raise "
+            "the queue's quota",
+        ),
+        "no-flavor": Message(
+            "podSet {podset!r} (nodeSelector {selector}) can get no flavor of ClusterQueue {cluster_queue!r} "
+            "({skipped}), so it can hold 0 chips and Kueue would never admit it",
+            "select a flavor the queue has (its nodeLabels), or ask the admins for quota on it",
+        ),
+    },
+    NOT_EXPORTED,
+    requires=QUEUES | {"ResourceFlavors"},
+    why="no flavor Kueue could assign can ever hold it (nominal + what the cohort tree may lend)",
+)
+
+
+def _guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     policy = ctx.policy
     if ctx.effective_labels.get(ctx.priority_label) != policy.guaranteed_priority_class:
         return
@@ -203,22 +280,42 @@ def guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterato
         return
     for shortfall in shortfalls:
         flavor, balance, left = shortfall.flavor, shortfall.balance, shortfall.left
-        needed = format_amount(shortfall.needed, tpu)
-        yield Finding(
-            "guaranteed-balance-exceeded",
+        yield GUARANTEED_BALANCE_EXCEEDED.finding(
             LABELS.key(ctx.priority_label),
-            f"this {policy.guaranteed_priority_class} job needs {needed} chips of flavor {flavor!r}, but "
-            f"ClusterQueue {info.name!r} has {left} guaranteed chips left: nominal {balance.nominal} − "
-            f"in use {balance.holding} − pending {balance.waiting} (beyond nominal it would run without its "
-            "preemption privilege)",
-            f"submit it as best-effort, wait for guaranteed jobs to finish, or ask for at most {left} chips",
+            priority=policy.guaranteed_priority_class,
+            needed=format_amount(shortfall.needed, tpu),
+            flavor=flavor,
+            cluster_queue=info.name,
+            left=left,
+            nominal=balance.nominal,
+            holding=balance.holding,
+            waiting=balance.waiting,
         )
+
+
+GUARANTEED_BALANCE_EXCEEDED: Final = Rule(
+    "guaranteed-balance-exceeded",
+    "Guaranteed balance exceeded",
+    FAMILY,
+    _guaranteed_balance_exceeded,
+    {
+        "": Message(
+            "this {priority} job needs {needed} chips of flavor {flavor!r}, but ClusterQueue {cluster_queue!r} has "
+            "{left} guaranteed chips left: nominal {nominal} − in use {holding} − pending {waiting} (beyond nominal "
+            "it would run without its preemption privilege)",
+            "submit it as best-effort, wait for guaranteed jobs to finish, or ask for at most {left} chips",
+        )
+    },
+    NOT_EXPORTED,
+    requires=QUEUES | {"ResourceFlavors", "Workloads"},
+    why="beyond the team's nominal a guaranteed job loses its preemption privilege",
+)
 
 
 # ---------------------------------------------------------------- nodes
 
 
-def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     if ctx.cluster is None:
         return
     tpu = ctx.tpu.resource_name
@@ -234,13 +331,14 @@ def exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Find
         if shortfall is None:
             continue  # it fits, or no matching node at all: unknown capacity, not zero (DD-0018)
         node, offered, short = shortfall.node, shortfall.offered, shortfall.short
-        yield Finding(
-            "exceeds-node-capacity",
+        yield EXCEEDS_NODE_CAPACITY.finding(
             podset.pod_spec_path.child("containers"),
-            f"one pod of podSet {podset.name!r} requests {format_amounts(wanted)}, but none of the "
-            f"{fit.matching} schedulable nodes matching its nodeSelector holds all of it at once (the "
-            f"closest, {node.name}, has allocatable {format_amounts(offered)} (short of {', '.join(short)}))",
-            "request no more than one node offers (init containers count at their largest), or select larger nodes",
+            podset=podset.name,
+            wanted=format_amounts(wanted),
+            matching=fit.matching,
+            node=node.name,
+            offered=format_amounts(offered),
+            short=", ".join(short),
         )
     if ctx.policy.mode == "dynamic":
         yield from _exceeds_accelerator_chips(workload, ctx, ctx.cluster)
@@ -259,27 +357,80 @@ def _exceeds_accelerator_chips(workload: Workload, ctx: RuleContext, cluster: Cl
     over = exceeding(podsets, chips, total)
     if over is None:
         return
-    needed, most = format_amount(over, chips), format_amount(total, chips)
-    yield Finding(
-        "exceeds-node-capacity",
+    yield EXCEEDS_NODE_CAPACITY.finding(
         podsets[0].path,
-        f"the job needs {needed} {tpu.resource_name}, but all {tpu.accelerator_value} nodes of the "
-        f"cluster together hold {most}, so topology-aware scheduling could never place it",
-        f"ask for at most {most} chips",
+        "cluster",
+        needed=format_amount(over, chips),
+        resource=tpu.resource_name,
+        accelerator=tpu.accelerator_value,
+        most=format_amount(total, chips),
     )
 
 
-def insufficient_node_pools(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+EXCEEDS_NODE_CAPACITY: Final = Rule(
+    "exceeds-node-capacity",
+    "One pod fits no node",
+    FAMILY,
+    _exceeds_node_capacity,
+    {
+        "": Message(
+            "one pod of podSet {podset!r} requests {wanted}, but none of the {matching} schedulable nodes matching "
+            "its nodeSelector holds all of it at once (the closest, {node}, has allocatable {offered} (short of "
+            "{short}))",
+            "request no more than one node offers (init containers count at their largest), or select larger nodes",
+        ),
+        "cluster": Message(
+            "the job needs {needed} {resource}, but all {accelerator} nodes of the cluster together hold {most}, "
+            "so topology-aware scheduling could never place it",
+            "ask for at most {most} chips",
+        ),
+    },
+    NOT_EXPORTED,
+    requires=frozenset({"Nodes"}),
+    why="one node must hold a pod's CPU, memory, disk and TPU together (DD-0018), and in dynamic mode "
+    "all tpu7x nodes together the job's chips",
+)
+
+
+def _insufficient_node_pools(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     if ctx.cluster is None:
         return
     for shortage in pool_shortages(workload.tpu_podsets, ctx.tpu.topology_label, ctx.cluster.node_pools):
         topology, needed, pools, podset = shortage.topology, shortage.needed, shortage.pools, shortage.podset
-        yield Finding(
-            "insufficient-node-pools",
-            podset.paths.replicas,
-            f"the job needs {needed} slice(s) of topology {topology}, one node pool each, but the cluster "
-            f"has {pools} {topology} node pool(s), so it would pend forever",
-            f"use at most {pools} replicas of {topology}, or another topology with enough pools"
-            if pools
-            else "select a topology the cluster has node pools of",
+        yield INSUFFICIENT_NODE_POOLS.finding(
+            podset.paths.replicas, "" if pools else "none", needed=needed, topology=topology, pools=pools
         )
+
+
+_POOLS_PROBLEM: Final = (
+    "the job needs {needed} slice(s) of topology {topology}, one node pool each, but the cluster has {pools} "
+    "{topology} node pool(s), so it would pend forever"
+)
+
+INSUFFICIENT_NODE_POOLS: Final = Rule(
+    "insufficient-node-pools",
+    "Too few node pools of the topology",
+    FAMILY,
+    _insufficient_node_pools,
+    {
+        "": Message(
+            _POOLS_PROBLEM, "use at most {pools} replicas of {topology}, or another topology with enough pools"
+        ),
+        "none": Message(_POOLS_PROBLEM, "select a topology the cluster has node pools of"),
+    },
+    NOT_EXPORTED,
+    modes=STATIC,
+    requires=frozenset({"Nodes"}),
+    kinds=JOBS,
+    why="each slice takes one static node pool; with fewer pools the job pends forever",
+)
+
+RULES: Final[tuple[Rule, ...]] = (
+    LOCAL_QUEUE_NOT_FOUND,
+    NAMESPACE_NOT_SELECTED,
+    RESOURCE_NOT_COVERED,
+    EXCEEDS_QUEUE_CAPACITY,
+    GUARANTEED_BALANCE_EXCEEDED,
+    EXCEEDS_NODE_CAPACITY,
+    INSUFFICIENT_NODE_POOLS,
+)

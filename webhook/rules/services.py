@@ -1,4 +1,4 @@
-"""Resident services (RFC-0033 4.3.1, last table): a Deployment is one Workload per pod.
+"""Resident services: a Deployment is one Workload per pod (RFC-0033's table of kinds).
 
 Kueue admits a Deployment's pods one at a time, so when the replicas do not all fit in
 the team's nominal quota the rest run on capacity borrowed from the cohort, which
@@ -10,17 +10,18 @@ submission, as a warning (borrowing is allowed, only fragile).
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import Final
 
+from webhook.objects.kinds import DEPLOYMENT
 from webhook.objects.workload import Workload
-from webhook.policy.findings import Finding
+from webhook.policy.findings import Action, Finding
 from webhook.quota.amounts import format_amount
 from webhook.quota.flavorassigner import beyond_nominal
-from webhook.rules import RuleContext
+from webhook.rules import Message, Rule, RuleContext
+from webhook.rules.cluster import NOT_EXPORTED, QUEUES
 
-RULE = "replicas-beyond-nominal"
 
-
-def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+def _replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     tier, cluster = ctx.tier, ctx.cluster
     # Production-like tiers only (the team names its queue): the dev tier shares one queue.
     if tier is None or tier.default_queue is not None or cluster is None:
@@ -42,17 +43,42 @@ def replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Fi
             f"{resource} {format_amount(needed, resource)} over nominal {format_amount(nominal, resource)}"
             for resource, needed, nominal in beyond.fit.over
         ]
-        fix = (
-            f"run at most {within} replicas to stay within the nominal quota, or ask the admins for more nominal "
-            f"quota on {flavor!r}"
-            if within
-            else f"ask the admins for nominal quota on {flavor!r} (not one replica fits in it)"
-        )
-        yield Finding(
-            RULE,
+        yield REPLICAS_BEYOND_NOMINAL.finding(
             podset.paths.replicas,
-            f"{replicas} replicas need more than ClusterQueue {info.name!r} has as nominal quota on flavor "
-            f"{flavor!r} ({', '.join(over)}), and Kueue admits each pod on its own: the replicas beyond it run on "
-            "borrowed quota, which guaranteed jobs reclaim by evicting them",
-            fix,
+            "" if within else "none-fits",
+            replicas=replicas,
+            cluster_queue=info.name,
+            flavor=flavor,
+            over=", ".join(over),
+            within=within,
         )
+
+
+_PROBLEM: Final = (
+    "{replicas} replicas need more than ClusterQueue {cluster_queue!r} has as nominal quota on flavor {flavor!r} "
+    "({over}), and Kueue admits each pod on its own: the replicas beyond it run on borrowed quota, which guaranteed "
+    "jobs reclaim by evicting them"
+)
+
+REPLICAS_BEYOND_NOMINAL: Final = Rule(
+    "replicas-beyond-nominal",
+    "Service replicas beyond nominal quota",
+    "cluster",
+    _replicas_beyond_nominal,
+    {
+        "": Message(
+            _PROBLEM,
+            "run at most {within} replicas to stay within the nominal quota, or ask the admins for more nominal "
+            "quota on {flavor!r}",
+        ),
+        "none-fits": Message(_PROBLEM, "ask the admins for nominal quota on {flavor!r} (not one replica fits in it)"),
+    },
+    NOT_EXPORTED,
+    default_action=Action.WARN,
+    requires=QUEUES | {"ResourceFlavors"},
+    kinds=frozenset({DEPLOYMENT}),
+    why="a Deployment's pods are admitted one by one: replicas beyond the team's nominal quota run on "
+    "borrowed quota that guaranteed jobs reclaim",
+)
+
+RULES: Final[tuple[Rule, ...]] = (REPLICAS_BEYOND_NOMINAL,)
