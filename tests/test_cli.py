@@ -265,6 +265,20 @@ def test_partial_failures_in_text_and_github(mixed: Path) -> None:
     assert sum(line.startswith("::error file=") for line in github.stdout.splitlines()) == 3 + 2
 
 
+def test_a_value_yaml_cannot_build_is_an_error_entry_and_the_file_beside_it_is_judged(tmp_path: Path) -> None:
+    """A 5000-digit integer used to end the run with a ValueError traceback (exit 1)."""
+    huge = load_jobset("rfc-4.6-static")
+    huge["spec"]["replicatedJobs"][0]["replicas"] = 7
+    (tmp_path / "a-huge.yaml").write_text(yaml.safe_dump(huge).replace("replicas: 7", "replicas: " + "9" * 5000))
+    write_yaml(tmp_path / "b-good.yaml", load_jobset("rfc-4.6-static"))
+    proc = cli("check", str(tmp_path), "--output", "json")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    document = json.loads(proc.stdout)
+    assert [(Path(r["source"]).name, r["allowed"]) for r in document["results"]] == [("b-good.yaml", True)]
+    (error,) = document["errors"]
+    assert Path(error["source"]).name == "a-huge.yaml" and "an integer of 5000 digits" in error["message"]
+
+
 def test_documents_before_a_syntax_error_are_still_judged(tmp_path: Path) -> None:
     path = tmp_path / "two.yaml"
     path.write_text(yaml.safe_dump(load_jobset("rfc-4.6-static")) + "---\nkind: [\n")

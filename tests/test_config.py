@@ -124,3 +124,10 @@ def test_exceptions_load_with_globs(tmp_path: Path) -> None:
     assert policy.exception_for("slice-topology-invalid", "kubemaker-2", "llm-pretrain-a3f8") is None
     assert policy.exception_for("suspend-forbidden", "anything", "at-all") is everywhere
     assert policy.exception_for("tpu-request-invalid", "kubemaker", "llm-pretrain-a3f8") is None
+
+
+def test_a_value_pyyaml_cannot_build_is_a_config_error(tmp_path: Path) -> None:
+    path = tmp_path / "policy.yaml"
+    path.write_text("server:\n  maxConnections: " + "9" * 5000 + "\n")
+    with pytest.raises(ConfigError, match="an integer of 5000 digits"):
+        load_policy(path)

@@ -63,3 +63,34 @@ def test_json_files_without_yaml_nodes_still_point_at_the_document(tmp_path: Pat
     (document,), errors = read_documents([str(path)])
     assert errors == [] and document.node is None and document.line == 1
     assert document.line_of(SPEC) == 1
+
+
+def test_a_value_pyyaml_cannot_build_is_an_error_at_its_line_and_the_next_file_is_read(tmp_path: Path) -> None:
+    """Valid YAML, but ``int()`` refuses 5000 digits: that file is an error entry, not an exception."""
+    (tmp_path / "a-huge.yaml").write_text("kind: A\n---\nspec:\n  replicas: " + "9" * 5000 + "\n")
+    (tmp_path / "b-good.yaml").write_text("kind: B\n")
+    documents, errors = read_documents([str(tmp_path)])
+    assert [d.data for d in documents] == [{"kind": "A"}, {"kind": "B"}]
+    (error,) = errors
+    assert (Path(error.source).name, error.line) == ("a-huge.yaml", 4)
+    assert error.problem == (
+        "cannot read the value at line 4, column 13: an integer of 5000 digits, more than the 4300 that can be "
+        "read (no Kubernetes field takes one); quote it if it is text"
+    )
+
+
+def test_dates_stay_strings_as_kubectl_reads_them(tmp_path: Path) -> None:
+    """Decided differently from the issue, which asked for an error entry for ``2001-13-45``:
+    kubectl (yaml.v2 under sigs.k8s.io/yaml) sends every date-like scalar as the string it
+    is, valid date or not, so that is what the webhook would judge; PyYAML's datetime (or
+    its ValueError for month 13) is neither."""
+    (tmp_path / "dates.yaml").write_text("metadata:\n  annotations: {when: 2001-13-45, day: 2001-12-14}\n")
+    (document,), errors = read_documents([str(tmp_path)])
+    assert errors == []
+    assert document.data["metadata"]["annotations"] == {"when": "2001-13-45", "day": "2001-12-14"}
+
+
+def test_nesting_too_deep_to_read_is_an_error_not_a_crash(tmp_path: Path) -> None:
+    (tmp_path / "deep.yaml").write_text("[" * 5000 + "]" * 5000)
+    documents, errors = read_documents([str(tmp_path)])
+    assert documents == [] and [e.problem for e in errors] == ["not readable: nested too deeply (thousands of levels)"]

@@ -3,6 +3,11 @@
 YAML and JSON, multi-document, ``kind: List`` expanded. Each document keeps its YAML node
 tree so a finding's field path can be turned into the line it is on (for ``--output
 github`` annotations).
+
+Values are read as kubectl reads them (``sigs.k8s.io/yaml``, on yaml.v2): a date-like
+scalar (``2001-12-14``, or ``2001-13-45``, which is no date) stays the string it is,
+and a value PyYAML cannot build (an integer of 5000 digits) is an error at its line,
+like a syntax error, never an exception out of the parser.
 """
 
 from __future__ import annotations
@@ -19,6 +24,45 @@ import yaml
 from webhook.kube.fieldpaths import FieldPath
 
 SUFFIXES = (".yaml", ".yml", ".json")
+
+
+class _UnreadableValue(yaml.constructor.ConstructorError):
+    """A well-formed scalar PyYAML cannot turn into a value (the YAML itself is valid)."""
+
+
+class ManifestLoader(yaml.SafeLoader):
+    """PyYAML's safe loader, reading values as kubectl does and failing only with ``YAMLError``.
+
+    - timestamps stay strings: yaml.v2, under kubectl, keeps every date-like scalar a
+      string when it decodes into untyped maps ("for backward compatibility"), so an
+      annotation ``when: 2001-12-14`` is the string the API server receives;
+    - a value whose constructor raises (``int()`` past Python's 4300-digit limit, or
+      anything else unforeseen) becomes a ``ConstructorError`` marked at its node.
+    """
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:
+            raise _UnreadableValue(None, None, _unreadable(node, exc), node.start_mark) from None
+
+
+def _unreadable(node: yaml.Node, exc: Exception) -> str:
+    text = str(node.value) if isinstance(node, yaml.ScalarNode) else ""
+    if node.tag == "tag:yaml.org,2002:int":
+        return (
+            f"an integer of {len(text.lstrip('+-'))} digits, more than the {sys.get_int_max_str_digits()} "
+            "that can be read (no Kubernetes field takes one); quote it if it is text"
+        )
+    shown = text if len(text) <= 40 else text[:40] + "..."
+    return f"{node.tag.rpartition(':')[2]} value {shown!r} cannot be read ({exc}); quote it if it is text"
+
+
+def _timestamp_as_text(loader: ManifestLoader, node: yaml.Node) -> str:
+    return str(loader.construct_scalar(node))  # type: ignore[arg-type]  # the tag is a scalar's
+
+
+ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 
 class SourceError(Exception):
@@ -66,7 +110,7 @@ def _parse(text: str, source: str) -> tuple[list[Document], SourceError | None]:
     tells the user more than dropping them would.
     """
     documents: list[Document] = []
-    loader = yaml.SafeLoader(text)
+    loader = ManifestLoader(text)
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -81,6 +125,8 @@ def _parse(text: str, source: str) -> tuple[list[Document], SourceError | None]:
             except ValueError:
                 pass
         return documents, _syntax_error(source, exc)
+    except RecursionError:
+        return documents, SourceError(source, "not readable: nested too deeply (thousands of levels)")
     finally:
         loader.dispose()
     return documents, None
@@ -91,10 +137,11 @@ def _syntax_error(source: str, exc: yaml.YAMLError) -> SourceError:
     if not isinstance(exc, yaml.MarkedYAMLError) or exc.problem_mark is None:
         return SourceError(source, f"not valid YAML or JSON: {' '.join(str(exc).split())}")
     mark = exc.problem_mark
+    where = f"(line {mark.line + 1}, column {mark.column + 1})"
+    if isinstance(exc, _UnreadableValue):
+        return SourceError(source, f"cannot read the value at {where[1:-1]}: {exc.problem}", mark.line + 1)
     what = ": ".join(part for part in (exc.context, exc.problem) if part)
-    return SourceError(
-        source, f"not valid YAML or JSON: {what} (line {mark.line + 1}, column {mark.column + 1})", mark.line + 1
-    )
+    return SourceError(source, f"not valid YAML or JSON: {what} {where}", mark.line + 1)
 
 
 def _expand(document: Document) -> Iterator[Document]:

@@ -21,6 +21,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationIn
 from pydantic.alias_generators import to_camel
 
 from webhook.kube.topology import Topology, TopologyError, parse_topology
+from webhook.objects.sources import ManifestLoader
 from webhook.policy.findings import Action
 
 Mode = Literal["static", "dynamic"]
@@ -357,7 +358,10 @@ def load_policy(path: str | Path | None, rule_ids: Collection[str] | None = None
     except OSError as exc:
         raise ConfigError(f"{path}: cannot read the policy config: {exc.strerror}") from None
     try:
-        data = yaml.safe_load(text)
+        # read as manifests are: a value PyYAML cannot build (a 5000-digit integer) is a YAMLError too
+        data = yaml.load(text, Loader=ManifestLoader)
     except yaml.YAMLError as exc:
         raise ConfigError(f"{path}: the policy config is not valid YAML: {exc}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: the policy config is nested too deeply to read") from None
     return policy_from_mapping(data, str(path), rule_ids)
