@@ -173,6 +173,86 @@ def test_directories_are_read_recursively(tmp_path: Path) -> None:
     assert sorted(Path(r["source"]).name for r in results(proc)) == ["job.json", "job.yml"]
 
 
+def test_likely_typos_get_a_did_you_mean_and_fail_only_strict(tmp_path: Path) -> None:
+    """``kind: Jobset`` was skipped and ``kubemakr`` admitted without checks, both without a word."""
+    misspelt = load_jobset("rfc-4.6-static")
+    misspelt["kind"] = "Jobset"
+    core_job = load_job("rfc-job-static")
+    core_job["apiVersion"] = "v1"
+    volcano = {"apiVersion": "batch.volcano.sh/v1alpha1", "kind": "Job", "metadata": {"name": "vc"}}
+    namespace = load_jobset("rfc-4.6-static")
+    namespace["metadata"]["namespace"] = "kubemakr"
+    path = tmp_path / "jobs.yaml"
+    path.write_text(yaml.safe_dump_all([misspelt, core_job, volcano, namespace]))
+    lenient = cli("check", str(path), "--output", "json")
+    assert lenient.returncode == 0  # exit codes as they were
+    misspelt_r, core_r, volcano_r, namespace_r = results(lenient)
+    assert misspelt_r["skipped"].endswith("; did you mean kind: JobSet?")
+    assert core_r["skipped"].endswith("; did you mean apiVersion: batch/v1?")
+    assert "did you mean" not in volcano_r["skipped"]  # another API's Job, no typo
+    assert namespace_r["warnings"][0].endswith("admitted without checks; did you mean 'kubemaker'?")
+    strict = cli("check", str(path), "--output", "json", "--strict")
+    assert strict.returncode == 1
+    assert json.loads(strict.stdout)["strictFailures"] == [
+        "1 object(s) with warnings",
+        "2 skipped document(s) that look like a mistake",
+    ]
+    text = cli("check", str(path))
+    assert "Jobset kubemaker/llm-pretrain-a3f8: skipped (not a JobSet, Job or Deployment " in text.stdout
+    tier = cli("check", str(path), "--tier", "prodution")
+    assert tier.returncode == 2 and "did you mean 'production'?" in tier.stderr
+
+
+def test_a_directory_walk_names_the_files_it_left_out(tmp_path: Path) -> None:
+    """``*.YAML`` and ``*.txt`` were left out without a word. The case counts, as for
+    ``kubectl apply -R`` (which reads only .json, .yaml, .yml): check judges what kubectl
+    would apply, and names the rest; hidden files and directories (``.git``) are not named."""
+    write_yaml(tmp_path / "job.yaml", load_jobset("rfc-4.6-static"))
+    write_yaml(tmp_path / "sub" / "upper.YAML", load_jobset("falcon-before-migration"))
+    (tmp_path / "notes.txt").write_text("kind: JobSet\n")
+    (tmp_path / ".git").mkdir()
+    (tmp_path / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (tmp_path / ".env").write_text("A=1\n")
+    proc = cli("check", str(tmp_path), "--output", "json")
+    assert proc.returncode == 0
+    left_out = [str(tmp_path / "notes.txt"), str(tmp_path / "sub" / "upper.YAML")]
+    assert json.loads(proc.stdout)["leftOut"] == left_out
+    text = cli("check", str(tmp_path)).stdout.splitlines()
+    assert text[-2] == (
+        "note: 2 file(s) in the directories were not read: only .yaml, .yml and .json files are, as by kubectl "
+        f"apply -R (the case counts; name a file to read it anyway): {', '.join(left_out)}"
+    )
+    github = cli("check", str(tmp_path), "--output", "github").stdout.splitlines()
+    assert github[-2].startswith("::notice title=tpu-admission%3A not read::note: 2 file(s)")
+    named = cli("check", str(tmp_path / "sub" / "upper.YAML"), "--output", "json")
+    assert named.returncode == 1 and "leftOut" not in json.loads(named.stdout)  # named, so read
+
+
+def test_a_list_or_scalar_document_is_not_an_object_and_a_cluster_scoped_one_has_no_namespace() -> None:
+    """Both showed as ``(no kind) default/``; a Namespace as ``Namespace default/team``."""
+    text = "- a\n- b\n---\nhello\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
+    proc = cli("check", "-", stdin=text)
+    assert proc.returncode == 0
+    assert proc.stdout.splitlines()[:3] == [
+        "<stdin>:1: (not an object): skipped (a YAML list, not a Kubernetes object (a mapping with apiVersion "
+        "and kind))",
+        "<stdin>:4: (not an object): skipped (a YAML string, not a Kubernetes object (a mapping with apiVersion "
+        "and kind))",
+        "<stdin>:6: Namespace team: skipped (not a JobSet, Job or Deployment (v1 Namespace))",
+    ]
+    as_json = results(cli("check", "-", "--output", "json", stdin=text))
+    assert [(r["kind"], r["namespace"], r["name"]) for r in as_json] == [
+        ("", "", ""),
+        ("", "", ""),
+        ("Namespace", "", "team"),
+    ]
+    strict = cli("check", "-", "--strict", "--output", "json", stdin=text)
+    assert json.loads(strict.stdout)["strictFailures"] == [
+        "2 skipped document(s) that look like a mistake",
+        "nothing was checked",
+    ]
+
+
 def test_tier_and_namespace_labels_flags() -> None:
     dev_job = str(JOBSETS / "falcon-migration.yaml")
     as_production = cli("check", dev_job, "--mode", "dynamic", "--tier", "production", "--output", "json")

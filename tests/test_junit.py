@@ -84,3 +84,19 @@ def test_junit_survives_control_characters_in_values(tmp_path: Path) -> None:
     proc = cli("check", str(path), "--output", "junit")
     assert proc.returncode == 1
     JUNIT.validate(proc.stdout)
+
+
+def test_junit_under_strict_fails_a_skipped_document_that_looks_like_a_mistake(tmp_path: Path) -> None:
+    misspelt = load_jobset("rfc-4.6-static")
+    misspelt["kind"] = "Jobset"
+    path = write_yaml(tmp_path / "job.yaml", misspelt)
+    lenient = ET.fromstring(cli("check", str(path), "--output", "junit").stdout)
+    assert [(c.tag, c.get("message", "")[-26:]) for c in lenient.iter("skipped")] == [
+        ("skipped", "did you mean kind: JobSet?")
+    ]
+    proc = cli("check", str(path), "--output", "junit", "--strict")
+    assert proc.returncode == 1
+    JUNIT.validate(proc.stdout)
+    failure, nothing = ET.fromstring(proc.stdout).iter("failure")
+    assert failure.get("type") == "mistake" and failure.get("message", "").endswith("did you mean kind: JobSet?")
+    assert nothing.get("message") == "--strict: nothing was checked"

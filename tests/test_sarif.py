@@ -101,3 +101,18 @@ def test_an_excepted_finding_is_an_externally_suppressed_warning(tmp_path: Path)
     assert excepted["level"] == "warning"
     assert excepted["suppressions"] == [{"kind": "external", "justification": "OPS-42"}]
     assert all(r["level"] == "error" and "suppressions" not in r for r in by_rule.values())
+
+
+def test_sarif_notes_likely_mistakes_and_the_files_left_out(tmp_path: Path) -> None:
+    misspelt = load_jobset("rfc-4.6-static")
+    misspelt["kind"] = "Jobset"
+    write_yaml(tmp_path / "job.yaml", misspelt)
+    (tmp_path / "notes.txt").write_text("not a manifest\n")
+    proc = cli("check", str(tmp_path), "--output", "sarif")
+    document = json.loads(proc.stdout)
+    SARIF.validate(document)
+    notifications = document["runs"][0]["invocations"][0]["toolExecutionNotifications"]
+    assert [(n["level"], n["message"]["text"][:40]) for n in notifications] == [
+        ("warning", "Jobset/kubemaker/llm-pretrain-a3f8: skip"),
+        ("note", "note: 1 file(s) in the directories were "),
+    ]

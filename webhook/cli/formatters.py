@@ -18,6 +18,8 @@ __all__ = ["FORMATTERS", "CheckResult", "Report"]
 
 
 def _label(result: CheckResult) -> str:
+    if not isinstance(result.document.data, dict):
+        return "(not an object)"
     where = f"{result.namespace}/{result.name}" if result.namespace else result.name or "(unnamed)"
     return f"{result.kind or '(no kind)'} {where}"
 
@@ -41,6 +43,8 @@ def text(report: Report) -> str:
     for error in report.errors:
         where = f"{error.source}:{error.line}" if error.line else error.source
         blocks.append(f"{where}: error: {error.problem}")
+    if report.left_out:
+        blocks.append(report.left_out_line())
     blocks.append(report.summary_line())
     return "\n".join(blocks)
 
@@ -77,7 +81,9 @@ def as_json(report: Report) -> str:
             record["skipped"] = result.skipped
         out.append(record)
     errors = [{"source": e.source, "line": e.line, "message": e.problem} for e in report.errors]
-    document = {"results": out, "errors": errors, "summary": report.summary()}
+    document: dict[str, object] = {"results": out, "errors": errors, "summary": report.summary()}
+    if report.left_out:
+        document["leftOut"] = report.left_out
     if report.strict:
         document["strictFailures"] = report.strict_failures()
     return json.dumps(document, indent=2, ensure_ascii=False)
@@ -105,10 +111,17 @@ def github(report: Report) -> str:
         for notice in result.notices:
             title = _escape(f"tpu-admission ({_label(result)})", True)
             lines.append(f"::warning file={file},line={doc.line},title={title}::{_escape(notice)}")
+        if result.mistake:
+            title = _escape(f"tpu-admission ({_label(result)})", True)
+            lines.append(
+                f"::warning file={file},line={doc.line},title={title}::{_escape('skipped: ' + result.skipped)}"
+            )
     for error in report.errors:
         where = f"file={_escape(error.source, True)}" + (f",line={error.line}" if error.line else "")
         title = _escape("tpu-admission: input not read", True)
         lines.append(f"::error {where},title={title}::{_escape(error.problem)}")
+    if report.left_out:
+        lines.append(f"::notice title={_escape('tpu-admission: not read', True)}::{_escape(report.left_out_line())}")
     for reason in report.strict_failures():
         # not tied to a line, but the job fails because of it: say so where annotations show
         lines.append(f"::error title={_escape('tpu-admission --strict', True)}::{_escape(reason)}")

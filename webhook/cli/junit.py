@@ -43,6 +43,9 @@ def _testcase(suite: ET.Element, result: CheckResult, strict: bool) -> tuple[int
     )
     decision = result.decision
     if decision is None:
+        if strict and result.mistake:  # --strict fails the run on it: the report says so where it is
+            ET.SubElement(case, "failure", type="mistake", message=_clean(f"--strict: skipped: {result.skipped}"))
+            return 1, 0
         ET.SubElement(case, "skipped", message=_clean(result.skipped))
         return 0, 1
     mode = f"tier {decision.tier or 'none'}, mode {result.mode}"

@@ -31,6 +31,11 @@ from webhook.policy.config import ConfigError, Policy
 from webhook.rules.catalog import RULES, load_policy, markdown_table
 from webhook.serving import certs, logsink
 from webhook.serving.logsink import BufferedJsonHandler
+from webhook.policy.config import ConfigError, Policy, load_policy
+from webhook.cli.formatters import FORMATTERS
+from webhook.objects.kinds import kind_of_document, likely_meant
+from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
+from webhook.kube.typos import did_you_mean
 
 __all__ = ["EXIT_DENIED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 #: a process killed by SIGPIPE exits 128 + 13 in a shell; we end the same way, quietly
@@ -66,25 +71,38 @@ def run_check(args: argparse.Namespace) -> int:
     if args.mode:
         policy = policy.model_copy(update={"mode": args.mode})
     if args.tier is not None and args.tier not in policy.tiers:
-        raise UsageError(f"--tier {args.tier!r} is not a configured tier ({', '.join(policy.tiers)})")
+        meant = did_you_mean(args.tier, policy.tiers)
+        hint = f"; did you mean {meant!r}?" if meant else ""
+        raise UsageError(f"--tier {args.tier!r} is not a configured tier ({', '.join(policy.tiers)}){hint}")
     labels = _parse_labels(args.namespace_labels) if args.namespace_labels is not None else None
     cluster = _load_cluster_state(args.cluster_state, policy) if args.cluster_state else None
-    documents, errors = read_documents(args.paths)
+    left_out: list[str] = []
+    documents, errors = read_documents(args.paths, left_out)
 
-    report = Report(errors=errors, mode=policy.mode, mode_source=mode_source, strict=args.strict)
+    report = Report(errors=errors, mode=policy.mode, mode_source=mode_source, strict=args.strict, left_out=left_out)
     for document in documents:
         data: Any = document.data
-        kind = str(data.get("kind", "")) if isinstance(data, dict) else ""
-        api_version = str(data.get("apiVersion", "")) if isinstance(data, dict) else ""
-        metadata = data.get("metadata") if isinstance(data, dict) else None
+        if not isinstance(data, dict):  # kubectl refuses these: no kind, no object
+            reason = f"{_yaml_type(data)}, not a Kubernetes object (a mapping with apiVersion and kind)"
+            report.results.append(CheckResult(document, "", "", "", None, reason, policy.mode, mistake=True))
+            continue
+        kind = str(data.get("kind", ""))
+        api_version = str(data.get("apiVersion", ""))
+        metadata = data.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
         name = str(metadata.get("name") or metadata.get("generateName") or "")
-        namespace = str(metadata.get("namespace") or "default")  # kubectl's default namespace
         judged = kind_of_document(data)
         if judged is None:
+            # Only a namespace it names: a skipped kind may be cluster-scoped (a Namespace, a ClusterQueue).
+            namespace = str(metadata.get("namespace") or "")
             reason = f"not a JobSet, Job or Deployment ({api_version or 'no apiVersion'} {kind or 'no kind'})"
-            report.results.append(CheckResult(document, kind, namespace, name, None, reason, policy.mode))
+            meant = likely_meant(data)
+            reason += f"; {meant}" if meant else ""
+            report.results.append(
+                CheckResult(document, kind, namespace, name, None, reason, policy.mode, mistake=meant is not None)
+            )
             continue
+        namespace = str(metadata.get("namespace") or "default")  # kubectl's default namespace
         facts = AdmissionFacts(
             operation="CREATE",
             stage="mutate",
@@ -101,6 +119,12 @@ def run_check(args: argparse.Namespace) -> int:
             print(f"tpu-admission: {error}", file=sys.stderr)
     _emit(FORMATTERS[args.output](report))
     return report.exit_code()
+
+
+def _yaml_type(data: Any) -> str:
+    if isinstance(data, list):
+        return "a YAML list"
+    return {bool: "a YAML boolean", str: "a YAML string"}.get(type(data), f"a YAML {type(data).__name__}")
 
 
 def _emit(text: str) -> None:
@@ -284,9 +308,12 @@ exit codes:
 
 _CHECK_HELP = f"""\
 Judge manifests exactly as the webhook's mutating path would on CREATE, without a
-cluster: YAML or JSON, multi-document, kind: List expanded, directories read
-recursively, - for stdin. Objects that are not JobSets are reported as skipped. A file
-that cannot be read is reported as an error and every other file is still judged.
+cluster: YAML or JSON, multi-document, kind: List expanded, - for stdin. Directories
+are read recursively: files ending in .yaml, .yml or .json (the case counts, as for
+kubectl apply -R); the files left out are named (hidden ones aside). JobSets, Jobs and
+Deployments are judged; other documents are reported as skipped, with "did you mean"
+when the kind, apiVersion or namespace is one edit from a known one. A file that
+cannot be read is reported as an error and every other file is still judged.
 
 examples:
   tpu-admission check jobs/ --mode dynamic
@@ -298,7 +325,9 @@ examples:
 
 exit codes:
   0  everything admitted (with --strict: and no warnings, and something was checked)
-  1  something denied (with --strict: also any warning, or nothing checked)
+  1  something denied (with --strict: also any warning, a skipped document that looks
+     like a mistake (a misspelt kind or apiVersion, a YAML list or scalar), or nothing
+     checked)
 {_EXIT_USAGE_LINE}
      (every other file is still judged and reported first)
 """
@@ -423,7 +452,7 @@ def _add_check(commands: Any) -> None:
         "--strict",
         action="store_true",
         help="fail (exit 1) on warnings too: an unknown tier, skipped cluster checks, warn-level findings, "
-        "nothing checked",
+        "a skipped document that looks like a mistake, nothing checked",
     )
     check.add_argument("--output", choices=list(FORMATTERS), default="text", help="report format (default: text)")
     check.set_defaults(run=run_check)

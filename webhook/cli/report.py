@@ -13,6 +13,8 @@ from webhook.objects.sources import Document, SourceError
 from webhook.policy.findings import Action, Finding
 
 EXIT_OK, EXIT_DENIED, EXIT_USAGE = 0, 1, 2
+#: how many of the files left out the one-line formats name
+_NAMED = 10
 
 
 @dataclass(slots=True)
@@ -25,6 +27,9 @@ class CheckResult:
     skipped: str = ""
     #: the mode that judged it (static or dynamic)
     mode: str = ""
+    #: skipped, but likely a mistake: a misspelt kind or apiVersion of a judged kind, or a
+    #: document that is not an object at all (``skipped`` says which); fails ``--strict``
+    mistake: bool = False
 
     @property
     def allowed(self) -> bool:
@@ -36,8 +41,11 @@ class CheckResult:
 
     @property
     def label(self) -> str:
-        """``kind/namespace/name``: how the object is named in every format."""
-        return f"{self.kind or '(no kind)'}/{self.namespace}/{self.name or '(unnamed)'}"
+        """``kind/namespace/name`` (``kind/name`` without a namespace): how the object is named in every format."""
+        if not isinstance(self.document.data, dict):
+            return "(not an object)"
+        where = f"{self.namespace}/" if self.namespace else ""
+        return f"{self.kind or '(no kind)'}/{where}{self.name or '(unnamed)'}"
 
     @property
     def reported(self) -> list[Finding]:
@@ -71,6 +79,8 @@ class Report:
     #: where the mode came from: ``--mode``, ``config`` or ``default``
     mode_source: str = "default"
     strict: bool = False
+    #: files a directory walk did not read (not ``.yaml``, ``.yml`` or ``.json``)
+    left_out: list[str] = field(default_factory=list)
 
     @property
     def checked(self) -> list[CheckResult]:
@@ -95,6 +105,9 @@ class Report:
         reasons = []
         if counts["warned"]:
             reasons.append(f"{counts['warned']} object(s) with warnings")
+        mistakes = sum(r.mistake for r in self.results)
+        if mistakes:
+            reasons.append(f"{mistakes} skipped document(s) that look like a mistake")
         if not counts["checked"]:
             reasons.append("nothing was checked")
         return reasons
@@ -121,3 +134,12 @@ class Report:
         elif not counts["checked"]:
             text += "; nothing was checked"
         return text
+
+    def left_out_line(self) -> str:
+        """One line naming the files a directory walk did not read, and which ones it reads."""
+        files = self.left_out
+        named = ", ".join(files[:_NAMED]) + (f" and {len(files) - _NAMED} more" if len(files) > _NAMED else "")
+        return (
+            f"note: {len(files)} file(s) in the directories were not read: only .yaml, .yml and .json files are, "
+            f"as by kubectl apply -R (the case counts; name a file to read it anyway): {named}"
+        )

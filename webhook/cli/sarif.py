@@ -108,6 +108,16 @@ def sarif(report: Report) -> str:
                     "locations": [_location(result.document.source, result.document.line, result.label)],
                 }
             )
+        if result.mistake:
+            notifications.append(
+                {
+                    "level": "warning",
+                    "message": {"text": f"{result.label}: skipped: {result.skipped}"},
+                    "locations": [_location(result.document.source, result.document.line, result.label)],
+                }
+            )
+    if report.left_out:
+        notifications.append({"level": "note", "message": {"text": report.left_out_line()}})
     for reason in report.strict_failures():
         notifications.append({"level": "error", "message": {"text": f"--strict fails the run: {reason}"}})
     run = {

@@ -12,6 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
+from webhook.typos import did_you_mean
+
 JOBSET: Final = "JobSet"
 JOB: Final = "Job"
 DEPLOYMENT: Final = "Deployment"
@@ -56,3 +58,29 @@ def kind_of_document(data: Any) -> str | None:
         return None
     group = api_version.rpartition("/")[0]  # "batch/v1" -> "batch"; "v1" -> "" (core)
     return judged_kind(group, kind)
+
+
+def likely_meant(data: Any) -> str | None:
+    """For a manifest that is not judged: ``"did you mean kind: JobSet?"`` when it looks like a
+    misspelt JobSet, Job or Deployment, else ``None``.
+
+    The kind is one edit from a judged kind (``Jobset``, ``Deploymnet``), or is one with an
+    apiVersion that is core (``v1``), missing, or one edit from the right group. A kind of
+    that name from another API group (Volcano's ``batch.volcano.sh`` Job) is no typo.
+    """
+    if not isinstance(data, dict):
+        return None
+    kind, api_version = data.get("kind"), data.get("apiVersion")
+    if not isinstance(kind, str):
+        return None
+    group = api_version.rpartition("/")[0] if isinstance(api_version, str) else ""
+    meant = kind if kind in JUDGED else did_you_mean(kind, ORDER)
+    if meant is None:
+        return None
+    target = JUDGED[meant]
+    if group and group != target.group and did_you_mean(group, (target.group,)) is None:
+        return None
+    fixes = [f"kind: {meant}"] if meant != kind else []
+    if group != target.group or not isinstance(api_version, str) or "/" not in api_version:
+        fixes.append(f"apiVersion: {target.group}/{target.version}")
+    return f"did you mean {' and '.join(fixes)}?" if fixes else None

@@ -159,17 +159,30 @@ def _expand(document: Document) -> Iterator[Document]:
         yield document
 
 
-def _files(path: Path) -> Iterable[Path]:
-    if path.is_dir():
-        return sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES)
-    return [path]
+def _files(path: Path, left_out: list[str] | None = None) -> Iterable[Path]:
+    """A file as given, or a directory's files that end in ``SUFFIXES`` (the case counts, as
+    for ``kubectl apply -R``: ``.YAML`` is not read); the others go in ``left_out``, but
+    for those in hidden directories or hidden themselves (``.git``): tool state, not
+    manifests someone forgot."""
+    if not path.is_dir():
+        return [path]
+    files = []
+    for file in sorted(path.rglob("*")):
+        if not file.is_file():
+            continue
+        if file.suffix in SUFFIXES:
+            files.append(file)
+        elif left_out is not None and not any(part.startswith(".") for part in file.relative_to(path).parts):
+            left_out.append(str(file))
+    return files
 
 
-def read_documents(paths: Iterable[str]) -> tuple[list[Document], list[SourceError]]:
+def read_documents(paths: Iterable[str], left_out: list[str] | None = None) -> tuple[list[Document], list[SourceError]]:
     """Every document that can be read, and one error per path or file that cannot.
 
     One bad file must not hide the verdicts on all the others (a CI run over a
-    directory), so errors are collected, not raised.
+    directory), so errors are collected, not raised. ``left_out`` receives the files a
+    directory walk did not read (see ``_files``).
     """
     documents: list[Document] = []
     errors: list[SourceError] = []
@@ -184,7 +197,7 @@ def read_documents(paths: Iterable[str]) -> tuple[list[Document], list[SourceErr
             if not path.exists():
                 errors.append(SourceError(raw, "no such file or directory"))
                 continue
-            files = _files(path)
+            files = _files(path, left_out)
         except OSError as exc:
             errors.append(SourceError(raw, f"cannot read: {exc.strerror or exc}"))
             continue

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 from webhook.policy.config import Policy
+from webhook.kube.typos import did_you_mean
 
 
 @dataclass(slots=True)  # per request: a frozen __init__ costs a setattr call per field
@@ -40,17 +41,21 @@ def resolve_tier(
     mapped = policy.namespace_tiers.get(namespace)
     if mapped is not None:
         return TierResolution(mapped)
+    meant = did_you_mean(namespace, policy.namespace_tiers)
     return TierResolution(
         None,
         f"the tier of namespace {namespace!r} could not be determined (no tier in the request "
-        "path, namespace labels unknown, not in namespaceTiers); admitted without checks",
+        "path, namespace labels unknown, not in namespaceTiers); admitted without checks"
+        + (f"; did you mean {meant!r}?" if meant is not None else ""),
     )
 
 
 def _known(policy: Policy, tier: str, where: str) -> TierResolution:
     if tier in policy.tiers:
         return TierResolution(tier)
+    meant = did_you_mean(tier, policy.tiers)
     return TierResolution(
         None,
-        f"tier {tier!r}{where} is not configured (known: {', '.join(policy.tiers)}); admitted without checks",
+        f"tier {tier!r}{where} is not configured (known: {', '.join(policy.tiers)}); admitted without checks"
+        + (f"; did you mean {meant!r}?" if meant is not None else ""),
     )
