@@ -80,6 +80,9 @@ class Reader:
     def count(self, value: Any, path: FieldPath, default: int | None) -> int | None:
         if value is None:
             return default
+        if type(value) is float and value.is_integer():
+            # 16.0 is the number 16 in JSON, and what kubectl sends for it (YAML 16.0 -> JSON 16)
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             self.bad(path, f"must be an integer, got {_type(value)}", "write a whole number")
             return default
