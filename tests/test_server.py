@@ -177,6 +177,14 @@ MALFORMED: list[tuple[str, bytes, int, str]] = [
         400,
         "groups",
     ),
+    (
+        # valid JSON (it was "body is not valid JSON"); the API server never sends such a number
+        "an integer of 5001 digits",
+        b'{"kind": "AdmissionReview", "apiVersion": "admission.k8s.io/v1", '
+        b'"request": {"uid": "u", "operation": "CREATE", "object": {"spec": {"replicas": 1' + b"0" * 5000 + b"}}}}",
+        400,
+        "body holds an integer of more than 4300 digits; no AdmissionReview field takes one",
+    ),
 ]
 
 
@@ -216,6 +224,19 @@ def test_unknown_tier_in_the_path_is_404(static_server: RunningServer, client: h
 
 def test_get_on_an_admission_endpoint_is_405(static_server: RunningServer, client: httpx.Client) -> None:
     assert client.get(f"{static_server.url}/mutate").status_code == 405
+
+
+def test_a_wrong_method_or_path_is_json_like_every_other_refusal(
+    static_server: RunningServer, client: httpx.Client
+) -> None:
+    """The README says refusals are ``{"error": ...}``; Starlette's 404 and 405 were plain text."""
+    wrong_method = client.get(f"{static_server.url}/mutate")
+    assert wrong_method.status_code == 405 and wrong_method.headers["allow"] == "POST"
+    assert wrong_method.headers["content-type"] == "application/json"
+    assert wrong_method.json() == {"error": "method GET is not allowed on /mutate; use POST"}
+    no_path = client.post(f"{static_server.url}/mutat", json={})
+    assert no_path.status_code == 404 and no_path.headers["content-type"] == "application/json"
+    assert no_path.json()["error"].startswith("no such path /mutat; served: POST /mutate, POST /mutate/{tier}, ")
 
 
 def test_probes(static_server: RunningServer, client: httpx.Client) -> None:

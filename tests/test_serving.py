@@ -380,7 +380,7 @@ def test_mtls_without_a_certificate_reaches_the_probes_only(
             reply = conn.getresponse()
             assert (path, reply.status) == (path, status)
             if status == 403:
-                assert reply.read() == b"a client certificate is required for this path"
+                assert json.loads(reply.read()) == {"error": "a client certificate is required for this path"}
         finally:
             conn.close()
 
@@ -643,7 +643,9 @@ def test_a_request_that_does_not_arrive_gets_408_and_the_connection_ends(
 ) -> None:
     with tls_connection(strict_server.port, server_files.ca) as conn:
         conn.sendall(sent)
-        assert read_until_closed(conn).startswith(b"HTTP/1.1 408 Request Timeout\r\n")
+        reply = read_until_closed(conn)
+    assert reply.startswith(b"HTTP/1.1 408 Request Timeout\r\ncontent-type: application/json\r\n")
+    assert reply.endswith(b'\r\n\r\n{"error":"the request did not arrive in time"}')
 
 
 def test_a_body_that_stops_coming_ends_the_connection(
@@ -672,7 +674,7 @@ def test_headers_over_the_cap_get_431(strict_server: RunningServer, server_files
             conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nX-Pad: " + b"x" * 1024 * 1024)
         reply = read_until_closed(conn)
     assert reply.startswith(b"HTTP/1.1 431 Request Header Fields Too Large\r\n")
-    assert reply.endswith(b"request headers over 2048 bytes")
+    assert reply.endswith(b'{"error":"request headers over 2048 bytes"}')
 
 
 def test_idle_keep_alive_connections_are_closed(

@@ -18,6 +18,7 @@ from typing import Any
 
 import msgspec
 from starlette.applications import Starlette
+from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
@@ -243,7 +244,21 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
     ]
     if serve_metrics:
         routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))
-    router = Starlette(routes=routes)
+    served = ", ".join(f"{'/'.join(sorted(route.methods or ()))} {route.path}" for route in routes)
+
+    async def refused(request: Request, exc: Exception) -> Response:
+        """Starlette's 404 and 405, as JSON ``{"error": ...}`` like every other refusal (they were text)."""
+        status = getattr(exc, "status_code", 404)
+        headers = getattr(exc, "headers", None)
+        path = request.url.path if len(request.url.path) <= 200 else request.url.path[:200] + "..."
+        if status == 405:
+            allowed = (headers or {}).get("Allow", "")
+            reason = f"method {request.method} is not allowed on {path}; use {allowed}"
+        else:
+            reason = f"no such path {path}; served: {served}"
+        return Response(encode({"error": reason}), status, headers, media_type="application/json")
+
+    router = Starlette(routes=routes, exception_handlers={HTTPException: refused})
 
     async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
         """POST /mutate, /validate and their ``/<tier>`` forms go straight to ``admit``:

@@ -54,6 +54,7 @@ from starlette.types import ASGIApp
 from webhook.policy.config import ServerPolicy
 from webhook.serving.app import ServerState, create_app
 from webhook.serving.metrics_port import MetricsListener
+from webhook.wire.jsonwire import encode
 
 log = logging.getLogger("tpu_admission.serving")
 
@@ -306,13 +307,14 @@ def _guarded(
             if self.transport is None or self.transport.is_closing():
                 return
             if self.cycle is None or self.cycle.response_complete or not self.cycle.response_started:
-                self._write_status(408, b"the request did not arrive in time")
+                self._write_status(408, "the request did not arrive in time")
             self.transport.close()
 
-        def _write_status(self, status: int, text: bytes) -> None:
+        def _write_status(self, status: int, text: str) -> None:
+            body = encode({"error": text})  # JSON, as every other refusal of the server
             self.transport.write(
-                b"HTTP/1.1 %d %s\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: %d\r\n"
-                b"connection: close\r\n\r\n%s" % (status, _REASONS[status], len(text), text)
+                b"HTTP/1.1 %d %s\r\ncontent-type: application/json\r\ncontent-length: %d\r\n"
+                b"connection: close\r\n\r\n%s" % (status, _REASONS[status], len(body), body)
             )
 
         def data_received(self, data: bytes) -> None:
@@ -326,7 +328,7 @@ def _guarded(
                 self._header_bytes += len(data)
             super().data_received(data)
             if self._reading != BODY and self._header_bytes > max_header and not self.transport.is_closing():
-                self._write_status(431, b"request headers over %d bytes" % max_header)
+                self._write_status(431, f"request headers over {max_header} bytes")
                 self.transport.close()
 
         def on_headers_complete(self) -> None:
@@ -375,7 +377,7 @@ def _guarded(
             # uvicorn's answer to a parser error, which is how a callback ends a request.
             if not self._refusal:
                 return super().send_400_response(msg)  # type: ignore[no-any-return]
-            self._write_status(self._refusal, b"a client certificate is required for this path")
+            self._write_status(self._refusal, "a client certificate is required for this path")
             self.transport.close()
 
     return GuardedProtocol
@@ -451,10 +453,17 @@ class _DrainingServer(uvicorn.Server):
     """uvicorn, but SIGTERM first turns readiness off and keeps serving for a while."""
 
     def __init__(
-        self, config: uvicorn.Config, state: ServerState, drain_seconds: float, metrics_port: int | None = None
+        self,
+        config: uvicorn.Config,
+        state: ServerState,
+        drain_seconds: float,
+        metrics_port: int | None = None,
+        sock: socket.socket | None = None,
     ) -> None:
         super().__init__(config)
         self.state = state
+        #: bound already (``listen_socket``), so a port in use is found before anything is announced
+        self.sock = sock
         self.metrics_port = metrics_port
         self.metrics: MetricsListener | None = None
         self.drain_seconds = drain_seconds
@@ -484,7 +493,7 @@ class _DrainingServer(uvicorn.Server):
                 config=config, server_state=self.server_state, app_state=self.lifespan.state, _loop=_loop
             )
 
-        sock = sockets[0] if sockets else config.bind_socket()
+        sock = sockets[0] if sockets else self.sock or config.bind_socket()
         server = await asyncio.get_running_loop().create_server(
             create_protocol,
             sock=sock,
@@ -526,13 +535,15 @@ def build_server(
     access_log: bool = False,
     metrics_port: int | None = None,
     app: ASGIApp | None = None,
+    sock: socket.socket | None = None,
 ) -> tuple[uvicorn.Server, CertificateReloader]:
     """A ready-to-run uvicorn server on our TLS context, and the reloader of that context.
 
     With ``metrics_port``, ``/metrics`` is served there (plain HTTP, same host) and not on
     the HTTPS port. ``app`` replaces the webhook's app on the same serving stack (TLS,
     connection guard, drain): ``bench/stages.py`` serves cut-down apps that way to price
-    each stage of a request.
+    each stage of a request. ``sock``: a socket ``listen_socket`` bound (else bound at start).
+    Raises ``OSError`` or ``ssl.SSLError`` when the certificate files cannot be used.
     """
     reloader_seen = CertificateReloader.stamp_files(tls)  # before loading: never miss a swap
     context = make_ssl_context(tls)
@@ -562,7 +573,7 @@ def build_server(
     config.http_protocol_class = _guarded(
         config.http_protocol_class, limits, tls.client_ca is not None, frozenset(tls.client_names)
     )
-    server = _DrainingServer(config, state, drain_seconds, metrics_port)
+    server = _DrainingServer(config, state, drain_seconds, metrics_port, sock)
     return server, CertificateReloader(context, tls, reloader_seen)
 
 
@@ -603,6 +614,19 @@ def _on_sighup(loop: asyncio.AbstractEventLoop, reloader: CertificateReloader) -
         signal.signal(signal.SIGHUP, previous)
 
     return restore
+
+
+def listen_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (as uvicorn binds one), or ``OSError`` (port in use ...)."""
+    sock = socket.socket(family=socket.AF_INET6 if ":" in host else socket.AF_INET)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    sock.set_inheritable(True)
+    return sock
 
 
 async def serve(state: ServerState, host: str, port: int, tls: TlsSettings, **options: Any) -> None:

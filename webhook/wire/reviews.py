@@ -19,6 +19,7 @@ ways and compares the bytes.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import msgspec
@@ -229,8 +230,13 @@ def parse_review_general(body: bytes) -> AdmissionRequest:
     """The general path: ``json.loads`` (NaN, UTF-16, lone surrogates) and a check per field."""
     try:
         data = json.loads(body)
-    except (UnicodeDecodeError, ValueError) as exc:
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReviewError(f"body is not valid JSON: {exc}") from None
+    except ValueError:  # valid JSON, but ``int()`` refuses an integer that long
+        raise ReviewError(
+            f"body holds an integer of more than {sys.get_int_max_str_digits()} digits; no AdmissionReview "
+            "field takes one (the API server reads integers as 64-bit)"
+        ) from None
     except RecursionError:
         raise ReviewError("body is nested too deeply to be an AdmissionReview") from None
     if not isinstance(data, dict):
