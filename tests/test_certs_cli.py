@@ -8,6 +8,8 @@ import json
 import socket
 import ssl
 import stat
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -137,3 +139,71 @@ def test_issue_makes_client_certificates_for_mtls() -> None:
     assert list(cert.extensions.get_extension_for_class(x509.ExtendedKeyUsage).value) == [
         ExtendedKeyUsageOID.CLIENT_AUTH
     ]
+
+
+def serve_refused(*args: str) -> subprocess.CompletedProcess[str]:
+    """``tpu-admission serve ARGS`` in a process of its own: one that is not refused (the bug)
+    would serve, so it ends by a timeout rather than hang the test run."""
+    command = [sys.executable, "-m", "webhook", "serve", "--port", "0", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=30, check=False)
+
+
+@pytest.mark.parametrize("days", ["-5", "0", "36501", "soon"])
+def test_days_outside_one_to_a_century_is_a_usage_error_and_nothing_is_written(tmp_path: Path, days: str) -> None:
+    """``--days -5`` was a traceback, and ``--days 0`` wrote a certificate expired on arrival (exit 0)."""
+    proc = cli("certs", "generate", "--out", str(tmp_path / "tls"), "--days", days)
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr
+    assert "argument --days:" in proc.stderr
+    assert not (tmp_path / "tls").exists()
+    with pytest.raises(ValueError, match="valid for 1 to 36500 days"):
+        certs.generate(["localhost"], days=int(days) if days != "soon" else 0)
+
+
+def test_an_output_path_under_a_regular_file_is_a_usage_error(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    for args in (["--out", str(tmp_path / "file" / "certs")], ["--secret-manifest", str(tmp_path / "file" / "s.json")]):
+        proc = cli("certs", "generate", *args)
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr
+        assert f"{tmp_path / 'file'} is a file, not a directory" in proc.stderr
+    served = serve_refused("--cert-dir", str(tmp_path / "file" / "certs"))
+    assert served.returncode == 2
+    assert served.stderr == (
+        f"tpu-admission: --cert-dir: {tmp_path / 'file' / 'certs'} cannot be used: {tmp_path / 'file'} is a file, "
+        "not a directory\n"
+    )
+
+
+@pytest.mark.parametrize("present", ["tls.crt", "tls.key", "ca.crt", "README"])
+def test_serve_generates_only_into_an_empty_directory_and_never_replaces_a_file(tmp_path: Path, present: str) -> None:
+    """A --cert-dir holding tls.crt but no tls.key had its tls.crt replaced by a self-signed one."""
+    (tmp_path / present).write_bytes(b"the user's own file")
+    proc = serve_refused("--cert-dir", str(tmp_path))
+    assert proc.returncode == 2
+    missing = {"tls.crt": "tls.key", "tls.key": "tls.crt"}.get(present)
+    if missing:
+        assert f"{tmp_path} holds {present} but no {missing}: put " in proc.stderr
+    else:
+        assert "generated only into an empty or new directory (none of your files is replaced)" in proc.stderr
+    assert sorted(p.name for p in tmp_path.iterdir()) == [present]
+    assert (tmp_path / present).read_bytes() == b"the user's own file"
+
+
+def test_serve_generates_into_a_new_or_empty_directory_and_reuses_what_it_generated(tmp_path: Path) -> None:
+    for directory in (tmp_path / "new" / "certs", tmp_path / "empty"):
+        if directory.name == "empty":
+            directory.mkdir()
+        files, generated = certs.ensure(directory)
+        assert generated and sorted(p.name for p in directory.iterdir()) == ["ca.crt", "tls.crt", "tls.key"]
+        first = files.cert.read_bytes()
+        assert certs.ensure(directory) == (files, False) and files.cert.read_bytes() == first
+
+
+def test_serve_with_tls_files_it_cannot_use_is_a_usage_error(tmp_path: Path) -> None:
+    assert cli("certs", "generate", "--out", str(tmp_path / "a")).returncode == 0
+    assert cli("certs", "generate", "--out", str(tmp_path / "b")).returncode == 0
+    missing_ca = serve_refused("--cert-dir", str(tmp_path / "a"), "--client-ca", str(tmp_path / "none.crt"))
+    assert missing_ca.returncode == 2 and "Traceback" not in missing_ca.stderr
+    assert f"--client-ca {tmp_path / 'none.crt'} or" in missing_ca.stderr and "No such file" in missing_ca.stderr
+    (tmp_path / "a" / "tls.key").write_bytes((tmp_path / "b" / "tls.key").read_bytes())  # not the cert's key
+    mismatched = serve_refused("--cert-dir", str(tmp_path / "a"))
+    assert mismatched.returncode == 2 and "cannot be used: [X509: KEY_VALUES_MISMATCH]" in mismatched.stderr

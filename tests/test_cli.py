@@ -6,9 +6,11 @@ The console script itself (a real process, a real pipe) is tested at the end."""
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +31,7 @@ from support import (
 )
 
 from webhook import __version__
+from webhook.cli import build_parser
 
 cli = run_cli
 
@@ -455,6 +458,31 @@ def test_bad_usage_exits_2_with_a_message(tmp_path: Path, args: list[str], stder
     assert stderr in proc.stderr
 
 
+def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
+    yield parser
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for child in action.choices.values():
+                yield from _parsers(child)
+
+
+def test_every_option_has_help_and_usage_shows_no_internal_names() -> None:
+    """``--port``, ``--tls-min-version`` and the ``certs generate`` options had no help text, and
+    ``tpu-admission certs`` said "the following arguments are required: certs_command"."""
+    for parser in _parsers(build_parser()):
+        for action in parser._actions:
+            if action.option_strings and action.help != argparse.SUPPRESS:
+                assert action.help, f"{parser.prog} {action.option_strings[0]} has no help text"
+        assert "_command" not in parser.format_usage(), parser.format_usage()
+    bare = cli("certs")
+    assert bare.returncode == 2 and "the following arguments are required: COMMAND" in bare.stderr
+
+
+def test_rules_help_names_the_exit_code_a_bad_format_gets() -> None:
+    assert "  2  bad usage (an unknown --format)" in cli("rules", "--help").stdout
+    assert cli("rules", "--format", "html").returncode == 2
+
+
 @pytest.mark.parametrize("mode", ["static", "dynamic"])
 def test_rule_examples_through_check(tmp_path: Path, mode: str) -> None:
     cases = [c for c in CASES if c.plain and c.mode == mode]
@@ -645,3 +673,26 @@ def test_a_closed_pipe_ends_quietly() -> None:
         code = proc.wait(timeout=60)
     assert stderr == ""
     assert code == 141
+
+
+def test_serve_on_a_port_in_use_says_so_exits_2_and_announces_nothing(tmp_path: Path) -> None:
+    """It exited 3 (help: 0 and 2) after a "serving ... on https://..." line for a port it never got."""
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = subprocess.run(
+            [sys.executable, "-m", "webhook", "serve", "--port", str(port), "--cert-dir", str(tmp_path / "tls")],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+    assert proc.returncode == 2
+    assert proc.stderr == (
+        f"tpu-admission: cannot listen on 127.0.0.1:{port}: Address already in use; another process holds the "
+        "port: stop it or choose another --port\n"
+    )
+    assert "such as a port in use" in cli("serve", "--help").stdout

@@ -136,24 +136,17 @@ def _emit(text: str) -> None:
 def run_serve(args: argparse.Namespace) -> int:
     from webhook.serving.app import ServerState
     from webhook.serving.runner import TlsSettings, loop_factory, serve
+    from webhook.serving.runner import TlsSettings, build_server, listen_socket, loop_factory, run_server
 
-    # Refuse a bad policy or bad flags before anything else happens (exit 2, naming it).
+    # Refuse a bad policy, bad flags, an unusable --cert-dir or address before anything
+    # is announced or started (exit 2, naming it).
     policy = load_policy(args.config)
     if args.client_allowed_name and not args.client_ca:
         raise UsageError("--client-allowed-name needs --client-ca (the CA that signs those client certificates)")
-    _setup_logging(args.log_level)
-    log = logging.getLogger("tpu_admission.serving")
-    files, generated = certs.ensure(Path(args.cert_dir), policy.server.service_dns_names)
-    if generated:
-        log.info("generated a self-signed CA and serving certificate in %s (CA: %s)", args.cert_dir, files.ca)
-    cluster = _start_cluster(args, policy)
-    log.info(
-        "serving mode=%s on https://%s:%d (cluster state: %s)",
-        policy.mode,
-        args.host,
-        args.port,
-        "watch cache" if cluster is not None else "none, structural rules only",
-    )
+    try:
+        files, generated = certs.ensure(Path(args.cert_dir), policy.server.service_dns_names)
+    except certs.CertDirError as exc:
+        raise UsageError(f"--cert-dir: {exc}") from None
     tls = TlsSettings(
         cert=files.cert,
         key=files.key,
@@ -161,12 +154,47 @@ def run_serve(args: argparse.Namespace) -> int:
         client_ca=Path(args.client_ca) if args.client_ca else None,
         client_names=tuple(args.client_allowed_name or ()),
     )
+    try:
+        sock = listen_socket(args.host, args.port)
+    except OSError as exc:
+        raise UsageError(
+            f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}"
+            + ("; another process holds the port: stop it or choose another --port" if _in_use(exc) else "")
+        ) from None
+    _setup_logging(args.log_level)
+    log = logging.getLogger("tpu_admission.serving")
+    if generated:
+        log.info("generated a self-signed CA and serving certificate in %s (CA: %s)", args.cert_dir, files.ca)
+    cluster = _start_cluster(args, policy)
     state = ServerState(policy=policy, cluster=cluster)
+    try:
+        server, reloader = build_server(
+            state, args.host, args.port, tls, drain_seconds=args.drain_seconds, metrics_port=args.metrics_port,
+            sock=sock,
+        )  # fmt: skip
+    except OSError as exc:  # ssl.SSLError is one: a key that does not match, a CA that is no PEM
+        sock.close()
+        stop = getattr(cluster, "stop", None)
+        if stop is not None:
+            stop()
+        which = f"--client-ca {args.client_ca} or " if args.client_ca else ""
+        raise UsageError(f"the TLS files ({which}{files.cert}, {files.key}) cannot be used: {exc}") from None
+    log.info(
+        "serving mode=%s on https://%s:%d (cluster state: %s)",
+        policy.mode,
+        args.host,
+        sock.getsockname()[1],
+        "watch cache" if cluster is not None else "none, structural rules only",
+    )
     with asyncio.Runner(loop_factory=loop_factory()) as runner:
-        runner.run(
-            serve(state, args.host, args.port, tls, drain_seconds=args.drain_seconds, metrics_port=args.metrics_port)
-        )
+        runner.run(run_server(server, reloader))
     return EXIT_OK
+
+
+def _in_use(exc: OSError) -> bool:
+    import errno
+
+    return exc.errno == errno.EADDRINUSE
 
 
 def _start_cluster(args: argparse.Namespace, policy: Policy) -> ClusterState | None:
@@ -179,6 +207,8 @@ def _start_cluster(args: argparse.Namespace, policy: Policy) -> ClusterState | N
 
 
 def run_certs_generate(args: argparse.Namespace) -> int:
+    if not args.out and not args.secret_manifest:
+        raise UsageError("certs generate: give --out DIR and/or --secret-manifest FILE|-")
     names = certs.service_names(args.service, args.namespace) + list(args.dns_name or [])
     ca_pem, cert_pem, key_pem = certs.generate(names, days=args.days)
     if args.previous_ca:
@@ -204,12 +234,19 @@ def run_certs_generate(args: argparse.Namespace) -> int:
         if args.secret_manifest == "-":
             print(text)
         else:
-            Path(args.secret_manifest).write_text(text + "\n", encoding="utf-8")
+            target = Path(args.secret_manifest)
+            try:
+                target.write_text(text + "\n", encoding="utf-8")
+            except OSError as exc:
+                raise UsageError(
+                    f"--secret-manifest {target}: cannot write it: {certs.os_problem(target, exc)}"
+                ) from None
     if args.out:
-        files = certs.write(Path(args.out), ca_pem, cert_pem, key_pem)
+        try:
+            files = certs.write(Path(args.out), ca_pem, cert_pem, key_pem)
+        except OSError as exc:
+            raise UsageError(f"--out {args.out}: cannot write there: {certs.os_problem(Path(args.out), exc)}") from None
         print(f"wrote {files.ca}, {files.cert}, {files.key} for {', '.join(names)}", file=sys.stderr)
-    if not args.out and not args.secret_manifest:
-        raise UsageError("certs generate: give --out DIR and/or --secret-manifest FILE|-")
     return EXIT_OK
 
 
@@ -304,6 +341,9 @@ examples:
 exit codes:
   0  stopped (SIGTERM or Ctrl-C)
 {_EXIT_USAGE_LINE}
+     (serve: also a --cert-dir or TLS file that cannot be used, an address that
+     cannot be listened on such as a port in use, or server.maxConnections over
+     what the open-files limit allows); nothing is served
 """
 
 _CHECK_HELP = f"""\
@@ -399,8 +439,19 @@ examples:
   tpu-admission rules --format markdown
 
 exit codes:
-  0  always
+  0  printed
+  2  bad usage (an unknown --format)
 """
+
+
+def _days(text: str) -> int:
+    """``--days``: a whole number of days a certificate is valid, checked before anything is made."""
+    try:
+        return certs.check_days(int(text))
+    except ValueError as exc:
+        if not text.strip().lstrip("+-").isdigit():
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number of days") from None
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _subparser(commands: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
@@ -413,11 +464,18 @@ def _subparser(commands: Any, name: str, summary: str, description: str) -> argp
 def _add_serve(commands: Any) -> None:
     serve = _subparser(commands, "serve", "run the HTTPS admission webhook server", _SERVE_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (in a pod: 0.0.0.0)")
-    serve.add_argument("--port", type=int, default=8443)
-    serve.add_argument("--cert-dir", default="certs", help="tls.crt/tls.key here, or generated here with ca.crt")
+    serve.add_argument("--port", type=int, default=8443, help="HTTPS port to listen on (default: 8443; 0: any free)")
+    serve.add_argument(
+        "--cert-dir",
+        default="certs",
+        help="tls.crt and tls.key are read from here; a new or empty directory gets a self-signed pair "
+        "generated, with ca.crt (default: certs)",
+    )
     serve.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
     serve.add_argument("--kubeconfig", help="watch this cluster (in a pod the in-cluster config is used)")
-    serve.add_argument("--tls-min-version", choices=["1.2", "1.3"], default="1.2")
+    serve.add_argument(
+        "--tls-min-version", choices=["1.2", "1.3"], default="1.2", help="oldest TLS version accepted (default: 1.2)"
+    )
     serve.add_argument("--client-ca", help="require client certificates signed by this CA (mTLS)")
     serve.add_argument(
         "--client-allowed-name",
@@ -431,7 +489,9 @@ def _add_serve(commands: Any) -> None:
         type=int,
         help="serve /metrics on this plain-HTTP port (same host) instead of the HTTPS port, for the scraper only",
     )
-    serve.add_argument("--log-level", default="info", choices=["debug", "info", "warning", "error"])
+    serve.add_argument(
+        "--log-level", default="info", choices=["debug", "info", "warning", "error"], help="default: info"
+    )
     serve.set_defaults(run=run_serve)
 
 
@@ -467,15 +527,30 @@ def _add_snapshot(commands: Any) -> None:
 
 def _add_certs(commands: Any) -> None:
     cert_cmd = _subparser(commands, "certs", "certificate helpers for admins", _CERTS_HELP)
-    cert_sub = cert_cmd.add_subparsers(dest="certs_command", required=True)
+    cert_sub = cert_cmd.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
     generate = _subparser(cert_sub, "generate", "a CA and a serving certificate for a Service", _CERTS_HELP)
-    generate.add_argument("--service", default="tpu-admission")
-    generate.add_argument("--namespace", default="tpu-admission")
-    generate.add_argument("--dns-name", action="append", help="another name for the certificate")
-    generate.add_argument("--days", type=int, default=365)
-    generate.add_argument("--out", help="write ca.crt, tls.crt, tls.key here")
-    generate.add_argument("--secret-manifest", help="write a kubernetes.io/tls Secret manifest (- for stdout)")
-    generate.add_argument("--secret-name", default="tpu-admission-tls")
+    generate.add_argument(
+        "--service",
+        default="tpu-admission",
+        help="the webhook's Service name, for the DNS names (default: %(default)s)",
+    )
+    generate.add_argument(
+        "--namespace",
+        default="tpu-admission",
+        help="the Service's namespace, for the DNS names and the Secret (default: %(default)s)",
+    )
+    generate.add_argument("--dns-name", action="append", metavar="NAME", help="another name for the certificate")
+    generate.add_argument(
+        "--days",
+        type=_days,
+        default=365,
+        help=f"how long the CA and certificate are valid, {certs.MIN_DAYS} to {certs.MAX_DAYS} (default: 365)",
+    )
+    generate.add_argument("--out", metavar="DIR", help="write ca.crt, tls.crt, tls.key here")
+    generate.add_argument(
+        "--secret-manifest", metavar="FILE", help="write a kubernetes.io/tls Secret manifest (- for stdout)"
+    )
+    generate.add_argument("--secret-name", default="tpu-admission-tls", help="the Secret's name (default: %(default)s)")
     generate.add_argument(
         "--previous-ca",
         metavar="FILE",
@@ -483,7 +558,7 @@ def _add_certs(commands: Any) -> None:
     )
     generate.set_defaults(run=run_certs_generate)
     bundle = _subparser(cert_sub, "ca-bundle", "print the base64 caBundle for the webhook configurations", _CERTS_HELP)
-    bundle.add_argument("--cert-dir", default="certs")
+    bundle.add_argument("--cert-dir", default="certs", help="read CERT_DIR/ca.crt (default: certs)")
     bundle.add_argument("--ca", help="the CA certificate file (default: CERT_DIR/ca.crt)")
     bundle.set_defaults(run=run_certs_ca_bundle)
 
@@ -496,7 +571,7 @@ def _add_config(commands: Any) -> None:
 
 def _add_export(commands: Any) -> None:
     export = _subparser(commands, "export", "export the policy for the API server itself", _EXPORT_HELP)
-    export_sub = export.add_subparsers(dest="export_command", required=True)
+    export_sub = export.add_subparsers(dest="export_command", required=True, metavar="FORMAT")
     export_vap = _subparser(
         export_sub, "vap", "the structural rules as a ValidatingAdmissionPolicy (YAML)", _EXPORT_HELP
     )
@@ -510,7 +585,12 @@ def _add_export(commands: Any) -> None:
 
 def _add_rules(commands: Any) -> None:
     rules = _subparser(commands, "rules", "list the rule catalog", _RULES_HELP)
-    rules.add_argument("--format", choices=["text", "markdown"], default="text")
+    rules.add_argument(
+        "--format",
+        choices=["text", "markdown"],
+        default="text",
+        help="text: one line per rule; markdown: the README's table (default: text)",
+    )
     rules.set_defaults(run=run_rules)
 
 

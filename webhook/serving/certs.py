@@ -23,6 +23,29 @@ CERT_FILE = "tls.crt"
 KEY_FILE = "tls.key"
 LOCAL_NAMES = ("localhost", "127.0.0.1", "::1")
 _SKEW = dt.timedelta(minutes=5)  # tolerate clock skew between nodes
+#: a certificate's validity in days: at least one (0 would be expired on arrival), at most a century
+MIN_DAYS, MAX_DAYS = 1, 36500
+
+
+class CertDirError(Exception):
+    """A certificate directory cannot be used as asked; the message says why and what to do."""
+
+
+def check_days(days: int) -> int:
+    if not MIN_DAYS <= days <= MAX_DAYS:
+        raise ValueError(
+            f"a certificate must be valid for {MIN_DAYS} to {MAX_DAYS} days, got {days} "
+            "(0 or fewer would be expired the moment it is written)"
+        )
+    return days
+
+
+def os_problem(path: Path, exc: OSError) -> str:
+    """What is wrong with ``path`` in words: the ancestor that is a file, else the OS's reason."""
+    for parent in [path, *path.parents]:
+        if parent.is_file() and parent != path:
+            return f"{parent} is a file, not a directory"
+    return str(exc.strerror or exc)
 
 
 @dataclass(frozen=True)
@@ -44,6 +67,7 @@ def _pem_key(key: ec.EllipticCurvePrivateKey) -> bytes:
 
 def new_ca(common_name: str = "tpu-admission-ca", days: int = 365) -> tuple[bytes, bytes]:
     """Return ``(ca_pem, ca_key_pem)`` for a fresh self-signed CA."""
+    check_days(days)
     now = dt.datetime.now(dt.UTC)
     ca_key = ec.generate_private_key(ec.SECP256R1())
     ca = (
@@ -81,6 +105,7 @@ def issue(
     """Return ``(cert_pem, key_pem)`` signed by the CA: a serving certificate for ``names``
     (DNS names or IP addresses), or with ``client`` a client certificate whose common name
     is ``names[0]`` (for mTLS tests and API server client configs)."""
+    check_days(days)
     ca = x509.load_pem_x509_certificate(ca_pem)
     ca_key = serialization.load_pem_private_key(ca_key_pem, password=None)
     if not isinstance(ca_key, ec.EllipticCurvePrivateKey):
@@ -168,10 +193,32 @@ def write(directory: Path, ca_pem: bytes, cert_pem: bytes, key_pem: bytes) -> Ce
 def ensure(directory: Path, extra_names: tuple[str, ...] = ()) -> tuple[CertificateFiles, bool]:
     """Use the certificate in ``directory`` if there is one, else generate one there.
 
-    Returns the files and whether they were generated now.
+    Returns the files and whether they were generated now. Generated only into a new or
+    empty directory, so that no file of the user's is ever replaced: one holding
+    ``tls.crt`` without ``tls.key`` (or the reverse, or other files) is a
+    ``CertDirError`` naming what is missing, as is a directory that cannot be made.
     """
     files = CertificateFiles(directory / CA_FILE, directory / CERT_FILE, directory / KEY_FILE)
-    if files.cert.exists() and files.key.exists():
-        return files, False
-    names = [*LOCAL_NAMES, *extra_names]
-    return write(directory, *generate(names)), True
+    try:
+        has_cert, has_key = files.cert.exists(), files.key.exists()
+        if has_cert and has_key:
+            return files, False
+        if has_cert or has_key:
+            present, missing = (files.cert, files.key) if has_cert else (files.key, files.cert)
+            what = "its private key" if has_cert else "the certificate for this key"
+            raise CertDirError(
+                f"{directory} holds {present.name} but no {missing.name}: put {what} there as {missing.name}, "
+                "or give an empty or new --cert-dir to have a self-signed pair generated"
+            )
+        if directory.exists() and not directory.is_dir():
+            raise CertDirError(f"{directory} is a file, not a directory")
+        if directory.is_dir() and any(directory.iterdir()):
+            raise CertDirError(
+                f"{directory} holds neither {CERT_FILE} nor {KEY_FILE}, and other files: a self-signed pair is "
+                f"generated only into an empty or new directory (none of your files is replaced); put "
+                f"{CERT_FILE} and {KEY_FILE} there, or give another --cert-dir"
+            )
+        names = [*LOCAL_NAMES, *extra_names]
+        return write(directory, *generate(names)), True
+    except OSError as exc:
+        raise CertDirError(f"{directory} cannot be used: {os_problem(directory, exc)}") from None
