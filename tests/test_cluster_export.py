@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
 import yaml
-from cluster_apiserver import FakeApiServer, write_kubeconfig
+from cluster_apiserver import FakeApiServer, free_port, write_kubeconfig
 from cluster_fixtures import OBJECTS, load
 
 from webhook.cli.main import main
@@ -67,3 +68,73 @@ def test_snapshot_without_a_cluster_configuration_is_a_usage_error(
 ) -> None:
     assert main(["snapshot", "--kubeconfig", str(tmp_path / "missing")]) == 2
     assert "cluster configuration could not be loaded" in capsys.readouterr().err
+
+
+@pytest.fixture
+def no_cluster_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """No $KUBECONFIG, a HOME without ~/.kube/config, not a pod: the home directory, to fill."""
+    home = tmp_path / "home"
+    home.mkdir()
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.delenv("KUBECONFIG", raising=False)
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    return home
+
+
+@pytest.mark.parametrize("found_by", ["$KUBECONFIG", "~/.kube/config"])
+def test_snapshot_finds_the_cluster_as_kubectl_does(
+    tmp_path: Path, no_cluster_env: Path, monkeypatch: pytest.MonkeyPatch, found_by: str
+) -> None:
+    """Without --kubeconfig it tried only the in-cluster config ("Service host/port is not set")."""
+    api = load(FakeApiServer()).start()
+    try:
+        if found_by == "$KUBECONFIG":
+            config = write_kubeconfig(tmp_path / "config", api.port)
+            # a list, as kubectl reads it; the missing file is skipped
+            monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}{os.pathsep}{config}")
+        else:
+            (no_cluster_env / ".kube").mkdir()
+            write_kubeconfig(no_cluster_env / ".kube" / "config", api.port)
+        out = tmp_path / "state.yaml"
+        assert main(["snapshot", "-o", str(out)]) == 0
+    finally:
+        api.stop()
+    assert [d["kind"] for d in yaml.safe_load_all(out.read_text())] == [f"{kind.kind}List" for kind in k.KINDS]
+
+
+def test_snapshot_with_no_configuration_anywhere_says_where_it_looked(
+    no_cluster_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["snapshot"]) == 2
+    assert capsys.readouterr().err == (
+        "tpu-admission snapshot: no cluster configuration: no --kubeconfig, $KUBECONFIG is not set, "
+        "~/.kube/config does not exist, and this is not a pod (KUBERNETES_SERVICE_HOST is not set); "
+        "give --kubeconfig FILE\n"
+    )
+
+
+def test_an_unreachable_cluster_is_exit_2_and_leaves_no_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """It exited 1 and left a 27-byte file (the header line) behind."""
+    kubeconfig = write_kubeconfig(tmp_path / "config", free_port())  # nothing listens there
+    out = tmp_path / "state.yaml"
+    assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 2
+    stderr = capsys.readouterr().err
+    assert "API server unreachable" in stderr and stderr.endswith("; nothing written\n")
+    assert sorted(tmp_path.iterdir()) == [kubeconfig]  # no file, no temporary one
+    out.write_text("yesterday's snapshot\n")
+    assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 2
+    assert out.read_text() == "yesterday's snapshot\n"  # kept whole, not truncated
+    assert main(["snapshot", "--kubeconfig", str(kubeconfig)]) == 2
+    assert capsys.readouterr().out == ""  # stdout gets nothing either
+
+
+def test_an_output_that_cannot_be_written_is_exit_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    api = load(FakeApiServer()).start()
+    try:
+        kubeconfig = write_kubeconfig(tmp_path / "config", api.port)
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(tmp_path / "no" / "state.yaml")]) == 2
+    finally:
+        api.stop()
+    assert "cannot write it: No such file or directory" in capsys.readouterr().err

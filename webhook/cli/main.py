@@ -425,10 +425,16 @@ examples:
   tpu-admission snapshot --kubeconfig ~/.kube/config -o cluster-state.yaml
   tpu-admission check jobs/ --cluster-state cluster-state.yaml
 
+The cluster is found as kubectl finds it: --kubeconfig, else $KUBECONFIG, else
+~/.kube/config, else the in-cluster config in a pod. The file is written whole or not
+at all (a temporary file beside it, renamed at the end).
+
 exit codes:
   0  every kind was listed and written
-  1  some kind could not be listed (named on stderr); the others were written
-  2  no cluster configuration could be loaded
+  1  some kind could not be listed (named on stderr: forbidden, CRD absent); the
+     others were written
+  2  no cluster configuration could be loaded, the API server could not be reached or
+     refused the credentials, or the file cannot be written; nothing was written
 """
 
 _RULES_HELP = """\
@@ -520,7 +526,11 @@ def _add_check(commands: Any) -> None:
 
 def _add_snapshot(commands: Any) -> None:
     snapshot = _subparser(commands, "snapshot", "write a --cluster-state file from a live cluster", _SNAPSHOT_HELP)
-    snapshot.add_argument("--kubeconfig", help="the cluster (default: the in-cluster config)")
+    snapshot.add_argument(
+        "--kubeconfig",
+        metavar="FILE",
+        help="the cluster (default, as kubectl: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)",
+    )
     snapshot.add_argument("-o", "--output", help="the file to write (default: stdout)")
     snapshot.set_defaults(run=lambda args: run_snapshot(args.kubeconfig, args.output))
 

@@ -6,6 +6,7 @@ snapshot`` (``export.py``), so the two read the cluster the same way.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from typing import Any
 
@@ -16,21 +17,54 @@ class ClusterConfigError(Exception):
     """The cluster configuration (kubeconfig or in-cluster) could not be loaded."""
 
 
+def kubeconfig_files(kubeconfig: str | None) -> str | None:
+    """The kubeconfig to read, found as kubectl finds it, or ``None`` for none.
+
+    ``kubeconfig`` (``--kubeconfig``) when given; else ``$KUBECONFIG`` when set (a list
+    of files, as kubectl reads it, the missing ones skipped; when set, ``~/.kube/config``
+    is not looked at); else ``~/.kube/config`` when it exists.
+    """
+    if kubeconfig:
+        return kubeconfig
+    listed = os.environ.get("KUBECONFIG")
+    if listed:
+        paths = [os.path.expanduser(path) for path in listed.split(os.pathsep) if path]
+        return listed if any(os.path.exists(path) for path in paths) else None
+    home = os.path.expanduser("~/.kube/config")
+    return home if os.path.exists(home) else None
+
+
 def load_configuration(kubeconfig: str | None) -> Any:
-    """A ``kubernetes.client.Configuration`` from ``kubeconfig``, or the in-cluster config without one.
+    """A ``kubernetes.client.Configuration``, from what kubectl would read: a kubeconfig
+    (``kubeconfig_files``), else the in-cluster config in a pod (``KUBERNETES_SERVICE_HOST``).
 
     ``retries`` is 0: callers back off themselves, and urllib3's retries would hide the reason.
     """
     from kubernetes import client, config
 
     configuration = client.Configuration()
+    files = kubeconfig_files(kubeconfig)
     try:
-        if kubeconfig:
-            config.load_kube_config(config_file=kubeconfig, client_configuration=configuration)  # type: ignore[no-untyped-call]
-        else:
+        if files is not None:
+            config.load_kube_config(config_file=files, client_configuration=configuration)  # type: ignore[no-untyped-call]
+        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        else:
+            listed = os.environ.get("KUBECONFIG")
+            where = (
+                f"$KUBECONFIG ({listed}) names no file that exists"
+                if listed
+                else ("no --kubeconfig, $KUBECONFIG is not set, ~/.kube/config does not exist")
+            )
+            raise ClusterConfigError(
+                f"no cluster configuration: {where}, and this is not a pod (KUBERNETES_SERVICE_HOST is not set); "
+                "give --kubeconfig FILE"
+            )
+    except ClusterConfigError:
+        raise
     except Exception as exc:  # the loaders raise several unrelated types; the reason is what matters
-        raise ClusterConfigError(f"cluster configuration could not be loaded: {str(exc)[:200]}") from exc
+        where = f" from {files}" if files is not None else " (in-cluster)"
+        raise ClusterConfigError(f"cluster configuration could not be loaded{where}: {str(exc)[:200]}") from exc
     configuration.retries = 0
     return configuration
 

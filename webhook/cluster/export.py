@@ -6,14 +6,18 @@ with the official ``kubernetes`` client, and writes one typed list per kind
 A typed list says "this kind was read" even when it is empty, so ``check
 --cluster-state`` can tell "there are no Cohorts" (implicit cohorts only) from "Cohorts
 were not captured" (unknown): unknown is not zero. A kind that cannot be listed (403,
-CRD absent) is left out, named on stderr, and the exit code is 1.
+CRD absent) is left out, named on stderr, and the exit code is 1. An API server that
+cannot be reached (or refuses the credentials) is exit 2 with nothing written: the file
+is written whole, through a temporary file renamed at the end, or not at all.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any, TextIO
 
 import yaml
@@ -53,25 +57,51 @@ def list_kind(api_client: Any, kind: k.Kind, timeout: float = 60.0) -> Iterator[
             return
 
 
-def write_snapshot(api_client: Any, out: TextIO, errors: TextIO) -> int:
-    """Write one typed list per kind to ``out``; return 0, or 1 when a kind could not be listed."""
+class ClusterUnreachable(Exception):
+    """The API server cannot be reached, or refuses the credentials: no kind can be listed."""
+
+
+def _unreachable(exc: BaseException) -> bool:
+    status = getattr(exc, "status", None)
+    return not (isinstance(status, int) and status) or status == 401
+
+
+def collect_snapshot(api_client: Any, errors: TextIO) -> tuple[str, int]:
+    """The snapshot's text and its exit code: 0, or 1 when a kind could not be listed (named on
+    ``errors``). ``ClusterUnreachable`` when the API server cannot be reached at all."""
     documents = []
     missing = []
     for kind in k.KINDS:
         try:
             items = list(list_kind(api_client, kind))
         except Exception as exc:  # a kind we cannot list is named, not a crash
+            if _unreachable(exc):
+                raise ClusterUnreachable(describe_error(exc)) from exc
             missing.append(kind.name)
             print(f"tpu-admission snapshot: {kind.name}: {describe_error(exc)}; left out (unknown)", file=errors)
             continue
         documents.append({"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "items": items})
-    out.write(f"# tpu-admission snapshot: {', '.join(k.name for k in k.KINDS if k.name not in missing)}\n")
-    yaml.safe_dump_all(documents, out, sort_keys=False, default_flow_style=False)
-    return 1 if missing else 0
+    head = f"# tpu-admission snapshot: {', '.join(k.name for k in k.KINDS if k.name not in missing)}\n"
+    return head + yaml.safe_dump_all(documents, sort_keys=False, default_flow_style=False), 1 if missing else 0
+
+
+def write_atomically(path: Path, text: str) -> None:
+    """``text`` in ``path``, or ``path`` untouched: written to a temporary file beside it, then renamed."""
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)  # the umask applies, as for open()
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+        os.replace(temporary, path)
+    except BaseException:
+        temporary.unlink(missing_ok=True)
+        raise
 
 
 def run_snapshot(kubeconfig: str | None, output: str | None) -> int:
-    """The subcommand: 0 all kinds written, 1 some kinds missing, 2 no cluster configuration."""
+    """The subcommand: 0 all kinds written, 1 some kinds missing (the others written), 2 no
+    cluster configuration, an unreachable API server, or an output that cannot be written
+    (nothing written)."""
     from kubernetes import client
 
     try:
@@ -81,9 +111,20 @@ def run_snapshot(kubeconfig: str | None, output: str | None) -> int:
         return 2
     api_client = client.ApiClient(configuration)
     try:
-        if output in (None, "-"):
-            return write_snapshot(api_client, sys.stdout, sys.stderr)
-        with open(output, "w", encoding="utf-8") as out:
-            return write_snapshot(api_client, out, sys.stderr)
+        text, code = collect_snapshot(api_client, sys.stderr)
+    except ClusterUnreachable as exc:
+        print(
+            f"tpu-admission snapshot: the API server at {configuration.host}: {exc}; nothing written", file=sys.stderr
+        )
+        return 2
     finally:
         api_client.close()  # type: ignore[no-untyped-call]
+    if output in (None, "-"):
+        sys.stdout.write(text)
+        return code
+    try:
+        write_atomically(Path(output), text)
+    except OSError as exc:
+        print(f"tpu-admission snapshot: -o {output}: cannot write it: {exc.strerror or exc}", file=sys.stderr)
+        return 2
+    return code
