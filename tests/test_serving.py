@@ -528,6 +528,73 @@ def test_sighup_rereads_the_certificate_and_keeps_serving(tmp_path: Path) -> Non
         assert process.wait(timeout=30) == 0
 
 
+def _session_request(
+    port: int, context: ssl.SSLContext, session: ssl.SSLSession | None = None
+) -> tuple[ssl.SSLSession | None, bool]:
+    """``GET /metrics`` (mTLS-only) on a fresh connection, resuming ``session`` if given:
+    returns the session to resume later and whether this one was resumed. ``NotSent`` when
+    the handshake is refused, ``OSError`` when the server ends the connection unanswered."""
+    raw = socket.create_connection(("127.0.0.1", port), timeout=10)
+    try:
+        try:
+            conn = context.wrap_socket(raw, server_hostname="localhost", session=session)
+        except OSError as exc:
+            raise NotSent(repr(exc)) from exc
+        with conn:
+            conn.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            reply = read_until_closed(conn)
+            if not reply.startswith(b"HTTP/1.1 200 "):
+                raise ConnectionResetError(f"answered {reply[:40]!r}")
+            return conn.session, conn.session_reused
+    finally:
+        raw.close()
+
+
+def test_mtls_sessions_from_before_a_client_ca_rotation_do_not_resume(tmp_path: Path) -> None:
+    """The real ``serve --client-ca`` (uvloop) and SIGHUP: a client holding a session from
+    the old CA resumed it after the rotation, in TLS 1.2 and 1.3, although its full handshake
+    was refused. Each certificate generation now has a context of its own, session cache and
+    ticket keys included; within a generation sessions still resume."""
+    old_ca, new_ca = certs.new_ca("client-ca-old"), certs.new_ca("client-ca-new")
+    client_ca = tmp_path / "client-ca.crt"
+    client_ca.write_bytes(old_ca[0])
+
+    def client(ca: tuple[bytes, bytes], name: str) -> tuple[Path, Path]:
+        cert, key = certs.issue(*ca, ["kube-apiserver"], client=True)
+        (tmp_path / f"{name}.crt").write_bytes(cert)
+        (tmp_path / f"{name}.key").write_bytes(key)
+        return tmp_path / f"{name}.crt", tmp_path / f"{name}.key"
+
+    old_client, new_client = client(old_ca, "old"), client(new_ca, "new")
+    with serve_process(tmp_path, "--client-ca", str(client_ca)) as (process, port):
+        wait_for(lambda: (tmp_path / "tls" / "ca.crt").exists(), what="generated certificates")
+        serving_ca = (tmp_path / "tls" / "ca.crt").read_bytes()
+        wait_for(lambda: readyz(port, client_context(serving_ca)) == 200, what="readiness")
+        contexts, sessions = {}, {}
+        for version in (ssl.TLSVersion.TLSv1_2, ssl.TLSVersion.TLSv1_3):
+            contexts[version] = client_context(serving_ca, cert=old_client)
+            contexts[version].maximum_version = version
+            sessions[version], _ = _session_request(port, contexts[version])
+            assert _session_request(port, contexts[version], sessions[version])[1] is True  # resumes, same CA
+
+        replacement = tmp_path / "client-ca.new"
+        replacement.write_bytes(new_ca[0])
+        os.replace(replacement, client_ca)
+        process.send_signal(signal.SIGHUP)
+        wait_for(lambda: "reloaded the serving certificate" in (tmp_path / "serve.log").read_text(), what="reload")
+
+        for version, context in contexts.items():
+            with pytest.raises((NotSent, OSError)):
+                _session_request(port, context)  # a full handshake: refused, as before
+            with pytest.raises((NotSent, OSError)):
+                _session_request(port, context, sessions[version])  # resuming: refused too (it was answered)
+            fresh = client_context(serving_ca, cert=new_client)
+            fresh.maximum_version = version
+            session, _ = _session_request(port, fresh)
+            assert _session_request(port, fresh, session)[1] is True
+        assert process.poll() is None
+
+
 def test_readiness_is_off_before_start_and_after_stop(server_files: certs.CertificateFiles) -> None:
     state = ServerState(policy=Policy())
     tls = TlsSettings(cert=server_files.cert, key=server_files.key)

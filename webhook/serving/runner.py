@@ -2,10 +2,13 @@
 and a clean drain.
 
 - TLS: our own ``SSLContext`` (TLS 1.2 minimum, 1.3 selectable), handed to uvicorn. A
-  reload builds a *fresh* context from the new files and the listening context's
-  ``sni_callback`` (OpenSSL calls it on every ClientHello, SNI or not) switches each new
-  handshake to it. Loading into the live context would not do: one context keeps one
-  certificate per key type, so an ECDSA -> RSA swap kept serving the old ECDSA one. A
+  reload builds a *fresh* context from the new files, and the listening context
+  (``SwitchingContext``) wraps each new connection with it, so the whole handshake is
+  the new generation's: certificate, client CA, session cache and ticket keys. Loading
+  into the live context would not do: one context keeps one certificate per key type,
+  so an ECDSA -> RSA swap kept serving the old ECDSA one; nor would switching contexts
+  in the ``sni_callback``: OpenSSL resumes sessions against the context a connection
+  began with, so an mTLS client resumed its session after its CA was rotated out. A
   certificate that is expired, not yet valid or does not match its key is refused with
   a log line and the current one stays. Open connections keep theirs.
 - mTLS (optional): ``client_ca`` makes a client certificate from that CA required for
@@ -126,6 +129,41 @@ def _context(settings: TlsSettings, material: _Material) -> ssl.SSLContext:
 def make_ssl_context(settings: TlsSettings) -> ssl.SSLContext:
     """A context from the files as they are now (no validity checks: see ``CertificateReloader``)."""
     return _context(settings, _Material.read(settings))
+
+
+class SwitchingContext(ssl.SSLContext):
+    """The listener's context: it hands each new connection to ``current``, the context of
+    one generation of the certificate files.
+
+    asyncio and uvloop wrap every accepted connection with ``wrap_bio`` of the context the
+    listener was given; passed on to ``current``, everything of that handshake is the
+    generation's own, including the session cache and the ticket keys OpenSSL keeps per
+    context. A session (TLS 1.2 session ID or TLS 1.3 ticket) from before a reload is
+    therefore unknown after it: the client makes a full handshake, and with mTLS its
+    certificate is checked against the client CA in force now. Within one generation
+    sessions resume as usual. This context itself holds no certificate.
+    """
+
+    current: ssl.SSLContext
+
+    def wrap_bio(
+        self,
+        incoming: ssl.MemoryBIO,
+        outgoing: ssl.MemoryBIO,
+        server_side: bool = False,
+        server_hostname: str | bytes | None = None,
+        session: ssl.SSLSession | None = None,
+    ) -> ssl.SSLObject:
+        return self.current.wrap_bio(
+            incoming, outgoing, server_side=server_side, server_hostname=server_hostname, session=session
+        )
+
+
+def switching_context(settings: TlsSettings) -> SwitchingContext:
+    """The listening context, handing connections to a context from the files as they are now."""
+    context = SwitchingContext(ssl.PROTOCOL_TLS_SERVER)
+    context.current = make_ssl_context(settings)
+    return context
 
 
 @contextmanager
@@ -384,25 +422,22 @@ def _guarded(
 
 
 class CertificateReloader:
-    """Polls the certificate files and switches new handshakes to a fresh context when they change.
+    """Polls the certificate files and switches new connections to a fresh context when they change.
 
     ``context`` is the listening context given to the server; ``current`` the one new
-    handshakes use (the listening one until the first reload).
+    connections are wrapped with (``SwitchingContext.current``).
     """
 
-    def __init__(self, context: ssl.SSLContext, settings: TlsSettings, seen: tuple[float, ...] | None = None) -> None:
+    def __init__(self, context: SwitchingContext, settings: TlsSettings, seen: tuple[float, ...] | None = None) -> None:
         self.context = context
-        self.current = context
         self.settings = settings
         self.reloads = 0
         self._seen = seen if seen is not None else self._stamp()
         self._failed: tuple[float, ...] | None = None
-        context.sni_callback = self._select
 
-    def _select(self, connection: ssl.SSLObject, server_name: str | None, context: ssl.SSLContext) -> None:
-        current = self.current
-        if current is not context:
-            connection.context = current
+    @property
+    def current(self) -> ssl.SSLContext:
+        return self.context.current
 
     @staticmethod
     def stamp_files(settings: TlsSettings) -> tuple[float, ...] | None:
@@ -437,7 +472,7 @@ class CertificateReloader:
                 log.warning("certificate reload failed, keeping the current one: %s", exc)
                 self._failed = stamp
             return False
-        self.current = fresh
+        self.context.current = fresh  # new connections only: a session from before is unknown to it
         self._seen = stamp
         self.reloads += 1
         log.info("reloaded the serving certificate from %s", self.settings.cert)
@@ -546,7 +581,7 @@ def build_server(
     Raises ``OSError`` or ``ssl.SSLError`` when the certificate files cannot be used.
     """
     reloader_seen = CertificateReloader.stamp_files(tls)  # before loading: never miss a swap
-    context = make_ssl_context(tls)
+    context = switching_context(tls)
     problem = certificate_problem(tls.cert.read_bytes())
     if problem is not None:  # nothing better to serve: say so loudly, the API server will refuse it
         log.error("the serving certificate in %s is %s; replace it", tls.cert, problem)
