@@ -780,16 +780,112 @@ def test_connections_over_the_limit_are_closed_and_the_rest_served(server_files:
             for conn in held:
                 conn.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
                 assert conn.recv(4096).startswith(b"HTTP/1.1 200 OK")
-            extra = tls_connection(server.port, server_files.ca)
-            with extra:
-                with contextlib.suppress(OSError):
-                    extra.sendall(b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
-                assert read_until_closed(extra) == b""
+            with pytest.raises(OSError):  # closed as it is accepted: no handshake for it
+                tls_connection(server.port, server_files.ca)
         finally:
             for conn in held:
                 conn.close()
         context = client_context(server_files.ca.read_bytes())
         wait_for(lambda: readyz(server.port, context) == 200, what="a connection once the others closed")
+
+
+def test_sockets_still_in_their_handshake_count_against_the_limit(
+    server_files: certs.CertificateFiles, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Only connections past the handshake were counted: with the limit at 40, 120 raw TCP
+    connections all stayed until the handshake deadline. Now every accepted socket counts,
+    and the ones over the limit are closed at once, with a log line."""
+    policy = policy_from_mapping({"server": {"maxConnections": 4, "handshakeTimeoutSeconds": 30}})
+    caplog.set_level(logging.WARNING, logger="tpu_admission.serving")
+    with running_server(policy, TlsSettings(cert=server_files.cert, key=server_files.key)) as server:
+        gate = server.server.gate  # type: ignore[attr-defined]
+        raw = [socket.create_connection(("127.0.0.1", server.port), timeout=10) for _ in range(12)]
+        try:
+            wait_for(lambda: gate.open == 4 and gate.refused == 8, what="4 admitted, 8 refused")
+            started = time.monotonic()
+            ended = 0
+            for conn in raw:
+                conn.settimeout(0.5)
+                try:
+                    ended += conn.recv(1) == b""  # closed by the server
+                except TimeoutError:
+                    pass  # admitted: waiting for its ClientHello
+                except ConnectionResetError:
+                    ended += 1
+            assert ended == 8 and time.monotonic() - started < 10  # long before the 30 s deadline
+            assert "refusing connections: 4 open (TLS handshakes included)" in caplog.text
+        finally:
+            for conn in raw:
+                conn.close()
+        context = client_context(server_files.ca.read_bytes())
+        wait_for(lambda: readyz(server.port, context) == 200, what="service once the raw sockets left")
+        wait_for(lambda: gate.open == 0, what="every slot released")
+
+
+@pytest.mark.parametrize("pipelined", [False, True], ids=["one request", "behind a first request"])
+def test_a_header_block_over_the_cap_in_one_read_gets_431(
+    strict_server: RunningServer, server_files: certs.CertificateFiles, pipelined: bool
+) -> None:
+    """The cap was checked per read, so a whole block over it in one read (144 KB against
+    64 KiB; here 3 KB against 2 KiB, one TLS record) was answered; it counts the bytes now."""
+    first = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n\r\n" if pipelined else b""
+    big = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n" + b"X-Pad: " + b"x" * 3000 + b"\r\n\r\n"
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        conn.sendall(first + big)
+        reply = read_until_closed(conn)
+    statuses = [a.split(b"\r\n", 1)[0] for a in reply.split(b"HTTP/1.1 ")[1:]]
+    # behind a first request, that one's answer may not be out yet when the connection is refused
+    assert statuses[-1] == b"431 Request Header Fields Too Large" and set(statuses[:-1]) <= {b"200 OK"}
+    assert reply.endswith(b'{"error":"request headers over 2048 bytes"}')
+
+
+def test_headers_just_under_the_cap_are_served(
+    strict_server: RunningServer, server_files: certs.CertificateFiles
+) -> None:
+    head = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n"
+    pad = 2048 - len(b"/healthz") - len(b"Host: localhost") - len(b"Connection: close") - 4 * 3 - len(b"X-Pad")
+    with tls_connection(strict_server.port, server_files.ca) as conn:
+        conn.sendall(head + b"X-Pad: " + b"x" * pad + b"\r\n\r\n")
+        assert read_until_closed(conn).startswith(b"HTTP/1.1 200 OK")
+
+
+def _serve_with_open_files(tmp_path: Path, soft: int, hard: int) -> subprocess.Popen[bytes]:
+    import resource
+
+    def limit() -> None:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
+
+    log = (tmp_path / "serve.log").open("w")
+    command = [sys.executable, "-m", "webhook", "serve", "--port", str(free_port()), "--cert-dir", str(tmp_path / "t")]
+    return subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT, preexec_fn=limit)
+
+
+def test_serve_refuses_to_start_when_max_connections_cannot_fit_the_open_files_limit(tmp_path: Path) -> None:
+    """At the default 1000 connections and a limit of 200 descriptors, the descriptors ran out
+    at 185 TLS connections and new clients got resets, with nothing logged."""
+    process = _serve_with_open_files(tmp_path, 200, 200)
+    assert process.wait(timeout=60) == 2
+    assert (tmp_path / "serve.log").read_text() == (
+        "tpu-admission: server.maxConnections is 1000, which needs 1064 open files (64 besides the connections), "
+        "but the hard limit is 200 (ulimit -Hn): lower server.maxConnections to 136 or raise the limit\n"
+    )
+
+
+def test_serve_raises_the_soft_open_files_limit_where_the_hard_one_allows(tmp_path: Path) -> None:
+    import resource
+
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    if hard != resource.RLIM_INFINITY and hard < 1064:
+        pytest.skip(f"the hard open-files limit here is {hard}")
+    process = _serve_with_open_files(tmp_path, 200, hard)
+    try:
+        wait_for(lambda: "raised the open-files limit" in (tmp_path / "serve.log").read_text(), what="the log line")
+        assert "from 200 to 1064 for server.maxConnections=1000" in (tmp_path / "serve.log").read_text()
+        limits = Path(f"/proc/{process.pid}/limits").read_text()
+        assert any(line.startswith("Max open files") and line.split()[3] == "1064" for line in limits.splitlines())
+    finally:
+        process.kill()
+        process.wait()
 
 
 # --- /metrics on its own port ----------------------------------------------------------

@@ -137,12 +137,14 @@ def run_serve(args: argparse.Namespace) -> int:
     from webhook.serving.app import ServerState
     from webhook.serving.runner import TlsSettings, loop_factory, serve
     from webhook.serving.runner import TlsSettings, build_server, listen_socket, loop_factory, run_server
+    from webhook.serving.runner import TlsSettings, build_server, ensure_open_files, listen_socket, loop_factory, run_server
 
     # Refuse a bad policy, bad flags, an unusable --cert-dir or address before anything
     # is announced or started (exit 2, naming it).
     policy = load_policy(args.config)
     if args.client_allowed_name and not args.client_ca:
         raise UsageError("--client-allowed-name needs --client-ca (the CA that signs those client certificates)")
+    raised = ensure_open_files(policy.server)  # room for server.maxConnections, or a ConfigError saying why not
     try:
         files, generated = certs.ensure(Path(args.cert_dir), policy.server.service_dns_names)
     except certs.CertDirError as exc:
@@ -163,6 +165,8 @@ def run_serve(args: argparse.Namespace) -> int:
         ) from None
     _setup_logging(args.log_level)
     log = logging.getLogger("tpu_admission.serving")
+    if raised is not None:
+        log.info("%s", raised)
     if generated:
         log.info("generated a self-signed CA and serving certificate in %s (CA: %s)", args.cert_dir, files.ca)
     cluster = _start_cluster(args, policy)

@@ -125,7 +125,8 @@ class ServerPolicy(_Model):
     keep_alive_seconds: float = Field(default=5.0, gt=0)
     #: request line plus headers; an AdmissionReview request's are well under 8 KiB
     max_header_bytes: int = Field(default=64 * 1024, gt=0)
-    #: open connections at once; the API server keeps a handful per replica
+    #: open sockets at once, TLS handshakes included; the API server keeps a handful per
+    #: replica. ``serve`` raises the soft open-files limit to fit them (plus 64) or refuses to start
     max_connections: int = Field(default=1000, gt=0)
     service_dns_names: tuple[str, ...] = (
         "tpu-admission",

@@ -20,8 +20,11 @@ and a clean drain.
 - Deadlines (``server.*`` in the policy): the TLS handshake, the request headers (from
   the connection or the request's first byte) and the body each have one; a connection
   that misses one gets ``408`` and is closed. Headers over ``maxHeaderBytes`` get
-  ``431``; connections over ``maxConnections`` are closed at once; an idle keep-alive
-  connection is closed after ``keepAliveSeconds``.
+  ``431`` (the header lines are counted, not the reads); sockets over ``maxConnections``
+  are closed as they are accepted, handshakes counted (``_Listener``), and the soft
+  open-files limit is raised to fit them or the server refuses to start
+  (``ensure_open_files``); an idle keep-alive connection is closed after
+  ``keepAliveSeconds``. Refusals are JSON, ``{"error": ...}``.
 - SIGTERM: readiness goes false at once, the server keeps answering for
   ``drain_seconds`` (endpoints controllers need a moment to take the pod out of the
   Service), then stops accepting and lets in-flight requests finish, and the process
@@ -34,7 +37,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import errno
 import logging
+import math
 import os
 import signal
 import socket
@@ -58,6 +63,7 @@ from webhook.policy.config import ServerPolicy
 from webhook.serving.app import ServerState, create_app
 from webhook.serving.metrics_port import MetricsListener
 from webhook.wire.jsonwire import encode
+from webhook.policy.config import ConfigError, ServerPolicy
 
 log = logging.getLogger("tpu_admission.serving")
 
@@ -252,11 +258,44 @@ class _Refuse(Exception):
     """Raised in a parser callback to end the request with ``status`` (via uvicorn's error path)."""
 
 
+class ConnectionGate:
+    """The sockets open now, from ``accept`` to close, TLS handshakes included, against
+    ``server.maxConnections`` (``_Listener`` admits, the protocol's ``connection_lost``
+    releases). Refusals are logged, one line per 10 s rather than one per socket."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.open = 0
+        self.refused = 0
+        self._logged = -math.inf
+
+    def admit(self) -> bool:
+        if self.open < self.limit:
+            self.open += 1
+            return True
+        self.refused += 1
+        now = time.monotonic()
+        if now - self._logged > 10:
+            self._logged = now
+            log.warning(
+                "refusing connections: %d open (TLS handshakes included), the limit is server.maxConnections=%d "
+                "(%d refused so far)",
+                self.open,
+                self.limit,
+                self.refused,
+            )
+        return False
+
+    def release(self) -> None:
+        self.open -= 1
+
+
 def _guarded(
     protocol_class: type[asyncio.Protocol],
     limits: ServerPolicy,
     mtls: bool,
     allowed: frozenset[str],
+    gate: ConnectionGate,
 ) -> type[asyncio.Protocol]:
     """``protocol_class`` (uvicorn's httptools protocol) with deadlines, caps and client checks.
 
@@ -269,9 +308,8 @@ def _guarded(
     body_timeout = limits.body_timeout_seconds
     keep_alive = limits.keep_alive_seconds
     max_header = limits.max_header_bytes
-    max_connections = limits.max_connections
     sweep_every = min(1.0, header_timeout / 4, body_timeout / 4, keep_alive / 4)
-    refused_log = [0.0]
+    too_large = f"request headers over {max_header} bytes"
     sweeper: list[asyncio.Task[None] | None] = [None]
 
     async def sweep(connections: set[Any]) -> None:
@@ -300,21 +338,20 @@ def _guarded(
         #: the connection's transport behind ``_OneWrite`` (made at its first answer)
         _one_write: _OneWrite | None = None
         _reading = HEADERS
+        #: bytes read since the current request began: bounds a header block still incomplete
+        _read_bytes = 0
+        #: the current request's header lines, counted exactly as the parser hands them over
         _header_bytes = 0
         _refusal = 0
+        _refusal_text = ""
         _anonymous = False
+        #: the TLS handshake completed (the gate's slot is then released by ``connection_lost``)
+        _made = False
 
         def connection_made(self, transport: asyncio.BaseTransport) -> None:
+            self._made = True
             super().connection_made(transport)
             # asyncio calls this after the TLS handshake, so a presented certificate is verified.
-            if len(self.connections) > max_connections:
-                now = time.monotonic()
-                if now - refused_log[0] > 10:  # one line per 10 s, not one per connection
-                    refused_log[0] = now
-                    log.warning("refusing connections: %d open, the limit is %d", len(self.connections) - 1,
-                                max_connections)  # fmt: skip
-                transport.abort()  # type: ignore[attr-defined]
-                return
             if mtls:
                 peercert = transport.get_extra_info("peercert")
                 if not peercert:
@@ -355,24 +392,46 @@ def _guarded(
                 b"connection: close\r\n\r\n%s" % (status, _REASONS[status], len(body), body)
             )
 
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._made:
+                self._made = False
+                gate.release()
+            super().connection_lost(exc)
+
         def data_received(self, data: bytes) -> None:
-            # Headers are counted per read, not per header callback (cheaper): a header
-            # block is refused once it is over the cap and still not complete, so what is
-            # read of it stays under the cap plus one read.
+            # Two counts: the reads bound a header block that is not complete yet (what is
+            # read of it stays under the cap plus one read, and the parser buffers no more);
+            # ``on_header`` counts the header lines themselves, so a block over the cap is
+            # refused even when all of it, or a pipelined second request, came in one read.
             if self._reading != BODY:
                 if self._since is None:  # the first bytes of a later request on a kept-alive connection
                     self._since = self.loop.time()
                     self._idle_since = None
-                self._header_bytes += len(data)
+                self._read_bytes += len(data)
             super().data_received(data)
-            if self._reading != BODY and self._header_bytes > max_header and not self.transport.is_closing():
-                self._write_status(431, f"request headers over {max_header} bytes")
+            if self._reading != BODY and self._read_bytes > max_header and not self.transport.is_closing():
+                self._write_status(431, too_large)
                 self.transport.close()
 
+        def _refuse(self, status: int, text: str) -> None:
+            self._refusal, self._refusal_text = status, text
+            raise _Refuse()
+
+        def on_header(self, name: bytes, value: bytes) -> None:
+            # uvicorn's, with the count (no call up: this runs for every header of every request)
+            self._header_bytes += len(name) + len(value) + 4  # ": " and CRLF
+            if self._header_bytes > max_header:
+                self._refuse(431, too_large)
+            name = name.lower()
+            if name == b"expect" and value.lower() == b"100-continue":
+                self.expect_100_continue = True
+            self.headers.append((name, value))
+
         def on_headers_complete(self) -> None:
+            if self._header_bytes + len(self.url) > max_header:
+                self._refuse(431, too_large)
             if self._anonymous and httptools.parse_url(self.url).path not in PROBES:
-                self._refusal = 403
-                raise _Refuse()
+                self._refuse(403, "a client certificate is required for this path")
             self._reading = BODY
             self._since = self.loop.time()
             super().on_headers_complete()
@@ -399,7 +458,7 @@ def _guarded(
         def on_message_complete(self) -> None:
             self._since = None
             self._reading = IDLE
-            self._header_bytes = 0
+            self._read_bytes = self._header_bytes = 0
             super().on_message_complete()
 
         @staticmethod
@@ -415,7 +474,7 @@ def _guarded(
             # uvicorn's answer to a parser error, which is how a callback ends a request.
             if not self._refusal:
                 return super().send_400_response(msg)  # type: ignore[no-any-return]
-            self._write_status(self._refusal, "a client certificate is required for this path")
+            self._write_status(self._refusal, self._refusal_text)
             self.transport.close()
 
     return GuardedProtocol
@@ -484,6 +543,145 @@ class CertificateReloader:
             self.check()
 
 
+#: descriptors besides the connections: the listener, /metrics and its scrapers, the watch
+#: cache's pool, the certificate files on reload, logs, the event loop's own
+RESERVED_FILES = 64
+
+
+def ensure_open_files(limits: ServerPolicy) -> str | None:
+    """Make room for ``maxConnections`` sockets in the open-files limit, or refuse to start;
+    returns what was raised, for the log, or ``None`` when nothing needed to be.
+
+    The soft limit is raised to what is needed where the hard limit allows (a container's
+    default soft limit is often 1024, or lower); over the hard limit it is a ``ConfigError``
+    naming both numbers. (With 1000 connections allowed under a soft limit of 200, the
+    descriptors ran out first: new clients got resets and nothing was logged.)
+    """
+    try:
+        import resource
+    except ImportError:  # not a Unix: no such limit to fit
+        return None
+    needed = limits.max_connections + RESERVED_FILES
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY or soft >= needed:
+        return None
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        raise ConfigError(
+            f"server.maxConnections is {limits.max_connections}, which needs {needed} open files "
+            f"({RESERVED_FILES} besides the connections), but the hard limit is {hard} (ulimit -Hn): "
+            f"lower server.maxConnections to {max(hard - RESERVED_FILES, 0)} or raise the limit"
+        )
+    resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    return f"raised the open-files limit from {soft} to {needed} for server.maxConnections={limits.max_connections}"
+
+
+class _Listener:
+    """Accepts the TLS connections itself, so that each socket counts from ``accept`` on.
+
+    ``loop.create_server`` hands the app a connection only once its handshake is done and
+    says nothing of one that fails, so a count in the app missed every socket still in its
+    handshake (120 raw TCP connections over a limit of 40 all stayed until the handshake
+    deadline). Here a socket over ``server.maxConnections`` (``ConnectionGate``) is closed
+    as it is accepted; the others get their handshake (``connect_accepted_socket``, with
+    its deadline) and, once it is done, the HTTP protocol. Quacks like ``asyncio.Server``
+    as far as uvicorn and ``bound_port`` look (``sockets``, ``close``, ``wait_closed``).
+    """
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        protocol_factory: Callable[[], asyncio.Protocol],
+        context: ssl.SSLContext,
+        handshake_timeout: float,
+        gate: ConnectionGate,
+        backlog: int,
+    ) -> None:
+        self.sockets = [sock]
+        self.loop = asyncio.get_running_loop()
+        self.protocol_factory = protocol_factory
+        self.context = context
+        self.handshake_timeout = handshake_timeout
+        self.gate = gate
+        self.backlog = backlog
+        self._handshakes: set[asyncio.Task[None]] = set()
+        self._serving = False
+        self._logged = -math.inf
+
+    def start(self) -> None:
+        sock = self.sockets[0]
+        sock.listen(self.backlog)
+        sock.setblocking(False)
+        self._resume()
+
+    def _resume(self) -> None:
+        if not self._serving and self.sockets[0].fileno() != -1:
+            self._serving = True
+            self.loop.add_reader(self.sockets[0].fileno(), self._accept)
+
+    def _pause(self) -> None:
+        if self._serving:
+            self._serving = False
+            self.loop.remove_reader(self.sockets[0].fileno())
+
+    def _accept(self) -> None:
+        listening = self.sockets[0]
+        for _ in range(self.backlog):
+            try:
+                conn, _ = listening.accept()
+            except (BlockingIOError, InterruptedError):
+                return
+            except ConnectionAbortedError:
+                continue
+            except OSError as exc:
+                if exc.errno not in (errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM):
+                    raise
+                # As asyncio does: stop accepting for a second rather than spin. Said, not silent.
+                now = time.monotonic()
+                if now - self._logged > 10:
+                    self._logged = now
+                    log.error("cannot accept connections: %s (%d open); retrying in 1 s", exc.strerror,
+                              self.gate.open)  # fmt: skip
+                self._pause()
+                self.loop.call_later(1.0, self._resume)
+                return
+            if not self.gate.admit():
+                conn.close()
+                continue
+            task = self.loop.create_task(self._handshake(conn))
+            self._handshakes.add(task)
+            task.add_done_callback(self._handshakes.discard)
+
+    async def _handshake(self, conn: socket.socket) -> None:
+        made: list[Any] = []
+
+        def factory() -> asyncio.Protocol:
+            protocol = self.protocol_factory()
+            made.append(protocol)
+            return protocol
+
+        try:
+            conn.setblocking(False)
+            await self.loop.connect_accepted_socket(
+                factory, conn, ssl=self.context, ssl_handshake_timeout=self.handshake_timeout
+            )
+        except (Exception, asyncio.CancelledError):
+            # Failed or timed out (the loop closed the socket), or cancelled at shutdown.
+            if not made:
+                conn.close()  # no transport took it over
+            if not (made and getattr(made[0], "_made", False)):
+                self.gate.release()  # else the protocol's connection_lost releases it
+
+    def close(self) -> None:
+        self._pause()
+        self.sockets[0].close()
+        for task in list(self._handshakes):
+            task.cancel()
+
+    async def wait_closed(self) -> None:
+        if self._handshakes:
+            await asyncio.gather(*self._handshakes, return_exceptions=True)
+
+
 class _DrainingServer(uvicorn.Server):
     """uvicorn, but SIGTERM first turns readiness off and keeps serving for a while."""
 
@@ -499,6 +697,7 @@ class _DrainingServer(uvicorn.Server):
         self.state = state
         #: bound already (``listen_socket``), so a port in use is found before anything is announced
         self.sock = sock
+        self.gate = ConnectionGate(state.policy.server.max_connections)
         self.metrics_port = metrics_port
         self.metrics: MetricsListener | None = None
         self.drain_seconds = drain_seconds
@@ -529,14 +728,17 @@ class _DrainingServer(uvicorn.Server):
             )
 
         sock = sockets[0] if sockets else self.sock or config.bind_socket()
-        server = await asyncio.get_running_loop().create_server(
+        assert isinstance(config.ssl, ssl.SSLContext)
+        listener = _Listener(
+            sock,
             create_protocol,
-            sock=sock,
-            ssl=config.ssl,
-            backlog=config.backlog,
-            ssl_handshake_timeout=self.state.policy.server.handshake_timeout_seconds,
+            config.ssl,
+            self.state.policy.server.handshake_timeout_seconds,
+            self.gate,
+            config.backlog,
         )
-        self.servers = [server]
+        listener.start()
+        self.servers = [listener]  # type: ignore[list-item]  # what uvicorn uses of asyncio.Server
         if self.metrics_port is not None:
             self.metrics = MetricsListener(lambda: _render_metrics(self.state))
             self.metrics_port = await self.metrics.start(config.host, self.metrics_port)
@@ -580,6 +782,9 @@ def build_server(
     each stage of a request. ``sock``: a socket ``listen_socket`` bound (else bound at start).
     Raises ``OSError`` or ``ssl.SSLError`` when the certificate files cannot be used.
     """
+    raised = ensure_open_files(state.policy.server)
+    if raised is not None:
+        log.info("%s", raised)
     reloader_seen = CertificateReloader.stamp_files(tls)  # before loading: never miss a swap
     context = switching_context(tls)
     problem = certificate_problem(tls.cert.read_bytes())
@@ -605,10 +810,10 @@ def build_server(
     )
     config.load()
     config.ssl = context  # the live context the reloader updates
-    config.http_protocol_class = _guarded(
-        config.http_protocol_class, limits, tls.client_ca is not None, frozenset(tls.client_names)
-    )
     server = _DrainingServer(config, state, drain_seconds, metrics_port, sock)
+    config.http_protocol_class = _guarded(
+        config.http_protocol_class, limits, tls.client_ca is not None, frozenset(tls.client_names), server.gate
+    )
     return server, CertificateReloader(context, tls, reloader_seen)
 
 
