@@ -24,13 +24,29 @@
 5. A hung API server (SIGSTOP-like: connections open, nothing sent): the time until the
    watch cache reports every kind unknown, as a multiple of the bookmark interval
    (``--bookmark`` seconds; the default policy's is 60 s). Goal: about 2 intervals.
+6. mTLS across a client-CA rotation: ``serve --client-ca``, a client holding TLS 1.2 and
+   1.3 sessions from the old CA, the CA file replaced and SIGHUP. Goal: the sessions
+   resume before the rotation and are refused after it, as full handshakes are.
+7. Connections and descriptors (``server.maxConnections``):
+   - ``--raw`` raw TCP connections that never send a ClientHello against a limit of
+     ``--raw-limit``: how many are closed at once and how many stay (until the handshake
+     deadline). Goal: all over the limit closed within a second, the limit's worth held.
+   - a soft open-files limit of 200 at the default 1000 connections: with a hard limit of
+     200 the server refuses to start (exit 2, the numbers named); with the machine's hard
+     limit it raises the soft one and holds 1000 TLS connections, refusing the 20 more
+     with a log line. Goal: exactly that, no reset below the limit.
+   - a 144 KB header block sent in one write. Goal: 431.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
+import resource
+import select
 import signal
 import socket
 import ssl
@@ -42,11 +58,15 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from common import (
+    PYTHON,
     RESULTS,
     ClientStats,
+    Server,
     client_context,
     drive,
     example_review,
+    free_port,
+    http_get,
     large_review,
     make_certs,
     rss_kib,
@@ -256,6 +276,202 @@ def idle_connections(work: Path, certs: Path, *, count: int, header_timeout: flo
     ], ok
 
 
+def _mtls_request(
+    port: int, context: ssl.SSLContext, session: ssl.SSLSession | None = None
+) -> tuple[str, ssl.SSLSession | None]:
+    """``GET /metrics`` (mTLS only) on a fresh connection: ``resumed``, ``full`` or ``refused``."""
+    try:
+        with (
+            socket.create_connection(("127.0.0.1", port), timeout=10) as raw,
+            context.wrap_socket(raw, server_hostname="localhost", session=session) as tls,
+        ):
+            tls.sendall(b"GET /metrics HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n")
+            head = tls.recv(64)
+            if not head.startswith(b"HTTP/1.1 200 "):
+                return "refused", None
+            return ("resumed" if tls.session_reused else "full"), tls.session
+    except OSError:  # ssl.SSLError included: the handshake or the first read refused
+        return "refused", None
+
+
+def session_resumption(work: Path) -> tuple[list[str], bool]:
+    directory = work / "mtls"
+    directory.mkdir()
+    old_ca, new_ca = certs_module.new_ca("bench-client-ca-old"), certs_module.new_ca("bench-client-ca-new")
+    client_ca = directory / "client-ca.crt"
+    client_ca.write_bytes(old_ca[0])
+    cert, key = certs_module.issue(*old_ca, ["kube-apiserver"], client=True)
+    (directory / "client.crt").write_bytes(cert)
+    (directory / "client.key").write_bytes(key)
+    server_certs = work / "mtls-certs"
+    make_certs(server_certs)
+    server = webhook_server(server_certs, work, extra=["--client-ca", str(client_ca)], name="webhook-mtls").start()
+    outcomes: dict[str, list[str]] = {}
+    try:
+        contexts = {}
+        for name, version in (("TLS 1.2", ssl.TLSVersion.TLSv1_2), ("TLS 1.3", ssl.TLSVersion.TLSv1_3)):
+            context = client_context(server.ca)
+            context.load_cert_chain(directory / "client.crt", directory / "client.key")
+            context.maximum_version = version
+            first, session = _mtls_request(server.port, context)
+            again, _ = _mtls_request(server.port, context, session)
+            contexts[name] = (context, session)
+            outcomes[name] = [first, again]
+        replacement = directory / "client-ca.new"
+        replacement.write_bytes(new_ca[0])
+        os.replace(replacement, client_ca)
+        server.signal(signal.SIGHUP)
+        deadline = time.monotonic() + 10
+        while "reloaded the serving certificate" not in server.log.read_text() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        for name, (context, session) in contexts.items():
+            outcomes[name].append(_mtls_request(server.port, context, session)[0])  # resume after
+            outcomes[name].append(_mtls_request(server.port, context)[0])  # full handshake after
+    finally:
+        server.stop()
+    ok = all(o == ["full", "resumed", "refused", "refused"] for o in outcomes.values())
+    cells = [f"{name}: before {o[0]}, then {o[1]}; after the rotation resume {o[2]}, full {o[3]}"
+             for name, o in outcomes.items()]  # fmt: skip
+    return [
+        f"| mTLS sessions across a client-CA rotation (SIGHUP) | {cells[0]} | {cells[1]} | — | — "
+        f"| {'met' if ok else '**not met**'} (resume before, refused after) |"
+    ], ok
+
+
+def raw_connections(work: Path, certs: Path, *, count: int, limit: int) -> tuple[list[str], bool]:
+    config = work / "raw-policy.yaml"
+    config.write_text(f"server: {{maxConnections: {limit}}}\n")  # handshake deadline: the default 10 s
+    server = webhook_server(certs, work, extra=["--config", str(config)], name="webhook-raw").start()
+    held: list[socket.socket] = []
+    try:
+        started = time.monotonic()
+        for _ in range(count):
+            held.append(socket.create_connection(("127.0.0.1", server.port), timeout=10))
+        closed: set[int] = set()
+        while time.monotonic() - started < 1.0 and len(closed) < count - limit:
+            ready, _, _ = select.select([c for i, c in enumerate(held) if i not in closed], [], [], 0.05)
+            for conn in ready:
+                with contextlib.suppress(OSError):
+                    conn.recv(1)
+                closed.add(held.index(conn))
+        within = time.monotonic() - started
+        stayed = count - len(closed)
+        for conn in held:
+            conn.close()
+        held = []
+        context = client_context(server.ca)
+        deadline = time.monotonic() + 10
+        served = None
+        while served != 200 and time.monotonic() < deadline:
+            served = http_get(server.port, "/healthz", context)
+        logged = "refusing connections" in server.log.read_text()
+    finally:
+        for conn in held:
+            conn.close()
+        server.stop()
+    ok = len(closed) == count - limit and stayed == limit and served == 200 and logged
+    return [
+        f"| {count} raw TCP connections, limit {limit} | {len(closed)} closed in {within * 1000:.0f} ms "
+        f"| {stayed} held (in their handshake) | served again after: {served == 200} | refusal logged: {logged} "
+        f"| {'met' if ok else '**not met**'} ({count - limit} closed at once, {limit} held) |"
+    ], ok
+
+
+_LIMITED = (
+    "import os, resource, sys; resource.setrlimit(resource.RLIMIT_NOFILE, (int(sys.argv[1]), int(sys.argv[2]))); "
+    "os.execv(sys.executable, [sys.executable, '-m', 'webhook', *sys.argv[3:]])"
+)
+
+
+def _limited_server(certs: Path, work: Path, soft: int, hard: int, name: str) -> Server:
+    config = work / "nofile-policy.yaml"
+    # the default 1000 connections; a header deadline long enough that none is closed while the rest connect
+    config.write_text("server: {headerTimeoutSeconds: 120}\n")
+    port = free_port()
+    argv = [PYTHON, "-c", _LIMITED, str(soft), str(hard), "serve", "--port", str(port), "--cert-dir", str(certs)]
+    return Server(name, [*argv, "--config", str(config)], port, certs / "ca.crt", work / f"{name}.log")
+
+
+def open_files(work: Path, certs: Path, *, soft: int = 200, extra: int = 20) -> tuple[list[str], bool]:
+    refused = _limited_server(certs, work, soft, soft, "webhook-nofile-refused")
+    try:
+        refused.start(timeout=20)
+        refused_code: int | None = None
+    except RuntimeError:
+        assert refused.process is not None
+        refused_code = refused.process.returncode
+    finally:
+        refused.stop()
+    said = refused.log.read_text().strip().splitlines()[-1] if refused.log.exists() else ""
+    hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
+    hard = hard if hard != resource.RLIM_INFINITY else 1 << 20
+    server = _limited_server(certs, work, soft, hard, "webhook-nofile").start()
+    context = client_context(server.ca)
+    held: list[ssl.SSLSocket] = []
+    failed = 0
+    try:
+        limit_line = next(
+            line for line in Path(f"/proc/{server.pid}/limits").read_text().splitlines() if "open files" in line
+        )
+        for _ in range(1000 + extra):
+            try:
+                raw = socket.create_connection(("127.0.0.1", server.port), timeout=10)
+                held.append(context.wrap_socket(raw, server_hostname="localhost"))
+            except OSError:
+                failed += 1
+        established = len(held)
+        for conn in held:
+            conn.close()
+        held = []
+        deadline = time.monotonic() + 10
+        served = None
+        while served != 200 and time.monotonic() < deadline:
+            served = http_get(server.port, "/healthz", context)
+        text = server.log.read_text()
+        logged = "refusing connections" in text and "cannot accept" not in text
+    finally:
+        for conn in held:
+            conn.close()
+        server.stop()
+    soft_now = limit_line.split()[3]
+    ok = refused_code == 2 and "lower server.maxConnections" in said and established == 1000 and failed == extra
+    ok = ok and served == 200 and logged and soft_now == "1064"
+    return [
+        f"| open files soft {soft}, hard {soft}, maxConnections 1000 | refused to start: exit {refused_code} "
+        f"| {said.removeprefix('tpu-admission: ')[:90]}... | — | — | {'met' if refused_code == 2 else '**not met**'} |",
+        f"| open files soft {soft}, hard {hard}, {1000 + extra} TLS connections | soft limit now {soft_now} "
+        f"| {established} established, {failed} refused | served after: {served == 200} | refusal logged: {logged} "
+        f"| {'met' if ok else '**not met**'} (1000 held, {extra} refused, no reset below) |",
+    ], ok
+
+
+def big_header_block(work: Path, certs: Path, *, size: int = 144_000) -> tuple[list[str], bool]:
+    server = webhook_server(certs, work, name="webhook-headers").start()
+    try:
+        with (
+            socket.create_connection(("127.0.0.1", server.port), timeout=10) as raw,
+            client_context(server.ca).wrap_socket(raw, server_hostname="localhost") as tls,
+        ):
+            pad = b"X-Pad: " + b"x" * 1000 + b"\r\n"
+            block = b"GET /healthz HTTP/1.1\r\nHost: localhost\r\n" + pad * (size // len(pad)) + b"\r\n"
+            with contextlib.suppress(OSError):  # the server may close before all of it is sent
+                tls.sendall(block)
+            reply = b""
+            try:
+                while chunk := tls.recv(65536):
+                    reply += chunk
+            except OSError:
+                pass
+    finally:
+        server.stop()
+    status = reply.split(b"\r\n", 1)[0].decode(errors="replace")
+    ok = status.startswith("HTTP/1.1 431")
+    return [
+        f"| {len(block) / 1000:.0f} KB header block in one write, cap 64 KiB | {status or 'nothing'} | — | — | — "
+        f"| {'met' if ok else '**not met**'} (431) |"
+    ], ok
+
+
 def hung_api_server(work: Path, *, bookmark: float) -> tuple[list[str], bool]:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
     from cluster_apiserver import FakeApiServer, write_kubeconfig
@@ -310,7 +526,12 @@ def main() -> int:
     parser.add_argument("--idle", type=int, default=2000, help="idle TLS connections to open")
     parser.add_argument("--header-timeout", type=float, default=3.0)
     parser.add_argument("--bookmark", type=float, default=1.0, help="bookmark interval of the hung-server case")
-    parser.add_argument("--only", choices=["sigterm", "rotation", "hostile", "hung"], help="run one group of scenarios")
+    parser.add_argument("--raw", type=int, default=120, help="raw TCP connections of the connection-limit case")
+    parser.add_argument("--raw-limit", type=int, default=40, help="server.maxConnections of that case")
+    parser.add_argument(
+        "--only", choices=["sigterm", "rotation", "hostile", "mtls", "connections", "hung"],
+        help="run one group of scenarios",
+    )  # fmt: skip
     args = parser.parse_args()
     lines = ["## Faults under load (`python bench/faults.py`)"]
     headers = {
@@ -320,6 +541,8 @@ def main() -> int:
             "| --- | ---: | ---: | ---: | ---: | ---: | --- | --- |",
         ],
         "hostile": ["| hostile client | result | answer / cost | meanwhile | memory | goal |", "| --- " * 6 + "|"],
+        "mtls": ["| mTLS fault | TLS 1.2 | TLS 1.3 | — | — | goal |", "| --- " * 6 + "|"],
+        "connections": ["| connection fault | result | held / established | after | log | goal |", "| --- " * 6 + "|"],
         "hung": ["| API server fault | noticed | recovered | quiet watch | — | goal |", "| --- " * 6 + "|"],
     }
     with workspace() as work:
@@ -336,6 +559,12 @@ def main() -> int:
                 lambda: hostile_request(work, certs),
                 lambda: idle_connections(work, certs, count=args.idle, header_timeout=args.header_timeout),
             ],
+            "mtls": [lambda: session_resumption(work)],
+            "connections": [
+                lambda: raw_connections(work, certs, count=args.raw, limit=args.raw_limit),
+                lambda: open_files(work, certs),
+                lambda: big_header_block(work, certs),
+            ],
             "hung": [lambda: hung_api_server(work, bookmark=args.bookmark)],
         }
         for group, runs in scenarios.items():
@@ -344,7 +573,10 @@ def main() -> int:
             if group in headers:
                 lines += ["", *headers[group]]
             for run in runs:
-                rows, ok = run()
+                try:
+                    rows, ok = run()
+                except Exception as exc:  # one broken scenario must not hide the others' numbers
+                    rows, ok = [f"| {group}: the scenario failed: {exc!r} | — | — | — | — | **not met** |"], False
                 lines += rows
                 oks.append(ok)
     text = "\n".join(lines)

@@ -295,9 +295,13 @@ def _guarded(
     limits: ServerPolicy,
     mtls: bool,
     allowed: frozenset[str],
-    gate: ConnectionGate,
+    gate: ConnectionGate | None = None,
 ) -> type[asyncio.Protocol]:
     """``protocol_class`` (uvicorn's httptools protocol) with deadlines, caps and client checks.
+
+    ``gate``: the listener's count of open sockets, which ``connection_lost`` releases
+    (without one, under a plain ``create_server`` as ``bench/floor.py`` runs it, a count
+    of its own that nothing reads).
 
     The checks hook the parser's callbacks, so a request is refused before the app sees
     it. Deadlines are not a timer per request: each connection notes when its current
@@ -310,6 +314,7 @@ def _guarded(
     max_header = limits.max_header_bytes
     sweep_every = min(1.0, header_timeout / 4, body_timeout / 4, keep_alive / 4)
     too_large = f"request headers over {max_header} bytes"
+    counted = gate if gate is not None else ConnectionGate(limits.max_connections)
     sweeper: list[asyncio.Task[None] | None] = [None]
 
     async def sweep(connections: set[Any]) -> None:
@@ -395,7 +400,7 @@ def _guarded(
         def connection_lost(self, exc: Exception | None) -> None:
             if self._made:
                 self._made = False
-                gate.release()
+                counted.release()
             super().connection_lost(exc)
 
         def data_received(self, data: bytes) -> None:
