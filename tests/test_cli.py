@@ -695,4 +695,4 @@ def test_serve_on_a_port_in_use_says_so_exits_2_and_announces_nothing(tmp_path: 
         f"tpu-admission: cannot listen on 127.0.0.1:{port}: Address already in use; another process holds the "
         "port: stop it or choose another --port\n"
     )
-    assert "such as a port in use" in cli("serve", "--help").stdout
+    assert "listened on (a port in use)" in cli("serve", "--help").stdout

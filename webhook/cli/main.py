@@ -344,10 +344,10 @@ examples:
 
 exit codes:
   0  stopped (SIGTERM or Ctrl-C)
-{_EXIT_USAGE_LINE}
-     (serve: also a --cert-dir or TLS file that cannot be used, an address that
-     cannot be listened on such as a port in use, or server.maxConnections over
-     what the open-files limit allows); nothing is served
+{_EXIT_USAGE_LINE};
+     also a --cert-dir or TLS file that cannot be used, an address that cannot be
+     listened on (a port in use), or server.maxConnections over what the
+     open-files limit allows. Nothing is served then
 """
 
 _CHECK_HELP = f"""\
