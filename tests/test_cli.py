@@ -31,7 +31,7 @@ from support import (
 )
 
 from webhook import __version__
-from webhook.cli import build_parser
+from webhook.cli.main import build_parser
 
 cli = run_cli
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from webhook.typos import did_you_mean, one_edit_apart
+from webhook.kube.typos import did_you_mean, one_edit_apart
 
 
 @pytest.mark.parametrize(

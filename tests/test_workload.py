@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 from support import load_jobset, set_path
 
-from webhook.config import Policy
-from webhook.engine import AdmissionFacts, decide
+from webhook.engine.decision import AdmissionFacts, decide
+from webhook.policy.config import Policy
 
 JOB_SPEC = "spec.replicatedJobs[0].template.spec"
 

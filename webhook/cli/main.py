@@ -25,17 +25,13 @@ from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Re
 from webhook.cluster.export import run_snapshot
 from webhook.cluster.state import ClusterState
 from webhook.engine.decision import AdmissionFacts, decide
-from webhook.objects.kinds import kind_of_document
+from webhook.kube.typos import did_you_mean
+from webhook.objects.kinds import kind_of_document, likely_meant
 from webhook.objects.sources import SourceError, read_documents
 from webhook.policy.config import ConfigError, Policy
 from webhook.rules.catalog import RULES, load_policy, markdown_table
 from webhook.serving import certs, logsink
 from webhook.serving.logsink import BufferedJsonHandler
-from webhook.policy.config import ConfigError, Policy, load_policy
-from webhook.cli.formatters import FORMATTERS
-from webhook.objects.kinds import kind_of_document, likely_meant
-from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
-from webhook.kube.typos import did_you_mean
 
 __all__ = ["EXIT_DENIED", "EXIT_OK", "EXIT_USAGE", "build_parser", "main"]
 #: a process killed by SIGPIPE exits 128 + 13 in a shell; we end the same way, quietly
@@ -135,9 +131,14 @@ def _emit(text: str) -> None:
 
 def run_serve(args: argparse.Namespace) -> int:
     from webhook.serving.app import ServerState
-    from webhook.serving.runner import TlsSettings, loop_factory, serve
-    from webhook.serving.runner import TlsSettings, build_server, listen_socket, loop_factory, run_server
-    from webhook.serving.runner import TlsSettings, build_server, ensure_open_files, listen_socket, loop_factory, run_server
+    from webhook.serving.runner import (
+        TlsSettings,
+        build_server,
+        ensure_open_files,
+        listen_socket,
+        loop_factory,
+        run_server,
+    )
 
     # Refuse a bad policy, bad flags, an unusable --cert-dir or address before anything
     # is announced or started (exit 2, naming it).

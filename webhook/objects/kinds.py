@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Final
 
-from webhook.typos import did_you_mean
+from webhook.kube.typos import did_you_mean
 
 JOBSET: Final = "JobSet"
 JOB: Final = "Job"

@@ -22,47 +22,9 @@ from typing import Any
 import yaml
 
 from webhook.kube.fieldpaths import FieldPath
+from webhook.kube.manifestyaml import ManifestLoader, UnreadableValue
 
 SUFFIXES = (".yaml", ".yml", ".json")
-
-
-class _UnreadableValue(yaml.constructor.ConstructorError):
-    """A well-formed scalar PyYAML cannot turn into a value (the YAML itself is valid)."""
-
-
-class ManifestLoader(yaml.SafeLoader):
-    """PyYAML's safe loader, reading values as kubectl does and failing only with ``YAMLError``.
-
-    - timestamps stay strings: yaml.v2, under kubectl, keeps every date-like scalar a
-      string when it decodes into untyped maps ("for backward compatibility"), so an
-      annotation ``when: 2001-12-14`` is the string the API server receives;
-    - a value whose constructor raises (``int()`` past Python's 4300-digit limit, or
-      anything else unforeseen) becomes a ``ConstructorError`` marked at its node.
-    """
-
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        try:
-            return super().construct_object(node, deep)
-        except (ValueError, OverflowError) as exc:
-            raise _UnreadableValue(None, None, _unreadable(node, exc), node.start_mark) from None
-
-
-def _unreadable(node: yaml.Node, exc: Exception) -> str:
-    text = str(node.value) if isinstance(node, yaml.ScalarNode) else ""
-    if node.tag == "tag:yaml.org,2002:int":
-        return (
-            f"an integer of {len(text.lstrip('+-'))} digits, more than the {sys.get_int_max_str_digits()} "
-            "that can be read (no Kubernetes field takes one); quote it if it is text"
-        )
-    shown = text if len(text) <= 40 else text[:40] + "..."
-    return f"{node.tag.rpartition(':')[2]} value {shown!r} cannot be read ({exc}); quote it if it is text"
-
-
-def _timestamp_as_text(loader: ManifestLoader, node: yaml.Node) -> str:
-    return str(loader.construct_scalar(node))  # type: ignore[arg-type]  # the tag is a scalar's
-
-
-ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 
 class SourceError(Exception):
@@ -138,7 +100,7 @@ def _syntax_error(source: str, exc: yaml.YAMLError) -> SourceError:
         return SourceError(source, f"not valid YAML or JSON: {' '.join(str(exc).split())}")
     mark = exc.problem_mark
     where = f"(line {mark.line + 1}, column {mark.column + 1})"
-    if isinstance(exc, _UnreadableValue):
+    if isinstance(exc, UnreadableValue):
         return SourceError(source, f"cannot read the value at {where[1:-1]}: {exc.problem}", mark.line + 1)
     what = ": ".join(part for part in (exc.context, exc.problem) if part)
     return SourceError(source, f"not valid YAML or JSON: {what} {where}", mark.line + 1)

@@ -20,8 +20,8 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator, model_validator
 from pydantic.alias_generators import to_camel
 
+from webhook.kube.manifestyaml import ManifestLoader
 from webhook.kube.topology import Topology, TopologyError, parse_topology
-from webhook.objects.sources import ManifestLoader
 from webhook.policy.findings import Action
 
 Mode = Literal["static", "dynamic"]

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from webhook.policy.config import Policy
 from webhook.kube.typos import did_you_mean
+from webhook.policy.config import Policy
 
 
 @dataclass(slots=True)  # per request: a frozen __init__ costs a setattr call per field

@@ -59,11 +59,10 @@ import uvicorn
 from cryptography import x509
 from starlette.types import ASGIApp
 
-from webhook.policy.config import ServerPolicy
+from webhook.policy.config import ConfigError, ServerPolicy
 from webhook.serving.app import ServerState, create_app
 from webhook.serving.metrics_port import MetricsListener
 from webhook.wire.jsonwire import encode
-from webhook.policy.config import ConfigError, ServerPolicy
 
 log = logging.getLogger("tpu_admission.serving")
 
