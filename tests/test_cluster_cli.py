@@ -7,9 +7,10 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from builders import deployment, jobset
 from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
-from support import FIXTURES, load_deployment, load_job, load_jobset, run_cli, set_path
+from support import FIXTURES, load_job, load_jobset, run_cli
 
 STATE = FIXTURES / "cluster"
 
@@ -30,9 +31,7 @@ def test_admitted_against_the_cluster(tmp_path: Path) -> None:
 
 
 def test_denied_by_a_cluster_rule(tmp_path: Path) -> None:
-    obj = load_jobset("rfc-4.6-static")
-    set_path(obj, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "guaranteed")
-    set_path(obj, "spec.replicatedJobs[0].replicas", 3)
+    obj = jobset().priority("guaranteed").replicas(3).obj()
     code, result, _ = check(tmp_path, obj, "--cluster-state", str(STATE))
     assert code == 1
     rules = {v["rule"]: v for v in result["violations"]}
@@ -56,8 +55,7 @@ def test_namespace_labels_come_from_the_snapshot_unless_given(tmp_path: Path) ->
 
 def test_kinds_missing_from_the_input_are_skipped_with_warnings(tmp_path: Path) -> None:
     files = ["--cluster-state", str(STATE / "namespaces.yaml"), "--cluster-state", str(STATE / "queues.yaml")]
-    obj = load_jobset("rfc-4.6-static")
-    set_path(obj, "spec.replicatedJobs[0].replicas", 3)  # more slices than pools: but Nodes unknown
+    obj = jobset().replicas(3).obj()  # more slices than pools: but Nodes unknown
     code, result, _ = check(tmp_path, obj, *files)
     assert code == 0
     assert check(tmp_path, obj, *files, "--strict")[0] == 1  # a skipped cluster check fails --strict
@@ -80,8 +78,7 @@ def test_unreadable_cluster_state_is_a_usage_error(tmp_path: Path) -> None:
 def test_jobs_and_deployments_against_the_cluster(tmp_path: Path) -> None:
     code, result, _ = check(tmp_path, load_job("rfc-job-static"), "--cluster-state", str(STATE))
     assert (code, result["kind"], result["allowed"], result["violations"]) == (0, "Job", True, [])
-    service = load_deployment("service-deployment")
-    set_path(service, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-c-queue")
+    service = deployment().queue("team-c-queue").obj()
     code, result, _ = check(tmp_path, service, "--cluster-state", str(STATE))
     assert (code, result["kind"]) == (1, "Deployment")
     assert [(v["rule"], v["path"]) for v in result["violations"]] == [

@@ -12,8 +12,9 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from builders import JobSetBuilder, jobset
 from cluster_fixtures import OBJECTS, STATE, cluster_findings
-from support import JOBSET_CLUSTER_RULES, POD, delete_path, load_jobset, set_path
+from support import JOBSET_CLUSTER_RULES, POD, load_jobset
 
 from webhook.cluster import kinds as k
 from webhook.cluster.statefiles import state_from_objects
@@ -34,23 +35,15 @@ def judge(obj: dict[str, Any], state: ClusterStore = STATE, stage: str = "mutate
     return decide(obj, facts, POLICY, state)
 
 
-def static_job(**changes: Any) -> dict[str, Any]:
-    """RFC-0033 4.6 ③: team-a-queue, best-effort, 2 × 4x4x4 slices = 128 chips."""
-    obj = load_jobset("rfc-4.6-static")
-    for path, value in changes.items():
-        set_path(obj, path, value)
-    return obj
-
-
 def dev_job(namespace: str) -> dict[str, Any]:
-    obj = static_job()
+    obj = jobset().obj()
     obj["metadata"]["namespace"] = namespace
     del obj["metadata"]["labels"]
     return obj
 
 
 def test_the_rfc_job_passes_every_cluster_rule() -> None:
-    decision = judge(static_job())
+    decision = judge(jobset().obj())
     assert decision.allowed, decision.deny_message()
     assert decision.skipped == [] and decision.warnings == []
     assert cluster_findings(decision) == {}
@@ -72,7 +65,7 @@ def test_the_snapshot_reads_rfc_numbers() -> None:
 
 
 def test_local_queue_not_found() -> None:
-    found = cluster_findings(judge(static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-z-queue"})))
+    found = cluster_findings(judge(jobset().queue("team-z-queue").obj()))
     [line] = found["local-queue-not-found"]
     assert "no LocalQueue 'team-z-queue' in namespace 'kubemaker'" in line
     assert "inject" not in line  # the user wrote this queue
@@ -110,7 +103,7 @@ def test_a_null_namespace_selector_matches_nothing() -> None:
 
 
 def test_resource_not_covered() -> None:
-    decision = judge(static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"}))
+    decision = judge(jobset().queue("team-c-queue").obj())
     [line] = cluster_findings(decision)["resource-not-covered"]
     assert line.startswith(f'[resource-not-covered] {CONTAINER}.resources.requests["ephemeral-storage"]')
     assert "resource ephemeral-storage unavailable in ClusterQueue" in line
@@ -118,8 +111,8 @@ def test_resource_not_covered() -> None:
 
 def test_resource_not_covered_in_a_cpu_head() -> None:
     """RFC 4.2: every requested resource must be covered, in a CPU-only podSet too."""
-    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"})
-    delete_path(obj, f'{CONTAINER}.resources.requests["ephemeral-storage"]')
+    obj = jobset().queue("team-c-queue").obj()
+    obj = JobSetBuilder(obj).request("ephemeral-storage", None).obj()
     head = copy.deepcopy(obj["spec"]["replicatedJobs"][0])
     head["name"], head["replicas"] = "coordinator", 1
     head_pod = head["template"]["spec"]["template"]
@@ -143,8 +136,7 @@ def test_resource_not_covered_in_a_cpu_head() -> None:
 def test_namespace_labels_given_on_the_command_line_beat_the_cache() -> None:
     """SPEC §7: with --namespace-labels, the namespace's labels come from the flag."""
     obj = dev_job("legacy")  # its labels in the cache say dev; team-a selects production
-    set_path(obj, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "default")
-    set_path(obj, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "best-effort")
+    obj = JobSetBuilder(obj).queue("default").priority("best-effort").obj()
     facts = AdmissionFacts(namespace="legacy", stage="mutate", namespace_labels={TIER: "production"})
     decision = decide(obj, facts, POLICY, STATE)
     assert decision.tier == "production"
@@ -154,26 +146,26 @@ def test_namespace_labels_given_on_the_command_line_beat_the_cache() -> None:
 
 
 def test_resource_covered_passes() -> None:
-    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"})
-    delete_path(obj, f'{CONTAINER}.resources.requests["ephemeral-storage"]')
+    obj = jobset().queue("team-c-queue").obj()
+    obj = JobSetBuilder(obj).request("ephemeral-storage", None).obj()
     assert "resource-not-covered" not in cluster_findings(judge(obj))
 
 
 def test_exceeds_queue_capacity_with_a_borrowing_limit() -> None:
-    obj = static_job(**{"spec.replicatedJobs[0].replicas": 8})  # 8 × 64 = 512 > 256 + 128
+    obj = jobset().replicas(8).obj()  # 8 × 64 = 512 > 256 + 128
     [line] = cluster_findings(judge(obj))["exceeds-queue-capacity"]
     assert "needs 512 google.com/tpu of flavor 'tpu7x-4x4x4'" in line
     assert "never hold more than 384 (nominal 256 + borrowing limit 128" in line
 
 
 def test_exceeds_queue_capacity_without_a_cohort() -> None:
-    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-c-queue"})
+    obj = jobset().queue("team-c-queue").obj()
     [line] = cluster_findings(judge(obj))["exceeds-queue-capacity"]
     assert "never hold more than 64 (nominal 64, no cohort to borrow from)" in line
 
 
 def test_within_queue_capacity_passes() -> None:
-    obj = static_job(**{"spec.replicatedJobs[0].replicas": 6})  # 384 = the most team-a can hold
+    obj = jobset().replicas(6).obj()  # 384 = the most team-a can hold
     assert "exceeds-queue-capacity" not in cluster_findings(judge(obj))
 
 
@@ -188,45 +180,42 @@ def test_no_borrowing_limit_means_what_the_cohort_can_lend() -> None:
 
 
 def test_guaranteed_balance_exceeded() -> None:
-    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/priority-class"]': "guaranteed"})
+    obj = jobset().priority("guaranteed").obj()
     [line] = cluster_findings(judge(obj))["guaranteed-balance-exceeded"]
     assert "needs 128 chips of flavor 'tpu7x-4x4x4'" in line
     assert "64 guaranteed chips left: nominal 256 − in use 128 − pending 64" in line
 
 
 def test_guaranteed_within_balance_passes() -> None:
-    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/priority-class"]': "guaranteed"})
-    set_path(obj, "spec.replicatedJobs[0].replicas", 1)
+    obj = jobset().priority("guaranteed").obj()
+    obj = JobSetBuilder(obj).replicas(1).obj()
     decision = judge(obj)
     assert cluster_findings(decision) == {}
     assert decision.allowed, decision.deny_message()
 
 
 def test_best_effort_has_no_balance_to_exceed() -> None:
-    obj = static_job(**{"spec.replicatedJobs[0].replicas": 6})
+    obj = jobset().replicas(6).obj()
     assert "guaranteed-balance-exceeded" not in cluster_findings(judge(obj))
 
 
 def test_exceeds_node_capacity() -> None:
-    obj = static_job(**{f'{CONTAINER}.resources.requests["cpu"]': "300"})
+    obj = jobset().request("cpu", "300").obj()
     [line] = cluster_findings(judge(obj))["exceeds-node-capacity"]
     # the cordoned node with 416 CPUs does not count
     assert "cpu 300" in line and "none of the 4 schedulable nodes" in line and "short of cpu" in line
 
 
 def test_fits_on_one_node() -> None:
-    obj = static_job(
-        **{f'{CONTAINER}.resources.requests["cpu"]': "200", f'{CONTAINER}.resources.requests["memory"]': "700Gi"}
-    )
+    obj = jobset().request("cpu", "200").request("memory", "700Gi").obj()
     assert "exceeds-node-capacity" not in cluster_findings(judge(obj))
 
 
 def test_init_containers_count_at_their_largest() -> None:
-    obj = static_job()
-    set_path(
-        obj,
-        f"{POD}.spec.initContainers",
-        [{"name": "stage-data", "image": "busybox", "resources": {"requests": {"memory": "800Gi"}}}],
+    obj = (
+        jobset()
+        .init_containers([{"name": "stage-data", "image": "busybox", "resources": {"requests": {"memory": "800Gi"}}}])
+        .obj()
     )
     [line] = cluster_findings(judge(obj))["exceeds-node-capacity"]
     assert "memory 800Gi" in line and "short of memory" in line
@@ -234,14 +223,14 @@ def test_init_containers_count_at_their_largest() -> None:
 
 def test_a_sidecar_adds_to_the_pod_on_its_node() -> None:
     """A restartable init container runs beside the main container: 700Gi + 100Gi > 720Gi."""
-    obj = static_job(**{f'{CONTAINER}.resources.requests["memory"]': "700Gi"})
+    obj = jobset().request("memory", "700Gi").obj()
     sidecar = {
         "name": "proxy",
         "image": "envoy",
         "restartPolicy": "Always",
         "resources": {"requests": {"memory": "100Gi"}},
     }
-    set_path(obj, f"{POD}.spec.initContainers", [sidecar])
+    JobSetBuilder(obj).init_containers([sidecar])
     [line] = cluster_findings(judge(obj))["exceeds-node-capacity"]
     assert "memory 800Gi" in line
     del sidecar["restartPolicy"]  # a plain init container runs alone: 700Gi at most
@@ -278,7 +267,7 @@ def test_taints_not_tolerated_exclude_a_node() -> None:
 
 
 def test_insufficient_node_pools() -> None:
-    obj = static_job(**{"spec.replicatedJobs[0].replicas": 3})
+    obj = jobset().replicas(3).obj()
     [line] = cluster_findings(judge(obj))["insufficient-node-pools"]
     assert line.startswith("[insufficient-node-pools] spec.replicatedJobs[0].replicas:")
     assert "needs 3 slice(s) of topology 4x4x4" in line and "has 2 4x4x4 node pool(s)" in line
@@ -290,7 +279,7 @@ def test_enough_node_pools_pass() -> None:
 
 
 def test_cluster_rules_also_run_on_the_validating_path() -> None:
-    obj = static_job(**{'metadata.labels["kueue.x-k8s.io/queue-name"]': "team-z-queue"})
+    obj = jobset().queue("team-z-queue").obj()
     assert "local-queue-not-found" in cluster_findings(judge(obj, stage="validate"))
 
 
@@ -299,7 +288,7 @@ def test_cluster_rules_also_run_on_the_validating_path() -> None:
 
 def test_a_kind_missing_from_the_snapshot_skips_its_rules_with_warnings() -> None:
     state = state_from_objects([o for o in OBJECTS if o["kind"] != "Node"], POLICY)
-    obj = static_job(**{"spec.replicatedJobs[0].replicas": 3, f'{CONTAINER}.resources.requests["cpu"]': "300"})
+    obj = jobset().replicas(3).request("cpu", "300").obj()
     decision = judge(obj, state)
     assert set(decision.skipped) == {"exceeds-node-capacity", "insufficient-node-pools"}
     warnings = [w for w in decision.warnings if "skipped" in w]
@@ -311,8 +300,7 @@ def test_a_kind_missing_from_the_snapshot_skips_its_rules_with_warnings() -> Non
 
 def test_structural_rules_keep_enforcing_while_cluster_rules_are_skipped() -> None:
     state = state_from_objects([], POLICY)
-    obj = static_job()
-    delete_path(obj, f'{POD}.spec.nodeSelector["cloud.google.com/gke-tpu-topology"]')
+    obj = jobset().node_selector("cloud.google.com/gke-tpu-topology", None).obj()
     decision = judge(obj, state)
     assert not decision.allowed
     assert "static-topology-selector-missing" in {f.rule for f in decision.violations}

@@ -9,12 +9,13 @@ from typing import Any
 
 import httpx
 import pytest
+from builders import job, jobset
 from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
 from cluster_fixtures import ALL, FAST, load
 from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
 from cluster_job_cases import ClusterCase
-from support import RunningServer, load_job, load_jobset, review, set_path
+from support import RunningServer, load_jobset, review
 
 from webhook.cluster import kinds as k
 from webhook.cluster.watch import WatchCache, start_watch_cache
@@ -64,8 +65,7 @@ def post(client: httpx.Client, server: RunningServer, obj: dict[str, Any], path:
 
 
 def test_a_cluster_rule_denies_through_the_server(live: RunningServer, client: httpx.Client) -> None:
-    obj = load_jobset("rfc-4.6-static")
-    set_path(obj, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "guaranteed")
+    obj = jobset().priority("guaranteed").obj()
     answer = post(client, live, obj, "/validate/production")
     assert answer["allowed"] is False
     assert answer["status"]["code"] == 403
@@ -110,8 +110,7 @@ def test_unreachable_api_server_serves_structural_rules_with_warnings(
     client = https(cert_files)
     try:
         assert client.get(server.url + "/readyz").status_code == 200
-        obj = load_jobset("rfc-4.6-static")
-        set_path(obj, "spec.suspend", True)
+        obj = jobset().suspend(True).obj()
         answer = post(client, server, obj, "/mutate/production")
         assert answer["allowed"] is False
         assert answer["status"]["message"].startswith("[suspend-forbidden]")
@@ -128,8 +127,7 @@ def test_unreachable_api_server_serves_structural_rules_with_warnings(
 
 
 def test_a_cluster_rule_denies_a_job_through_the_server(live: RunningServer, client: httpx.Client) -> None:
-    obj = load_job("rfc-job-static")
-    set_path(obj, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-z-queue")
+    obj = job().queue("team-z-queue").obj()
     answer = post(client, live, obj, "/validate/production")
     assert answer["allowed"] is False
     assert answer["status"]["message"].startswith(

@@ -11,9 +11,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from builders import JobSetBuilder, jobset
 from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
 from cluster_fixtures import ALL, FAST, OBJECTS, load
-from support import load_jobset, set_path
 
 from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
@@ -51,9 +51,7 @@ def cache(api: FakeApiServer, tmp_path: Path) -> Iterator[WatchCache]:
 
 
 def guaranteed_job(replicas: int) -> dict[str, Any]:
-    obj = load_jobset("rfc-4.6-static")
-    set_path(obj, 'metadata.labels["kueue.x-k8s.io/priority-class"]', "guaranteed")
-    return set_path(obj, "spec.replicatedJobs[0].replicas", replicas)
+    return jobset().priority("guaranteed").replicas(replicas).obj()
 
 
 def rules(cache: WatchCache, obj: dict[str, Any]) -> set[str]:
@@ -122,8 +120,7 @@ def test_watch_expiry_relists(api: FakeApiServer, cache: WatchCache) -> None:
     wait_until(lambda: api.list_requests(k.LOCAL_QUEUES) > lists, what="a relist")
     wait_until(lambda: cache.local_queue("kubemaker", "team-c-queue") is None, what="the deletion")
     wait_until(lambda: not cache.unavailable(ALL), what="sync after relist")
-    obj = load_jobset("rfc-4.6-static")
-    set_path(obj, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-c-queue")
+    obj = jobset().queue("team-c-queue").obj()
     assert "local-queue-not-found" in rules(cache, obj)
 
 
@@ -138,8 +135,7 @@ def test_api_server_absent_at_start(tmp_path: Path) -> None:
             ),
             what="unreachable reasons",
         )
-        obj = load_jobset("rfc-4.6-static")
-        set_path(obj, "spec.replicatedJobs[0].template.spec.template.spec.priorityClassName", "high")
+        obj = jobset().pod_priority_class("high").obj()
         decision = decide(obj, AdmissionFacts(namespace="kubemaker"), POLICY, cache)
         assert {f.rule for f in decision.violations} == {"pod-priority-class-forbidden"}  # structural
         assert len(decision.skipped) == 7
@@ -163,8 +159,7 @@ def test_forbidden_and_absent_kinds_skip_their_rules(tmp_path: Path) -> None:
     cache = watch(api.port, tmp_path)
     try:
         wait_until(lambda: set(cache.unavailable(ALL)) == {"Nodes", "Workloads"}, what="403/404")
-        obj = guaranteed_job(3)
-        set_path(obj, 'metadata.labels["kueue.x-k8s.io/queue-name"]', "team-c-queue")
+        obj = JobSetBuilder(guaranteed_job(3)).queue("team-c-queue").obj()
         decision = decide(obj, AdmissionFacts(namespace="kubemaker"), POLICY, cache)
         assert set(decision.skipped) == {
             "guaranteed-balance-exceeded",

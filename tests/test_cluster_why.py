@@ -21,9 +21,10 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from builders import jobset
 from cluster_apiserver import FakeApiServer, wait_until, write_kubeconfig
 from cluster_fixtures import ALL, FAST
-from support import FIXTURES, RunningServer, load_jobset, review, set_path
+from support import FIXTURES, RunningServer, review
 from support import JOBSET_CLUSTER_RULES as CLUSTER_RULES
 
 from webhook.cli.main import main
@@ -171,19 +172,12 @@ def tpu7x_nodes(count: int) -> list[dict[str, Any]]:
 
 def static_job(ns: str, replicas: int, guaranteed: bool = False) -> dict[str, Any]:
     """RFC-0033 4.6 ③ in ``ns``: ``replicas`` 4x4x4 slices of 64 chips."""
-    obj = load_jobset("rfc-4.6-static")
-    obj["metadata"]["namespace"] = ns
-    set_path(obj, "spec.replicatedJobs[0].replicas", replicas)
-    if guaranteed:
-        set_path(obj, PRIORITY, "guaranteed")
-    return obj
+    built = jobset().namespace(ns).replicas(replicas)
+    return (built.priority("guaranteed") if guaranteed else built).obj()
 
 
 def dynamic_job(ns: str, replicas: int) -> dict[str, Any]:
-    obj = load_jobset("rfc-4.3.1-dynamic")
-    obj["metadata"]["namespace"] = ns
-    set_path(obj, "spec.replicatedJobs[0].replicas", replicas)
-    return obj
+    return jobset("rfc-4.3.1-dynamic").namespace(ns).replicas(replicas).obj()
 
 
 # ---------------------------------------------------------------- the cases
