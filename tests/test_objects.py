@@ -14,8 +14,8 @@ from support import load_deployment, load_job, load_jobset
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET, kind_of_document
 from webhook.objects.readers import controlled_by_jobset, parse_deployment, parse_job, parse_object
+from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
-from webhook.rules import UserInfo
 from webhook.rules.catalog import policy_from_mapping
 
 STATIC = Policy()

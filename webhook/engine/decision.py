@@ -16,11 +16,12 @@ from webhook.objects.fastbuild import build
 from webhook.objects.fastjobset import TypedJobSet
 from webhook.objects.kinds import JOBSET
 from webhook.objects.readers import controlled_by_jobset, outside_kueue_warning, parse_object, runs_outside_kueue
+from webhook.objects.request import UserInfo
 from webhook.objects.workload import MALFORMED, Workload
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action, Finding
 from webhook.policy.tiers import resolve_tier
-from webhook.rules import Rule, RuleContext, UserInfo
+from webhook.rules import Rule, RuleContext
 from webhook.rules.catalog import RULES
 
 Stage = Literal["mutate", "validate"]

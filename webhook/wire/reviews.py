@@ -27,7 +27,7 @@ from webhook.engine.decision import Decision
 from webhook.engine.patches import patch_wire
 from webhook.objects.fastjobset import JobSetStruct, TypedJobSet
 from webhook.objects.kinds import JOBSET, judged_kind
-from webhook.rules import UserInfo
+from webhook.objects.request import UserInfo
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
