@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Final, Literal
 
 from webhook.cluster.state import ClusterState
-from webhook.engine.patches import JsonPatch, default_labels, label_patch, label_patch_wire
+from webhook.engine.patches import JsonPatch, default_labels, label_patch
 from webhook.objects.fastbuild import build
 from webhook.objects.fastjobset import TypedJobSet
 from webhook.objects.kinds import JOBSET
@@ -76,9 +76,6 @@ class Decision:
     findings: list[Finding]
     warnings: list[str]
     patch: JsonPatch
-    #: ``patch`` as the AdmissionReview answer carries it (``patches.patch_wire``), when the
-    #: engine made both ("" otherwise: ``review_response`` encodes ``patch``)
-    patch_wire: str
     tier: str | None
     #: rules skipped because the cluster state they need is unknown
     skipped: list[str]
@@ -94,7 +91,6 @@ class Decision:
         self.findings = []
         self.warnings = []
         self.patch = []
-        self.patch_wire = ""
         self.tier = tier
         self.skipped = []
         self.excepted = []
@@ -291,5 +287,4 @@ def decide(
         _bound(decision, policy, workload.malformed_unrecorded, malformed)
     if decision.allowed and creating and facts.stage == "mutate":
         decision.patch = label_patch(workload, added)
-        decision.patch_wire = label_patch_wire(workload, added) if added else ""
     return decision

@@ -18,16 +18,18 @@ ways and compares the bytes.
 
 from __future__ import annotations
 
+import base64
 import json
 from typing import Any
 
 import msgspec
 
 from webhook.engine.decision import Decision
-from webhook.engine.patches import patch_wire
+from webhook.engine.patches import JsonPatch
 from webhook.objects.fastjobset import JobSetStruct, TypedJobSet
 from webhook.objects.kinds import JOBSET, judged_kind
 from webhook.objects.request import UserInfo
+from webhook.wire.jsonwire import encode
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -284,8 +286,13 @@ def review_response(uid: str, decision: Decision) -> dict[str, Any]:
         response["warnings"] = list(decision.warnings)
     if decision.patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = decision.patch_wire or patch_wire(decision.patch)
+        response["patch"] = patch_wire(decision.patch)
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+
+
+def patch_wire(patch: JsonPatch) -> str:
+    """``patch`` as an AdmissionReview response carries it: base64 of its JSON."""
+    return base64.b64encode(encode(patch)).decode("ascii")
 
 
 def error_response(uid: str, message: str) -> dict[str, Any]:
