@@ -50,7 +50,7 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
 
 
 def _decide(obj: dict[str, Any]) -> Decision:
-    return decide(obj, AdmissionFacts("CREATE", "mutate", "default", kind="JobSet"), DYNAMIC)
+    return decide(obj, AdmissionFacts(operation="CREATE", stage="mutate", namespace="default", kind="JobSet"), DYNAMIC)
 
 
 @pytest.mark.parametrize("shape", SHAPES)

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from webhook.cluster.state import ClusterState
@@ -27,75 +27,40 @@ from webhook.rules.catalog import RULES
 Stage = Literal["mutate", "validate"]
 
 
-# Per request: not frozen (a frozen __init__ costs a setattr call per field); init=False and
-# an explicit __init__ so mypyc compiles it (see webhook.objects.workload.Container).
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class AdmissionFacts:
-    """What the engine needs to know about a request besides the object."""
+    """What the engine needs to know about a request besides the object (made per request)."""
 
-    operation: str
-    stage: Stage
-    namespace: str
-    user: UserInfo
-    old_object: Any
+    operation: str = "CREATE"
+    stage: Stage = "mutate"
+    namespace: str = ""
+    user: UserInfo = field(default_factory=UserInfo)
+    old_object: Any = None
     #: tier from the request path (``/validate/<tier>``)
-    path_tier: str | None
+    path_tier: str | None = None
     #: CLI ``--tier``: beats everything
-    tier_override: str | None
+    tier_override: str | None = None
     #: CLI ``--namespace-labels``: beats the cluster state
-    namespace_labels: Mapping[str, str] | None
+    namespace_labels: Mapping[str, str] | None = None
     #: the object's kind (``webhook.objects.kinds``: JobSet, Job, Deployment)
-    kind: str
-
-    def __init__(
-        self,
-        operation: str = "CREATE",
-        stage: Stage = "mutate",
-        namespace: str = "",
-        user: UserInfo | None = None,
-        old_object: Any = None,
-        path_tier: str | None = None,
-        tier_override: str | None = None,
-        namespace_labels: Mapping[str, str] | None = None,
-        kind: str = JOBSET,
-    ) -> None:
-        self.operation = operation
-        self.stage = stage
-        self.namespace = namespace
-        self.user = user if user is not None else UserInfo()
-        self.old_object = old_object
-        self.path_tier = path_tier
-        self.tier_override = tier_override
-        self.namespace_labels = namespace_labels
-        self.kind = kind
+    kind: str = JOBSET
 
 
-@dataclass(slots=True, init=False)  # explicit __init__: see webhook.objects.workload.Container
+@dataclass(slots=True)
 class Decision:
-    allowed: bool
-    findings: list[Finding]
-    warnings: list[str]
-    patch: JsonPatch
-    tier: str | None
+    allowed: bool = True
+    findings: list[Finding] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    patch: JsonPatch = field(default_factory=list)
+    tier: str | None = None
     #: rules skipped because the cluster state they need is unknown
-    skipped: list[str]
+    skipped: list[str] = field(default_factory=list)
     #: rules whose findings a policy exception turned into warnings (one entry per finding)
-    excepted: list[str]
+    excepted: list[str] = field(default_factory=list)
     #: denying findings beyond ``limits.maxFindings``, counted but not listed
-    omitted: int
+    omitted: int = 0
     #: the longest line the answer carries (``limits.maxLineChars``)
-    max_line: int
-
-    def __init__(self, tier: str | None = None) -> None:
-        self.allowed = True
-        self.findings = []
-        self.warnings = []
-        self.patch = []
-        self.tier = tier
-        self.skipped = []
-        self.excepted = []
-        self.omitted = 0
-        self.max_line = 2048
+    max_line: int = 2048
 
     @property
     def violations(self) -> list[Finding]:

@@ -97,25 +97,14 @@ def _type(value: Any) -> str:
     )
 
 
-# init=False and an explicit __init__: mypyc compiles it, while a dataclass's generated
-# __init__ stays interpreted (about twice the cost per object, on every request).
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class Container:
     name: str
     path: FieldPath
     requests: dict[str, Any]
     limits: dict[str, Any]
     #: an init container with ``restartPolicy: Always``: a sidecar that runs beside the main containers
-    restartable: bool
-
-    def __init__(
-        self, name: str, path: FieldPath, requests: dict[str, Any], limits: dict[str, Any], restartable: bool = False
-    ) -> None:
-        self.name = name
-        self.path = path
-        self.requests = requests
-        self.limits = limits
-        self.restartable = restartable
+    restartable: bool = False
 
     def requests_resource(self, resource: str) -> bool:
         return resource in self.requests or resource in self.limits
@@ -200,7 +189,7 @@ def _container_paths(list_path: FieldPath, position: int) -> tuple[FieldPath, Fi
     return item, resources, resources.child("requests"), resources.child("limits")
 
 
-@dataclass(slots=True, init=False)  # explicit __init__: see Container
+@dataclass(slots=True)
 class PodSet:
     """One of Kueue's podSets: a JobSet's ``spec.replicatedJobs[i]``, or a Job's or Deployment's pods."""
 
@@ -217,48 +206,13 @@ class PodSet:
     priority_class_name: Any
     containers: list[Container]
     init_containers: list[Container]
-    is_tpu: bool
+    is_tpu: bool = False
     #: the pod template's spec as submitted; ``None`` until first read when the typed fast
     #: path (``webhook.objects.fastjobset``) built this podSet: ``pod_spec`` decodes it on demand
-    raw_pod_spec: dict[str, Any] | None = field(compare=False)
+    raw_pod_spec: dict[str, Any] | None = field(default=None, compare=False)
     #: the ``TypedJobSet`` the fast path read, for ``pod_spec`` on demand
-    source: Any = field(repr=False, compare=False)
-    _pod_requests: dict[str, Decimal] | None = field(repr=False, compare=False)
-
-    def __init__(
-        self,
-        index: int,
-        name: str,
-        paths: PodSetPaths,
-        replicas: int,
-        parallelism: int | None,
-        completions: int | None,
-        job_annotations: dict[str, str],
-        annotations: dict[str, str],
-        node_selector: dict[str, str],
-        priority_class_name: Any,
-        containers: list[Container],
-        init_containers: list[Container],
-        is_tpu: bool = False,
-        raw_pod_spec: dict[str, Any] | None = None,
-        source: Any = None,
-    ) -> None:
-        self.index = index
-        self.name = name
-        self.paths = paths
-        self.replicas = replicas
-        self.parallelism = parallelism
-        self.completions = completions
-        self.job_annotations = job_annotations
-        self.annotations = annotations
-        self.node_selector = node_selector
-        self.priority_class_name = priority_class_name
-        self.containers = containers
-        self.init_containers = init_containers
-        self.is_tpu = is_tpu
-        self.raw_pod_spec = raw_pod_spec
-        self.source = source
-        self._pod_requests = None
+    source: Any = field(default=None, repr=False, compare=False)
+    _pod_requests: dict[str, Decimal] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def pod_spec(self) -> dict[str, Any]:
@@ -300,7 +254,7 @@ class PodSet:
         return self._pod_requests
 
 
-@dataclass(slots=True, init=False)  # explicit __init__: see Container
+@dataclass(slots=True)
 class Workload:
     """A judged object as the rules see it: its metadata and its podSets."""
 
@@ -312,56 +266,21 @@ class Workload:
     #: this workload (``webhook.objects.fastjobset``): ``spec`` decodes it from ``source`` on demand
     raw_spec: dict[str, Any] | None
     #: ``webhook.objects.kinds``: JobSet, Job or Deployment
-    kind: str
+    kind: str = JOBSET
     #: Workloads Kueue makes of it: a Deployment's ``spec.replicas`` (one per pod), else 1
-    replicas: int
-    generated_suffix: int
-    has_labels_map: bool
-    has_metadata: bool
+    replicas: int = 1
+    generated_suffix: int = 0
+    has_labels_map: bool = False
+    has_metadata: bool = False
     #: ``spec.suspend`` as written (any JSON value; ``None`` when absent or null)
-    suspend: Any
+    suspend: Any = None
     #: the ``TypedJobSet`` the fast path read, for ``spec`` on demand
-    source: Any
-    podsets: list[PodSet]
-    malformed: list[Finding]
+    source: Any = None
+    podsets: list[PodSet] = field(default_factory=list)
+    malformed: list[Finding] = field(default_factory=list)
     #: malformed findings past the limit, counted but not recorded
-    malformed_unrecorded: int
-    _tpu_podsets: list[PodSet]
-
-    def __init__(
-        self,
-        namespace: str,
-        name: str,
-        labels: dict[str, str],
-        annotations: dict[str, str],
-        raw_spec: dict[str, Any] | None,
-        kind: str = JOBSET,
-        replicas: int = 1,
-        generated_suffix: int = 0,
-        has_labels_map: bool = False,
-        has_metadata: bool = False,
-        suspend: Any = None,
-        source: Any = None,
-        podsets: list[PodSet] | None = None,
-        malformed: list[Finding] | None = None,
-        malformed_unrecorded: int = 0,
-    ) -> None:
-        self.namespace = namespace
-        self.name = name
-        self.labels = labels
-        self.annotations = annotations
-        self.raw_spec = raw_spec
-        self.kind = kind
-        self.replicas = replicas
-        self.generated_suffix = generated_suffix
-        self.has_labels_map = has_labels_map
-        self.has_metadata = has_metadata
-        self.suspend = suspend
-        self.source = source
-        self.podsets = podsets if podsets is not None else []
-        self.malformed = malformed if malformed is not None else []
-        self.malformed_unrecorded = malformed_unrecorded
-        self._tpu_podsets = []
+    malformed_unrecorded: int = 0
+    _tpu_podsets: list[PodSet] = field(default_factory=list, init=False)
 
     @property
     def spec(self) -> dict[str, Any]:
