@@ -12,10 +12,8 @@ from typing import Any, Final, Literal
 
 from webhook.cluster.state import ClusterState
 from webhook.engine.patches import JsonPatch, default_labels, label_patch
-from webhook.objects.fastbuild import build
-from webhook.objects.fastjobset import TypedJobSet
 from webhook.objects.kinds import JOBSET
-from webhook.objects.readers import controlled_by_jobset, outside_kueue_warning, parse_object, runs_outside_kueue
+from webhook.objects.readers import outside_kueue_warning, read_workload, runs_outside_kueue
 from webhook.objects.request import UserInfo
 from webhook.objects.workload import MALFORMED, Workload
 from webhook.policy.config import Policy
@@ -35,6 +33,7 @@ class AdmissionFacts:
     stage: Stage = "mutate"
     namespace: str = ""
     user: UserInfo = field(default_factory=UserInfo)
+    #: on UPDATE, the object before the change, as ``decide`` takes the object
     old_object: Any = None
     #: tier from the request path (``/validate/<tier>``)
     path_tier: str | None = None
@@ -165,24 +164,15 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
     decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
 
 
-def _parse(kind: str, obj: Any, policy: Policy, namespace: str) -> Workload:
-    """The typed fast path when the review decoder took it and it applies, else ``parse_object``."""
-    if isinstance(obj, TypedJobSet):
-        workload = build(obj, policy, namespace)
-        if workload is not None:
-            return workload
-        obj = obj.plain()
-    return parse_object(kind, obj, policy, namespace)
-
-
 def decide(
     obj: Any,
     facts: AdmissionFacts,
     policy: Policy,
     cluster: ClusterState | None = None,
 ) -> Decision:
-    """Judge ``obj``: plain JSON, or the ``TypedJobSet`` the review decoder's fast path made."""
-    if controlled_by_jobset(obj.ownership() if isinstance(obj, TypedJobSet) else obj):
+    """Judge ``obj``: the object's JSON text (``bytes``) or the object decoded (``read_workload``)."""
+    workload = read_workload(facts.kind, obj, policy, facts.namespace)
+    if workload.controlled_by_jobset:
         # A JobSet's own Job: judged as part of its JobSet already, and Kueue manages it
         # through the JobSet. Admitted as it is, without a word.
         return Decision()
@@ -203,7 +193,6 @@ def decide(
         return decision  # unmanaged namespace, or an operation we do not judge
     tier = policy.tiers[resolution.tier]
 
-    workload = _parse(facts.kind, obj, policy, facts.namespace)
     creating = facts.operation == "CREATE"
     old: Workload | None = None
     changed: frozenset[str] | None = None
@@ -211,7 +200,7 @@ def decide(
     if creating:
         added = default_labels(workload, tier, policy)
     else:
-        old = _parse(facts.kind, facts.old_object, policy, facts.namespace)
+        old = read_workload(facts.kind, facts.old_object, policy, facts.namespace)
         keys = (policy.queue_label, policy.priority_label)
         changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
     if runs_outside_kueue(workload, tier, policy) and (old is None or policy.queue_label not in old.labels):
