@@ -215,7 +215,7 @@ def per_call(fn: Callable[[], object], budget: float) -> float:
 
 
 def decision_fns(body: bytes, stage: str, policy: Policy) -> tuple[Callable[[], object], Callable[[], object]]:
-    """(decision only: engine + patch + response bytes; parse + decision) for one request body."""
+    """(decision only: object read + engine + patch + response bytes; parse + decision) for one request body."""
     request = parse_review(body)
     facts = AdmissionFacts(
         operation=request.operation,
@@ -249,32 +249,17 @@ def ratio_rounds(
 
 
 def decision_section(args: argparse.Namespace) -> list[str]:
-    static, dynamic = Policy(), Policy(mode="dynamic")
-    dynamic_review = example_review()
-    from common import load_jobset
-
-    dynamic_obj = load_jobset("rfc-4.3.1-dynamic")
-    dynamic_review["request"]["object"] = dynamic_obj
-    dynamic_review["request"]["namespace"] = (dynamic_obj.get("metadata") or {}).get("namespace", "default")
-    denied = denied_review()
-    cases = [
-        ("example, /validate (static)", example_review(), "validate", static),
-        ("example, /mutate (static)", example_review(), "mutate", static),
-        ("dev tier, /mutate (patch)", dev_review(), "mutate", static),
-        ("rfc-4.3.1, /mutate (dynamic)", dynamic_review, "mutate", dynamic),
-        ("denied (4 findings), /mutate", denied, "mutate", static),
-    ]
     lines = [
         "## 2. In-process decision cost vs `json.loads` of the same bytes",
         "",
-        "decision = engine + patch + response building + encoding the response; "
-        "whole = `parse_review` (the server's decode: msgspec, json.loads only for odd bodies) + decision. "
+        "decision = reading the object (`read_workload`) + engine + patch + response building + encoding the response; "
+        "whole = `parse_review` (the server's envelope decode: msgspec, json.loads only for odd bodies) + decision. "
         f"Best-of-batches per round, median over {args.rounds} interleaved rounds.",
         "",
         "| case | body KiB | json.loads µs | decision µs | decision ÷ loads | whole ÷ loads | goal (≤ 1.0×) |",
         "| --- | ---: | ---: | ---: | ---: | ---: | --- |",
     ]
-    for label, review, stage, policy in cases:
+    for label, review, stage, policy in decision_cases():
         body = dumps(review)
         decision, whole = decision_fns(body, stage, policy)
         base, cost, ratio = ratio_rounds(lambda b=body: json.loads(b), decision, args.rounds, args.budget)
@@ -283,6 +268,71 @@ def decision_section(args: argparse.Namespace) -> list[str]:
             f"| {label} | {len(body) / 1024:.1f} | {base * 1e6:.1f} | {cost * 1e6:.1f} | {fmt(ratio)} "
             f"| {fmt(whole_ratio)} | {verdict(ratio <= DECISION_GOAL)} |"
         )
+    return lines
+
+
+def decision_cases() -> list[tuple[str, dict[str, Any], str, Policy]]:
+    """``(label, review, stage, policy)`` of section 2 (and of the reader A/B)."""
+    static, dynamic = Policy(), Policy(mode="dynamic")
+    dynamic_review = example_review()
+    from common import load_jobset
+
+    dynamic_obj = load_jobset("rfc-4.3.1-dynamic")
+    dynamic_review["request"]["object"] = dynamic_obj
+    dynamic_review["request"]["namespace"] = (dynamic_obj.get("metadata") or {}).get("namespace", "default")
+    return [
+        ("example, /validate (static)", example_review(), "validate", static),
+        ("example, /mutate (static)", example_review(), "mutate", static),
+        ("dev tier, /mutate (patch)", dev_review(), "mutate", static),
+        ("rfc-4.3.1, /mutate (dynamic)", dynamic_review, "mutate", dynamic),
+        ("denied (4 findings), /mutate", denied_review(), "mutate", static),
+    ]
+
+
+def reader_fns(body: bytes, stage: str, policy: Policy) -> tuple[Callable[[], object], Callable[[], object]]:
+    """(as the server: the JobSet's text to the one reader, which takes the typed reader;
+    without the typed reader: the text decoded to plain JSON first, read by ``parse_jobset``),
+    each one request's decode + decision + answer bytes."""
+    from webhook.objects.jsontext import plain_json
+    from webhook.serving.app import admission_facts
+
+    def typed() -> object:
+        request = parse_review(body)
+        facts = admission_facts(request, stage, None)  # type: ignore[arg-type]
+        return encode(review_response(request.uid, decide(request.object, facts, policy)))
+
+    def plain() -> object:
+        request = parse_review(body)
+        facts = admission_facts(request, stage, None)  # type: ignore[arg-type]
+        return encode(review_response(request.uid, decide(plain_json(request.object), facts, policy)))
+
+    return typed, plain
+
+
+def reader_section(args: argparse.Namespace) -> list[str]:
+    """Does the typed JobSet reader (webhook/objects/fastjobset.py) earn its keep? An A/B."""
+    lines = [
+        "## 2b. The typed JobSet reader: A/B of a request's decode + decision + answer",
+        "",
+        "with = as the server runs (the review decoder hands the JobSet's text to `read_workload`, "
+        "which reads it into typed structs); without = the same text decoded to plain JSON first and "
+        f"read by `parse_jobset`. Best-of-batches per round, {args.rounds} interleaved rounds (the order "
+        "alternates), median; the ratio is the median of the rounds' ratios.",
+        "",
+        "| case | with µs | without µs | without − with µs | without ÷ with |",
+        "| --- | ---: | ---: | ---: | ---: |",
+    ]
+    for label, review, stage, policy in decision_cases():
+        typed, plain = reader_fns(dumps(review), stage, policy)
+        assert typed() == plain(), label
+        with_, without = [], []
+        for round_ in range(args.rounds):
+            pair = [(typed, with_), (plain, without)]
+            for fn, out in pair if round_ % 2 == 0 else pair[::-1]:
+                out.append(per_call(fn, args.budget))
+        ratio = statistics.median(b / a for a, b in zip(with_, without, strict=True))
+        a, b = statistics.median(with_), statistics.median(without)
+        lines.append(f"| {label} | {a * 1e6:.1f} | {b * 1e6:.1f} | {(b - a) * 1e6:+.1f} | {fmt(ratio)} |")
     return lines
 
 
@@ -404,7 +454,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--python-client", action="store_true", help="use the asyncio client even if wrk exists")
     parser.add_argument("--server-env", action="append", default=[], metavar="K=V", help="environment for both servers")
     parser.add_argument(
-        "--only", action="append", choices=["http", "decision", "size", "cluster", "startup"], help="run only these"
+        "--only",
+        action="append",
+        choices=["http", "decision", "reader", "size", "cluster", "startup"],
+        help="run only these",
     )
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.md")
     args = parser.parse_args(argv)
@@ -413,7 +466,7 @@ def main(argv: list[str] | None = None) -> int:
     args.budget = 0.2 if args.quick else 0.6
     args.startup_rounds = 2 if args.quick else 5
     env = dict(item.split("=", 1) for item in args.server_env)
-    sections = args.only or ["http", "decision", "size", "cluster", "startup"]
+    sections = args.only or ["http", "decision", "reader", "size", "cluster", "startup"]
 
     started = time.monotonic()
     header = [
@@ -435,6 +488,8 @@ def main(argv: list[str] | None = None) -> int:
                 body = http_section(args, work, certs, env)
             elif section == "decision":
                 body = decision_section(args)
+            elif section == "reader":
+                body = reader_section(args)
             elif section == "size":
                 body = size_section(args)
             elif section == "cluster":

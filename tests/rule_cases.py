@@ -11,8 +11,8 @@ import yaml
 from support import delete_path, load_deployment, load_job, load_jobset, set_path
 
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
-from webhook.rules import UserInfo
 from webhook.rules.catalog import policy_from_mapping
 
 EXAMPLES = Path(__file__).parent / "rule_examples.yaml"

@@ -10,9 +10,9 @@ import pytest
 from support import POD, delete_path, load_deployment, load_jobset, set_path
 
 from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
-from webhook.rules import UserInfo
 from webhook.rules.catalog import policy_from_mapping
 
 KUEUE = UserInfo("system:serviceaccount:kueue-system:kueue-controller-manager", ("system:serviceaccounts",))

@@ -1,10 +1,11 @@
-"""The typed fast path against the general path: identical decisions and response bytes.
+"""The fast paths against the general ones: identical decisions and response bytes.
 
-The server decodes a review with msgspec into typed structs (``webhook.wire.reviews``) and a
-well-formed JobSet straight into structs (``webhook.objects.fastjobset``); anything unusual
-goes through ``json.loads`` and ``parse_jobset``. Here every body is answered both
-ways, from the same bytes, and the two answers must be byte for byte the same: the
-review (or the same 4xx reason), every field of the decision, the encoded
+The server decodes a review's envelope with msgspec into typed structs
+(``webhook.wire.reviews``) and hands the object on as its JSON text; ``read_workload``
+reads a well-formed JobSet's text straight into structs (``webhook.objects.fastjobset``);
+anything unusual goes through ``json.loads`` and ``parse_jobset``. Here every body is
+answered both ways, from the same bytes, and the two answers must be byte for byte the
+same: the review (or the same 4xx reason), every field of the decision, the encoded
 AdmissionReview response and the decision log's object name. The corpus is the fixture
 JobSets, well-formed variations of them, the HTTP fuzz corpus (subtrees of the review
 replaced with arbitrary JSON) and hand-written bodies msgspec reads differently.
@@ -25,13 +26,13 @@ from support import load_jobset, review
 
 from webhook.cluster.statefiles import state_from_objects
 from webhook.engine.decision import Stage, decide
-from webhook.objects.fastbuild import build
-from webhook.objects.fastjobset import TypedJobSet
+from webhook.objects.fastjobset import read_typed_jobset
+from webhook.objects.kinds import JOB, JOBSET
+from webhook.objects.readers import read_workload
 from webhook.objects.sources import load_documents
 from webhook.objects.workload import parse_jobset
 from webhook.policy.config import Policy
 from webhook.serving.app import admission_facts
-from webhook.wire import reviews
 from webhook.wire.jsonwire import encode
 from webhook.wire.reviews import AdmissionRequest, ReviewError, parse_review, parse_review_general, review_response
 
@@ -83,9 +84,10 @@ def same_both_ways(body: bytes, *, cluster: Any = None) -> AdmissionRequest | tu
 
 
 def took_the_fast_path(request: AdmissionRequest | tuple[int, str]) -> bool:
-    if not isinstance(request, AdmissionRequest) or not isinstance(request.object, TypedJobSet):
+    """Whether the typed reader read the review's JobSet (the engine reads it the same way)."""
+    if not isinstance(request, AdmissionRequest) or not isinstance(request.object, bytes):
         return False
-    return build(request.object, POLICIES["static"], request.namespace) is not None
+    return read_typed_jobset(request.object, POLICIES["static"], request.namespace) is not None
 
 
 def body_of(obj: Any, namespace: str = "kubemaker", **kwargs: Any) -> bytes:
@@ -105,10 +107,12 @@ def test_the_fast_workload_is_the_parsed_one() -> None:
         obj = load_jobset(name)
         raw = json.dumps(obj).encode()
         for policy in POLICIES.values():
-            fast = build(TypedJobSet.decode(raw), policy, "ns")
+            fast = read_typed_jobset(raw, policy, "ns")
             general = parse_jobset(obj, policy, "ns")
             assert fast is not None and not general.malformed
-            for field in ("namespace", "name", "labels", "annotations", "generated_suffix", "has_labels_map"):
+            assert read_workload(JOBSET, raw, policy, "ns") is not fast  # the one reader, by way of the typed one
+            fields = ("namespace", "name", "labels", "annotations", "generated_suffix", "has_labels_map")
+            for field in (*fields, "controlled_by_jobset"):
                 assert getattr(fast, field) == getattr(general, field), field
             assert (fast.has_metadata, fast.suspend, fast.spec) == (general.has_metadata, general.suspend, general.spec)
             assert fast.podsets == general.podsets and fast.tpu_podsets == general.tpu_podsets
@@ -216,6 +220,28 @@ ODD: dict[str, bytes] = {
         b'"initContainers": [' + b", ".join([b'{"name": "i"}'] * 1100) + b'], "containers": [',
         1,
     ),
+    "invalid UTF-8 in a field no rule reads": edited(
+        body_of(load_jobset("rfc-4.6-static")), b'"image": "', b'"x": "\xff", "image": "', 1
+    ),
+    "invalid UTF-8 in a field of the review no one reads": edited(
+        body_of(load_jobset("rfc-4.6-static")), b'"uid": "', b'"x": "\xff", "uid": "', 1
+    ),
+    "invalid UTF-8 in a label": edited(
+        body_of(load_jobset("rfc-4.6-static")),
+        b'"kueue.x-k8s.io/queue-name": "',
+        b'"kueue.x-k8s.io/queue-name": "\xff',
+        1,
+    ),
+    "invalid UTF-8 in a Job": edited(body_of(OWNED_JOB), b'"name": "c"', b'"name": "\xc3("', 1),
+    "invalid UTF-8 in the old object": edited(
+        body_of(load_jobset("rfc-4.6-static"), operation="UPDATE", old={"metadata": {"name": "x"}}),
+        b'"name": "x"',
+        b'"name": "x\xff"',
+        1,
+    ),
+    "UTF-8 beyond ASCII": edited(
+        body_of(load_jobset("rfc-4.6-static")), b'"image": "', b'"x": "\xc3\xa9", "image": "', 1
+    ),
     "an unknown kind": edited(body_of({"metadata": {"name": "x"}}), b'"kind": "JobSet"', b'"kind": "Job"'),
     "no object": body_of(None),
     "object absent": edited(body_of(None), b'"object": null, ', b"", 1),
@@ -295,35 +321,35 @@ def test_well_formed_variations_answer_alike(body: bytes) -> None:
 
 @pytest.mark.parametrize("separators", [(", ", ": "), (",", ":")], ids=["spaced", "compact"])
 @pytest.mark.parametrize("name", FIXTURES)
-def test_a_jobset_review_is_read_in_one_pass(name: str, separators: tuple[str, str]) -> None:
-    """Its object is read with the review, and its bytes are still there when asked for."""
-    data = review(load_jobset(name), namespace="kubemaker")
+def test_the_review_decoder_hands_the_object_on_as_its_text(name: str, separators: tuple[str, str]) -> None:
+    """Undecoded, byte for byte as the review holds it, and the old object the same way."""
+    data = review(load_jobset(name), namespace="kubemaker", operation="UPDATE", old=load_jobset(name))
     body = json.dumps(data, separators=separators).encode()
-    assert reviews._jobset_review(body) is not None
     request = parse_review(body)
-    assert isinstance(request.object, TypedJobSet) and request.object.typed is not None
-    assert bytes(request.object.raw) == json.dumps(data["request"]["object"], separators=separators).encode()
-    assert request.object.plain() == data["request"]["object"]
+    assert request.object == json.dumps(data["request"]["object"], separators=separators).encode()
+    assert request.old_object == json.dumps(data["request"]["oldObject"], separators=separators).encode()
+    assert took_the_fast_path(request)
+    general = parse_review_general(body)
+    assert general.object == data["request"]["object"] and general.old_object == data["request"]["oldObject"]
 
 
-@pytest.mark.parametrize(
-    "name",
-    [
-        "a Job a JobSet owns",  # the group only inside apiVersion: no second look
-        "a Job review naming JobSet's group early (its uid)",  # looks like one, is not
-        "replicas true",  # a JobSet the typed structs refuse
-        "no object",
-        "object absent",
-        "kind group a number",
-    ],
-)
-def test_what_is_not_read_in_one_pass(name: str) -> None:
-    """Read the two-pass way (or the general way), and answered as the general path answers."""
-    body = ODD[name]
-    assert reviews._jobset_review(body) is None
-    if name == "a Job a JobSet owns":  # the usual Job review: not even decoded as a JobSet's first
-        assert body.find(reviews._JOBSET_GROUP, 0, reviews._PEEK) < 0
-    request = same_both_ways(body, cluster=CLUSTER)
-    if name.startswith("a Job"):
-        assert isinstance(request, AdmissionRequest) and request.judged_kind == "Job"
-        assert isinstance(request.object, dict) and request.object["kind"] == "Job"
+@pytest.mark.parametrize("name", ["no object", "object absent", "a Job a JobSet owns"])
+def test_what_the_review_decoder_hands_on(name: str) -> None:
+    """No object (absent or ``null``) is ``None`` on both paths; a Job is a Job's text."""
+    fast, general = parse_review(ODD[name]), parse_review_general(ODD[name])
+    if name == "a Job a JobSet owns":
+        assert fast.judged_kind == general.judged_kind == JOB
+        assert isinstance(fast.object, bytes) and json.loads(fast.object) == general.object == OWNED_JOB
+        assert read_workload(JOB, fast.object, POLICIES["static"]).controlled_by_jobset is False  # no controller
+    else:
+        assert fast.object is None and general.object is None
+
+
+def test_an_object_nested_too_deeply_for_the_reader_is_a_finding() -> None:
+    """The review decoder checks the nesting a few frames up the stack from the reader: an
+    object just under its limit there may be over it here, and is a finding, not a 500."""
+    for kind in (JOBSET, JOB):
+        workload = read_workload(kind, b"[" * 5000 + b"]" * 5000, POLICIES["static"], "ns")
+        assert [f.problem for f in workload.malformed] == ["is nested too deeply to be read"]
+        workload = read_workload(kind, b'{"x": "\xff"}', POLICIES["static"], "ns")
+        assert [f.rule for f in workload.malformed] == ["jobset-malformed"]

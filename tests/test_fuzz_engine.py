@@ -20,9 +20,9 @@ from support import load_deployment, load_job, load_jobset
 
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects import kinds
+from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
-from webhook.rules import UserInfo
 from webhook.rules.catalog import RULES_BY_ID
 from webhook.wire.reviews import review_response
 

@@ -33,7 +33,7 @@ from webhook.cli.main import build_parser
 from webhook.cli.main import main as cli_main
 from webhook.objects.kinds import JUDGED
 from webhook.objects.kinds import ORDER as KIND_ORDER
-from webhook.objects.readers import controlled_by_jobset
+from webhook.objects.readers import read_workload
 from webhook.policy.config import Policy
 from webhook.rules.catalog import policy_from_mapping
 from webhook.serving import certs
@@ -417,7 +417,7 @@ def _job(**metadata: Any) -> dict[str, Any]:
 
 BARE_JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}
 OWNED_JOB_CASES = {
-    # (object, whether the API server calls us); the engine must agree (controlled_by_jobset)
+    # (object, whether the API server calls us); the engine must agree (Workload.controlled_by_jobset)
     "job-of-a-jobset": (_job(ownerReferences=[OWNER], labels={"jobset.sigs.k8s.io/jobset-name": "a"}), False),
     "job-of-a-jobset-among-owners": (
         _job(ownerReferences=[{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u"}, OWNER]),
@@ -441,7 +441,8 @@ OWNED_JOB_CASES = {
 @pytest.mark.parametrize("case", sorted(OWNED_JOB_CASES))
 def test_jobsets_own_jobs_are_not_sent(base: list[dict[str, Any]], case: str) -> None:
     obj, expected = OWNED_JOB_CASES[case]
-    assert controlled_by_jobset(obj) is not expected  # the engine's own test says the same
+    # the engine's own test says the same
+    assert read_workload(obj["kind"], obj, Policy()).controlled_by_jobset is not expected
     create = {"operation": "CREATE", "object": obj, "userInfo": {"username": "alice"}}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         for webhook in one(base, kind)["webhooks"]:

@@ -30,7 +30,7 @@ from webhook.engine.decision import AdmissionFacts, decide
 from webhook.engine.patches import default_labels, label_patch
 from webhook.export import mutating_policy
 from webhook.objects.kinds import JOBSET
-from webhook.objects.workload import parse_jobset
+from webhook.objects.readers import read_workload
 from webhook.policy.config import Policy
 
 VERSIONS = ("1.36", kubernetes_validate.latest_version())
@@ -116,7 +116,7 @@ def compare(obj: Any, policy: Policy, namespace: str) -> dict[str, Any] | None:
     after = apply_policy(policy, copy.deepcopy(view), namespace, decision.tier)
     expected = view
     if decision.tier is not None:
-        workload = parse_jobset(view, policy, namespace)
+        workload = read_workload(JOBSET, view, policy, namespace)
         added = default_labels(workload, policy.tiers[decision.tier], policy)
         expected = jsonpatch.apply_patch(view, label_patch(workload, added))
     assert after == expected, (after["metadata"], expected["metadata"])

@@ -1,9 +1,11 @@
 """Jobs and Deployments as the rules see them (webhook/objects/readers.py), and the engine's answers
-for them: RFC-0033 4.3.1's last table, JobSet-owned Jobs, dev-tier injection, UPDATE."""
+for them: RFC-0033 4.3.1's last table, JobSet-owned Jobs, dev-tier injection, UPDATE; and the
+one reader every kind is read through, from text or decoded."""
 
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import jsonpatch
@@ -13,9 +15,9 @@ from support import load_deployment, load_job, load_jobset
 
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET, kind_of_document
-from webhook.objects.readers import controlled_by_jobset, parse_deployment, parse_job, parse_object
+from webhook.objects.readers import read_workload
+from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
-from webhook.rules import UserInfo
 from webhook.rules.catalog import policy_from_mapping
 
 STATIC = Policy()
@@ -38,7 +40,7 @@ def rules(decision: Decision) -> list[str]:
 def test_a_job_is_one_podset_gang_admitted_over_its_parallelism() -> None:
     job = load_job("rfc-job-static")
     job["spec"]["template"]["spec"]["tolerations"] = [{"key": "google.com/tpu", "operator": "Exists"}, "junk"]
-    workload = parse_job(job, STATIC)
+    workload = read_workload(JOB, job, STATIC)
     assert (workload.kind, workload.name, workload.namespace) == (JOB, "llm-eval-b7c2", "kubemaker")
     assert workload.replicas == 1
     assert workload.malformed == []
@@ -52,7 +54,7 @@ def test_a_job_is_one_podset_gang_admitted_over_its_parallelism() -> None:
 
 
 def test_a_deployment_is_one_workload_per_pod() -> None:
-    workload = parse_deployment(load_deployment("service-deployment"), STATIC)
+    workload = read_workload(DEPLOYMENT, load_deployment("service-deployment"), STATIC)
     assert (workload.kind, workload.replicas) == (DEPLOYMENT, 3)
     (podset,) = workload.podsets
     # Kueue admits each pod on its own: the podSet is one pod, whatever spec.replicas says.
@@ -61,15 +63,16 @@ def test_a_deployment_is_one_workload_per_pod() -> None:
     assert podset.pod_requests() == {"cpu": 4, "memory": 16 * 2**30, "ephemeral-storage": 10 * 2**30}
     unset = load_deployment("dev-deployment")
     del unset["spec"]["replicas"]
-    assert parse_deployment(unset, STATIC).replicas == 1  # Kubernetes' default
+    assert read_workload(DEPLOYMENT, unset, STATIC).replicas == 1  # Kubernetes' default
 
 
 @pytest.mark.parametrize("obj", [None, "job", [], {"spec": "x"}, {"metadata": {"labels": []}}])
 def test_garbage_is_findings_for_every_kind(obj: Any) -> None:
     for kind in (JOBSET, JOB, DEPLOYMENT):
-        workload = parse_object(kind, obj, STATIC, "default")
-        assert workload.malformed, (kind, obj)
-        assert all(f.rule == "jobset-malformed" for f in workload.malformed)
+        for document in (obj, json.dumps(obj).encode()):  # decoded, and as the review decoder hands it on
+            workload = read_workload(kind, document, STATIC, "default")
+            assert workload.malformed, (kind, obj)
+            assert all(f.rule == "jobset-malformed" for f in workload.malformed)
 
 
 @pytest.mark.parametrize(
@@ -109,8 +112,10 @@ def test_kind_of_a_document(doc: Any, kind: str | None) -> None:
     ],
 )
 def test_controlled_by_jobset(metadata: dict[str, Any], owned: bool) -> None:
-    assert controlled_by_jobset({"metadata": metadata}) is owned
-    assert controlled_by_jobset(None) is False
+    for kind in (JOBSET, JOB, DEPLOYMENT):
+        for document in ({"metadata": metadata}, json.dumps({"metadata": metadata}).encode()):
+            assert read_workload(kind, document, STATIC).controlled_by_jobset is owned
+        assert read_workload(kind, None, STATIC).controlled_by_jobset is False
 
 
 def _breaks_everything() -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The default-label patch and its wire form: the cached base64 is the patch's, byte for byte."""
+"""The default-label patch, and its wire form: base64 of the patch's JSON."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 from support import load_jobset
 
 from webhook.engine.decision import AdmissionFacts, Decision, decide
-from webhook.engine.patches import _label_patch_wire, patch_wire
 from webhook.policy.config import Policy
-from webhook.wire.reviews import review_response
+from webhook.wire.reviews import patch_wire, review_response
 
 DYNAMIC = Policy(mode="dynamic")
 QUEUE, PRIORITY = "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/priority-class"
@@ -51,7 +50,7 @@ EXPECTED: dict[str, list[dict[str, Any]]] = {
 
 
 def _decide(obj: dict[str, Any]) -> Decision:
-    return decide(obj, AdmissionFacts("CREATE", "mutate", "default", kind="JobSet"), DYNAMIC)
+    return decide(obj, AdmissionFacts(operation="CREATE", stage="mutate", namespace="default", kind="JobSet"), DYNAMIC)
 
 
 @pytest.mark.parametrize("shape", SHAPES)
@@ -60,37 +59,11 @@ def test_each_shape_gets_its_patch_and_the_wire_form_of_that_patch(shape: str) -
     decision = _decide(obj)
     assert decision.allowed
     assert decision.patch == EXPECTED[shape]
+    response = review_response("u", decision)["response"]
     if not decision.patch:
-        assert decision.patch_wire == ""
-        assert "patch" not in review_response("u", decision)["response"]
+        assert "patch" not in response and "patchType" not in response
         return
-    assert json.loads(base64.b64decode(decision.patch_wire)) == decision.patch
-    assert decision.patch_wire == patch_wire(decision.patch)
+    assert response["patchType"] == "JSONPatch" and response["patch"] == patch_wire(decision.patch)
+    assert json.loads(base64.b64decode(response["patch"])) == decision.patch
     patched = jsonpatch.apply_patch(obj, decision.patch)
     assert {QUEUE: "default", PRIORITY: "default"}.items() <= patched["metadata"]["labels"].items()
-
-
-@pytest.mark.parametrize("shape", SHAPES[:-1])
-def test_an_answer_is_the_same_bytes_whether_the_engine_gave_the_wire_form_or_not(shape: str) -> None:
-    decision = _decide(_shape(shape))
-    cached = review_response("u", decision)
-    decision.patch_wire = ""  # as a Decision built elsewhere: review_response encodes the patch
-    assert review_response("u", decision) == cached
-    assert cached["response"]["patchType"] == "JSONPatch"
-
-
-def test_the_wire_cache_holds_shapes_not_objects() -> None:
-    """Its keys are the policy's label names and the tier's values: a stream of different
-    objects of one shape adds one entry, whatever their names, labels and sizes."""
-
-    def labelled(index: int) -> dict[str, Any]:
-        obj = _shape("no labels map")
-        obj["metadata"]["name"] = f"job-{index}"
-        obj["metadata"]["labels"] = {f"team-{index}": "x" * index}
-        return obj
-
-    _decide(labelled(0))
-    before = _label_patch_wire.cache_info().currsize
-    for index in range(1, 200):
-        assert _decide(labelled(index)).patch_wire
-    assert _label_patch_wire.cache_info().currsize == before

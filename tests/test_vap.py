@@ -37,9 +37,9 @@ from webhook.cli.main import main as cli_main
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.export import vap
 from webhook.objects.kinds import JOBSET
+from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action, Finding
-from webhook.rules import UserInfo
 from webhook.rules.catalog import RULES, RULES_BY_ID, policy_from_mapping
 
 K8S_VERSIONS = ("1.30", kubernetes_validate.latest_version())

@@ -7,98 +7,59 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
 from webhook.cluster.state import ClusterState
-from webhook.engine.patches import JsonPatch, default_labels, label_patch, label_patch_wire
-from webhook.objects.fastbuild import build
-from webhook.objects.fastjobset import TypedJobSet
+from webhook.engine.patches import JsonPatch, default_labels, label_patch
 from webhook.objects.kinds import JOBSET
-from webhook.objects.readers import controlled_by_jobset, outside_kueue_warning, parse_object, runs_outside_kueue
+from webhook.objects.readers import outside_kueue_warning, read_workload, runs_outside_kueue
+from webhook.objects.request import UserInfo
 from webhook.objects.workload import MALFORMED, Workload
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action, Finding
 from webhook.policy.tiers import resolve_tier
-from webhook.rules import Rule, RuleContext, UserInfo
+from webhook.rules import Rule, RuleContext
 from webhook.rules.catalog import RULES
 
 Stage = Literal["mutate", "validate"]
 
 
-# Per request: not frozen (a frozen __init__ costs a setattr call per field); init=False and
-# an explicit __init__ so mypyc compiles it (see webhook.objects.workload.Container).
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class AdmissionFacts:
-    """What the engine needs to know about a request besides the object."""
+    """What the engine needs to know about a request besides the object (made per request)."""
 
-    operation: str
-    stage: Stage
-    namespace: str
-    user: UserInfo
-    old_object: Any
+    operation: str = "CREATE"
+    stage: Stage = "mutate"
+    namespace: str = ""
+    user: UserInfo = field(default_factory=UserInfo)
+    #: on UPDATE, the object before the change, as ``decide`` takes the object
+    old_object: Any = None
     #: tier from the request path (``/validate/<tier>``)
-    path_tier: str | None
+    path_tier: str | None = None
     #: CLI ``--tier``: beats everything
-    tier_override: str | None
+    tier_override: str | None = None
     #: CLI ``--namespace-labels``: beats the cluster state
-    namespace_labels: Mapping[str, str] | None
+    namespace_labels: Mapping[str, str] | None = None
     #: the object's kind (``webhook.objects.kinds``: JobSet, Job, Deployment)
-    kind: str
-
-    def __init__(
-        self,
-        operation: str = "CREATE",
-        stage: Stage = "mutate",
-        namespace: str = "",
-        user: UserInfo | None = None,
-        old_object: Any = None,
-        path_tier: str | None = None,
-        tier_override: str | None = None,
-        namespace_labels: Mapping[str, str] | None = None,
-        kind: str = JOBSET,
-    ) -> None:
-        self.operation = operation
-        self.stage = stage
-        self.namespace = namespace
-        self.user = user if user is not None else UserInfo()
-        self.old_object = old_object
-        self.path_tier = path_tier
-        self.tier_override = tier_override
-        self.namespace_labels = namespace_labels
-        self.kind = kind
+    kind: str = JOBSET
 
 
-@dataclass(slots=True, init=False)  # explicit __init__: see webhook.objects.workload.Container
+@dataclass(slots=True)
 class Decision:
-    allowed: bool
-    findings: list[Finding]
-    warnings: list[str]
-    patch: JsonPatch
-    #: ``patch`` as the AdmissionReview answer carries it (``patches.patch_wire``), when the
-    #: engine made both ("" otherwise: ``review_response`` encodes ``patch``)
-    patch_wire: str
-    tier: str | None
+    allowed: bool = True
+    findings: list[Finding] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    patch: JsonPatch = field(default_factory=list)
+    tier: str | None = None
     #: rules skipped because the cluster state they need is unknown
-    skipped: list[str]
+    skipped: list[str] = field(default_factory=list)
     #: rules whose findings a policy exception turned into warnings (one entry per finding)
-    excepted: list[str]
+    excepted: list[str] = field(default_factory=list)
     #: denying findings beyond ``limits.maxFindings``, counted but not listed
-    omitted: int
+    omitted: int = 0
     #: the longest line the answer carries (``limits.maxLineChars``)
-    max_line: int
-
-    def __init__(self, tier: str | None = None) -> None:
-        self.allowed = True
-        self.findings = []
-        self.warnings = []
-        self.patch = []
-        self.patch_wire = ""
-        self.tier = tier
-        self.skipped = []
-        self.excepted = []
-        self.omitted = 0
-        self.max_line = 2048
+    max_line: int = 2048
 
     @property
     def violations(self) -> list[Finding]:
@@ -203,24 +164,15 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
     decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
 
 
-def _parse(kind: str, obj: Any, policy: Policy, namespace: str) -> Workload:
-    """The typed fast path when the review decoder took it and it applies, else ``parse_object``."""
-    if isinstance(obj, TypedJobSet):
-        workload = build(obj, policy, namespace)
-        if workload is not None:
-            return workload
-        obj = obj.plain()
-    return parse_object(kind, obj, policy, namespace)
-
-
 def decide(
     obj: Any,
     facts: AdmissionFacts,
     policy: Policy,
     cluster: ClusterState | None = None,
 ) -> Decision:
-    """Judge ``obj``: plain JSON, or the ``TypedJobSet`` the review decoder's fast path made."""
-    if controlled_by_jobset(obj.ownership() if isinstance(obj, TypedJobSet) else obj):
+    """Judge ``obj``: the object's JSON text (``bytes``) or the object decoded (``read_workload``)."""
+    workload = read_workload(facts.kind, obj, policy, facts.namespace)
+    if workload.controlled_by_jobset:
         # A JobSet's own Job: judged as part of its JobSet already, and Kueue manages it
         # through the JobSet. Admitted as it is, without a word.
         return Decision()
@@ -241,7 +193,6 @@ def decide(
         return decision  # unmanaged namespace, or an operation we do not judge
     tier = policy.tiers[resolution.tier]
 
-    workload = _parse(facts.kind, obj, policy, facts.namespace)
     creating = facts.operation == "CREATE"
     old: Workload | None = None
     changed: frozenset[str] | None = None
@@ -249,7 +200,7 @@ def decide(
     if creating:
         added = default_labels(workload, tier, policy)
     else:
-        old = _parse(facts.kind, facts.old_object, policy, facts.namespace)
+        old = read_workload(facts.kind, facts.old_object, policy, facts.namespace)
         keys = (policy.queue_label, policy.priority_label)
         changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
     if runs_outside_kueue(workload, tier, policy) and (old is None or policy.queue_label not in old.labels):
@@ -290,5 +241,4 @@ def decide(
         _bound(decision, policy, workload.malformed_unrecorded, malformed)
     if decision.allowed and creating and facts.stage == "mutate":
         decision.patch = label_patch(workload, added)
-        decision.patch_wire = label_patch_wire(workload, added) if added else ""
     return decision

@@ -8,67 +8,42 @@ pointer for patches and for locating the node in a YAML file.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from dataclasses import dataclass, field
 from typing import Final, Union
-
-from webhook.kube.textcache import CACHED_CHARS
 
 Step = Union[str, int, "MapKey"]
 
 
+@dataclass(frozen=True, slots=True)
 class MapKey:
     """A key of a string map (labels, annotations, nodeSelector, resources)."""
 
-    # A plain class rather than a frozen dataclass: a dataclass's generated __init__ and
-    # __hash__ run as Python even under mypyc, and a denial makes and hashes several paths.
-    __slots__ = ("name",)
-
-    def __init__(self, name: str) -> None:
-        self.name: Final = name
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, MapKey) and self.name == other.name
-
-    def __hash__(self) -> int:
-        return hash((MapKey, self.name))
-
-    def __repr__(self) -> str:
-        return f"MapKey(name={self.name!r})"
+    name: str
 
 
+@dataclass(frozen=True, slots=True)
 class FieldPath:
-    """Immutable (``steps`` is final); equal and hashed by its steps. A plain class for the
-    same reason as ``MapKey``."""
+    """Immutable; equal and hashed by its steps. Built from ``ROOT`` by ``child``,
+    ``index`` and ``key``, which also write its rendering (``text``) as they go."""
 
-    __slots__ = ("steps",)
-
-    def __init__(self, steps: tuple[Step, ...] = ()) -> None:
-        self.steps: Final = steps
-
-    def __eq__(self, other: object) -> bool:
-        return isinstance(other, FieldPath) and self.steps == other.steps
-
-    def __hash__(self) -> int:
-        return hash(self.steps)
-
-    def __repr__(self) -> str:
-        return f"FieldPath(steps={self.steps!r})"
+    steps: tuple[Step, ...] = ()
+    #: the path as people read it (``spec.replicatedJobs[0].name``); "" for the root
+    text: str = field(default="", compare=False, repr=False)
 
     def child(self, *names: str) -> FieldPath:
-        return FieldPath(self.steps + names)
+        text = self.text
+        for name in names:
+            text = f"{text}.{name}" if text else name
+        return FieldPath(self.steps + names, text)
 
     def index(self, position: int) -> FieldPath:
-        return FieldPath((*self.steps, position))
+        return FieldPath((*self.steps, position), f"{self.text}[{position}]")
 
     def key(self, name: str) -> FieldPath:
-        return FieldPath((*self.steps, MapKey(name)))
+        return FieldPath((*self.steps, MapKey(name)), f'{self.text}["{name}"]')
 
     def __str__(self) -> str:
-        steps = self.steps
-        for step in steps:
-            if isinstance(step, MapKey) and len(step.name) > CACHED_CHARS:
-                return _render.__wrapped__(steps)  # a key from the object, and a long one: not kept
-        return _render(steps)
+        return self.text or "(object)"
 
     def pointer(self) -> str:
         """The RFC 6901 JSON pointer of this path (``~`` → ``~0``, ``/`` → ``~1``)."""
@@ -81,19 +56,6 @@ class FieldPath:
     def parts(self) -> tuple[str | int, ...]:
         """Plain steps (map keys unwrapped), for walking a parsed document."""
         return tuple(s.name if isinstance(s, MapKey) else s for s in self.steps)
-
-
-@lru_cache(maxsize=4096)  # a denial renders the same few paths request after request
-def _render(steps: tuple[Step, ...]) -> str:
-    out: list[str] = []
-    for step in steps:
-        if isinstance(step, int):
-            out.append(f"[{step}]")
-        elif isinstance(step, MapKey):
-            out.append(f'["{step.name}"]')
-        else:
-            out.append(f".{step}" if out else step)
-    return "".join(out) or "(object)"
 
 
 ROOT: Final = FieldPath()

@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
-from functools import lru_cache
 from typing import Final
-
-from webhook.kube.textcache import CACHED_CHARS
 
 _SUFFIX: Final = {
     "": Decimal(1),
@@ -44,10 +41,7 @@ class QuantityError(ValueError):
 def parse_quantity(value: object) -> Decimal:
     """Parse a quantity as the API server would accept it; ``QuantityError`` otherwise."""
     if isinstance(value, str):
-        # Cached for the few short values real requests repeat ("4", "20Gi"); a long one
-        # (a quantity may have any number of digits) is parsed and not kept, so no
-        # stream of objects can fill memory through the cache.
-        return _parse_text(value) if len(value) <= CACHED_CHARS else _parse_text.__wrapped__(value)
+        return _parse_text(value)
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
@@ -57,7 +51,6 @@ def parse_quantity(value: object) -> Decimal:
     raise QuantityError(f"{value!r} is not a quantity")
 
 
-@lru_cache(maxsize=1024)
 def _parse_text(value: str) -> Decimal:
     match = _QUANTITY.fullmatch(value.strip())
     if match is None:

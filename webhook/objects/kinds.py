@@ -4,7 +4,7 @@ RFC-0033 4.3.1 connects all three to Kueue the same way (two labels at creation)
 lists how they differ (last table): a JobSet or a Job is one Workload with a gang, a
 Deployment is one Workload per pod, no gang and no ``spec.suspend``. Everything else
 (Pods, ConfigMaps, ...) is allowed unchanged. This module only names the kinds; how
-each is read is ``webhook.objects.workload``.
+each is read is ``webhook.objects.readers.read_workload``.
 """
 
 from __future__ import annotations

@@ -1,4 +1,8 @@
-"""Every judged object → ``Workload``: one dispatch by kind, and the Job and Deployment readers.
+"""Every judged object → ``Workload``: ``read_workload``, the one way there, and the Job and Deployment readers.
+
+``read_workload`` is the only way from a judged object to a ``Workload``: the engine
+calls it for the server (the object's JSON text, as the review decoder hands it on, or
+plain JSON from the review's general path) and for ``check`` (a decoded manifest) alike.
 
 RFC-0033 4.3.1 (last table) is the model. A batch/v1 Job is one Workload whose one
 podSet (Kueue names it ``main``) is gang-admitted over ``parallelism`` pods: for the
@@ -10,10 +14,13 @@ apps/v1 Deployment is one Workload *per pod* with no gang: its podSet is one pod
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from typing import Any, Final
 
 from webhook.kube.fieldpaths import METADATA, ROOT, SPEC
+from webhook.objects.fastjobset import read_typed_jobset
+from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.workload import (
     PodSetPaths,
@@ -23,6 +30,7 @@ from webhook.objects.workload import (
     parse_metadata,
     parse_pod_template,
     podset_paths,
+    unreadable,
 )
 from webhook.policy.config import Policy, TierPolicy
 
@@ -88,16 +96,47 @@ def parse_deployment(obj: Any, policy: Policy, namespace: str = "") -> Workload:
     return _single_podset(reader, workload, policy, _DEPLOYMENT_PATHS, parallelism=1, completions=1)
 
 
-PARSERS: Final[dict[str, Callable[[Any, Policy, str], Workload]]] = {
+_READERS: Final[dict[str, Callable[[Any, Policy, str], Workload]]] = {
     JOBSET: parse_jobset,
     JOB: parse_job,
     DEPLOYMENT: parse_deployment,
 }
 
 
-def parse_object(kind: str, obj: Any, policy: Policy, namespace: str = "") -> Workload:
-    """Read ``obj`` as the judged ``kind`` (``webhook.objects.kinds``)."""
-    return PARSERS[kind](obj, policy, namespace)
+def read_workload(kind: str, document: Any, policy: Policy, namespace: str = "") -> Workload:
+    """Read ``document`` as the judged ``kind`` (``webhook.objects.kinds``); never raises.
+
+    ``document`` is the object's JSON text (``bytes``, UTF-8) or the object decoded (any
+    JSON value, or what YAML gives). A JobSet's text goes to the typed reader
+    (``webhook.objects.fastjobset``) first; what it gives up on, and every other kind and
+    decoded document, is read from plain JSON by the kind's reader, which turns every odd
+    shape into a ``jobset-malformed`` finding. ``namespace`` fills in when the object has
+    none (a CREATE may omit it).
+    """
+    if isinstance(document, bytes):
+        if kind == JOBSET:
+            try:
+                workload = read_typed_jobset(document, policy, namespace)
+            except RecursionError:
+                workload = None  # nested too deeply for here: the plain decode words it
+            if workload is not None:
+                return workload
+        try:
+            document = plain_json(document)
+        except RecursionError:
+            # The review decoder read it a few frames up the stack; no real object is nested this deep.
+            return unreadable(kind, policy, namespace, "is nested too deeply to be read")
+        except ValueError as exc:
+            if "digits" in str(exc):  # valid JSON, but an integer longer than Python reads
+                return unreadable(
+                    kind,
+                    policy,
+                    namespace,
+                    f"holds an integer of more than {sys.get_int_max_str_digits()} digits, which no Kubernetes "
+                    "field takes (the API server reads integers as 64-bit)",
+                )
+            return unreadable(kind, policy, namespace, f"is not JSON text ({exc})")  # never handed on by the wire
+    return _READERS[kind](document, policy, namespace)
 
 
 def runs_outside_kueue(workload: Workload, tier: TierPolicy, policy: Policy) -> bool:
@@ -132,26 +171,3 @@ def outside_kueue_warning(workload: Workload, tier_name: str, policy: Policy) ->
         f"outside every quota, as the {tier_name} tier's system components do; add the label to queue it under "
         "your team's quota"
     )
-
-
-def controlled_by_jobset(obj: Any) -> bool:
-    """Whether the object's controller (its ``controller: true`` owner) is a JobSet.
-
-    Such a Job was made by the JobSet controller and judged as part of its JobSet; Kueue
-    manages it through the JobSet too (it looks at the controller reference the same
-    way). The ``jobset.sigs.k8s.io/jobset-name`` label alone does not count: any user can
-    write a label, and it would switch every rule off for a hand-made Job.
-    """
-    metadata = obj.get("metadata") if isinstance(obj, dict) else None
-    references = metadata.get("ownerReferences") if isinstance(metadata, dict) else None
-    if not isinstance(references, list):
-        return False
-    for reference in references:
-        if (
-            isinstance(reference, dict)
-            and reference.get("controller") is True
-            and reference.get("kind") == JOBSET
-            and str(reference.get("apiVersion", "")).startswith("jobset.x-k8s.io/")
-        ):
-            return True
-    return False

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Final, NamedTuple
+from typing import Any, Final, NamedTuple, Protocol
 
 from webhook.kube.fieldpaths import ANNOTATIONS, LABELS, METADATA, REPLICATED_JOBS, SPEC, FieldPath
 from webhook.kube.resources import pod_requests
@@ -100,25 +100,26 @@ def _type(value: Any) -> str:
     )
 
 
-# init=False and an explicit __init__: mypyc compiles it, while a dataclass's generated
-# __init__ stays interpreted (about twice the cost per object, on every request).
-@dataclass(slots=True, init=False)
+class Source(Protocol):
+    """Where a workload the typed reader built finds the parts it skipped, as plain JSON."""
+
+    def plain(self) -> Any:
+        """The whole object."""
+        ...
+
+    def pod_spec(self, index: int) -> dict[str, Any]:
+        """The pod spec of podSet ``index``."""
+        ...
+
+
+@dataclass(slots=True)
 class Container:
     name: str
     path: FieldPath
     requests: dict[str, Any]
     limits: dict[str, Any]
     #: an init container with ``restartPolicy: Always``: a sidecar that runs beside the main containers
-    restartable: bool
-
-    def __init__(
-        self, name: str, path: FieldPath, requests: dict[str, Any], limits: dict[str, Any], restartable: bool = False
-    ) -> None:
-        self.name = name
-        self.path = path
-        self.requests = requests
-        self.limits = limits
-        self.restartable = restartable
+    restartable: bool = False
 
     def requests_resource(self, resource: str) -> bool:
         return resource in self.requests or resource in self.limits
@@ -181,7 +182,7 @@ def podset_paths(
 
 
 @lru_cache(maxsize=512)
-def _jobset_paths(index: int) -> PodSetPaths:
+def jobset_paths(index: int) -> PodSetPaths:
     job = REPLICATED_JOBS.index(index)
     template = job.child("template")
     job_spec = template.child("spec")
@@ -197,13 +198,13 @@ def _jobset_paths(index: int) -> PodSetPaths:
 
 
 @lru_cache(maxsize=2048)
-def _container_paths(list_path: FieldPath, position: int) -> tuple[FieldPath, FieldPath, FieldPath, FieldPath]:
+def container_paths(list_path: FieldPath, position: int) -> tuple[FieldPath, FieldPath, FieldPath, FieldPath]:
     item = list_path.index(position)
     resources = item.child("resources")
     return item, resources, resources.child("requests"), resources.child("limits")
 
 
-@dataclass(slots=True, init=False)  # explicit __init__: see Container
+@dataclass(slots=True)
 class PodSet:
     """One of Kueue's podSets: a JobSet's ``spec.replicatedJobs[i]``, or a Job's or Deployment's pods."""
 
@@ -220,48 +221,12 @@ class PodSet:
     priority_class_name: Any
     containers: list[Container]
     init_containers: list[Container]
-    is_tpu: bool
-    #: the pod template's spec as submitted; ``None`` until first read when the typed fast
-    #: path (``webhook.objects.fastjobset``) built this podSet: ``pod_spec`` decodes it on demand
-    raw_pod_spec: dict[str, Any] | None = field(compare=False)
-    #: the ``TypedJobSet`` the fast path read, for ``pod_spec`` on demand
-    source: Any = field(repr=False, compare=False)
-    _pod_requests: dict[str, Decimal] | None = field(repr=False, compare=False)
-
-    def __init__(
-        self,
-        index: int,
-        name: str,
-        paths: PodSetPaths,
-        replicas: int,
-        parallelism: int | None,
-        completions: int | None,
-        job_annotations: dict[str, str],
-        annotations: dict[str, str],
-        node_selector: dict[str, str],
-        priority_class_name: Any,
-        containers: list[Container],
-        init_containers: list[Container],
-        is_tpu: bool = False,
-        raw_pod_spec: dict[str, Any] | None = None,
-        source: Any = None,
-    ) -> None:
-        self.index = index
-        self.name = name
-        self.paths = paths
-        self.replicas = replicas
-        self.parallelism = parallelism
-        self.completions = completions
-        self.job_annotations = job_annotations
-        self.annotations = annotations
-        self.node_selector = node_selector
-        self.priority_class_name = priority_class_name
-        self.containers = containers
-        self.init_containers = init_containers
-        self.is_tpu = is_tpu
-        self.raw_pod_spec = raw_pod_spec
-        self.source = source
-        self._pod_requests = None
+    is_tpu: bool = False
+    #: the pod template's spec as submitted; ``None`` until first read when the typed reader
+    #: (``webhook.objects.fastjobset``) built this podSet: ``pod_spec`` reads it from ``source``
+    raw_pod_spec: dict[str, Any] | None = field(default=None, compare=False)
+    source: Source | None = field(default=None, repr=False, compare=False)
+    _pod_requests: dict[str, Decimal] | None = field(default=None, init=False, repr=False, compare=False)
 
     @property
     def pod_spec(self) -> dict[str, Any]:
@@ -303,7 +268,7 @@ class PodSet:
         return self._pod_requests
 
 
-@dataclass(slots=True, init=False)  # explicit __init__: see Container
+@dataclass(slots=True)
 class Workload:
     """A judged object as the rules see it: its metadata and its podSets."""
 
@@ -311,60 +276,27 @@ class Workload:
     name: str
     labels: dict[str, str]
     annotations: dict[str, str]
-    #: ``spec`` as plain JSON; ``None`` until first read when the typed fast path built
-    #: this workload (``webhook.objects.fastjobset``): ``spec`` decodes it from ``source`` on demand
+    #: ``spec`` as plain JSON; ``None`` until first read when the typed reader built this
+    #: workload (``webhook.objects.fastjobset``): ``spec`` reads it from ``source``
     raw_spec: dict[str, Any] | None
     #: ``webhook.objects.kinds``: JobSet, Job or Deployment
-    kind: str
+    kind: str = JOBSET
     #: Workloads Kueue makes of it: a Deployment's ``spec.replicas`` (one per pod), else 1
-    replicas: int
-    generated_suffix: int
-    has_labels_map: bool
-    has_metadata: bool
+    replicas: int = 1
+    generated_suffix: int = 0
+    has_labels_map: bool = False
+    has_metadata: bool = False
+    #: its controller (the ``controller: true`` owner) is a JobSet: made by the JobSet
+    #: controller and judged as part of its JobSet (``controller_is_jobset``)
+    controlled_by_jobset: bool = False
     #: ``spec.suspend`` as written (any JSON value; ``None`` when absent or null)
-    suspend: Any
-    #: the ``TypedJobSet`` the fast path read, for ``spec`` on demand
-    source: Any
-    podsets: list[PodSet]
-    malformed: list[Finding]
+    suspend: Any = None
+    source: Source | None = None
+    podsets: list[PodSet] = field(default_factory=list)
+    malformed: list[Finding] = field(default_factory=list)
     #: malformed findings past the limit, counted but not recorded
-    malformed_unrecorded: int
-    _tpu_podsets: list[PodSet]
-
-    def __init__(
-        self,
-        namespace: str,
-        name: str,
-        labels: dict[str, str],
-        annotations: dict[str, str],
-        raw_spec: dict[str, Any] | None,
-        kind: str = JOBSET,
-        replicas: int = 1,
-        generated_suffix: int = 0,
-        has_labels_map: bool = False,
-        has_metadata: bool = False,
-        suspend: Any = None,
-        source: Any = None,
-        podsets: list[PodSet] | None = None,
-        malformed: list[Finding] | None = None,
-        malformed_unrecorded: int = 0,
-    ) -> None:
-        self.namespace = namespace
-        self.name = name
-        self.labels = labels
-        self.annotations = annotations
-        self.raw_spec = raw_spec
-        self.kind = kind
-        self.replicas = replicas
-        self.generated_suffix = generated_suffix
-        self.has_labels_map = has_labels_map
-        self.has_metadata = has_metadata
-        self.suspend = suspend
-        self.source = source
-        self.podsets = podsets if podsets is not None else []
-        self.malformed = malformed if malformed is not None else []
-        self.malformed_unrecorded = malformed_unrecorded
-        self._tpu_podsets = []
+    malformed_unrecorded: int = 0
+    _tpu_podsets: list[PodSet] = field(default_factory=list, init=False)
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -426,8 +358,37 @@ def parse_metadata(reader: Reader, obj: Any, namespace: str, kind: str) -> Workl
         generated_suffix=generated_suffix,
         has_labels_map=isinstance(metadata.get("labels"), dict),
         has_metadata=isinstance(root.get("metadata"), dict),
+        controlled_by_jobset=controller_is_jobset(metadata.get("ownerReferences")),
         suspend=spec.get("suspend"),
     )
+
+
+def unreadable(kind: str, policy: Policy, namespace: str, problem: str) -> Workload:
+    """The workload of an object whose text could not be decoded: ``problem`` as its one finding."""
+    reader = Reader(policy)
+    reader.bad(FieldPath(), problem, f"submit a {kind}")
+    return Workload(namespace=namespace, name="", labels={}, annotations={}, raw_spec={}, kind=kind).finish(reader)
+
+
+def controller_is_jobset(references: Any) -> bool:
+    """Whether ``metadata.ownerReferences`` names a JobSet as the object's controller.
+
+    Such a Job was made by the JobSet controller and judged as part of its JobSet; Kueue
+    manages it through the JobSet too (it looks at the controller reference the same
+    way). The ``jobset.sigs.k8s.io/jobset-name`` label alone does not count: any user can
+    write a label, and it would switch every rule off for a hand-made Job.
+    """
+    if not isinstance(references, list):
+        return False
+    for reference in references:
+        if (
+            isinstance(reference, dict)
+            and reference.get("controller") is True
+            and reference.get("kind") == JOBSET
+            and str(reference.get("apiVersion", "")).startswith("jobset.x-k8s.io/")
+        ):
+            return True
+    return False
 
 
 def parse_jobset(obj: Any, policy: Policy, namespace: str = "") -> Workload:
@@ -455,7 +416,7 @@ def parse_jobset(obj: Any, policy: Policy, namespace: str = "") -> Workload:
 
 
 def _parse_replicated_job(reader: Reader, job: Any, index: int, policy: Policy) -> PodSet | None:
-    paths = _jobset_paths(index)
+    paths = jobset_paths(index)
     job = reader.mapping(job, paths.job)
     if not job:
         return None
@@ -542,7 +503,7 @@ def _containers(reader: Reader, value: Any, path: FieldPath) -> list[Container]:
         return out
     reader.containers_left -= len(items)
     for position, raw in enumerate(items):
-        item_path, resources_path, requests_path, limits_path = _container_paths(path, position)
+        item_path, resources_path, requests_path, limits_path = container_paths(path, position)
         item = reader.mapping(raw, item_path)
         resources = reader.mapping(item.get("resources"), resources_path)
         name = item.get("name")

@@ -16,7 +16,7 @@ class Action(StrEnum):
     OFF = "off"
 
 
-@dataclass(slots=True, init=False)  # explicit __init__: see webhook.objects.workload.Container
+@dataclass(slots=True)
 class Finding:
     """One broken rule at one place.
 
@@ -24,26 +24,15 @@ class Finding:
     it. ``action`` is filled in by the engine from the policy, never by the rule, and so
     is ``excepted``: the reason of the policy exception that turned it into a warning.
     Not frozen: every finding is made fresh for one request, and the engine sets its
-    action in place (``dataclasses.replace`` and a frozen ``__init__`` cost microseconds
-    per finding, which is what a denial pays).
+    action in place.
     """
 
     rule: str
     path: FieldPath
     problem: str
     fix: str
-    action: Action
-    excepted: str
-
-    def __init__(
-        self, rule: str, path: FieldPath, problem: str, fix: str, action: Action = Action.DENY, excepted: str = ""
-    ) -> None:
-        self.rule = rule
-        self.path = path
-        self.problem = problem
-        self.fix = fix
-        self.action = action
-        self.excepted = excepted
+    action: Action = Action.DENY
+    excepted: str = ""
 
     @property
     def message(self) -> str:

@@ -1,21 +1,22 @@
-"""Rule families. Each rule is a small pure function ``(workload, context) -> findings``.
+"""Rule families. Each rule's check is a small pure function ``(workload, context) -> findings``.
 
-The types every rule module shares live here; the catalog that lists the rules, their
-IDs and default actions lives in ``webhook.rules.catalog``.
+A rule is one declaration in its family module: a ``Rule`` with its ID, title, kinds,
+modes, default action, its wordings (``Message``) and its CEL export (``VapExport``),
+beside the check that uses them. The catalog (``webhook.rules.catalog``) only collects
+the families' ``RULES`` in the order the engine runs them. The types they share live here.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final, Literal, TypeVar, cast
+from typing import TYPE_CHECKING, Final, Literal
 
-# Imported at run time, not only for type checking: mypyc compiles RuleContext as a
-# native class and needs its field types (see setup.py).
 from webhook.cluster.state import ClusterState
 from webhook.kube.fieldpaths import FieldPath
 from webhook.objects.kinds import ALL as ALL_KINDS
 from webhook.objects.kinds import JOB, JOBSET
+from webhook.objects.request import UserInfo
 from webhook.policy.config import Mode, Policy, TierPolicy, TpuPolicy
 from webhook.policy.findings import Action, Finding
 from webhook.rules.cel import Expr, Validation, cat, per_job, template_parts, validation
@@ -29,151 +30,44 @@ if TYPE_CHECKING:
 Subject = Literal["submitted", "final"]
 
 
-@dataclass(slots=True, init=False)  # per request: not frozen, explicit __init__ (see RuleContext)
-class UserInfo:
-    username: str
-    groups: tuple[str, ...]
-
-    def __init__(self, username: str = "", groups: tuple[str, ...] = ()) -> None:
-        self.username = username
-        self.groups = groups
-
-
-class TpuNames:
-    """``policy.tpu`` as a compiled class, made once per policy (``tpu_names``).
-
-    The rules read these names and numbers on every request, some several times. From
-    compiled code a pydantic model's attribute costs ~30 ns a read and a native one a
-    few; ``tests/test_rules.py`` checks that every field of ``TpuPolicy`` is here, with
-    its value.
-    """
-
-    resource_name: Final[str]
-    accelerator_label: Final[str]
-    accelerator_value: Final[str]
-    topology_label: Final[str]
-    slice_topology_annotation: Final[str]
-    chips_per_host: Final[int]
-
-    def __init__(self, tpu: TpuPolicy) -> None:
-        self.resource_name = tpu.resource_name
-        self.accelerator_label = tpu.accelerator_label
-        self.accelerator_value = tpu.accelerator_value
-        self.topology_label = tpu.topology_label
-        self.slice_topology_annotation = tpu.slice_topology_annotation
-        self.chips_per_host = tpu.chips_per_host
-
-
-class TierNames:
-    """A ``TierPolicy`` as a compiled class, made once per tier (``tier_names``): what the
-    label rules read of the request's tier, for the same reason as ``TpuNames`` (and
-    checked the same way)."""
-
-    queue_name_pattern: Final[str | None]
-    default_queue: Final[str | None]
-    default_priority_class: Final[str | None]
-    allowed_priority_classes: Final[tuple[str, ...]]
-    allow_unqueued_cpu_workloads: Final[bool]
-
-    def __init__(self, tier: TierPolicy) -> None:
-        self.queue_name_pattern = tier.queue_name_pattern
-        self.default_queue = tier.default_queue
-        self.default_priority_class = tier.default_priority_class
-        self.allowed_priority_classes = tier.allowed_priority_classes
-        self.allow_unqueued_cpu_workloads = tier.allow_unqueued_cpu_workloads
-
-
-_Copy = TypeVar("_Copy")
-
-#: compiled copies of policy models, by the model's identity (a server has one policy;
-#: tests, many: the dict is emptied past 64)
-_COPIES: Final[dict[int, tuple[object, object]]] = {}
-
-
-def tpu_names(tpu: TpuPolicy) -> TpuNames:
-    """The ``TpuNames`` of ``tpu``, made on first use."""
-    return _compiled_copy(tpu, TpuNames)
-
-
-def tier_names(tier: TierPolicy) -> TierNames:
-    """The ``TierNames`` of ``tier``, made on first use."""
-    return _compiled_copy(tier, TierNames)
-
-
-def _compiled_copy(model: Any, kind: Callable[[Any], _Copy]) -> _Copy:
-    """``kind(model)``, made once per model (by identity; the model is kept alive with it)."""
-    cached = _COPIES.get(id(model))
-    if cached is not None and cached[0] is model:
-        return cast(_Copy, cached[1])
-    if len(_COPIES) > 64:
-        _COPIES.clear()
-    copy = kind(model)
-    _COPIES[id(model)] = (model, copy)
-    return copy
-
-
-# Not frozen (a frozen __init__ costs a setattr call per field, per request); init=False and
-# an explicit __init__ so mypyc compiles it (see webhook.objects.workload.Container).
-@dataclass(slots=True, init=False)
+@dataclass(slots=True)
 class RuleContext:
     """Everything a rule may read besides the workload. Built once per request; rules only read it."""
 
     policy: Policy
-    #: ``policy.tpu``, compiled (read it here, not through ``policy``)
-    tpu: TpuNames
-    #: ``policy.queueLabel`` and ``policy.priorityLabel`` (read them here)
-    queue_label: str
-    priority_label: str
-    #: the static topologies a node selector may name: the policy's and, with cluster
-    #: state, those the node pools advertise
-    static_topologies: frozenset[str]
     tier_name: str | None
-    #: the request's tier, compiled (``TierNames``)
-    tier: TierNames | None
+    #: the request's tier (the policy's own, frozen)
+    tier: TierPolicy | None
     operation: str
     user: UserInfo
     #: labels after the default-label patch (what Kueue will see)
     effective_labels: dict[str, str]
     #: on UPDATE, the label keys that changed; ``None`` on CREATE (all are in scope)
-    changed_labels: frozenset[str] | None
+    changed_labels: frozenset[str] | None = None
     #: on UPDATE, the object before the change (parsed)
-    old: Workload | None
-    cluster: ClusterState | None
+    old: Workload | None = None
+    cluster: ClusterState | None = None
     #: the namespace's labels when the caller gave them (CLI ``--namespace-labels``): they beat the cache
-    namespace_labels: Mapping[str, str] | None
+    namespace_labels: Mapping[str, str] | None = None
+    #: ``policy.tpu`` (frozen)
+    tpu: TpuPolicy = field(init=False)
+    #: ``policy.queueLabel`` and ``policy.priorityLabel``
+    queue_label: str = field(init=False)
+    priority_label: str = field(init=False)
+    #: the static topologies a node selector may name: the policy's and, with cluster
+    #: state, those the node pools advertise
+    static_topologies: frozenset[str] = field(init=False)
     #: filled by a cluster rule that found part of its state unknown: the engine turns it into
     #: a "skipped" warning (unknown is not zero)
-    unknown: list[str]
+    unknown: list[str] = field(init=False, default_factory=list)
 
-    def __init__(
-        self,
-        policy: Policy,
-        tier_name: str | None,
-        tier: TierPolicy | None,
-        operation: str,
-        user: UserInfo,
-        effective_labels: dict[str, str],
-        changed_labels: frozenset[str] | None = None,
-        old: Workload | None = None,
-        cluster: ClusterState | None = None,
-        namespace_labels: Mapping[str, str] | None = None,
-    ) -> None:
-        self.policy = policy
-        self.tpu = tpu_names(policy.tpu)
+    def __post_init__(self) -> None:
+        policy, cluster = self.policy, self.cluster
+        self.tpu = policy.tpu
         self.queue_label = policy.queue_label
         self.priority_label = policy.priority_label
         known = policy.static_topology_set
         self.static_topologies = known | cluster.static_topologies() if cluster is not None else known
-        self.tier_name = tier_name
-        self.tier = tier_names(tier) if tier is not None else None
-        self.operation = operation
-        self.user = user
-        self.effective_labels = effective_labels
-        self.changed_labels = changed_labels
-        self.old = old
-        self.cluster = cluster
-        self.namespace_labels = namespace_labels
-        self.unknown = []
 
     def label_in_scope(self, key: str) -> bool:
         return self.changed_labels is None or key in self.changed_labels

@@ -14,7 +14,6 @@ from functools import lru_cache
 from typing import Final
 
 from webhook.kube.fieldpaths import LABELS
-from webhook.kube.textcache import CACHED_CHARS
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
@@ -38,19 +37,7 @@ def _pattern(text: str) -> re.Pattern[str]:
 
 
 def _queue_name_matches(pattern: str, name: str) -> bool:
-    """Whether ``name`` matches the tier's queue-name pattern, whole.
-
-    A team submits to the same few queues all day: the answer is cached for names up to
-    ``CACHED_CHARS`` long (a lookup instead of a regex match), a longer one is matched
-    every time and not kept.
-    """
-    if len(name) <= CACHED_CHARS:
-        return _queue_name_matches_cached(pattern, name)
-    return _queue_name_matches_cached.__wrapped__(pattern, name)
-
-
-@lru_cache(maxsize=256)
-def _queue_name_matches_cached(pattern: str, name: str) -> bool:
+    """Whether ``name`` matches the tier's queue-name pattern, whole."""
     return _pattern(pattern).fullmatch(name) is not None
 
 

@@ -12,10 +12,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Final
 
-from webhook.kube.textcache import CACHED_CHARS
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
@@ -43,14 +41,6 @@ def kueue_integer(raw: str) -> int | None:
     Out of int32 range Kueue refuses it too; such a number is never a slice's host count,
     so the rule reports it as the wrong count.
     """
-    # Real objects carry a handful of short values: cached, they cost a lookup, not a
-    # regex match and an int(). A long one (leading zeros parse too) is not kept, so no
-    # stream of objects can fill memory through the cache.
-    return _kueue_integer_cached(raw) if len(raw) <= CACHED_CHARS else _kueue_integer_cached.__wrapped__(raw)
-
-
-@lru_cache(maxsize=256)
-def _kueue_integer_cached(raw: str) -> int | None:
     return int(raw) if _SLICE_SIZE_NUMBER.fullmatch(raw) else None
 
 

@@ -6,18 +6,19 @@ normal answer with ``allowed: false``. Optional response fields are absent, not 
 
 Decoding has two paths with one outcome. The fast path is msgspec decoding straight
 into typed envelope structs: a well-formed review is checked by the C decoder as it is
-read, and a JobSet's object is read into structs as well (``webhook.objects.fastjobset``), in
-the same pass as the review when it can be; any other kind's object is plain JSON.
-Anything the fast path does not accept, for whatever reason (a ``null`` where a string
-belongs, NaN, a lone surrogate, a UTF-16 body, nesting msgspec will not follow, a wrong
-``kind``), is decoded again by ``json.loads`` and checked field by field, which is also
-where every 4xx reason comes from. So the fast path never decides anything the general
-path would decide differently; ``tests/test_fastjobset.py`` answers the same bodies both
-ways and compares the bytes.
+read, and the object (and old object) is handed on as its JSON text, undecoded, to the
+one reader (``webhook.objects.readers.read_workload``, through the engine). Anything the
+fast path does not accept, for whatever reason (a ``null`` where a string belongs, NaN,
+a lone surrogate, a UTF-16 body, nesting msgspec will not follow, a wrong ``kind``, an
+object that is not UTF-8), is decoded again by ``json.loads`` and checked field by
+field, which is also where every 4xx reason comes from; its object is plain JSON. So the
+fast path never decides anything the general path would decide differently;
+``tests/test_fastjobset.py`` answers the same bodies both ways and compares the bytes.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import sys
 from typing import Any
@@ -25,10 +26,11 @@ from typing import Any
 import msgspec
 
 from webhook.engine.decision import Decision
-from webhook.engine.patches import patch_wire
-from webhook.objects.fastjobset import JobSetStruct, TypedJobSet
-from webhook.objects.kinds import JOBSET, judged_kind
-from webhook.rules import UserInfo
+from webhook.engine.patches import JsonPatch
+from webhook.objects.jsontext import plain_json
+from webhook.objects.kinds import judged_kind
+from webhook.objects.request import UserInfo
+from webhook.wire.jsonwire import encode
 
 API_VERSION = "admission.k8s.io/v1"
 KIND = "AdmissionReview"
@@ -59,7 +61,8 @@ class AdmissionRequest(msgspec.Struct):
     namespace: str
     name: str
     user: UserInfo
-    #: plain JSON; for a JobSet read by the fast path, a ``TypedJobSet`` (``.plain()``)
+    #: the object's JSON text (``bytes``) from the fast path, plain JSON from the general
+    #: one (``None`` when absent): what ``webhook.objects.readers.read_workload`` reads
     object: Any
     old_object: Any
     dry_run: bool
@@ -73,8 +76,11 @@ class AdmissionRequest(msgspec.Struct):
         if self.name:
             return self.name
         obj = self.object
-        if isinstance(obj, TypedJobSet):
-            return obj.name
+        if isinstance(obj, bytes):  # only for the decision log, and seldom: most reviews name the object
+            try:
+                obj = plain_json(obj)
+            except RecursionError:
+                return ""
         if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
             name = obj["metadata"].get("name") or obj["metadata"].get("generateName")
             return name if isinstance(name, str) else ""
@@ -110,7 +116,7 @@ class _UserInfo(msgspec.Struct):
     groups: list[str] = []  # msgspec copies a mutable default per instance
 
 
-class _RequestFields(msgspec.Struct, rename={"user_info": "userInfo", "old_object": "oldObject", "dry_run": "dryRun"}):
+class _Request(msgspec.Struct, rename={"user_info": "userInfo", "old_object": "oldObject", "dry_run": "dryRun"}):
     """The fields we read, typed as the general path requires them; ``null`` is not accepted
     where the general path would substitute a default (that case takes the general path)."""
 
@@ -120,18 +126,10 @@ class _RequestFields(msgspec.Struct, rename={"user_info": "userInfo", "old_objec
     user_info: _UserInfo | None = None
     namespace: str = ""
     name: str = ""
+    #: left as JSON text: the objects are read by their kind's reader
+    object: msgspec.Raw = msgspec.Raw()
     old_object: msgspec.Raw = msgspec.Raw()
     dry_run: bool = False
-
-
-class _Request(_RequestFields, kw_only=True):
-    #: left as bytes: how the object is read depends on its kind
-    object: msgspec.Raw = msgspec.Raw()
-
-
-class _JobSetRequest(_RequestFields, kw_only=True):
-    #: a JobSet's, read in the same pass (required: a missing or ``null`` object is ``_Request``'s)
-    object: JobSetStruct
 
 
 class _Envelope(msgspec.Struct, rename={"api_version": "apiVersion"}):
@@ -143,48 +141,25 @@ class _Review(_Envelope):
     request: _Request
 
 
-class _JobSetReview(_Envelope):
-    request: _JobSetRequest
-
-
 _FAST = msgspec.json.Decoder(_Review)
-_FAST_JOBSET = msgspec.json.Decoder(_JobSetReview)
-#: JobSet's API group as a JSON string, looked for in a review's first ``_PEEK`` bytes: the
-#: API server writes ``request.kind`` right after the uid (at most ``MAX_UID`` long). A Job
-#: a JobSet owns names the group only inside a longer string (``apiVersion``).
-_JOBSET_GROUP = b'"jobset.x-k8s.io"'
-_PEEK = 1024
-_PLAIN = msgspec.json.Decoder()
 _NO_KIND = _Kind()
 _NO_USER = _UserInfo()
 
 
 def _fast_review(body: bytes) -> AdmissionRequest | None:
     """The review via msgspec's typed decoder, or ``None`` when the general path must look."""
+    if not _is_utf8(body):
+        return None  # the general path words the 400
     try:
-        data: _Review | _JobSetReview | None = None
-        if body.find(_JOBSET_GROUP, 0, _PEEK) >= 0:
-            data = _jobset_review(body)
-        if data is None:
-            data = _FAST.decode(body)
-        request = data.request
-        if data.kind != KIND or data.api_version != API_VERSION or not 0 < len(request.uid) <= MAX_UID:
-            return None  # the general path words the 4xx
-        if request.operation not in OPERATIONS:
-            return None
-        kind = request.kind or _NO_KIND
-        raw = request.object
-        judged = judged_kind(kind.group, kind.kind)
-        obj: Any = None
-        if isinstance(raw, JobSetStruct):
-            obj = TypedJobSet.read_with_review(raw, body)
-        elif raw and judged == JOBSET:
-            obj = TypedJobSet.decode(raw)
-        elif raw:
-            obj = _PLAIN.decode(raw)
-        old = _PLAIN.decode(request.old_object) if request.old_object else None
+        data = _FAST.decode(body)
     except (msgspec.DecodeError, RecursionError):  # ValidationError is a DecodeError
         return None
+    request = data.request
+    if data.kind != KIND or data.api_version != API_VERSION or not 0 < len(request.uid) <= MAX_UID:
+        return None  # the general path words the 4xx
+    if request.operation not in OPERATIONS:
+        return None
+    kind = request.kind or _NO_KIND
     user = request.user_info or _NO_USER
     return AdmissionRequest(
         uid=request.uid,
@@ -194,30 +169,33 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
         operation=request.operation,
         namespace=request.namespace,
         name=request.name,
-        # positional: keywords into a mypyc-compiled class cost ~0.5 µs a call
-        user=UserInfo(user.username, tuple(user.groups)),
-        object=obj,
-        old_object=old,
+        user=UserInfo(username=user.username, groups=tuple(user.groups)),
+        object=_text(request.object),
+        old_object=_text(request.old_object),
         dry_run=request.dry_run,
-        judged_kind=judged,
+        judged_kind=judged_kind(kind.group, kind.kind),
     )
 
 
-def _jobset_review(body: bytes) -> _JobSetReview | None:
-    """A JobSet's review with its object read in the same pass, or ``None``.
+def _text(raw: msgspec.Raw) -> bytes | None:
+    """An object's JSON text, handed on undecoded; ``None`` when absent or ``null``."""
+    text = bytes(raw)
+    return None if not text or text == b"null" else text
 
-    One pass instead of two (the review with its object skipped as bytes, then the
-    object) saves ~1.4 µs of server CPU a JobSet request (interleaved A/B against the
-    floor, dev tier at 4 connections). A body that only looks like a JobSet's review,
-    or whose JobSet the typed structs do not accept, is read the two-pass way, so one
-    pass never decides anything two would not.
+
+def _is_utf8(body: bytes) -> bool:
+    """Whether ``body`` is UTF-8 throughout, as the general path (``json.loads``) requires.
+
+    msgspec checks the UTF-8 of the strings it decodes, not of those it skips: the
+    objects, handed on undecoded, and the fields the webhook does not read.
     """
+    if body.isascii():  # ASCII is UTF-8, and the usual case: no decode to find out
+        return True
     try:
-        data = _FAST_JOBSET.decode(body)
-    except msgspec.ValidationError:
-        return None
-    kind = data.request.kind
-    return data if kind is not None and judged_kind(kind.group, kind.kind) == JOBSET else None
+        body.decode()
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
@@ -290,8 +268,13 @@ def review_response(uid: str, decision: Decision) -> dict[str, Any]:
         response["warnings"] = list(decision.warnings)
     if decision.patch:
         response["patchType"] = "JSONPatch"
-        response["patch"] = decision.patch_wire or patch_wire(decision.patch)
+        response["patch"] = patch_wire(decision.patch)
     return {"apiVersion": API_VERSION, "kind": KIND, "response": response}
+
+
+def patch_wire(patch: JsonPatch) -> str:
+    """``patch`` as an AdmissionReview response carries it: base64 of its JSON."""
+    return base64.b64encode(encode(patch)).decode("ascii")
 
 
 def error_response(uid: str, message: str) -> dict[str, Any]:

@@ -1,0 +1,47 @@
+"""The package's stages import only downward: kube (vocabulary), policy, objects (the readers),
+quota, cluster, rules, engine, wire, serving, export, cli.
+
+A module may import its own stage and those before it, never one after: the engine
+knows nothing of the wire format (it hands the wire a patch as a list, and reads objects
+through ``webhook.objects.readers.read_workload``), and what both the review decoder and
+the rules need (``UserInfo``) lives below both.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import webhook
+
+STAGES = ("kube", "policy", "objects", "quota", "cluster", "rules", "engine", "wire", "serving", "export", "cli")
+PACKAGE = Path(webhook.__file__).parent
+
+
+def _imported(tree: ast.AST) -> list[tuple[int, str]]:
+    names = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names.append((node.lineno, node.module))
+        elif isinstance(node, ast.Import):
+            names += [(node.lineno, alias.name) for alias in node.names]
+    return [(line, name) for line, name in names if name.startswith("webhook.")]
+
+
+def test_every_stage_is_a_package_here() -> None:
+    packages = {path.name for path in PACKAGE.iterdir() if (path / "__init__.py").exists()}
+    assert packages == set(STAGES)
+
+
+def test_no_module_imports_a_later_stage() -> None:
+    upward = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        parts = path.relative_to(PACKAGE).parts
+        if len(parts) < 2:
+            continue  # webhook/__init__.py, __main__.py: the entry points
+        own = STAGES.index(parts[0])
+        for line, name in _imported(ast.parse(path.read_text(encoding="utf-8"))):
+            stage = name.split(".")[1]
+            if stage in STAGES and STAGES.index(stage) > own:
+                upward.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}")
+    assert upward == []
