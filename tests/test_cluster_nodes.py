@@ -39,7 +39,7 @@ def test_a_cordoned_node_takes_no_pods() -> None:
 
 
 def test_a_resource_no_node_advertises_is_unknown_not_zero() -> None:
-    """DD-0018 §4a: leave it out of the fit rather than call every node too small."""
+    """DD-0018: leave it out of the fit rather than call every node too small."""
     nodes = index(node("n", "8"))
     assert nodes.fit({}, {"cpu": Decimal(4), "example.com/fpga": Decimal(1)}, (), frozenset()).fits
     assert not nodes.fit({}, {"cpu": Decimal(16), "example.com/fpga": Decimal(1)}, (), frozenset()).fits

@@ -134,7 +134,7 @@ def test_resource_not_covered_in_a_cpu_head() -> None:
 
 
 def test_namespace_labels_given_on_the_command_line_beat_the_cache() -> None:
-    """SPEC §7: with --namespace-labels, the namespace's labels come from the flag."""
+    """With --namespace-labels, the namespace's labels come from the flag."""
     obj = dev_job("legacy")  # its labels in the cache say dev; team-a selects production
     obj = JobSetBuilder(obj).queue("default").priority("best-effort").obj()
     facts = AdmissionFacts(namespace="legacy", stage="mutate", namespace_labels={TIER: "production"})

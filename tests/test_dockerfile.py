@@ -1,5 +1,5 @@
 """The Dockerfile, checked statically (no Docker engine runs here): parsed with BuildKit's
-own parser (the ``dockerfile`` package), then held to the image promises of SPEC §8."""
+own parser (the ``dockerfile`` package), then held to the image's promises."""
 
 from __future__ import annotations
 

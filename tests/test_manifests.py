@@ -1,5 +1,5 @@
 """The shipped manifests: they render, validate against Kubernetes' own schemas, and keep
-the promises of SPEC §2, §4 and §8 (tier entries, ordering, failure policy, read-only RBAC,
+the product's promises (tier entries, ordering, failure policy, read-only RBAC,
 HA, hardening, certificate wiring).
 
 Rendering: no kustomize binary is guaranteed on the machines this project runs on (none
@@ -44,7 +44,7 @@ OVERLAYS = ("self-managed", "cert-manager")
 # schemas kubernetes-validate ships.
 K8S_VERSIONS = ("1.30", kubernetes_validate.latest_version())
 NAMESPACE = "tpu-admission"
-# Mutating configurations that change a JobSet on its create path (SPEC §4). The Slice
+# Mutating configurations that change a JobSet on its create path. The Slice
 # Provisioner's is installed from GKE's manifests; kubebuilder names it after the project
 # (slice-controller). Our name must sort before all of them, and before any name that
 # starts with a letter.
@@ -274,7 +274,7 @@ def test_renderer_matches_kubectl_kustomize(tree: Path, target: str) -> None:
     assert keyed(render(tree / target)) == keyed([d for d in yaml.safe_load_all(proc.stdout) if d])
 
 
-# --- webhook configurations (SPEC §2, §4) ---------------------------------------------
+# --- webhook configurations ---------------------------------------------
 
 
 def test_mutating_configuration_runs_first_and_once(base: list[dict[str, Any]]) -> None:

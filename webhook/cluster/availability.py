@@ -1,6 +1,6 @@
 """Per-kind "can this piece of state be trusted now?", and why not.
 
-Unknown is not zero (DD-0018, SPEC §5): a kind that has not finished its first list, is
+Unknown is not zero (DD-0018): a kind that has not finished its first list, is
 forbidden (403), is not served (404, its CRD is not installed), whose watch has been
 broken for longer than the staleness bound, or whose watch has been *silent* (no event,
 no bookmark) for longer than the silence bound is *unavailable*, and every rule that

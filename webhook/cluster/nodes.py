@@ -7,7 +7,7 @@ and does at least one node of that shape match the pod's nodeSelector (a set
 intersection with the label index, stopped at the first hit). Cordoned nodes are kept
 out of the shapes: they take no new pods.
 
-DD-0018 §4a: a resource that no node advertises is unknown, not zero; the fit check
+DD-0018: a resource that no node advertises is unknown, not zero; the fit check
 leaves it out rather than call every node too small.
 """
 

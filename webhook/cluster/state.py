@@ -3,7 +3,7 @@
 Two implementations fill it: the watch cache (server) and the state files (``check
 --cluster-state``), both ``webhook.cluster.store.ClusterStore`` underneath; quota answers
 come from its quota model (``webhook.quota.model``). Every answer distinguishes "known"
-from "unknown": unknown is not zero (SPEC §5), so a rule whose inputs are unknown is
+from "unknown": unknown is not zero, so a rule whose inputs are unknown is
 skipped with a warning instead of judging against an empty cluster. The engine asks
 ``unavailable`` before running a rule that ``requires`` kinds; the other methods are only
 called once those kinds are known.

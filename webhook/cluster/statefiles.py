@@ -1,4 +1,4 @@
-"""Cluster state from files, for ``check --cluster-state`` (SPEC §7).
+"""Cluster state from files, for ``check --cluster-state``.
 
 Reads what ``kubectl get … -o yaml`` prints (a ``List``, multi-document YAML, or a
 directory of such files) through the same loader as the manifests, and the typed lists

@@ -1,6 +1,6 @@
 """``tpu-admission export map``: the tiers' default labels as a MutatingAdmissionPolicy.
 
-The webhook's one mutation (SPEC §2) — add the tier's default queue and priority labels
+The webhook's one mutation — add the tier's default queue and priority labels
 that the user did not set, never overwrite one — as a MutatingAdmissionPolicy the API
 server applies itself (admissionregistration.k8s.io/v1, Kubernetes 1.36+). With it, a dev
 JobSet created while every webhook replica is down still gets the labels Kueue needs to

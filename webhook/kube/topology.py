@@ -1,4 +1,4 @@
-"""TPU topologies (``AxBxC``) and the two whitelists of RFC-0033 4.3.1.
+"""TPU topologies (``AxBxC``) and the two whitelists of RFC-0033.
 
 Parsing is separate from judging: ``parse_topology`` only reads the grammar;
 ``super_slice_problems`` lists every way a value breaks the super-slice whitelist,

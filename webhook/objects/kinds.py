@@ -1,6 +1,6 @@
 """The object kinds the webhook judges: JobSet, batch/v1 Job and apps/v1 Deployment.
 
-RFC-0033 4.3.1 connects all three to Kueue the same way (two labels at creation) and
+RFC-0033 connects all three to Kueue the same way (two labels at creation) and
 lists how they differ (last table): a JobSet or a Job is one Workload with a gang, a
 Deployment is one Workload per pod, no gang and no ``spec.suspend``. Everything else
 (Pods, ConfigMaps, ...) is allowed unchanged. This module only names the kinds; how

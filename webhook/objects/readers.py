@@ -4,7 +4,7 @@
 calls it for the server (the object's JSON text, as the review decoder hands it on, or
 plain JSON from the review's general path) and for ``check`` (a decoded manifest) alike.
 
-RFC-0033 4.3.1 (last table) is the model. A batch/v1 Job is one Workload whose one
+RFC-0033 (last table) is the model. A batch/v1 Job is one Workload whose one
 podSet (Kueue names it ``main``) is gang-admitted over ``parallelism`` pods: for the
 rules it is a JobSet with a single replicatedJob of one replica, so the TPU rules (one
 slice: hosts = parallelism = completions) and the cluster rules apply unchanged. An
@@ -142,7 +142,7 @@ def read_workload(kind: str, document: Any, policy: Policy, namespace: str = "")
 def runs_outside_kueue(workload: Workload, tier: TierPolicy, policy: Policy) -> bool:
     """A Job or Deployment Kueue will not manage: no queue label where none is injected, no TPU.
 
-    RFC-0033 4.1 (纳管范围): Kueue runs with ``manageJobsWithoutQueueName: false``, and in
+    RFC-0033's Kueue configuration (纳管范围): Kueue runs with ``manageJobsWithoutQueueName: false``, and in
     the production tier a workload without ``queue-name`` "is not taken over and runs as
     usual: the namespace also hosts the teams' system components, which must not enter
     quotas and queues". Refusing those would stop the namespace's own services, so they

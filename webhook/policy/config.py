@@ -36,14 +36,14 @@ class _Model(BaseModel):
 
 
 class TierPolicy(_Model):
-    """What one namespace tier requires and injects (SPEC §2)."""
+    """What one namespace tier requires and injects."""
 
     queue_name_pattern: str | None = None
     default_queue: str | None = None
     default_priority_class: str | None = None
     allowed_priority_classes: tuple[str, ...] = ()
     #: without a default queue: a Job or Deployment with no queue label and no TPU runs
-    #: outside Kueue as a system component would, and is admitted unjudged (RFC-0033 4.1)
+    #: outside Kueue as a system component would, and is admitted unjudged (RFC-0033's Kueue configuration)
     allow_unqueued_cpu_workloads: bool = False
 
     @field_validator("queue_name_pattern")
@@ -91,7 +91,7 @@ class TpuPolicy(_Model):
 
 
 class SuperSlicePolicy(_Model):
-    """RFC-0033 4.3.1's super-slice whitelist (GA)."""
+    """RFC-0033's super-slice whitelist (GA)."""
 
     dimension_multiple: int = Field(default=4, gt=0)
     min_topology: str = "4x4x4"
@@ -136,7 +136,7 @@ class ServerPolicy(_Model):
 
 
 class ClusterPolicy(_Model):
-    """How the server's watch cache talks to the API server (SPEC §5)."""
+    """How the server's watch cache talks to the API server."""
 
     page_size: int = Field(default=500, gt=0)
     #: shortest server-side timeout of one watch request (each asks for a random one up to
@@ -230,7 +230,7 @@ class Policy(_Model):
     sub_slicing: bool = True
     sub_slice_topologies: tuple[str, ...] = ("2x2x1", "2x2x2", "2x2x4", "2x4x4")
     static_topologies: tuple[str, ...] = ("4x4x4", "4x4x8", "4x8x8", "8x8x8")
-    #: the TAS topology level of one static slice (RFC-0033 4.6: a node pool)
+    #: the TAS topology level of one static slice (RFC-0033: a node pool)
     static_slice_level: str = "cloud.google.com/gke-nodepool"
     slice_name_budget: int = Field(default=59, gt=0)
     slice_name_hash_length: int = Field(default=5, ge=0)
@@ -246,7 +246,7 @@ class Policy(_Model):
     @field_validator("tiers")
     @classmethod
     def _tier_names_are_path_segments(cls, value: dict[str, TierPolicy]) -> dict[str, TierPolicy]:
-        # The tier travels as a segment of the webhook's service path (SPEC §2), which
+        # The tier travels as a segment of the webhook's service path, which
         # the API server only accepts as a DNS-1123 subdomain.
         for name in value:
             if not _DNS1123_SUBDOMAIN.match(name):

@@ -40,7 +40,7 @@ class Finding:
         return f"{text} (allowed by a policy exception: {self.excepted})" if self.excepted else text
 
     def line(self) -> str:
-        """``[rule-id] <path>: <what is wrong>; <how to fix>`` (SPEC §6)."""
+        """``[rule-id] <path>: <what is wrong>; <how to fix>``."""
         if self.fix and not self.excepted:  # the usual finding: one string built, not two
             return f"[{self.rule}] {self.path}: {self.problem}; {self.fix}"
         return f"[{self.rule}] {self.path}: {self.message}"

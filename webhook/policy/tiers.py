@@ -1,4 +1,4 @@
-"""Which tier a request belongs to (SPEC §2), first match wins."""
+"""Which tier a request belongs to, first match wins."""
 
 from __future__ import annotations
 

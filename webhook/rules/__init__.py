@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 
 #: ``submitted`` rules judge what the user wrote and run only where the webhook sees the
 #: object as submitted (the mutating path); ``final`` rules judge fields no other
-#: admission plugin changes and also run on the validating path (SPEC §4).
+#: admission plugin changes and also run on the validating path.
 Subject = Literal["submitted", "final"]
 
 

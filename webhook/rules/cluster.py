@@ -149,7 +149,7 @@ def _resource_not_covered(workload: Workload, ctx: RuleContext) -> Iterator[Find
         return
     _, info = target
     covered = info.covered
-    for podset in workload.podsets:  # every podSet, a CPU head included (RFC 4.2)
+    for podset in workload.podsets:  # every podSet, a CPU head included (RFC-0033's quota design)
         for container, kind, resource in uncovered_requests(podset, covered):
             yield RESOURCE_NOT_COVERED.finding(
                 container.path.child("resources", kind).key(resource),
@@ -323,7 +323,7 @@ def _exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fin
         wanted = node_fit_requests(podset.pod_requests(), tpu)
         if not wanted:
             continue
-        # The TPU taint is tolerated through the TPU flavor, which Kueue injects (RFC 4.2).
+        # The TPU taint is tolerated through the TPU flavor, which Kueue injects (RFC-0033's quota design).
         tolerate = frozenset({tpu}) if podset.is_tpu else frozenset()
         tolerations = parse_tolerations(podset.pod_spec.get("tolerations"))
         fit = ctx.cluster.node_fit(podset.node_selector, wanted, tolerations, tolerate)

@@ -1,4 +1,4 @@
-"""TPU placement in dynamic mode (SPEC §4, dynamic table).
+"""TPU placement in dynamic mode.
 
 The user declares the slice with the slice-topology annotation on a TPU podSet's pod
 template and the Slice Provisioner does the rest: it makes a Slice per replicatedJob

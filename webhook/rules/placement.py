@@ -1,9 +1,9 @@
-"""TPU placement in both modes: a TPU podSet selects the TPU node type (SPEC §4).
+"""TPU placement in both modes: a TPU podSet selects the TPU node type.
 
 The mode-specific placement rules are families of their own: ``webhook.rules.dynamic``
 (the user declares the slice with the slice-topology annotation and the Slice
 Provisioner does the rest) and ``webhook.rules.static`` (the user selects a
-fixed-topology node pool and writes Kueue's TAS annotations by hand, RFC-0033 4.6 ③).
+fixed-topology node pool and writes Kueue's TAS annotations by hand, RFC-0033's static form).
 Kueue's TAS annotation names and how Kueue reads them live here, where the rest of the
 code imports them.
 """

@@ -1,7 +1,7 @@
-"""TPU placement in static mode (SPEC §4, static table).
+"""TPU placement in static mode.
 
 The user selects a fixed-topology node pool with the topology node label and writes
-Kueue's topology-aware scheduling (TAS) annotations by hand (RFC-0033 4.6 ③): one node
+Kueue's topology-aware scheduling (TAS) annotations by hand (RFC-0033's static form): one node
 pool is one slice, and nothing translates the dynamic mode's slice-topology annotation.
 """
 

@@ -225,7 +225,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         return PlainTextResponse("ok")
 
     async def readyz(request: Request) -> Response:
-        # Readiness never depends on the API server (SPEC §5): a cold cache still serves
+        # Readiness never depends on the API server: a cold cache still serves
         # the structural rules.
         if state.ready:
             return PlainTextResponse("ok")
