@@ -1,7 +1,7 @@
 """Cluster-rule cases for Jobs and Deployments against tests/fixtures/cluster (RFC-0033 4.2/4.6).
 
-Shared by ``check --cluster-state`` (tests/test_cluster_cli.py) and the live server with
-its watch cache (tests/test_cluster_server.py): each case is an object, the tier path
+Shared by ``check --cluster-state`` (tests/test_cli_cluster_state.py) and the live server with
+its watch cache (tests/test_serving_cluster.py): each case is an object, the tier path
 the API server would call, and the one cluster rule it must trip (``None``: none may).
 """
 

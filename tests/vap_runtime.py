@@ -11,7 +11,7 @@ server would refuse the request for it.
 
 The one part of the Kubernetes CEL environment that cel-expr-python lacks is the quantity
 library (``isQuantity``, ``quantity``, ``compareTo``); it is supplied here on top of the
-webhook's own quantity parser (tests/test_quantity.py holds that parser to Kubernetes').
+webhook's own quantity parser (tests/test_kube_quantity.py holds that parser to Kubernetes').
 
 Also here: ``api_server_view``, the object as a validating admission policy receives it.
 """

@@ -14,7 +14,7 @@ map is ``dict[str, str]``, a count is ``int``), and ``read_typed_jobset`` gives 
 struct cannot tell apart (``{}`` versus ``{"x": null}``). Giving up is always safe: the
 caller, ``webhook.objects.readers.read_workload`` (the only one), then decodes the same
 bytes to plain JSON for ``parse_jobset``. So this reader answers only what the general
-one would answer identically; ``tests/test_fastjobset.py`` compares the two on the
+one would answer identically; ``tests/test_objects_fastjobset.py`` compares the two on the
 fixtures, hostile bodies and the fuzz corpus.
 """
 

@@ -80,7 +80,7 @@ class LatencyHistogram:
 
     def family(self) -> HistogramMetricFamily:
         family = HistogramMetricFamily(self.name, self.documentation, labels=["endpoint"])
-        # repr is how prometheus_client writes these bounds too (tests/test_metrics.py compares)
+        # repr is how prometheus_client writes these bounds too (tests/test_serving_metrics.py compares)
         edges = [repr(float(bound)) for bound in self.bounds] + ["+Inf"]
         for endpoint, counts in self.counts.items():
             cumulative, total = [], 0

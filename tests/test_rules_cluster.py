@@ -1,7 +1,7 @@
 """The cluster-aware rules against RFC-0033 4.2/4.6-shaped state (tests/fixtures/cluster).
 
 Each rule has a passing and a failing case; the state is the file snapshot, so the
-same fixtures drive ``check --cluster-state`` (tests/test_cluster_cli.py) and, loaded
+same fixtures drive ``check --cluster-state`` (tests/test_cli_cluster_state.py) and, loaded
 into the test API server, the watch cache (tests/test_cluster_watch.py).
 """
 

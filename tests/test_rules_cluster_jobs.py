@@ -1,6 +1,6 @@
 """The cluster-aware rules on batch/v1 Jobs and apps/v1 Deployments (RFC-0033 4.3.1's last table).
 
-The same RFC 4.2/4.6-shaped state as tests/test_cluster_rules.py. A Job is one Workload
+The same RFC 4.2/4.6-shaped state as tests/test_rules_cluster.py. A Job is one Workload
 gang-admitted over its parallelism pods (one slice); a Deployment is one Workload per
 pod, so the queue rules judge one pod, never the whole of ``spec.replicas``.
 """
