@@ -241,8 +241,12 @@ def _tpu_request(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
         # Each container may be right and the pod still wrong: the scheduler counts what the
         # pod needs as a whole (main containers and sidecars add up, a plain init container
         # counts alone), and one host has only ``per_host`` chips.
+        if wrong or (
+            len(tpu_containers) == 1 and not any(c.requests_resource(resource) for c in podset.init_containers)
+        ):
+            continue  # one container asks, and asks right: that is the pod's total
         total = podset.pod_requests().get(resource)
-        if not wrong and total is not None and total != per_host:
+        if total is not None and total != per_host:
             yield rule.finding(
                 podset.pod_spec_path, "pod", podset=podset.name, total=format(total.normalize(), "f"), per_host=per_host
             )
