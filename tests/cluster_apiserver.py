@@ -235,6 +235,10 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             kind = by_path.get("/".join(parts[:prefix]) + "/" + parts[prefix + 2])
             if kind is not None and kind.namespaced:
                 return kind, parts[prefix + 1], parts[prefix + 3] if len(parts) == prefix + 4 else None
+        # a cluster-scoped object: /apis/G/V/PLURAL/NAME
+        kind = by_path.get("/".join(parts[:-1])) if len(parts) == prefix + 2 else None
+        if kind is not None and not kind.namespaced:
+            return kind, None, parts[-1]
         return None, None, None
 
     class Handler(BaseHTTPRequestHandler):

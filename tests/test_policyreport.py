@@ -6,8 +6,9 @@ carries ``wgpolicyk8s.io_policyreports.yaml``), so ``CRD_SCHEMA`` below restates
 kubernetes-sigs/wg-policy-prototypes (``policy-report/crd/v1alpha2/
 wgpolicyk8s.io_policyreports.yaml``, the CRD Kyverno and Policy Reporter install), field
 for field, without its descriptions and the ``format`` of its two integers (``validate``
-checks the int32 one itself); compared with that file once when this was written. ``ClusterPolicyReport``'s schema is the same
-(``..._clusterpolicyreports.yaml``; only the CRD's scope differs).
+checks the int32 one itself); compared with that file once when this was written.
+``ClusterPolicyReport``'s schema is the same (``..._clusterpolicyreports.yaml``; only the
+CRD's scope differs).
 
 The restatement is stricter than the API server in one way, on purpose: the CRD is a
 structural schema, so the API server *prunes* a field it does not declare instead of
