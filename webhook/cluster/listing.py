@@ -34,7 +34,8 @@ from webhook.cluster.watch import describe_error
 from webhook.objects.kinds import JUDGED, ORDER
 from webhook.policy.config import Policy
 
-PAGE_SIZE: Final = 500
+#: objects per list page, as ``snapshot`` pages; read at each call
+PAGE_SIZE = 500
 #: the judged kinds as list calls name them ("JobSets", "Jobs", "Deployments")
 JUDGED_KINDS: Final[tuple[k.Kind, ...]] = tuple(
     k.Kind(f"{kind}s", kind, JUDGED[kind].group, JUDGED[kind].version, JUDGED[kind].resource, True) for kind in ORDER
@@ -122,7 +123,7 @@ def _key(obj: dict[str, Any]) -> tuple[str, str]:
 
 
 def list_objects(
-    call: Callable[..., Any], kind: k.Kind, page_size: int = PAGE_SIZE, timeout: float = 60.0
+    call: Callable[..., Any], kind: k.Kind, page_size: int | None = None, timeout: float = 60.0
 ) -> Iterator[dict[str, Any]]:
     """Every object of one list call, page by page, each once.
 
@@ -134,7 +135,7 @@ def list_objects(
     while True:
         paged = False
         try:
-            for page in _pages(call, kind, page_size, timeout):
+            for page in _pages(call, kind, page_size or PAGE_SIZE, timeout):
                 paged = True
                 for obj in page:
                     key = _key(obj)
@@ -149,7 +150,7 @@ def list_objects(
 
 
 def load_state(
-    api_client: Any, policy: Policy, page_size: int = PAGE_SIZE, kinds: Iterable[k.Kind] = k.KINDS
+    api_client: Any, policy: Policy, page_size: int | None = None, kinds: Iterable[k.Kind] = k.KINDS
 ) -> tuple[ClusterStore, OwnedWorkloads]:
     """The state kinds, listed into a store (and the Workloads' owners); a kind that cannot
     be listed is marked unknown with the reason. ``ListError`` when the API server cannot be
@@ -176,7 +177,7 @@ def load_state(
 def judged_objects(
     api_client: Any,
     namespaces: Iterable[str] = (),
-    page_size: int = PAGE_SIZE,
+    page_size: int | None = None,
     kinds: Iterable[k.Kind] = JUDGED_KINDS,
 ) -> Iterator[dict[str, Any]]:
     """Every JobSet, Job and Deployment (of ``namespaces``, else of every namespace), one at a time.
