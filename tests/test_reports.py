@@ -65,16 +65,25 @@ def test_stale_reports_of_this_tool_go_and_nobody_elses(api: FakeApiServer, tmp_
         report("tpu-admission-2", "a"),  # a namespace that needed two parts before
         report("tpu-admission", "b"),
         report("kyverno-report", "a", labels=None),
-        report("tpu-admission"),
     ):
-        api.put(POLICY_REPORTS if obj["kind"] == "PolicyReport" else CLUSTER_POLICY_REPORTS, obj)
+        api.put(POLICY_REPORTS, obj)
     with client_for(api, tmp_path) as api_client:
         done = apply_reports(api_client, [report("tpu-admission", "a")], SELECTOR)
-    assert sorted(done.deleted) == ["a/tpu-admission-2", "b/tpu-admission", "tpu-admission"]
+    assert sorted(done.deleted) == ["a/tpu-admission-2", "b/tpu-admission"]
     assert set(api.objects[POLICY_REPORTS.path]) == {("a", "tpu-admission"), ("a", "kyverno-report")}
-    assert done.line() == (
-        "applied 1 PolicyReport(s), deleted 3 stale one(s) (a/tpu-admission-2, b/tpu-admission, tpu-admission)"
-    )
+    assert done.line() == "applied 1 PolicyReport(s), deleted 2 stale one(s) (a/tpu-admission-2, b/tpu-admission)"
+
+
+def test_cluster_reports_are_read_only_by_a_run_that_writes_one(api: FakeApiServer, tmp_path: Path) -> None:
+    """An audit of namespaced kinds writes none, so it needs no access to them at all."""
+    api.put(CLUSTER_POLICY_REPORTS, report("tpu-admission"))
+    api.put(CLUSTER_POLICY_REPORTS, report("tpu-admission-2"))
+    with client_for(api, tmp_path) as api_client:
+        apply_reports(api_client, [report("tpu-admission", "a")], SELECTOR)
+        assert api.list_requests(CLUSTER_POLICY_REPORTS) == 0
+        done = apply_reports(api_client, [report("tpu-admission")], SELECTOR)
+    assert done.deleted == ["a/tpu-admission", "tpu-admission-2"]  # the namespaced one is stale now too
+    assert set(api.objects[CLUSTER_POLICY_REPORTS.path]) == {("", "tpu-admission")}
 
 
 def test_a_namespaced_audit_touches_only_its_namespaces(api: FakeApiServer, tmp_path: Path) -> None:
@@ -89,7 +98,7 @@ def test_a_namespaced_audit_touches_only_its_namespaces(api: FakeApiServer, tmp_
 
 
 def test_without_the_cluster_crd_only_namespaced_reports(api: FakeApiServer, tmp_path: Path) -> None:
-    api.errors = {"ClusterPolicyReports": 404}
+    api.errors = {"ClusterPolicyReports": 403}  # not even readable: never asked
     api.put(POLICY_REPORTS, report("tpu-admission", "b"))
     with client_for(api, tmp_path) as api_client:
         done = apply_reports(api_client, [report("tpu-admission", "a")], SELECTOR)
@@ -99,5 +108,6 @@ def test_without_the_cluster_crd_only_namespaced_reports(api: FakeApiServer, tmp
 @pytest.mark.parametrize("failing", ["PolicyReports", "ClusterPolicyReports"])
 def test_a_write_or_listing_that_fails_is_an_error(api: FakeApiServer, tmp_path: Path, failing: str) -> None:
     api.errors = {failing: 403}
+    reports = [report("tpu-admission", "a")] if failing == "PolicyReports" else [report("tpu-admission")]
     with client_for(api, tmp_path) as api_client, pytest.raises(ListError, match=r"forbidden \(403\)"):
-        apply_reports(api_client, [report("tpu-admission", "a")], SELECTOR)
+        apply_reports(api_client, reports, SELECTOR)

@@ -3,9 +3,11 @@
 Each report is written by server-side apply (field manager ``tpu-admission``, forced:
 the audit owns these objects whole), which creates it or replaces its fields in one
 call. Then the reports this audit wrote before (those its label ``selector`` finds:
-``app.kubernetes.io/managed-by=tpu-admission``) that this run did not write are deleted: the namespace has nothing
-left to judge, or its report needs fewer parts than before. With ``--namespace`` only
-those namespaces' reports are touched. RBAC: ``list``, ``create``, ``patch`` and
+``app.kubernetes.io/managed-by=tpu-admission``) that this run did not write are deleted:
+their namespace has nothing left to judge, or its report needs fewer parts than before.
+Reports of other tools are never touched; with ``--namespace`` only those namespaces'
+are. ClusterPolicyReports are read only by a run that writes one, which an audit of the
+three (namespaced) judged kinds never does. RBAC: ``list``, ``create``, ``patch`` and
 ``delete`` on ``policyreports.wgpolicyk8s.io`` (the overlay's ClusterRole).
 """
 
@@ -78,9 +80,12 @@ def apply_reports(
             ) from exc
         kept.add((report["kind"], namespace, name))
         done.written.append(_where(namespace, name))
+    wrote_cluster_reports = any(kind == CLUSTER_POLICY_REPORTS.kind for kind, _, _ in kept)
     for kind in (POLICY_REPORTS, CLUSTER_POLICY_REPORTS):
-        if kind is CLUSTER_POLICY_REPORTS and namespaces:
-            continue  # a namespaced audit leaves the cluster-wide report alone
+        if kind is CLUSTER_POLICY_REPORTS and (namespaces or not wrote_cluster_reports):
+            # The judged kinds are namespaced: an audit writes no ClusterPolicyReport, so it
+            # needs no access to them (the overlay grants none); a namespaced one never does.
+            continue
         scopes: list[str | None] = list(namespaces) if kind.namespaced and namespaces else [None]
         for scope in scopes:
             try:
