@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import shlex
 import shutil
 from collections.abc import Iterator
@@ -410,3 +411,19 @@ def test_help_has_examples_and_exit_codes_and_no_markup() -> None:
         words = shlex.split(line.split("|")[0].split(">")[0].split("(")[0])
         if words[0] == "tpu-admission":
             build_parser().parse_args(words[1:])  # every example parses
+
+
+def test_the_docs_commands_parse_and_name_what_exists() -> None:
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "audit.md").read_text()
+    commands = [
+        line.split("#")[0].split("|")[0].split(">")[0].strip()
+        for block in re.findall(r"```bash\n(.*?)```", docs, re.S)
+        for line in block.splitlines()
+    ]
+    audits = [shlex.split(c)[1:] for c in commands if c.startswith("tpu-admission ")]
+    assert len(audits) >= 6
+    for argv in audits:
+        build_parser().parse_args(argv)
+    for command in commands:
+        if command.startswith("kubectl apply -k "):
+            assert (Path(__file__).resolve().parents[1] / command.split()[-1] / "kustomization.yaml").is_file()
