@@ -427,3 +427,20 @@ def test_the_docs_commands_parse_and_name_what_exists() -> None:
     for command in commands:
         if command.startswith("kubectl apply -k "):
             assert (Path(__file__).resolve().parents[1] / command.split()[-1] / "kustomization.yaml").is_file()
+
+
+def test_offline_from_a_snapshot_is_the_live_audit(api: FakeApiServer, tmp_path: Path) -> None:
+    """snapshot's typed lists (Workload uids dropped, owner references kept) plus the objects: the same verdicts."""
+    expected = put_corpus(api, tmp_path, "static")
+    config = kubeconfig(api, tmp_path)
+    state = tmp_path / "snapshot.yaml"
+    assert run_cli("snapshot", "--kubeconfig", config, "-o", str(state)).returncode == 0
+    assert "kind: WorkloadList" in state.read_text()
+    objects = [obj for kind in JUDGED_KINDS for obj in api.objects[kind.path].values()]
+    listed = write_yaml(tmp_path / "objects.yaml", {"apiVersion": "v1", "kind": "List", "items": objects})
+    offline = run_cli("audit", "--cluster-state", str(state), "--cluster-state", str(listed), "--output", "json")
+    live = run_cli("audit", "--kubeconfig", config, "--output", "json")
+    assert offline.returncode == live.returncode
+    by_object = {(r["kind"], r["namespace"], r["name"]): verdict(r) for r in json.loads(offline.stdout)["results"]}
+    assert by_object == expected
+    assert by_object == {(r["kind"], r["namespace"], r["name"]): verdict(r) for r in json.loads(live.stdout)["results"]}
