@@ -78,6 +78,8 @@ class FakeApiServer:
         self.expired = 0  # bumped by expire_watches(): open watches end with 410
         self.errors: dict[str, int] = {}  # kind name -> HTTP status to answer
         self.requests: list[tuple[str, dict[str, list[str]]]] = []
+        #: every request's URL path as sent (``requests`` names a namespaced list by its collection)
+        self.paths: list[str] = []
         #: writes by clients: (collection path, method, namespace, name)
         self.writes: list[tuple[str, str, str, str]] = []
         self.stopping = False
@@ -277,6 +279,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             url = urlsplit(self.path)
             query = parse_qs(url.query)
             kind, namespace, name = route(url.path)
+            api.paths.append(url.path)
             # the collection path, as the counters (list_requests, ...) name it
             api.requests.append((kind.path if kind is not None else url.path, query))
             self._wait_while_hung()

@@ -343,7 +343,8 @@ def test_live_namespaces_and_unreachable(api: FakeApiServer, tmp_path: Path) -> 
     put_stored(api)
     done = run_cli("audit", "--kubeconfig", kubeconfig(api, tmp_path), "--namespace", "falcon-jobs", "--output", "json")
     assert {r["namespace"] for r in json.loads(done.stdout)["results"]} == {"falcon-jobs"}
-    assert all("/namespaces/falcon-jobs/" in path or "namespaces/" not in path for path, _ in api.requests)
+    judged = [path for path in api.paths if path.rpartition("/")[2] in ("jobsets", "jobs", "deployments")]
+    assert judged == [f"{kind.path.rpartition('/')[0]}/namespaces/falcon-jobs/{kind.plural}" for kind in JUDGED_KINDS]
     gone = write_kubeconfig(tmp_path / "gone", free_port())
     done = run_cli("audit", "--kubeconfig", str(gone))
     assert done.returncode == 2 and "unreachable" in done.stderr and done.stdout == ""
