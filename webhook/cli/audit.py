@@ -148,6 +148,38 @@ def _selected(document: Document, namespaces: list[str]) -> bool:
     return str(namespace or "default") in namespaces
 
 
+def _audit_files(paths: list[str], policy: Policy, audit: Audit) -> None:
+    try:
+        store, owners, documents = from_files(paths, policy)
+    except SourceError as exc:
+        raise AuditError(f"--cluster-state: {exc}") from None
+    for document in documents:
+        if _selected(document, audit.namespaces):
+            judge(document, document.data, policy, store, owners, audit)
+
+
+def _audit_cluster(kubeconfig: str | None, policy: Policy, audit: Audit) -> Any:
+    """Audit the live cluster; the API client, still open (for ``--apply``)."""
+    from kubernetes import client
+
+    from webhook.cluster.client import ClusterConfigError
+    from webhook.cluster.listing import ListError, configuration, judged_objects, load_state
+
+    try:
+        api_client = client.ApiClient(configuration(kubeconfig))
+    except ClusterConfigError as exc:
+        raise AuditError(str(exc)) from None
+    try:
+        store, owners = load_state(api_client, policy)
+        for document in _live_documents(judged_objects(api_client, audit.namespaces)):
+            judge(document, document.data, policy, store, owners, audit)
+            document.data = None  # judged: the object goes, its result stays
+    except ListError as exc:
+        api_client.close()  # type: ignore[no-untyped-call]
+        raise AuditError(f"the cluster could not be listed: {exc}") from None
+    return api_client
+
+
 def run(args: argparse.Namespace) -> tuple[Audit, Any]:
     """The audit itself; the API client too in live mode (for ``--apply``), else ``None``."""
     policy = load_policy(args.config)
@@ -156,36 +188,10 @@ def run(args: argparse.Namespace) -> tuple[Audit, Any]:
         policy = policy.model_copy(update={"mode": args.mode})
     namespaces = list(dict.fromkeys(args.namespace or ()))
     audit = Audit(Report(mode=policy.mode, mode_source=mode_source, strict=args.strict), namespaces=namespaces)
-    api_client = None
     if args.cluster_state:
-        try:
-            store, owners, documents = from_files(args.cluster_state, policy)
-        except SourceError as exc:
-            raise AuditError(f"--cluster-state: {exc}") from None
-    else:
-        from kubernetes import client
-
-        from webhook.cluster.client import ClusterConfigError
-        from webhook.cluster.listing import ListError, configuration, judged_objects, load_state
-
-        try:
-            api_client = client.ApiClient(configuration(args.kubeconfig))
-        except ClusterConfigError as exc:
-            raise AuditError(str(exc)) from None
-        try:
-            store, owners = load_state(api_client, policy)
-            documents = _live_documents(judged_objects(api_client, namespaces))
-            for document in documents:
-                judge(document, document.data, policy, store, owners, audit)
-                document.data = None  # judged: the object goes, its result stays
-        except ListError as exc:
-            api_client.close()  # type: ignore[no-untyped-call]
-            raise AuditError(f"the cluster could not be listed: {exc}") from None
-        return audit, api_client
-    for document in documents:
-        if _selected(document, namespaces):
-            judge(document, document.data, policy, store, owners, audit)
-    return audit, api_client
+        _audit_files(args.cluster_state, policy, audit)
+        return audit, None
+    return audit, _audit_cluster(args.kubeconfig, policy, audit)
 
 
 def text(audit: Audit) -> str:
