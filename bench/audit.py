@@ -7,9 +7,9 @@ loopback): ``--namespaces`` production namespaces, ``--queues`` ClusterQueues wi
 LocalQueues spread over them, ``--nodes`` Nodes (static tpu7x pools and CPU nodes, as
 bench/bench_cluster.py builds them), and ``--jobsets`` JobSets, each with its own
 Workload (held, pending or finished; half guaranteed). Every tenth JobSet is one a rule
-refuses (no priority label), every seventh was suspended by Kueue, and the JobSet
-controller's Jobs are there too (one per JobSet in every fifth namespace), which the
-audit must not judge again.
+refuses (no priority label), every seventh was suspended by Kueue, and some of the
+JobSet controller's Jobs are there too (one for every hundredth JobSet), which the audit
+must not judge again.
 
 Then it runs ``tpu-admission audit --kubeconfig ...`` in a child process, once per
 output (``json``, ``policyreport``), and once over a cluster with no JobSets (start-up,
@@ -192,7 +192,7 @@ def main() -> int:
                 api.load(kind, objects)
             jobsets = [jobset(i, args.queues, args.namespaces, template) for i in range(count)]
             api.load(k.WORKLOADS, [own_workload(i, obj, args.queues) for i, obj in enumerate(jobsets)])
-            api.load(JOBS, [child_job(obj) for i, obj in enumerate(jobsets) if i % (5 * args.namespaces) == 0])
+            api.load(JOBS, [child_job(obj) for i, obj in enumerate(jobsets) if i % 100 == 0])
             api.load(JOBSETS, jobsets)
             del jobsets
             api.start()
