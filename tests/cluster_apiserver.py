@@ -8,7 +8,13 @@ watches that ask for them, bearer-token auth, and fault injection: per-kind erro
 (403, 404), dropped watch connections, watches that end at once, continue tokens that
 expire, and a hung server (``hang``: like SIGSTOP, connections stay open and nothing
 is sent). Objects are changed through Python (``put``/``delete``), as kmock's
-``objects[...]`` are; clients only read.
+``objects[...]`` are; clients read them, and may write only through server-side apply
+(``PATCH`` with ``application/apply-patch+yaml``) and ``DELETE``.
+
+It serves the watched kinds (``webhook.cluster.kinds.KINDS``) and whatever ``kinds`` a
+test adds (``audit`` lists JobSets, Jobs and Deployments and writes PolicyReports), at
+the cluster-wide collection path and at ``.../namespaces/NS/PLURAL``; lists understand
+a ``labelSelector`` of ``key=value`` terms.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
+
+import yaml
 
 from webhook.cluster.kinds import KINDS, Kind
 
@@ -58,16 +66,22 @@ def _key(kind: Kind, obj: dict[str, Any]) -> tuple[str, str]:
 
 
 class FakeApiServer:
-    def __init__(self, port: int = 0) -> None:
+    def __init__(self, port: int = 0, kinds: Iterable[Kind] = ()) -> None:
         self.cond = threading.Condition()
         self.version = 0
-        self.objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {k.path: {} for k in KINDS}
-        self.history: dict[str, list[tuple[int, str, dict[str, Any]]]] = {k.path: [] for k in KINDS}
+        #: every kind served: the watched ones and the test's own
+        self.kinds: tuple[Kind, ...] = (*KINDS, *(kind for kind in kinds if kind not in KINDS))
+        self.objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {k.path: {} for k in self.kinds}
+        self.history: dict[str, list[tuple[int, str, dict[str, Any]]]] = {k.path: [] for k in self.kinds}
         #: a watch from a resourceVersion older than this gets 410 Gone
-        self.oldest: dict[str, int] = {k.path: 0 for k in KINDS}
+        self.oldest: dict[str, int] = {k.path: 0 for k in self.kinds}
         self.expired = 0  # bumped by expire_watches(): open watches end with 410
         self.errors: dict[str, int] = {}  # kind name -> HTTP status to answer
         self.requests: list[tuple[str, dict[str, list[str]]]] = []
+        #: every request's URL path as sent (``requests`` names a namespaced list by its collection)
+        self.paths: list[str] = []
+        #: writes by clients: (collection path, method, namespace, name)
+        self.writes: list[tuple[str, str, str, str]] = []
         self.stopping = False
         #: seconds between bookmarks on a watch with allowWatchBookmarks (the real one: ~60)
         self.bookmark_interval = 0.2
@@ -157,6 +171,10 @@ class FakeApiServer:
         with self.cond:
             self.cond.notify_all()
 
+    def applied(self, kind: Kind) -> list[tuple[str, str]]:
+        """The (namespace, name) of every object clients wrote of ``kind`` (server-side apply), in order."""
+        return [(ns, name) for path, method, ns, name in list(self.writes) if path == kind.path and method == "PATCH"]
+
     def watch_queries(self, kind: Kind) -> list[dict[str, list[str]]]:
         return [query for path, query in list(self.requests) if path == kind.path and query.get("watch")]
 
@@ -192,8 +210,38 @@ class _QuietServer(ThreadingHTTPServer):
             self.handler_errors.append(error)
 
 
+def _selected(obj: dict[str, Any], selector: str) -> bool:
+    """Whether ``obj``'s labels match a ``labelSelector`` of ``key=value`` terms (the only form served)."""
+    labels = (obj.get("metadata") or {}).get("labels") or {}
+    for term in filter(None, selector.split(",")):
+        key, sep, value = term.partition("=")
+        if not sep:
+            raise NotImplementedError(f"labelSelector {selector!r}: only key=value terms are served")
+        if labels.get(key) != value:
+            return False
+    return True
+
+
 def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
-    by_path = {kind.path: kind for kind in KINDS}
+    by_path = {kind.path: kind for kind in api.kinds}
+
+    def route(path: str) -> tuple[Kind | None, str | None, str | None]:
+        """(kind, namespace, name) of a collection or object path; namespace None: every namespace."""
+        kind = by_path.get(path)
+        if kind is not None:
+            return kind, None, None
+        parts = [unquote(part) for part in path.split("/")]
+        # /apis/G/V/namespaces/NS/PLURAL[/NAME] or /api/v1/namespaces/NS/PLURAL[/NAME]
+        prefix = 4 if path.startswith("/apis/") else 3
+        if len(parts) in (prefix + 3, prefix + 4) and parts[prefix] == "namespaces":
+            kind = by_path.get("/".join(parts[:prefix]) + "/" + parts[prefix + 2])
+            if kind is not None and kind.namespaced:
+                return kind, parts[prefix + 1], parts[prefix + 3] if len(parts) == prefix + 4 else None
+        # a cluster-scoped object: /apis/G/V/PLURAL/NAME
+        kind = by_path.get("/".join(parts[:-1])) if len(parts) == prefix + 2 else None
+        if kind is not None and not kind.namespaced:
+            return kind, None, parts[-1]
+        return None, None, None
 
     class Handler(BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
@@ -226,28 +274,88 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             while api.hung.is_set() and not api.stopping:
                 time.sleep(0.05)
 
-        def do_GET(self) -> None:
+        def _route(self) -> tuple[Kind, str | None, str | None, dict[str, list[str]]] | None:
+            """The request's kind, namespace, name and query, or None after answering an error."""
             url = urlsplit(self.path)
             query = parse_qs(url.query)
-            api.requests.append((url.path, query))
+            kind, namespace, name = route(url.path)
+            api.paths.append(url.path)
+            # the collection path, as the counters (list_requests, ...) name it
+            api.requests.append((kind.path if kind is not None else url.path, query))
             self._wait_while_hung()
             if self.headers.get("Authorization") != f"Bearer {TOKEN}":
-                return self._status(401, "Unauthorized", "Unauthorized")
-            kind = by_path.get(url.path)
+                self._status(401, "Unauthorized", "Unauthorized")
+                return None
             if kind is None:
-                return self._status(404, "NotFound", f"the server could not find the requested resource {url.path}")
+                self._status(404, "NotFound", f"the server could not find the requested resource {url.path}")
+                return None
             status = api.errors.get(kind.name)
             if status == 403:
-                return self._status(403, "Forbidden", f"{kind.plural} is forbidden: User cannot list resource")
+                self._status(403, "Forbidden", f"{kind.plural} is forbidden: User cannot list resource")
+                return None
             if status is not None:
-                return self._status(status, "NotFound", "the server could not find the requested resource")
+                self._status(status, "NotFound", "the server could not find the requested resource")
+                return None
+            return kind, namespace, name, query
+
+        def do_GET(self) -> None:
+            routed = self._route()
+            if routed is None:
+                return None
+            kind, namespace, name, query = routed
+            if name is not None:
+                obj = api.objects[kind.path].get((namespace or "", name))
+                if obj is None:
+                    return self._status(404, "NotFound", f'{kind.plural} "{name}" not found')
+                return self._json(200, obj)
             if query.get("watch", [""])[0] in ("true", "1"):
                 return self._watch(kind, query)
-            return self._list(kind, query)
+            return self._list(kind, query, namespace)
 
-        def _list(self, kind: Kind, query: dict[str, list[str]]) -> None:
+        def _body(self) -> Any:
+            length = int(self.headers.get("Content-Length") or 0)
+            return yaml.safe_load(self.rfile.read(length)) if length else None
+
+        def do_PATCH(self) -> None:
+            """Server-side apply only: the object as sent becomes the stored one (no field ownership)."""
+            routed = self._route()
+            body = self._body()
+            if routed is None:
+                return None
+            kind, namespace, name, query = routed
+            if self.headers.get("Content-Type") != "application/apply-patch+yaml":
+                return self._status(415, "UnsupportedMediaType", "only server-side apply is served")
+            if name is None or not isinstance(body, dict) or not query.get("fieldManager"):
+                return self._status(400, "BadRequest", "apply needs an object path, a body and a fieldManager")
+            metadata = body.setdefault("metadata", {})
+            if metadata.get("name") != name or (kind.namespaced and metadata.get("namespace", namespace) != namespace):
+                return self._status(400, "BadRequest", "the body's name or namespace is not the path's")
+            if kind.namespaced:
+                metadata["namespace"] = namespace
+            api.writes.append((kind.path, "PATCH", namespace or "", name))
+            api.put(kind, body)
+            self._json(200, api.objects[kind.path][(namespace or "", name)])
+
+        def do_DELETE(self) -> None:
+            routed = self._route()
+            self._body()
+            if routed is None:
+                return None
+            kind, namespace, name, _ = routed
+            if name is None or (namespace or "", name) not in api.objects[kind.path]:
+                return self._status(404, "NotFound", f'{kind.plural} "{name}" not found')
+            api.writes.append((kind.path, "DELETE", namespace or "", name))
+            api.delete(kind, name, namespace or "")
+            self._json(200, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 200})
+
+        def _list(self, kind: Kind, query: dict[str, list[str]], namespace: str | None = None) -> None:
+            selector = query.get("labelSelector", [""])[0]
             with api.cond:
-                items = list(api.objects[kind.path].values())
+                items = [
+                    obj
+                    for (ns, _), obj in api.objects[kind.path].items()
+                    if (namespace is None or ns == namespace) and (not selector or _selected(obj, selector))
+                ]
                 version = api.version
             limit = int(query.get("limit", ["0"])[0]) or len(items) or 1
             offset = int(query.get("continue", ["0"])[0])

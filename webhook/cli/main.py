@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook import __version__
+from webhook.cli.audit import add_audit
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
 from webhook.cluster.export import run_snapshot
@@ -613,6 +614,7 @@ def _add_rules(commands: Any) -> None:
 SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_serve,
     _add_check,
+    add_audit,
     _add_snapshot,
     _add_certs,
     _add_config,

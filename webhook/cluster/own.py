@@ -1,0 +1,171 @@
+"""An object's own Workloads, and the cluster state without them (``tpu-admission audit``).
+
+``audit`` judges objects that already run: Kueue made a Workload for each (a Deployment:
+one per pod), and that Workload already holds quota or waits for it. Judged against the
+whole state, a guaranteed job would be measured against a balance it is itself part of,
+and refused for the chips it holds. So each object is judged against the state *less its
+own Workloads*, which is what ``check`` says of the object as its user wrote it before
+it was created.
+
+Which Workloads are an object's own (``OwnedWorkloads``), from their owner references:
+
+- a JobSet's or a Job's: the Workloads whose owner reference names it (kind and name;
+  the uid too when both sides carry one). Kueue's job framework sets that reference on
+  the Workload it creates for the job;
+- a Deployment's: Kueue's pod integration makes a Workload per pod, owned by the Pod.
+  Pods are not read, so a Pod owner counts as the Deployment's when its name is one the
+  Deployment controller gives (``<deployment>-<pod-template-hash>-<suffix>``, both parts
+  from Kubernetes' safe alphabet). A Deployment named like another's prefix cannot take
+  its pods: the name must be followed by exactly those two parts.
+
+``WithoutWorkloads`` is a ``ClusterState`` over a ``ClusterStore`` that answers as if the
+given Workloads were absent. It never changes the store: it subtracts their share from
+the store's own answers, share worked out by the same ``ChipsLedger`` the store keeps (so
+what "holds" and "waits" mean cannot drift between the two). Only the answers that count
+Workloads change (``in_use``, ``balance``, and ``assign`` within the balance); every
+other answer is the store's.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from collections import defaultdict
+from collections.abc import Iterable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any, Final
+
+from webhook.cluster.store import ClusterStore
+from webhook.objects.kinds import DEPLOYMENT
+from webhook.quota.ledger import ChipsLedger
+from webhook.quota.model import Assignment, Balance, Bound, PodSetDemand
+from webhook.quota.objects import ClusterQueueInfo, NodeFit, Toleration
+
+WorkloadKey = tuple[str, str]
+#: Kubernetes' ``rand.String`` alphabet (no vowels, no 0/1/3): pod-template-hash and pod name suffixes
+_SAFE: Final = "bcdfghjklmnpqrstvwxz2456789"
+_DEPLOYMENT_POD: Final = re.compile(rf"^(?P<deployment>.+)-[{_SAFE}]{{1,10}}-[{_SAFE}]{{5}}$")
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+class OwnedWorkloads:
+    """Workload keys (namespace, name) by the object that owns them."""
+
+    def __init__(self) -> None:
+        #: (namespace, owner kind, owner name) -> {workload name: owner uid ("" when not given)}
+        self._owned: defaultdict[tuple[str, str, str], dict[str, str]] = defaultdict(dict)
+
+    def add(self, workload: Mapping[str, Any]) -> None:
+        """Index one Workload object by its owner references (a Workload without any is nobody's)."""
+        metadata = _dict(workload.get("metadata"))
+        namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+        if not name:
+            return
+        for reference in metadata.get("ownerReferences") or ():
+            reference = _dict(reference)
+            kind, owner = str(reference.get("kind") or ""), str(reference.get("name") or "")
+            if not kind or not owner:
+                continue
+            uid = str(reference.get("uid") or "")
+            self._owned[(sys.intern(namespace), kind, owner)][name] = uid
+            if kind == "Pod":
+                match = _DEPLOYMENT_POD.match(owner)
+                if match is not None:
+                    self._owned[(namespace, f"{DEPLOYMENT}/pod", match["deployment"])][name] = ""
+
+    def of(self, kind: str, namespace: str, name: str, uid: str = "") -> tuple[WorkloadKey, ...]:
+        """The Workloads of the object ``kind`` ``namespace``/``name`` (with ``uid`` when known), sorted."""
+        keys = {
+            workload
+            for workload, owner_uid in self._owned.get((namespace, kind, name), {}).items()
+            if not uid or not owner_uid or uid == owner_uid  # a namesake from before a re-create is not it
+        }
+        if kind == DEPLOYMENT:
+            keys.update(self._owned.get((namespace, f"{DEPLOYMENT}/pod", name), {}))
+        return tuple(sorted((namespace, workload) for workload in keys))
+
+
+class WithoutWorkloads:
+    """``store`` as if the Workloads ``keys`` were not there (a ``ClusterState``)."""
+
+    def __init__(self, store: ClusterStore, keys: Iterable[WorkloadKey]) -> None:
+        self.store = store
+        self.keys = tuple(keys)
+        #: the left-out Workloads' share, counted as the store's ledger counts it
+        self.share = ChipsLedger(store.ledger.guaranteed)
+        with store.lock:
+            for key in self.keys:
+                self.share.move(key[0], store.workloads.get(key), +1)
+
+    # ---------------------------------------------------------------- what changes
+
+    def in_use(self, cluster_queue: str, flavor: str) -> int:
+        return self.store.in_use(cluster_queue, flavor) - self.share.in_use.get((cluster_queue, flavor), 0)
+
+    def balance(self, cluster_queue: str, flavor: str) -> Balance:
+        store = self.store
+        with store.lock:
+            whole = store.balance(cluster_queue, flavor)
+            holding = self.share.holding.get((cluster_queue, flavor), 0)
+            waiting = 0
+            for (namespace, queue), _ in self.share.waiting.items():
+                if store.local_queue(namespace, queue) != cluster_queue:
+                    continue
+                for shape, count in self.share.waiting_for(namespace, queue):
+                    assignment = store.quota.assign(cluster_queue, shape)
+                    if assignment.fits:  # as the store counts a pending Workload: only one that could fit
+                        waiting += count * int(assignment.usage(shape, store.tpu).get(flavor, 0))
+        return Balance(whole.nominal, whole.holding - holding, whole.waiting - waiting)
+
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
+        store = self.store
+        if not within_balance:
+            return store.assign(cluster_queue, podsets)
+        tpu = store.tpu
+
+        def budget(flavor: str, resource: str) -> Decimal | None:
+            return Decimal(self.balance(cluster_queue, flavor).left) if resource == tpu else None
+
+        with store.lock:
+            return store.quota.assign(cluster_queue, podsets, budget)
+
+    # ---------------------------------------------------------------- the store's answers
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        return self.store.namespace_labels(namespace)
+
+    def static_topologies(self) -> frozenset[str]:
+        return self.store.static_topologies()
+
+    def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
+        return self.store.unavailable(kinds)
+
+    def local_queue(self, namespace: str, name: str) -> str | None:
+        return self.store.local_queue(namespace, name)
+
+    def local_queue_names(self, namespace: str) -> list[str]:
+        return self.store.local_queue_names(namespace)
+
+    def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
+        return self.store.cluster_queue(name)
+
+    def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
+        return self.store.potential(cluster_queue, flavor, resource)
+
+    def node_fit(
+        self,
+        selector: Mapping[str, str],
+        requests: Mapping[str, Decimal],
+        tolerations: Sequence[Toleration] = (),
+        tolerate_keys: frozenset[str] = frozenset(),
+    ) -> NodeFit:
+        return self.store.node_fit(selector, requests, tolerations, tolerate_keys)
+
+    def node_pools(self, topology: str) -> int:
+        return self.store.node_pools(topology)
+
+    def accelerator_chips(self) -> Decimal | None:
+        return self.store.accelerator_chips()
