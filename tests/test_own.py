@@ -11,7 +11,7 @@ from support import load_deployment, load_job, load_jobset, set_path
 
 from webhook.cluster.own import OwnedWorkloads, WithoutWorkloads
 from webhook.cluster.state import ClusterState
-from webhook.cluster.statefiles import snapshot_from_objects
+from webhook.cluster.statefiles import state_from_objects
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 
@@ -89,7 +89,7 @@ def test_a_deployments_workloads_are_its_pods() -> None:
 
 
 def _state(objects: list[dict[str, Any]]) -> Any:
-    return snapshot_from_objects(copy.deepcopy(objects), POLICY)
+    return state_from_objects(copy.deepcopy(objects), POLICY)
 
 
 QUEUES = ("team-a", "team-b", "dev", "team-c")

@@ -236,9 +236,9 @@ def test_a_skipped_cluster_rule_is_a_skip_result() -> None:
     """Nodes unknown: the node rules are skipped for the object, each a ``skip`` naming why."""
     from cluster_fixtures import OBJECTS
 
-    from webhook.cluster.statefiles import snapshot_from_objects
+    from webhook.cluster.statefiles import state_from_objects
 
-    no_nodes = snapshot_from_objects([o for o in copy.deepcopy(OBJECTS) if o["kind"] != "Node"], Policy())
+    no_nodes = state_from_objects([o for o in copy.deepcopy(OBJECTS) if o["kind"] != "Node"], Policy())
     result = audited(load_jobset("rfc-4.6-static"), JOBSET, Policy(), cluster=no_nodes)
     entries = object_results(result, {"seconds": 1, "nanos": 0})
     skips = [e for e in entries if e["result"] == "skip"]

@@ -40,9 +40,9 @@ from webhook.cluster.own import OwnedWorkloads, WithoutWorkloads
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.kinds import kind_of_document
-from webhook.objects.readers import controlled_by_jobset
 from webhook.objects.sources import Document, SourceError
 from webhook.objects.stored import as_written
+from webhook.objects.workload import controller_is_jobset
 from webhook.policy.config import Policy
 from webhook.rules.catalog import load_policy
 
@@ -82,7 +82,7 @@ def judge(
     kind = kind_of_document(obj)
     if kind is None:
         return
-    if controlled_by_jobset(obj):
+    if controller_is_jobset((obj.get("metadata") or {}).get("ownerReferences") if isinstance(obj, dict) else None):
         audit.owned_jobs += 1
         return
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
@@ -116,7 +116,7 @@ def judge(
 
 def from_files(paths: list[str], policy: Policy) -> tuple[ClusterStore, OwnedWorkloads, Iterator[Document]]:
     """The state and the objects to judge, both from the files (``SourceError`` if one cannot be read)."""
-    from webhook.cluster.statefiles import snapshot_from_objects
+    from webhook.cluster.statefiles import state_from_objects
     from webhook.objects.sources import load_documents
 
     documents = load_documents(paths)
@@ -131,7 +131,7 @@ def from_files(paths: list[str], policy: Policy) -> tuple[ClusterStore, OwnedWor
             for item in obj.get("items") or ():
                 if isinstance(item, dict):
                     owners.add(item)
-    store = snapshot_from_objects(state, policy)
+    store = state_from_objects(state, policy)
     return store, owners, iter(judged)
 
 

@@ -1,7 +1,8 @@
 """Reaching the API server: the client configuration and the list call per kind.
 
-One home for both, shared by the watch cache (``watch.py``) and ``tpu-admission
-snapshot`` (``export.py``), so the two read the cluster the same way.
+One home for both, shared by the watch cache (``watch.py``), ``tpu-admission snapshot``
+(``export.py``) and ``tpu-admission audit`` (``listing.py``), so all read the cluster the
+same way.
 """
 
 from __future__ import annotations
@@ -35,20 +36,22 @@ def kubeconfig_files(kubeconfig: str | None) -> str | None:
 
 
 def load_configuration(kubeconfig: str | None) -> Any:
-    """A ``kubernetes.client.Configuration``, from what kubectl would read: a kubeconfig
-    (``kubeconfig_files``), else the in-cluster config in a pod (``KUBERNETES_SERVICE_HOST``).
+    """A ``kubernetes.client.Configuration``: ``--kubeconfig`` when given; in a pod
+    (``KUBERNETES_SERVICE_HOST``) the pod's own in-cluster config, whatever else the image
+    carries; else a kubeconfig found as kubectl finds it (``kubeconfig_files``).
 
     ``retries`` is 0: callers back off themselves, and urllib3's retries would hide the reason.
     """
     from kubernetes import client, config
 
     configuration = client.Configuration()
-    files = kubeconfig_files(kubeconfig)
+    in_pod = not kubeconfig and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    files = None if in_pod else kubeconfig_files(kubeconfig)
     try:
-        if files is not None:
-            config.load_kube_config(config_file=files, client_configuration=configuration)  # type: ignore[no-untyped-call]
-        elif os.environ.get("KUBERNETES_SERVICE_HOST"):
+        if in_pod:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
+        elif files is not None:
+            config.load_kube_config(config_file=files, client_configuration=configuration)  # type: ignore[no-untyped-call]
         else:
             listed = os.environ.get("KUBECONFIG")
             where = (

@@ -21,13 +21,11 @@ held twice: each page is decoded, handed on and dropped.
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 from typing import Any, Final
 
 from webhook.cluster import kinds as k
-from webhook.cluster.client import ClusterConfigError, list_call, load_configuration
+from webhook.cluster.client import list_call, load_configuration
 from webhook.cluster.own import OwnedWorkloads
 from webhook.cluster.store import ClusterStore
 from webhook.cluster.watch import describe_error
@@ -61,21 +59,9 @@ def describe(exc: BaseException) -> str:
 
 
 def configuration(kubeconfig: str | None) -> Any:
-    """The client configuration ``audit`` uses: ``--kubeconfig``; in a pod the in-cluster config;
-    else ``$KUBECONFIG`` (a list of files, as kubectl reads it) or ``~/.kube/config``.
-
-    ``ClusterConfigError`` when none of them can be loaded.
-    """
-    if kubeconfig:
-        return load_configuration(kubeconfig)
-    if os.environ.get("KUBERNETES_SERVICE_HOST"):
-        return load_configuration(None)
-    path = os.environ.get("KUBECONFIG") or str(Path("~/.kube/config").expanduser())
-    if not any(Path(part).is_file() for part in path.split(os.pathsep) if part):
-        raise ClusterConfigError(
-            f"no cluster configuration: not in a pod, no --kubeconfig, and no kubeconfig file at {path}"
-        )
-    return load_configuration(path)
+    """The client configuration ``audit`` uses (``client.load_configuration``: ``--kubeconfig``;
+    in a pod the in-cluster config; else ``$KUBECONFIG`` or ``~/.kube/config``)."""
+    return load_configuration(kubeconfig)
 
 
 def _judged_call(api_client: Any, kind: k.Kind, namespace: str | None) -> Callable[..., Any]:

@@ -37,9 +37,11 @@ from typing import Any, Final
 
 from webhook.cluster.store import ClusterStore
 from webhook.objects.kinds import DEPLOYMENT
-from webhook.quota.ledger import ChipsLedger
-from webhook.quota.model import Assignment, Balance, Bound, PodSetDemand
+from webhook.quota.flavorassigner import Assignment
+from webhook.quota.ledger import Balance, ChipsLedger
 from webhook.quota.objects import ClusterQueueInfo, NodeFit, Toleration
+from webhook.quota.podsets import PodSetDemand
+from webhook.quota.resource_node import Bound
 
 WorkloadKey = tuple[str, str]
 #: Kubernetes' ``rand.String`` alphabet (no vowels, no 0/1/3): pod-template-hash and pod name suffixes
@@ -95,7 +97,7 @@ class WithoutWorkloads:
         self.store = store
         self.keys = tuple(keys)
         #: the left-out Workloads' share, counted as the store's ledger counts it
-        self.share = ChipsLedger(store.ledger.guaranteed)
+        self.share = ChipsLedger(store.quota.ledger.guaranteed)
         with store.lock:
             for key in self.keys:
                 self.share.move(key[0], store.workloads.get(key), +1)
@@ -130,7 +132,7 @@ class WithoutWorkloads:
             return Decimal(self.balance(cluster_queue, flavor).left) if resource == tpu else None
 
         with store.lock:
-            return store.quota.assign(cluster_queue, podsets, budget)
+            return store.quota.assigner.assign(cluster_queue, podsets, budget)
 
     # ---------------------------------------------------------------- the store's answers
 
