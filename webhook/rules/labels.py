@@ -22,11 +22,9 @@ from webhook.rules.cel import LABELS as CEL_LABELS
 from webhook.rules.cel import TIER, Expr, Validation, cat, lit, lits, template_parts
 
 FAMILY: Final = "labels"
-_USER_WROTE: Final = (
-    "a VAP sees the object after every mutating webhook; label rules are safe there: mutation only adds "
-    "labels, so a missing one was never written, and a value Kueue fills in (default) is one the webhook "
-    "refuses too, as missing"
-)
+#: why the label rules may judge the final object: mutation only adds labels, so a missing
+#: one was never written, and a value Kueue fills in (``default``) the webhook refuses too
+_USER_WROTE: Final = "mutation only adds labels: a missing one was never written"
 #: the kind a ValidatingAdmissionPolicy judges (the export covers JobSet CREATE)
 _EXPORTED_KIND: Final = "JobSet"
 
