@@ -33,7 +33,8 @@ from webhook.cli.main import build_parser
 from webhook.cli.main import main as cli_main
 from webhook.objects.kinds import JUDGED
 from webhook.objects.kinds import ORDER as KIND_ORDER
-from webhook.objects.readers import read_workload
+from webhook.objects.readers import made_by_jobset_controller, read_workload
+from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
 from webhook.rules.catalog import policy_from_mapping
 from webhook.serving import certs
@@ -416,8 +417,10 @@ def _job(**metadata: Any) -> dict[str, Any]:
 
 
 BARE_JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}
+JOBSET_CONTROLLER = "system:serviceaccount:jobset-system:jobset-controller-manager"
 OWNED_JOB_CASES = {
-    # (object, whether the API server calls us); the engine must agree (Workload.controlled_by_jobset)
+    # (object, whether the API server calls us when the JobSet controller sends it); from any
+    # other user every one is sent. The engine must agree (made_by_jobset_controller).
     "job-of-a-jobset": (_job(ownerReferences=[OWNER], labels={"jobset.sigs.k8s.io/jobset-name": "a"}), False),
     "job-of-a-jobset-among-owners": (
         _job(ownerReferences=[{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u"}, OWNER]),
@@ -438,21 +441,40 @@ OWNED_JOB_CASES = {
 }
 
 
+USERS = (JOBSET_CONTROLLER, "alice", KUEUE_CONTROLLER, "system:serviceaccount:jobset-system:default")
+
+
+@pytest.mark.parametrize("user", USERS)
 @pytest.mark.parametrize("case", sorted(OWNED_JOB_CASES))
-def test_jobsets_own_jobs_are_not_sent(base: list[dict[str, Any]], case: str) -> None:
-    obj, expected = OWNED_JOB_CASES[case]
+def test_jobsets_own_jobs_are_not_sent(base: list[dict[str, Any]], case: str, user: str) -> None:
+    obj, from_controller = OWNED_JOB_CASES[case]
+    # Only the JobSet controller's requests can be a JobSet's own Job: an owner reference
+    # anyone else writes is sent, and judged, like any Job.
+    expected = from_controller or user != JOBSET_CONTROLLER
     # the engine's own test says the same
-    assert read_workload(obj["kind"], obj, Policy()).controlled_by_jobset is not expected
-    create = {"operation": "CREATE", "object": obj, "userInfo": {"username": "alice"}}
+    workload = read_workload(obj["kind"], obj, Policy())
+    assert made_by_jobset_controller(workload, UserInfo(user), Policy()) is not expected
+    create = {"operation": "CREATE", "object": obj, "userInfo": {"username": user}}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         for webhook in one(base, kind)["webhooks"]:
             assert calls_webhook(webhook, create) is expected, (kind, webhook["name"])
-    # An UPDATE that changes a checked field is sent only for what is not a JobSet's own Job.
+    # An UPDATE that changes a checked field is sent only for what is not a JobSet's own Job
+    # (Kueue's controller's updates are never sent, whatever the object).
     changed = copy.deepcopy(obj)
     changed["metadata"]["labels"] = {**changed["metadata"].get("labels", {}), Q: "team-b-queue"}
-    update = _update(obj, changed)
+    update = _update(obj, changed, user)
     for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
-        assert calls_webhook(webhook, update) is expected
+        assert calls_webhook(webhook, update) is (expected and user != KUEUE_CONTROLLER)
+
+
+def test_match_conditions_exempt_exactly_the_policys_jobset_controller(base: list[dict[str, Any]]) -> None:
+    """The configurations name the JobSet controller as the policy does (keep them in sync)."""
+    users = shipped_policy(base).jobset_controller_users
+    assert users == Policy().jobset_controller_users == (JOBSET_CONTROLLER,)
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for webhook in one(base, kind)["webhooks"]:
+            [condition] = [c for c in webhook["matchConditions"] if c["name"] == "not-a-jobsets-own-job"]
+            assert re.findall(r"system:serviceaccount:[a-z0-9:-]+", condition["expression"]) == list(users)
 
 
 def test_match_conditions_skip_exactly_the_policys_suspend_users(base: list[dict[str, Any]]) -> None:

@@ -127,16 +127,47 @@ def _breaks_everything() -> dict[str, Any]:
     return job
 
 
+JOBSET_CONTROLLER = UserInfo("system:serviceaccount:jobset-system:jobset-controller-manager")
+
+
 def test_a_job_of_a_jobset_is_admitted_without_a_word() -> None:
     job = _breaks_everything()
     job["metadata"]["ownerReferences"] = [OWNER]
     job["metadata"]["labels"] = {"jobset.sigs.k8s.io/jobset-name": "llm-pretrain-a3f8"}
     for stage in ("mutate", "validate"):
-        decision = judge(job, JOB, stage=stage)
-        assert (decision.allowed, decision.findings, decision.warnings, decision.patch) == (True, [], [], [])
+        for operation in ("CREATE", "UPDATE"):
+            old = job if operation == "UPDATE" else None
+            facts = {"stage": stage, "operation": operation, "old_object": old, "user": JOBSET_CONTROLLER}
+            decision = judge(job, JOB, **facts)
+            assert (decision.allowed, decision.findings, decision.warnings, decision.patch) == (True, [], [], [])
     # ... also where the namespace's tier is unknown (no "could not be determined" warning)
     job["metadata"]["namespace"] = "elsewhere"
-    assert judge(job, JOB).warnings == []
+    assert judge(job, JOB, user=JOBSET_CONTROLLER).warnings == []
+
+
+@pytest.mark.parametrize("user", ["alice", "", KUEUE, "system:serviceaccount:jobset-system:default"])
+def test_a_forged_jobset_owner_reference_switches_nothing_off(user: str) -> None:
+    """Anyone may write an owner reference: from any user but the JobSet controller, a Job that
+    names a JobSet as its controller is judged like any Job (and ``check``, which has no user, too)."""
+    job = _breaks_everything()
+    job["metadata"]["ownerReferences"] = [OWNER]
+    forged = judge(job, JOB, user=UserInfo(user))
+    plain = judge(_breaks_everything(), JOB, user=UserInfo(user))
+    assert not forged.allowed
+    everything = ["queue-label-missing", "priority-label-missing", "suspend-forbidden", "pod-priority-class-forbidden"]
+    assert rules(forged) == rules(plain) == everything
+    assert forged.deny_message() == plain.deny_message()
+
+
+def test_the_jobset_controller_names_its_own_service_account_in_the_policy() -> None:
+    """A cluster whose JobSet controller runs under another name (a Helm release) says so."""
+    helm = policy_from_mapping({"jobsetControllerUsers": ["system:serviceaccount:jobset-system:jobset-controller"]})
+    job = _breaks_everything()
+    job["metadata"]["ownerReferences"] = [OWNER]
+    assert not judge(job, JOB, helm, user=JOBSET_CONTROLLER).allowed
+    assert judge(job, JOB, helm, user=UserInfo("system:serviceaccount:jobset-system:jobset-controller")).allowed
+    # The controller's own account exempts only what names a JobSet as controller.
+    assert not judge(_breaks_everything(), JOB, user=JOBSET_CONTROLLER).allowed
 
 
 def test_the_same_job_without_its_owner_is_judged() -> None:

@@ -303,18 +303,25 @@ def test_one_json_log_line_per_decision(
 # ---------------------------------------------------------------- Jobs, Deployments, Pods
 
 
+JOBSET_CONTROLLER = "system:serviceaccount:jobset-system:jobset-controller-manager"
+
+
 def test_a_jobsets_own_job_is_admitted_unchanged(static_server: RunningServer, client: httpx.Client) -> None:
     job = load_job("rfc-job-static")
     del job["metadata"]["labels"]  # would be queue-label-missing, ...
     job["spec"]["suspend"] = True  # ... and suspend-forbidden, were it not the JobSet's child
     job["metadata"]["ownerReferences"] = [JOBSET_OWNER]
     for path in ("/mutate/production", "/validate/production", "/mutate"):
-        response = answer(static_server, client, path, job, uid="child")
+        response = answer(static_server, client, path, job, uid="child", username=JOBSET_CONTROLLER)
         assert response == {"uid": "child", "allowed": True}
+    # The same Job with its owner reference, from anyone else: the reference is the user's own
+    # writing, and every rule judges it (without the reference: the same three lines).
+    forged = answer(static_server, client, "/mutate/production", job)
     del job["metadata"]["ownerReferences"]
-    response = answer(static_server, client, "/mutate/production", job)
-    assert response["allowed"] is False
-    assert response["status"]["message"].count("\n") == 2  # three lines: two labels and suspend
+    for response in (forged, answer(static_server, client, "/mutate/production", job)):
+        assert response["allowed"] is False
+        assert response["status"]["message"].count("\n") == 2  # three lines: two labels and suspend
+    assert forged["status"] == answer(static_server, client, "/mutate/production", job)["status"]
 
 
 def test_pods_are_never_judged(static_server: RunningServer, client: httpx.Client) -> None:

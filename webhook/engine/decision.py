@@ -13,7 +13,12 @@ from typing import Any, Final, Literal
 from webhook.cluster.state import ClusterState
 from webhook.engine.patches import JsonPatch, default_labels, label_patch
 from webhook.objects.kinds import JOBSET
-from webhook.objects.readers import outside_kueue_warning, read_workload, runs_outside_kueue
+from webhook.objects.readers import (
+    made_by_jobset_controller,
+    outside_kueue_warning,
+    read_workload,
+    runs_outside_kueue,
+)
 from webhook.objects.request import UserInfo
 from webhook.objects.workload import MALFORMED, Workload
 from webhook.policy.config import Policy
@@ -172,9 +177,9 @@ def decide(
 ) -> Decision:
     """Judge ``obj``: the object's JSON text (``bytes``) or the object decoded (``read_workload``)."""
     workload = read_workload(facts.kind, obj, policy, facts.namespace)
-    if workload.controlled_by_jobset:
-        # A JobSet's own Job: judged as part of its JobSet already, and Kueue manages it
-        # through the JobSet. Admitted as it is, without a word.
+    if made_by_jobset_controller(workload, facts.user, policy):
+        # A JobSet's own Job, sent by the JobSet controller: judged as part of its JobSet
+        # already, and Kueue manages it through the JobSet. Admitted as it is, without a word.
         return Decision()
     labels = facts.namespace_labels
     if labels is None and cluster is not None and facts.tier_override is None and facts.path_tier is None:

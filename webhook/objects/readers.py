@@ -22,6 +22,7 @@ from webhook.kube.fieldpaths import METADATA, ROOT, SPEC
 from webhook.objects.fastjobset import read_typed_jobset
 from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.objects.request import UserInfo
 from webhook.objects.workload import (
     PodSetPaths,
     Reader,
@@ -137,6 +138,18 @@ def read_workload(kind: str, document: Any, policy: Policy, namespace: str = "")
                 )
             return unreadable(kind, policy, namespace, f"is not JSON text ({exc})")  # never handed on by the wire
     return _READERS[kind](document, policy, namespace)
+
+
+def made_by_jobset_controller(workload: Workload, user: UserInfo, policy: Policy) -> bool:
+    """A JobSet's own Job: its controller reference is a JobSet *and* the JobSet controller sends it.
+
+    Such a Job was judged as part of its JobSet, and Kueue manages it through the JobSet.
+    The owner reference alone proves nothing: any user may write one on a Job of their own
+    (and with it switch every rule off). The request's user is the API server's fact, so the
+    exemption rests on it: ``policy.jobsetControllerUsers``, the JobSet controller's service
+    account. The webhook configurations' matchConditions apply the same test.
+    """
+    return workload.controlled_by_jobset and user.username in policy.jobset_controller_users
 
 
 def runs_outside_kueue(workload: Workload, tier: TierPolicy, policy: Policy) -> bool:
