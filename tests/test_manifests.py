@@ -31,6 +31,7 @@ from support import load_deployment, load_job, load_jobset
 
 from webhook.cli.main import build_parser
 from webhook.cli.main import main as cli_main
+from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.kinds import JUDGED
 from webhook.objects.kinds import ORDER as KIND_ORDER
 from webhook.objects.readers import made_by_jobset_controller, read_workload
@@ -393,6 +394,83 @@ VALIDATING_CASES = {
     "update-suspend-by-kueue": (_update(_jobset(LABELS, True), _jobset(LABELS, False), KUEUE_CONTROLLER), False),
     "update-while-deleting": (_update(_jobset(LABELS), {**DELETING, "metadata": {**DELETING["metadata"]}}), False),
 }
+
+
+def _deployment(labels: dict[str, str] | None = None, tpu: str | None = None, replicas: int = 8) -> dict[str, Any]:
+    """An unqueued CPU Deployment (``labels`` none), or with ``tpu`` chips in its ``containers`` or
+    ``initContainers``' ``requests`` or ``limits`` (``"containers.limits"``)."""
+    obj = load_deployment("service-deployment")
+    obj["metadata"]["labels"] = labels or {}
+    obj["spec"]["replicas"] = replicas
+    if tpu is not None:
+        where, kind = tpu.split(".")
+        pod = obj["spec"]["template"]["spec"]
+        pod["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu7x"}
+        if where == "initContainers":
+            pod["initContainers"] = [{"name": "warm", "image": "x"}]
+        pod[where][0].setdefault("resources", {}).setdefault(kind, {})["google.com/tpu"] = "4"
+    return obj
+
+
+def _unqueued_job(tpu: bool = True) -> dict[str, Any]:
+    job = load_job("rfc-job-static")
+    job["metadata"].pop("labels")
+    if not tpu:
+        for resources in job["spec"]["template"]["spec"]["containers"][0]["resources"].values():
+            resources.pop("google.com/tpu")
+    return job
+
+
+NO_TEMPLATE = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}, "spec": {}}
+TPU_UPDATE_CASES = {
+    # (old, new, whether the API server calls us): an unjudged (unqueued CPU) object taking TPUs is
+    # sent, since the engine judges it whole; any other template change is not.
+    "cpu-to-tpu-requests": (_deployment(), _deployment(tpu="containers.requests"), True),
+    "cpu-to-tpu-limits": (_deployment(), _deployment(tpu="containers.limits"), True),
+    "cpu-to-tpu-init-container": (_deployment(), _deployment(tpu="initContainers.limits"), True),
+    "cpu-scaled": (_deployment(), _deployment(replicas=30), False),
+    "tpu-scaled": (_deployment(tpu="containers.limits"), _deployment(tpu="containers.limits", replicas=30), False),
+    "tpu-to-cpu": (_deployment(tpu="containers.limits"), _deployment(), False),
+    "queued-cpu-to-tpu": (_deployment(LABELS), _deployment(LABELS, tpu="containers.requests"), False),
+    "no-template-to-tpu": (NO_TEMPLATE, _deployment(tpu="containers.requests"), True),
+    "tpu-to-no-template": (_deployment(tpu="containers.requests"), NO_TEMPLATE, False),
+    "job-cpu-to-tpu": (_unqueued_job(tpu=False), _unqueued_job(), True),
+    "jobset-unchanged": (_jobset(), _jobset(), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TPU_UPDATE_CASES))
+def test_an_update_taking_an_unjudged_workload_to_tpus_is_sent(base: list[dict[str, Any]], case: str) -> None:
+    old, new, expected = TPU_UPDATE_CASES[case]
+    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+        assert calls_webhook(webhook, _update(old, new)) is expected, webhook["name"]
+        # Kueue's controller is never sent anything, whatever it changes.
+        assert calls_webhook(webhook, _update(old, new, KUEUE_CONTROLLER)) is False
+
+
+def test_what_is_sent_for_a_cpu_to_tpu_update_is_refused() -> None:
+    """The engine says the same as the configuration: the update the issue reproduced is denied."""
+    old, new, _ = TPU_UPDATE_CASES["cpu-to-tpu-requests"]
+    facts = AdmissionFacts(
+        operation="UPDATE", stage="validate", namespace="kubemaker", path_tier="production", kind="Deployment"
+    )
+    facts.old_object = old
+    decision = decide(new, facts, Policy())
+    assert not decision.allowed and {f.rule for f in decision.findings} == {
+        "queue-label-missing",
+        "priority-label-missing",
+    }
+
+
+def test_match_conditions_name_the_policys_queue_label_and_tpu_resource(base: list[dict[str, Any]]) -> None:
+    policy = shipped_policy(base)
+    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+        [condition] = [c for c in webhook["matchConditions"] if c["name"] == "create-or-checked-fields-changed"]
+        assert set(re.findall(r"'([a-z0-9.-]+/[a-z-]+)'", condition["expression"])) == {
+            policy.queue_label,
+            policy.priority_label,
+            policy.tpu.resource_name,
+        }
 
 
 @pytest.mark.parametrize("case", sorted(VALIDATING_CASES))

@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from builders import TOPOLOGY_LABEL, TPU, DeploymentBuilder, JobBuilder, deployment, job
 from support import JOBSET_OWNER as OWNER
 from support import load_deployment, load_job, load_jobset
 
@@ -339,6 +340,70 @@ def test_dropping_the_queue_of_a_managed_workload_is_judged() -> None:
     system = _system_deployment()
     decision = judge(system, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=_system_deployment())
     assert (decision.allowed, decision.findings) == (True, [])
+
+
+ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
+
+
+def _unqueued_cpu_deployment() -> DeploymentBuilder:
+    """The issue's Deployment: 8 replicas, CPU only, no Kueue labels (it runs outside Kueue)."""
+    return deployment().queue(None).priority(None).replicas(8)
+
+
+def _on_tpus(builder: DeploymentBuilder | JobBuilder, where: str = "containers") -> dict[str, Any]:
+    """``builder``'s object asking for 4 chips of a tpu7x 2x2x1 slice (in its containers or init containers)."""
+    builder.node_selector(ACCELERATOR, "tpu7x").node_selector(TOPOLOGY_LABEL, "2x2x1")
+    if where == "containers":
+        builder.request(TPU, "4").request(TPU, "4", kind="limits")
+    else:
+        builder.init_containers([{"name": "warm", "image": "x", "resources": {"limits": {TPU: "4"}}}])
+    return builder.obj()
+
+
+@pytest.mark.parametrize("where", ["containers", "initContainers"])
+@pytest.mark.parametrize("stage", ["validate", "mutate"])
+def test_an_update_that_takes_an_unjudged_workload_to_tpus_is_judged_whole(where: str, stage: str) -> None:
+    """A CPU Deployment outside Kueue was admitted unjudged; the UPDATE that gives it TPUs
+    meets every rule its CREATE would have, not only the label changes (there are none)."""
+    old = _unqueued_cpu_deployment().obj()
+    new = _on_tpus(_unqueued_cpu_deployment(), where)
+    update = judge(new, DEPLOYMENT, stage=stage, operation="UPDATE", old_object=old, path_tier="production")
+    assert not update.allowed
+    assert rules(update) == ["queue-label-missing", "priority-label-missing"]
+    assert update.deny_message() == judge(new, DEPLOYMENT).deny_message()  # as its CREATE
+    # ... and with its labels it is admitted, as the CREATE would be.
+    labelled = _on_tpus(_unqueued_cpu_deployment().queue("team-a-queue").priority("best-effort"), where)
+    assert judge(labelled, DEPLOYMENT, stage=stage, operation="UPDATE", old_object=old).allowed
+
+
+def test_a_job_taken_to_tpus_by_an_update_is_judged_whole() -> None:
+    old = job("dev-job-cpu").namespace("kubemaker").queue(None).priority(None)
+    new = _on_tpus(job("dev-job-cpu").namespace("kubemaker").queue(None).priority(None))
+    decision = judge(new, JOB, stage="validate", operation="UPDATE", old_object=old.obj())
+    assert {"queue-label-missing", "priority-label-missing"} <= set(rules(decision)) == set(rules(judge(new, JOB)))
+
+
+def test_a_queue_label_on_an_unjudged_workload_brings_every_rule() -> None:
+    """Queueing a system component puts it under Kueue: it meets what any queued Deployment meets."""
+    old = _system_deployment()
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a-queue"}
+    decision = judge(new, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=old)
+    assert rules(decision) == ["priority-label-missing", "pod-priority-class-forbidden"]
+    assert rules(decision) == rules(judge(new, DEPLOYMENT))
+
+
+def test_updates_of_judged_workloads_still_judge_only_what_changed() -> None:
+    """What was judged at CREATE (queued, or on TPUs already) is not judged again on UPDATE."""
+    queued = deployment().obj()
+    on_tpus = _on_tpus(deployment())  # Kueue manages it: its TPUs are in its quota
+    assert judge(on_tpus, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=queued).findings == []
+    # still outside Kueue after the update: admitted with the warning, judged by nothing
+    old = _unqueued_cpu_deployment().obj()
+    scaled = _unqueued_cpu_deployment().replicas(30).obj()
+    decision = judge(scaled, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=old)
+    assert (decision.allowed, decision.findings) == (True, [])
+    assert decision.warnings == [OUTSIDE.format(kind="Deployment", name="eval-gateway")]
 
 
 def test_a_tier_can_judge_unqueued_cpu_workloads_too() -> None:

@@ -114,17 +114,22 @@ def _bound(decision: Decision, policy: Policy, unrecorded: int, unrecorded_actio
 
 
 Plan = tuple[tuple[Rule, Action], ...]
-_PLANS: Final[dict[tuple[int, str, bool, str, bool], tuple[Policy, Plan]]] = {}
+#: Which rules a request runs. ``all``: a CREATE as submitted (the mutating path), and an
+#: UPDATE of an object that was never judged (it ran outside Kueue). ``final``: a CREATE
+#: on the validating path, where other mutating webhooks have written the user's fields.
+#: ``changes``: any other UPDATE, judged only for what the rules marked ``on_update``.
+Scope = Literal["all", "final", "changes"]
+_PLANS: Final[dict[tuple[int, Scope, str, bool], tuple[Policy, Plan]]] = {}
 
 
-def _plan(policy: Policy, stage: Stage, creating: bool, kind: str, clustered: bool) -> Plan:
-    """The rules that apply, with their actions, worked out once per policy, path and kind.
+def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> Plan:
+    """The rules that apply, with their actions, worked out once per policy, scope and kind.
 
     The request path then only runs checks; mode, stage, operation, kind, the configured
     action and (without cluster state, ``clustered`` false) the cluster rules are not
     re-examined for every rule of every request.
     """
-    key = (id(policy), stage, creating, kind, clustered)
+    key = (id(policy), scope, kind, clustered)
     cached = _PLANS.get(key)
     if cached is not None and cached[0] is policy:
         return cached[1]
@@ -134,12 +139,12 @@ def _plan(policy: Policy, stage: Stage, creating: bool, kind: str, clustered: bo
             continue
         if rule.requires and not clustered:
             continue  # structural-only mode: no cluster configured
-        if creating and stage == "validate" and rule.subject == "submitted":
+        if scope == "final" and rule.subject == "submitted":
             # On CREATE other mutating webhooks (Kueue's, the Slice Provisioner's) run
             # before the validating path; on UPDATE they do not, and the validating
             # configuration is where UPDATE is registered.
             continue
-        if not creating and not rule.on_update:
+        if scope == "changes" and not rule.on_update:
             continue
         action = policy.action_for(rule.id, rule.default_action)
         if action is not Action.OFF:
@@ -202,12 +207,22 @@ def decide(
     old: Workload | None = None
     changed: frozenset[str] | None = None
     added: dict[str, str] = {}
+    scope: Scope
     if creating:
         added = default_labels(workload, tier, policy)
+        scope = "all" if facts.stage == "mutate" else "final"
     else:
         old = read_workload(facts.kind, facts.old_object, policy, facts.namespace)
-        keys = (policy.queue_label, policy.priority_label)
-        changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
+        if runs_outside_kueue(old, tier, policy):
+            # Admitted unjudged (RFC-0033 4.1): no rule has ever seen this object, so the
+            # update that takes it out of that (a TPU request, a queue label) is judged in
+            # full, as its CREATE would have been. An unjudged old object proves nothing.
+            scope = "all"
+        else:
+            # The rest was judged when it was created: an UPDATE answers for what changed.
+            keys = (policy.queue_label, policy.priority_label)
+            changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
+            scope = "changes"
     if runs_outside_kueue(workload, tier, policy) and (old is None or policy.queue_label not in old.labels):
         decision.warnings.append(outside_kueue_warning(workload, resolution.tier, policy))
         return decision
@@ -224,7 +239,7 @@ def decide(
         cluster=cluster,
         namespace_labels=facts.namespace_labels,
     )
-    for rule, action in _plan(policy, facts.stage, creating, facts.kind, cluster is not None):
+    for rule, action in _plan(policy, scope, facts.kind, cluster is not None):
         if rule.requires and cluster is not None:  # the plan has cluster rules only with a cluster
             missing = cluster.unavailable(rule.requires)
             if missing:

@@ -163,6 +163,9 @@ def runs_outside_kueue(workload: Workload, tier: TierPolicy, policy: Policy) -> 
     TPUs outside every quota, so it is judged (and refused for its missing queue). The
     dev tier injects a queue, so nothing there runs outside Kueue; JobSets always queue.
     A tier opts in with ``allowUnqueuedCpuWorkloads`` (the RFC's production tier does).
+
+    On UPDATE the engine asks it of both objects: an old object that ran outside Kueue
+    was never judged, so an update that brings it in is judged whole.
     """
     if not tier.allow_unqueued_cpu_workloads or tier.default_queue is not None:
         return False
