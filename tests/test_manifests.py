@@ -34,7 +34,7 @@ from webhook.cli.main import main as cli_main
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.kinds import JUDGED
 from webhook.objects.kinds import ORDER as KIND_ORDER
-from webhook.objects.readers import made_by_jobset_controller, read_workload
+from webhook.objects.readers import made_by_jobset_controller, read_workload, runs_outside_kueue
 from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
 from webhook.rules.catalog import policy_from_mapping
@@ -416,7 +416,9 @@ def _unqueued_job(tpu: bool = True) -> dict[str, Any]:
     job = load_job("rfc-job-static")
     job["metadata"].pop("labels")
     if not tpu:
-        for resources in job["spec"]["template"]["spec"]["containers"][0]["resources"].values():
+        pod = job["spec"]["template"]["spec"]
+        del pod["nodeSelector"]
+        for resources in pod["containers"][0]["resources"].values():
             resources.pop("google.com/tpu")
     return job
 
@@ -448,6 +450,39 @@ def test_an_update_taking_an_unjudged_workload_to_tpus_is_sent(base: list[dict[s
         assert calls_webhook(webhook, _update(old, new, KUEUE_CONTROLLER)) is False
 
 
+def _tpu_variant(variant: str) -> dict[str, Any]:
+    """An unqueued Deployment, TPU by one of the marks the engine reads (``PodSet.is_tpu``) or by none."""
+    obj = _deployment()
+    template = obj["spec"]["template"]
+    if variant == "selector":
+        template["spec"]["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu7x"}
+    elif variant == "slice-annotation":
+        template["metadata"]["annotations"] = {"cloud.google.com/gke-tpu-slice-topology": "2x2x1"}
+    elif variant != "cpu":
+        obj = _deployment(tpu=variant)
+    return obj
+
+
+TPU_VARIANTS = ("cpu", "containers.requests", "containers.limits", "initContainers.requests", "selector")
+TPU_VARIANTS += ("slice-annotation",)
+
+
+@pytest.mark.parametrize("new", TPU_VARIANTS)
+@pytest.mark.parametrize("old", TPU_VARIANTS)
+def test_the_configuration_sends_what_the_engine_judges_whole(base: list[dict[str, Any]], old: str, new: str) -> None:
+    """Whether it is a TPU workload is one question, asked the same way by the engine
+    (runs_outside_kueue) and the matchConditions: an update is sent exactly when it takes
+    an unjudged object in."""
+    before, after = _tpu_variant(old), _tpu_variant(new)
+    policy, tier = Policy(), Policy().tiers["production"]
+    judged_whole = runs_outside_kueue(read_workload("Deployment", before, policy), tier, policy) and not (
+        runs_outside_kueue(read_workload("Deployment", after, policy), tier, policy)
+    )
+    assert judged_whole is (old == "cpu" and new != "cpu")
+    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+        assert calls_webhook(webhook, _update(before, after)) is judged_whole
+
+
 def test_what_is_sent_for_a_cpu_to_tpu_update_is_refused() -> None:
     """The engine says the same as the configuration: the update the issue reproduced is denied."""
     old, new, _ = TPU_UPDATE_CASES["cpu-to-tpu-requests"]
@@ -462,7 +497,7 @@ def test_what_is_sent_for_a_cpu_to_tpu_update_is_refused() -> None:
     }
 
 
-def test_match_conditions_name_the_policys_queue_label_and_tpu_resource(base: list[dict[str, Any]]) -> None:
+def test_match_conditions_name_the_policys_labels_and_tpu_marks(base: list[dict[str, Any]]) -> None:
     policy = shipped_policy(base)
     for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
         [condition] = [c for c in webhook["matchConditions"] if c["name"] == "create-or-checked-fields-changed"]
@@ -470,6 +505,8 @@ def test_match_conditions_name_the_policys_queue_label_and_tpu_resource(base: li
             policy.queue_label,
             policy.priority_label,
             policy.tpu.resource_name,
+            policy.tpu.accelerator_label,
+            policy.tpu.slice_topology_annotation,
         }
 
 
