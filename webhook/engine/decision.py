@@ -8,10 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import localcontext
 from typing import Any, Final, Literal
 
 from webhook.cluster.state import ClusterState
 from webhook.engine.patches import JsonPatch, default_labels, label_patch
+from webhook.kube.quantity import CONTEXT
 from webhook.objects.kinds import JOBSET
 from webhook.objects.readers import (
     made_by_jobset_controller,
@@ -174,6 +176,21 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
     decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
 
 
+def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
+    for rule, action in plan:
+        if rule.requires and cluster is not None:  # the plan has cluster rules only with a cluster
+            missing = cluster.unavailable(rule.requires)
+            if missing:
+                _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])
+                continue
+        for finding in rule.check(workload, ctx):
+            finding.action = action  # a fresh finding each request: set in place
+            decision.findings.append(finding)
+        if ctx.unknown:
+            _skip(decision, rule.id, ctx.unknown)
+            ctx.unknown.clear()
+
+
 def decide(
     obj: Any,
     facts: AdmissionFacts,
@@ -239,18 +256,14 @@ def decide(
         cluster=cluster,
         namespace_labels=facts.namespace_labels,
     )
-    for rule, action in _plan(policy, scope, facts.kind, cluster is not None):
-        if rule.requires and cluster is not None:  # the plan has cluster rules only with a cluster
-            missing = cluster.unavailable(rule.requires)
-            if missing:
-                _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])
-                continue
-        for finding in rule.check(workload, ctx):
-            finding.action = action  # a fresh finding each request: set in place
-            decision.findings.append(finding)
-        if ctx.unknown:
-            _skip(decision, rule.id, ctx.unknown)
-            ctx.unknown.clear()
+    plan = _plan(policy, scope, facts.kind, cluster is not None)
+    if cluster is None:
+        _run(plan, workload, ctx, decision, cluster)
+    else:
+        # The cluster rules sum and multiply quantities (quota, node fit): in the quantities'
+        # own context, where every value the parser gives stays exact.
+        with localcontext(CONTEXT):
+            _run(plan, workload, ctx, decision, cluster)
 
     decision.max_line = policy.limits.max_line_chars
     if decision.findings:  # most requests have none: nothing to except, count or bound
