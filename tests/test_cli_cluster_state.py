@@ -102,3 +102,27 @@ def test_cluster_rules_on_jobs_and_deployments_through_check(tmp_path: Path) -> 
         else:
             assert case.rule in fired, (case.name, fired)
     assert {case.rule for case in JOB_CASES} >= CLUSTER_RULES
+
+
+def test_huge_quantities_in_the_job_and_in_the_cache_are_numbers(tmp_path: Path) -> None:
+    """A Workload in the cache with cpu: "1e1000000" and chips of "1e400" loads, and a JobSet
+    asking for 1e400 of disk is refused by the rules it breaks: no traceback."""
+    state = tmp_path / "state"
+    state.mkdir()
+    for source in STATE.glob("*.yaml"):
+        text = source.read_text()
+        if source.name == "workloads.yaml":
+            workloads = yaml.safe_load(text)
+            for workload in workloads["items"]:
+                for podset in workload["spec"]["podSets"]:
+                    podset["template"]["spec"]["containers"][0]["resources"]["requests"]["cpu"] = "1e1000000"
+                for assignment in (workload["status"].get("admission") or {}).get("podSetAssignments", []):
+                    assignment["resourceUsage"]["google.com/tpu"] = "1e400"
+            text = yaml.safe_dump(workloads)
+        (state / source.name).write_text(text)
+    code, result, stderr = check(tmp_path, load_jobset("rfc-4.6-static"), "--cluster-state", str(state))
+    assert (code, stderr) == (0, "") and result["allowed"] is True
+    huge = jobset().request("ephemeral-storage", "1e400").obj()
+    code, result, stderr = check(tmp_path, huge, "--cluster-state", str(state))
+    assert (code, stderr) == (1, "")
+    assert {v["rule"] for v in result["violations"]} == {"exceeds-node-capacity", "exceeds-queue-capacity"}

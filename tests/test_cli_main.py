@@ -568,7 +568,9 @@ def _kustomize_output() -> str:
             }
         ],
     )
-    child["spec"]["suspend"] = True  # the JobSet controller's Job: not judged again
+    # It names a JobSet as its controller, but a Job in someone's files is theirs to apply:
+    # only the JobSet controller's own requests are exempt, so check judges it like any Job.
+    child["spec"]["suspend"] = True
     bad_job = load_job("rfc-job-static")
     bad_job["spec"]["parallelism"] = 8
     bad_deployment = load_deployment("service-deployment")
@@ -595,7 +597,7 @@ def test_check_judges_jobs_and_deployments_in_kustomize_output() -> None:
     assert summary == [
         ("ConfigMap", "cfg", True, [], False),
         ("JobSet", "llm-pretrain-a3f8", True, [], False),
-        ("Job", "llm-pretrain-a3f8-workers-0", True, [], False),
+        ("Job", "llm-pretrain-a3f8-workers-0", False, ["suspend-forbidden"], False),
         ("Job", "llm-eval-b7c2", False, ["host-count-mismatch"], False),
         ("Deployment", "eval-gateway", False, ["priority-label-missing"], False),
         ("Job", "data-prep", True, [], True),
@@ -614,12 +616,14 @@ def test_every_output_format_names_the_kind() -> None:
     )
     assert ": Deployment kubemaker/eval-gateway: DENIED (tier production, mode static)" in text.stdout
     assert ": Deployment default/notebook-proxy: admitted (tier dev, mode static)" in text.stdout
-    assert "6 checked, 4 admitted, 2 denied, 0 warned, 1 skipped, 0 errors" in text.stdout
+    assert ": Job kubemaker/llm-pretrain-a3f8-workers-0: DENIED (tier production, mode static)" in text.stdout
+    assert "6 checked, 3 admitted, 3 denied, 0 warned, 1 skipped, 0 errors" in text.stdout
     github = cli("check", "-", "--output", "github", stdin=_kustomize_output())
     errors = [line for line in github.stdout.splitlines() if line.startswith("::error ")]
-    assert len(errors) == 2  # the Job's parallelism, the Deployment's priority
-    assert "title=host-count-mismatch (Job kubemaker/llm-eval-b7c2)" in errors[0]
-    assert "title=priority-label-missing (Deployment kubemaker/eval-gateway)" in errors[1]
+    assert len(errors) == 3  # the owned Job's suspend, the Job's parallelism, the Deployment's priority
+    assert "title=suspend-forbidden (Job kubemaker/llm-pretrain-a3f8-workers-0)" in errors[0]
+    assert "title=host-count-mismatch (Job kubemaker/llm-eval-b7c2)" in errors[1]
+    assert "title=priority-label-missing (Deployment kubemaker/eval-gateway)" in errors[2]
 
 
 def test_github_annotation_points_at_a_jobs_field(tmp_path: Path) -> None:

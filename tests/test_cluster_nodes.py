@@ -54,3 +54,16 @@ def test_removing_a_node_updates_shapes_and_chips() -> None:
     nodes.remove("t")
     assert nodes.accelerator_chips == 0 and "google.com/tpu" not in nodes.advertised
     assert sum(len(names) for names in nodes.shapes.values()) == 1
+
+
+def test_chips_are_summed_exactly_as_nodes_come_and_go() -> None:
+    """A node advertising 1e400 chips (held at 10^31) beside one of 4: the sum is exact, so
+    when it leaves the 4 are still there (Python's default 28 digits would have lost them)."""
+    tpu = {"cloud.google.com/gke-tpu-accelerator": "tpu7x"}
+    small, huge = node("small", "8", tpu), node("huge", "8", tpu)
+    small["status"]["allocatable"]["google.com/tpu"] = "4"
+    huge["status"]["allocatable"]["google.com/tpu"] = "1e400"
+    nodes = index(huge, small)
+    assert nodes.accelerator_chips > Decimal("1e31")
+    nodes.remove("huge")
+    assert nodes.accelerator_chips == 4

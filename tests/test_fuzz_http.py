@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import copy
 import json
 import ssl
 import uuid
@@ -17,14 +18,17 @@ from typing import Any
 import httpx
 import jsonpatch
 import pytest
+from builders import DeploymentBuilder, JobBuilder, JobSetBuilder, deployment, job, jobset
+from cluster_fixtures import STATE
 from fuzzing import FIXTURES, json_values, mutate_subtrees
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from hypothesis.errors import InvalidArgument
-from support import RunningServer, load_jobset, review
+from support import RunningServer, load_jobset, review, running_server
 
 from webhook.policy.config import Policy
 from webhook.serving import certs
+from webhook.serving.runner import TlsSettings
 
 FUZZ = settings(
     max_examples=120,
@@ -33,6 +37,7 @@ FUZZ = settings(
 )
 PATHS = ["/mutate", "/validate", "/mutate/dev", "/validate/production", "/mutate/production"]
 MAX_BODY = Policy().server.max_body_bytes
+JSON = {"content-type": "application/json"}
 
 
 def _event(value: str) -> None:
@@ -254,3 +259,85 @@ def test_wrong_methods_and_paths(
         method, f"{static_server.url}{path}", content=body, headers={"content-type": "application/json"}
     )
     assert reply.status_code == status
+
+
+# ---------------------------------------------------------------- huge quantities, a cluster configured
+
+#: valid quantities no node holds (the JobSet CRD's pattern accepts each), and JSON numbers
+#: Python reads as infinity or NaN: written into the body as they are
+BEYOND_ANY_NODE = ['"1e400"', '"1e999999"', '"1' + "0" * 1000 + '"', '"1e2147483647"', '"1e-2147483648"', "1e400"]
+BEYOND_ANY_NODE += ['"9' + "9" * 5000 + 'Ei"', "1" + "0" * 1000, "Infinity"]
+HUGE_QUANTITIES = [*BEYOND_ANY_NODE, '"-1e400"', "-1e400", "NaN", '"+"', '"."']
+QUANTITY_PLACES = ["ephemeral-storage", "cpu", "memory", "google.com/tpu", "example.com/widget"]
+
+
+@pytest.fixture(scope="module")
+def clustered_server(tls: TlsSettings) -> Iterator[RunningServer]:
+    """The default policy with the fixture cluster: the cluster rules sum and compare quantities."""
+    with running_server(Policy(), tls, cluster=STATE) as server:
+        yield server
+
+
+def _with_quantity(obj: dict[str, Any], resource: str, raw: str, operation: str = "CREATE") -> bytes:
+    """A review of ``obj`` whose first container requests ``raw`` (JSON text, as is) of ``resource``."""
+    builder = {"JobSet": JobSetBuilder, "Job": JobBuilder, "Deployment": DeploymentBuilder}[obj["kind"]](obj)
+    builder.request(resource, "__QUANTITY__").request(resource, "__QUANTITY__", kind="limits")
+    old = copy.deepcopy(obj) if operation == "UPDATE" else None
+    body = json.dumps(review(builder.obj(), uid="huge", operation=operation, old=old))
+    return body.replace('"__QUANTITY__"', raw).encode()
+
+
+KINDS = {"JobSet": jobset, "Job": job, "Deployment": deployment}
+
+
+@pytest.mark.parametrize("raw", HUGE_QUANTITIES, ids=lambda raw: raw[:16])
+@pytest.mark.parametrize("resource", QUANTITY_PLACES)
+@pytest.mark.parametrize("kind", sorted(KINDS))
+def test_huge_quantities_are_numbers_never_a_500(
+    clustered_server: RunningServer, client: httpx.Client, kind: str, resource: str, raw: str
+) -> None:
+    """Whatever quantity an object holds, with a cluster configured, the answer is a decision:
+    a magnitude no node holds is refused (by node capacity, queue capacity or coverage)."""
+    for path in ("/mutate/production", "/validate/production", "/validate/dev"):
+        for operation in ("CREATE", "UPDATE"):
+            body = _with_quantity(KINDS[kind]().obj(), resource, raw, operation)
+            reply = client.post(f"{clustered_server.url}{path}", content=body, headers=JSON)
+            response = check_answer(reply, json.loads(body))
+            assert response is not None, (reply.status_code, reply.text[:300])
+            if operation == "CREATE" and raw in BEYOND_ANY_NODE:
+                assert response["allowed"] is False, response
+
+
+@st.composite
+def huge_quantity_reviews(draw: st.DrawFn) -> bytes:
+    """A fixture object of any kind with some of its requests and limits set to quantities of any size."""
+    kind = draw(st.sampled_from(sorted(KINDS)))
+    obj = KINDS[kind]().obj()
+    builder = {"JobSet": JobSetBuilder, "Job": JobBuilder, "Deployment": DeploymentBuilder}[kind](obj)
+    digits = st.text("0123456789", min_size=1, max_size=40)
+    exponent = st.integers(-(2**64), 2**64).map(str)
+    text = st.builds(
+        lambda sign, whole, fraction, suffix: f"{sign}{whole}{fraction}{suffix}",
+        st.sampled_from(["", "+", "-"]),
+        digits | st.just("") | st.builds(lambda n: "1" + "0" * n, st.integers(0, 3000)),
+        st.just("") | digits.map(lambda d: "." + d),
+        st.sampled_from(["", "m", "n", "k", "E", "Ki", "Ei", "Pi"]) | exponent.map(lambda e: "e" + e),
+    )
+    raws: list[str] = []
+    for _ in range(draw(st.integers(1, 4))):
+        resource = draw(st.sampled_from(QUANTITY_PLACES))
+        raw = draw(text.map(json.dumps) | st.sampled_from(["1e400", "-1e400", "NaN", "Infinity", "1e308"]))
+        marker = f"__QUANTITY_{len(raws)}__"
+        builder.request(resource, marker, kind=draw(st.sampled_from(["requests", "limits"])))
+        raws.append(raw)
+    body = json.dumps(review(builder.obj(), uid=str(uuid.uuid4())))
+    for index, raw in enumerate(raws):
+        body = body.replace(f'"__QUANTITY_{index}__"', raw)
+    return body.encode()
+
+
+@FUZZ
+@given(body=huge_quantity_reviews(), path=st.sampled_from(PATHS))
+def test_quantities_of_any_size(clustered_server: RunningServer, client: httpx.Client, body: bytes, path: str) -> None:
+    reply = client.post(f"{clustered_server.url}{path}", content=body, headers=JSON)
+    assert check_answer(reply, json.loads(body)) is not None, (reply.status_code, reply.text[:300])

@@ -31,9 +31,11 @@ from support import load_deployment, load_job, load_jobset
 
 from webhook.cli.main import build_parser
 from webhook.cli.main import main as cli_main
+from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.kinds import JUDGED
 from webhook.objects.kinds import ORDER as KIND_ORDER
-from webhook.objects.readers import read_workload
+from webhook.objects.readers import made_by_jobset_controller, read_workload, runs_outside_kueue
+from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
 from webhook.rules.catalog import policy_from_mapping
 from webhook.serving import certs
@@ -394,6 +396,120 @@ VALIDATING_CASES = {
 }
 
 
+def _deployment(labels: dict[str, str] | None = None, tpu: str | None = None, replicas: int = 8) -> dict[str, Any]:
+    """An unqueued CPU Deployment (``labels`` none), or with ``tpu`` chips in its ``containers`` or
+    ``initContainers``' ``requests`` or ``limits`` (``"containers.limits"``)."""
+    obj = load_deployment("service-deployment")
+    obj["metadata"]["labels"] = labels or {}
+    obj["spec"]["replicas"] = replicas
+    if tpu is not None:
+        where, kind = tpu.split(".")
+        pod = obj["spec"]["template"]["spec"]
+        pod["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu7x"}
+        if where == "initContainers":
+            pod["initContainers"] = [{"name": "warm", "image": "x"}]
+        pod[where][0].setdefault("resources", {}).setdefault(kind, {})["google.com/tpu"] = "4"
+    return obj
+
+
+def _unqueued_job(tpu: bool = True) -> dict[str, Any]:
+    job = load_job("rfc-job-static")
+    job["metadata"].pop("labels")
+    if not tpu:
+        pod = job["spec"]["template"]["spec"]
+        del pod["nodeSelector"]
+        for resources in pod["containers"][0]["resources"].values():
+            resources.pop("google.com/tpu")
+    return job
+
+
+NO_TEMPLATE = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"}, "spec": {}}
+TPU_UPDATE_CASES = {
+    # (old, new, whether the API server calls us): an unjudged (unqueued CPU) object taking TPUs is
+    # sent, since the engine judges it whole; any other template change is not.
+    "cpu-to-tpu-requests": (_deployment(), _deployment(tpu="containers.requests"), True),
+    "cpu-to-tpu-limits": (_deployment(), _deployment(tpu="containers.limits"), True),
+    "cpu-to-tpu-init-container": (_deployment(), _deployment(tpu="initContainers.limits"), True),
+    "cpu-scaled": (_deployment(), _deployment(replicas=30), False),
+    "tpu-scaled": (_deployment(tpu="containers.limits"), _deployment(tpu="containers.limits", replicas=30), False),
+    "tpu-to-cpu": (_deployment(tpu="containers.limits"), _deployment(), False),
+    "queued-cpu-to-tpu": (_deployment(LABELS), _deployment(LABELS, tpu="containers.requests"), False),
+    "no-template-to-tpu": (NO_TEMPLATE, _deployment(tpu="containers.requests"), True),
+    "tpu-to-no-template": (_deployment(tpu="containers.requests"), NO_TEMPLATE, False),
+    "job-cpu-to-tpu": (_unqueued_job(tpu=False), _unqueued_job(), True),
+    "jobset-unchanged": (_jobset(), _jobset(), False),
+}
+
+
+@pytest.mark.parametrize("case", sorted(TPU_UPDATE_CASES))
+def test_an_update_taking_an_unjudged_workload_to_tpus_is_sent(base: list[dict[str, Any]], case: str) -> None:
+    old, new, expected = TPU_UPDATE_CASES[case]
+    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+        assert calls_webhook(webhook, _update(old, new)) is expected, webhook["name"]
+        # Kueue's controller is never sent anything, whatever it changes.
+        assert calls_webhook(webhook, _update(old, new, KUEUE_CONTROLLER)) is False
+
+
+def _tpu_variant(variant: str) -> dict[str, Any]:
+    """An unqueued Deployment, TPU by one of the marks the engine reads (``PodSet.is_tpu``) or by none."""
+    obj = _deployment()
+    template = obj["spec"]["template"]
+    if variant == "selector":
+        template["spec"]["nodeSelector"] = {"cloud.google.com/gke-tpu-accelerator": "tpu7x"}
+    elif variant == "slice-annotation":
+        template["metadata"]["annotations"] = {"cloud.google.com/gke-tpu-slice-topology": "2x2x1"}
+    elif variant != "cpu":
+        obj = _deployment(tpu=variant)
+    return obj
+
+
+TPU_VARIANTS = ("cpu", "containers.requests", "containers.limits", "initContainers.requests", "selector")
+TPU_VARIANTS += ("slice-annotation",)
+
+
+@pytest.mark.parametrize("new", TPU_VARIANTS)
+@pytest.mark.parametrize("old", TPU_VARIANTS)
+def test_the_configuration_sends_what_the_engine_judges_whole(base: list[dict[str, Any]], old: str, new: str) -> None:
+    """Whether it is a TPU workload is one question, asked the same way by the engine
+    (runs_outside_kueue) and the matchConditions: an update is sent exactly when it takes
+    an unjudged object in."""
+    before, after = _tpu_variant(old), _tpu_variant(new)
+    policy, tier = Policy(), Policy().tiers["production"]
+    judged_whole = runs_outside_kueue(read_workload("Deployment", before, policy), tier, policy) and not (
+        runs_outside_kueue(read_workload("Deployment", after, policy), tier, policy)
+    )
+    assert judged_whole is (old == "cpu" and new != "cpu")
+    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+        assert calls_webhook(webhook, _update(before, after)) is judged_whole
+
+
+def test_what_is_sent_for_a_cpu_to_tpu_update_is_refused() -> None:
+    """The engine says the same as the configuration: the update the issue reproduced is denied."""
+    old, new, _ = TPU_UPDATE_CASES["cpu-to-tpu-requests"]
+    facts = AdmissionFacts(
+        operation="UPDATE", stage="validate", namespace="kubemaker", path_tier="production", kind="Deployment"
+    )
+    facts.old_object = old
+    decision = decide(new, facts, Policy())
+    assert not decision.allowed and {f.rule for f in decision.findings} == {
+        "queue-label-missing",
+        "priority-label-missing",
+    }
+
+
+def test_match_conditions_name_the_policys_labels_and_tpu_marks(base: list[dict[str, Any]]) -> None:
+    policy = shipped_policy(base)
+    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+        [condition] = [c for c in webhook["matchConditions"] if c["name"] == "create-or-checked-fields-changed"]
+        assert set(re.findall(r"'([a-z0-9.-]+/[a-z-]+)'", condition["expression"])) == {
+            policy.queue_label,
+            policy.priority_label,
+            policy.tpu.resource_name,
+            policy.tpu.accelerator_label,
+            policy.tpu.slice_topology_annotation,
+        }
+
+
 @pytest.mark.parametrize("case", sorted(VALIDATING_CASES))
 def test_validating_match_conditions(base: list[dict[str, Any]], case: str) -> None:
     request, expected = VALIDATING_CASES[case]
@@ -416,8 +532,10 @@ def _job(**metadata: Any) -> dict[str, Any]:
 
 
 BARE_JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"}}
+JOBSET_CONTROLLER = "system:serviceaccount:jobset-system:jobset-controller-manager"
 OWNED_JOB_CASES = {
-    # (object, whether the API server calls us); the engine must agree (Workload.controlled_by_jobset)
+    # (object, whether the API server calls us when the JobSet controller sends it); from any
+    # other user every one is sent. The engine must agree (made_by_jobset_controller).
     "job-of-a-jobset": (_job(ownerReferences=[OWNER], labels={"jobset.sigs.k8s.io/jobset-name": "a"}), False),
     "job-of-a-jobset-among-owners": (
         _job(ownerReferences=[{"apiVersion": "v1", "kind": "ConfigMap", "name": "c", "uid": "u"}, OWNER]),
@@ -438,21 +556,40 @@ OWNED_JOB_CASES = {
 }
 
 
+USERS = (JOBSET_CONTROLLER, "alice", KUEUE_CONTROLLER, "system:serviceaccount:jobset-system:default")
+
+
+@pytest.mark.parametrize("user", USERS)
 @pytest.mark.parametrize("case", sorted(OWNED_JOB_CASES))
-def test_jobsets_own_jobs_are_not_sent(base: list[dict[str, Any]], case: str) -> None:
-    obj, expected = OWNED_JOB_CASES[case]
+def test_jobsets_own_jobs_are_not_sent(base: list[dict[str, Any]], case: str, user: str) -> None:
+    obj, from_controller = OWNED_JOB_CASES[case]
+    # Only the JobSet controller's requests can be a JobSet's own Job: an owner reference
+    # anyone else writes is sent, and judged, like any Job.
+    expected = from_controller or user != JOBSET_CONTROLLER
     # the engine's own test says the same
-    assert read_workload(obj["kind"], obj, Policy()).controlled_by_jobset is not expected
-    create = {"operation": "CREATE", "object": obj, "userInfo": {"username": "alice"}}
+    workload = read_workload(obj["kind"], obj, Policy())
+    assert made_by_jobset_controller(workload, UserInfo(user), Policy()) is not expected
+    create = {"operation": "CREATE", "object": obj, "userInfo": {"username": user}}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
         for webhook in one(base, kind)["webhooks"]:
             assert calls_webhook(webhook, create) is expected, (kind, webhook["name"])
-    # An UPDATE that changes a checked field is sent only for what is not a JobSet's own Job.
+    # An UPDATE that changes a checked field is sent only for what is not a JobSet's own Job
+    # (Kueue's controller's updates are never sent, whatever the object).
     changed = copy.deepcopy(obj)
     changed["metadata"]["labels"] = {**changed["metadata"].get("labels", {}), Q: "team-b-queue"}
-    update = _update(obj, changed)
+    update = _update(obj, changed, user)
     for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
-        assert calls_webhook(webhook, update) is expected
+        assert calls_webhook(webhook, update) is (expected and user != KUEUE_CONTROLLER)
+
+
+def test_match_conditions_exempt_exactly_the_policys_jobset_controller(base: list[dict[str, Any]]) -> None:
+    """The configurations name the JobSet controller as the policy does (keep them in sync)."""
+    users = shipped_policy(base).jobset_controller_users
+    assert users == Policy().jobset_controller_users == (JOBSET_CONTROLLER,)
+    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
+        for webhook in one(base, kind)["webhooks"]:
+            [condition] = [c for c in webhook["matchConditions"] if c["name"] == "not-a-jobsets-own-job"]
+            assert re.findall(r"system:serviceaccount:[a-z0-9:-]+", condition["expression"]) == list(users)
 
 
 def test_match_conditions_skip_exactly_the_policys_suspend_users(base: list[dict[str, Any]]) -> None:

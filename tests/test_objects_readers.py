@@ -10,6 +10,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from builders import TOPOLOGY_LABEL, TPU, DeploymentBuilder, JobBuilder, deployment, job
 from support import JOBSET_OWNER as OWNER
 from support import load_deployment, load_job, load_jobset
 
@@ -127,16 +128,47 @@ def _breaks_everything() -> dict[str, Any]:
     return job
 
 
+JOBSET_CONTROLLER = UserInfo("system:serviceaccount:jobset-system:jobset-controller-manager")
+
+
 def test_a_job_of_a_jobset_is_admitted_without_a_word() -> None:
     job = _breaks_everything()
     job["metadata"]["ownerReferences"] = [OWNER]
     job["metadata"]["labels"] = {"jobset.sigs.k8s.io/jobset-name": "llm-pretrain-a3f8"}
     for stage in ("mutate", "validate"):
-        decision = judge(job, JOB, stage=stage)
-        assert (decision.allowed, decision.findings, decision.warnings, decision.patch) == (True, [], [], [])
+        for operation in ("CREATE", "UPDATE"):
+            old = job if operation == "UPDATE" else None
+            facts = {"stage": stage, "operation": operation, "old_object": old, "user": JOBSET_CONTROLLER}
+            decision = judge(job, JOB, **facts)
+            assert (decision.allowed, decision.findings, decision.warnings, decision.patch) == (True, [], [], [])
     # ... also where the namespace's tier is unknown (no "could not be determined" warning)
     job["metadata"]["namespace"] = "elsewhere"
-    assert judge(job, JOB).warnings == []
+    assert judge(job, JOB, user=JOBSET_CONTROLLER).warnings == []
+
+
+@pytest.mark.parametrize("user", ["alice", "", KUEUE, "system:serviceaccount:jobset-system:default"])
+def test_a_forged_jobset_owner_reference_switches_nothing_off(user: str) -> None:
+    """Anyone may write an owner reference: from any user but the JobSet controller, a Job that
+    names a JobSet as its controller is judged like any Job (and ``check``, which has no user, too)."""
+    job = _breaks_everything()
+    job["metadata"]["ownerReferences"] = [OWNER]
+    forged = judge(job, JOB, user=UserInfo(user))
+    plain = judge(_breaks_everything(), JOB, user=UserInfo(user))
+    assert not forged.allowed
+    everything = ["queue-label-missing", "priority-label-missing", "suspend-forbidden", "pod-priority-class-forbidden"]
+    assert rules(forged) == rules(plain) == everything
+    assert forged.deny_message() == plain.deny_message()
+
+
+def test_the_jobset_controller_names_its_own_service_account_in_the_policy() -> None:
+    """A cluster whose JobSet controller runs under another name (a Helm release) says so."""
+    helm = policy_from_mapping({"jobsetControllerUsers": ["system:serviceaccount:jobset-system:jobset-controller"]})
+    job = _breaks_everything()
+    job["metadata"]["ownerReferences"] = [OWNER]
+    assert not judge(job, JOB, helm, user=JOBSET_CONTROLLER).allowed
+    assert judge(job, JOB, helm, user=UserInfo("system:serviceaccount:jobset-system:jobset-controller")).allowed
+    # The controller's own account exempts only what names a JobSet as controller.
+    assert not judge(_breaks_everything(), JOB, user=JOBSET_CONTROLLER).allowed
 
 
 def test_the_same_job_without_its_owner_is_judged() -> None:
@@ -308,6 +340,70 @@ def test_dropping_the_queue_of_a_managed_workload_is_judged() -> None:
     system = _system_deployment()
     decision = judge(system, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=_system_deployment())
     assert (decision.allowed, decision.findings) == (True, [])
+
+
+ACCELERATOR = "cloud.google.com/gke-tpu-accelerator"
+
+
+def _unqueued_cpu_deployment() -> DeploymentBuilder:
+    """The issue's Deployment: 8 replicas, CPU only, no Kueue labels (it runs outside Kueue)."""
+    return deployment().queue(None).priority(None).replicas(8)
+
+
+def _on_tpus(builder: DeploymentBuilder | JobBuilder, where: str = "containers") -> dict[str, Any]:
+    """``builder``'s object asking for 4 chips of a tpu7x 2x2x1 slice (in its containers or init containers)."""
+    builder.node_selector(ACCELERATOR, "tpu7x").node_selector(TOPOLOGY_LABEL, "2x2x1")
+    if where == "containers":
+        builder.request(TPU, "4").request(TPU, "4", kind="limits")
+    else:
+        builder.init_containers([{"name": "warm", "image": "x", "resources": {"limits": {TPU: "4"}}}])
+    return builder.obj()
+
+
+@pytest.mark.parametrize("where", ["containers", "initContainers"])
+@pytest.mark.parametrize("stage", ["validate", "mutate"])
+def test_an_update_that_takes_an_unjudged_workload_to_tpus_is_judged_whole(where: str, stage: str) -> None:
+    """A CPU Deployment outside Kueue was admitted unjudged; the UPDATE that gives it TPUs
+    meets every rule its CREATE would have, not only the label changes (there are none)."""
+    old = _unqueued_cpu_deployment().obj()
+    new = _on_tpus(_unqueued_cpu_deployment(), where)
+    update = judge(new, DEPLOYMENT, stage=stage, operation="UPDATE", old_object=old, path_tier="production")
+    assert not update.allowed
+    assert rules(update) == ["queue-label-missing", "priority-label-missing"]
+    assert update.deny_message() == judge(new, DEPLOYMENT).deny_message()  # as its CREATE
+    # ... and with its labels it is admitted, as the CREATE would be.
+    labelled = _on_tpus(_unqueued_cpu_deployment().queue("team-a-queue").priority("best-effort"), where)
+    assert judge(labelled, DEPLOYMENT, stage=stage, operation="UPDATE", old_object=old).allowed
+
+
+def test_a_job_taken_to_tpus_by_an_update_is_judged_whole() -> None:
+    old = job("dev-job-cpu").namespace("kubemaker").queue(None).priority(None)
+    new = _on_tpus(job("dev-job-cpu").namespace("kubemaker").queue(None).priority(None))
+    decision = judge(new, JOB, stage="validate", operation="UPDATE", old_object=old.obj())
+    assert {"queue-label-missing", "priority-label-missing"} <= set(rules(decision)) == set(rules(judge(new, JOB)))
+
+
+def test_a_queue_label_on_an_unjudged_workload_brings_every_rule() -> None:
+    """Queueing a system component puts it under Kueue: it meets what any queued Deployment meets."""
+    old = _system_deployment()
+    new = copy.deepcopy(old)
+    new["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "team-a-queue"}
+    decision = judge(new, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=old)
+    assert rules(decision) == ["priority-label-missing", "pod-priority-class-forbidden"]
+    assert rules(decision) == rules(judge(new, DEPLOYMENT))
+
+
+def test_updates_of_judged_workloads_still_judge_only_what_changed() -> None:
+    """What was judged at CREATE (queued, or on TPUs already) is not judged again on UPDATE."""
+    queued = deployment().obj()
+    on_tpus = _on_tpus(deployment())  # Kueue manages it: its TPUs are in its quota
+    assert judge(on_tpus, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=queued).findings == []
+    # still outside Kueue after the update: admitted with the warning, judged by nothing
+    old = _unqueued_cpu_deployment().obj()
+    scaled = _unqueued_cpu_deployment().replicas(30).obj()
+    decision = judge(scaled, DEPLOYMENT, stage="validate", operation="UPDATE", old_object=old)
+    assert (decision.allowed, decision.findings) == (True, [])
+    assert decision.warnings == [OUTSIDE.format(kind="Deployment", name="eval-gateway")]
 
 
 def test_a_tier_can_judge_unqueued_cpu_workloads_too() -> None:

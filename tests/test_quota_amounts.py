@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import pytest
 
+from webhook.kube.quantity import BOUND
 from webhook.quota.amounts import format_amount, format_amounts
 
 GI = 2**30
@@ -34,6 +35,21 @@ GI = 2**30
 )
 def test_format_amount(value: Decimal | int, resource: str | None, text: str) -> None:
     assert format_amount(value, resource) == text
+
+
+@pytest.mark.parametrize("resource", [None, "memory", "ephemeral-storage", "cpu", "google.com/tpu"])
+def test_amounts_beyond_the_parsers_bound_say_so_and_never_raise(resource: str | None) -> None:
+    """The parser holds a quantity at 10^31; sums and products of such (a pod's requests times
+    its count) are "1e31 or more". Below it every amount is worked out exactly, whatever the
+    caller's context: 10^31 - 1n in Ki has 37 digits, beyond Python's default 28."""
+    for value in (BOUND, BOUND * 8, Decimal("1e1000"), Decimal(10**4000)):
+        assert format_amount(value, resource) == "1e31 or more"
+        assert format_amount(-value, resource) == "-1e31 or less"
+    just_below = Decimal("9" * 31 + "." + "9" * 9)  # 10^31 - 1n: 40 digits
+    with localcontext(prec=5):
+        text = format_amount(just_below, resource)
+    assert text == format_amount(just_below, resource) and "or more" not in text
+    assert format_amount(Decimal(10**28 + 1)) == "10000000000000000000000000001"
 
 
 def test_format_amounts_lists_resources_sorted() -> None:

@@ -150,6 +150,17 @@ def test_nominal_fit_counts_pods_within_nominal_and_skips_zero_requests() -> Non
     assert nominal_fit(info, "default", {"nvidia.com/gpu": Decimal(1)}, 5) == NominalFit(within=5, over=())
 
 
+def test_nominal_fit_of_quantities_at_the_parsers_bounds() -> None:
+    """A nominal of 10^31 (where the parser holds larger ones) over a pod of 1n is 10^40 pods:
+    more digits than Python's default context divides, none too many for the quantities'."""
+    state = store(cluster_queue(CQ, [[("default", {"cpu": q("1e400")})]]))
+    info = state.cluster_queue(CQ)
+    assert info is not None
+    assert nominal_fit(info, "default", {"cpu": Decimal("1e-9")}, 10**50) == NominalFit(
+        within=10**40, over=(("cpu", Decimal("1e-9") * 10**50, Decimal("1e31")),)
+    )
+
+
 def test_local_quota_is_what_a_node_keeps_from_its_parent() -> None:
     """Kueue's localQuota: subtree − lendingLimit, never below zero; nothing without a lendingLimit."""
     ten = Decimal(10)

@@ -206,6 +206,44 @@ def test_exceeds_node_capacity() -> None:
     assert "cpu 300" in line and "none of the 4 schedulable nodes" in line and "short of cpu" in line
 
 
+HUGE = ["1e400", "1e999999", "1" + "0" * 1000, 1e400, 10**400, "1e2147483647", "9" * 5000 + "Ei"]
+
+
+@pytest.mark.parametrize("value", HUGE, ids=lambda value: repr(value)[:16])
+@pytest.mark.parametrize("resource", ["ephemeral-storage", "cpu", "memory", "google.com/tpu", "example.com/widget"])
+def test_a_quantity_beyond_any_node_is_refused_by_the_rule_it_breaks(value: Any, resource: str) -> None:
+    """A valid quantity (the JobSet CRD's pattern accepts all of these) too large for any
+    node is still a number: no 500, no traceback, but the rules it breaks."""
+    obj = jobset().request(resource, value).obj()
+    decision = judge(obj)
+    assert not decision.allowed
+    found = cluster_findings(decision)
+    if resource in ("ephemeral-storage", "cpu", "memory", "google.com/tpu"):  # what one node must hold
+        [line] = found["exceeds-node-capacity"]
+        # held at 10^31, or (a binary suffix) capped at 2^63 - 1 as the API server caps it
+        assert f"{resource} 1e31 or more" in line or (isinstance(value, str) and value.endswith("Ei"))
+    else:
+        assert "resource-not-covered" in found
+
+
+def test_the_arithmetic_is_exact_at_a_bound_of_thirty_digits() -> None:
+    """10^28 + 1 bytes on a node of 10^28: Python's default context (28 digits) calls them
+    equal; the quantities' own context does not, in the parse and in the sums."""
+    nodes = copy.deepcopy(OBJECTS)
+    for obj in nodes:
+        if obj["kind"] == "NodeList" or obj["kind"] == "List":
+            for item in obj.get("items", []):
+                if item.get("kind") == "Node":
+                    item["status"]["allocatable"]["ephemeral-storage"] = "1e28"
+        elif obj["kind"] == "Node":
+            obj["status"]["allocatable"]["ephemeral-storage"] = "1e28"
+    state = state_from_objects(nodes, POLICY)
+    over = jobset().request("ephemeral-storage", "10000000000000000000000000001").obj()
+    assert "exceeds-node-capacity" in cluster_findings(judge(over, state))
+    at = jobset().request("ephemeral-storage", "1e28").obj()
+    assert "exceeds-node-capacity" not in cluster_findings(judge(at, state))
+
+
 def test_fits_on_one_node() -> None:
     obj = jobset().request("cpu", "200").request("memory", "700Gi").obj()
     assert "exceeds-node-capacity" not in cluster_findings(judge(obj))

@@ -11,6 +11,7 @@ from typing import Any
 import httpx
 import jsonpatch
 import pytest
+from builders import TOPOLOGY_LABEL, TPU, deployment
 from rule_cases import CASES, RuleCase
 from support import (
     JOBSET_OWNER,
@@ -303,18 +304,41 @@ def test_one_json_log_line_per_decision(
 # ---------------------------------------------------------------- Jobs, Deployments, Pods
 
 
+JOBSET_CONTROLLER = "system:serviceaccount:jobset-system:jobset-controller-manager"
+
+
 def test_a_jobsets_own_job_is_admitted_unchanged(static_server: RunningServer, client: httpx.Client) -> None:
     job = load_job("rfc-job-static")
     del job["metadata"]["labels"]  # would be queue-label-missing, ...
     job["spec"]["suspend"] = True  # ... and suspend-forbidden, were it not the JobSet's child
     job["metadata"]["ownerReferences"] = [JOBSET_OWNER]
     for path in ("/mutate/production", "/validate/production", "/mutate"):
-        response = answer(static_server, client, path, job, uid="child")
+        response = answer(static_server, client, path, job, uid="child", username=JOBSET_CONTROLLER)
         assert response == {"uid": "child", "allowed": True}
+    # The same Job with its owner reference, from anyone else: the reference is the user's own
+    # writing, and every rule judges it (without the reference: the same three lines).
+    forged = answer(static_server, client, "/mutate/production", job)
     del job["metadata"]["ownerReferences"]
-    response = answer(static_server, client, "/mutate/production", job)
+    for response in (forged, answer(static_server, client, "/mutate/production", job)):
+        assert response["allowed"] is False
+        assert response["status"]["message"].count("\n") == 2  # three lines: two labels and suspend
+    assert forged["status"] == answer(static_server, client, "/mutate/production", job)["status"]
+
+
+def test_a_cpu_deployment_updated_onto_tpus_is_refused(static_server: RunningServer, client: httpx.Client) -> None:
+    """8 unqueued CPU replicas admitted outside Kueue, then updated to 4 chips of tpu7x each:
+    judged whole, as its CREATE would be, instead of taking TPUs outside every quota."""
+    old = deployment().queue(None).priority(None).replicas(8)
+    new = deployment().queue(None).priority(None).replicas(8).request(TPU, "4").request(TPU, "4", kind="limits")
+    new.node_selector("cloud.google.com/gke-tpu-accelerator", "tpu7x").node_selector(TOPOLOGY_LABEL, "2x2x1")
+    response = answer(
+        static_server, client, "/validate/production", new.obj(), operation="UPDATE", old=old.obj(), uid="onto-tpus"
+    )
     assert response["allowed"] is False
-    assert response["status"]["message"].count("\n") == 2  # three lines: two labels and suspend
+    lines = response["status"]["message"].splitlines()
+    assert [line.split("]")[0] for line in lines] == ["[queue-label-missing", "[priority-label-missing"]
+    created = answer(static_server, client, "/mutate/production", new.obj())
+    assert created["status"]["message"] == response["status"]["message"]
 
 
 def test_pods_are_never_judged(static_server: RunningServer, client: httpx.Client) -> None:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import TypeVar
 
+from webhook.kube.quantity import CONTEXT
 from webhook.policy.config import TpuPolicy
 from webhook.quota.objects import NodeFit, NodeInfo, Taint, Toleration, tolerated
 
@@ -70,7 +71,9 @@ class NodeIndex:
                 del self.advertised[resource]
         tpu = self.tpu
         if node.labels.get(tpu.accelerator_label) == tpu.accelerator_value:
-            self.accelerator_chips += sign * node.allocatable.get(tpu.resource_name, Decimal(0))
+            # summed as nodes come and go, in the watch's thread: in the quantities' context, exactly
+            chips = node.allocatable.get(tpu.resource_name, Decimal(0))
+            self.accelerator_chips = CONTEXT.add(self.accelerator_chips, chips if sign > 0 else chips.copy_negate())
             topology = node.labels.get(tpu.topology_label)
             if topology:
                 pools = self.pools[topology]

@@ -8,12 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from decimal import localcontext
 from typing import Any, Final, Literal
 
 from webhook.cluster.state import ClusterState
 from webhook.engine.patches import JsonPatch, default_labels, label_patch
+from webhook.kube.quantity import CONTEXT
 from webhook.objects.kinds import JOBSET
-from webhook.objects.readers import outside_kueue_warning, read_workload, runs_outside_kueue
+from webhook.objects.readers import (
+    made_by_jobset_controller,
+    outside_kueue_warning,
+    read_workload,
+    runs_outside_kueue,
+)
 from webhook.objects.request import UserInfo
 from webhook.objects.workload import MALFORMED, Workload
 from webhook.policy.config import Policy
@@ -109,17 +116,22 @@ def _bound(decision: Decision, policy: Policy, unrecorded: int, unrecorded_actio
 
 
 Plan = tuple[tuple[Rule, Action], ...]
-_PLANS: Final[dict[tuple[int, str, bool, str, bool], tuple[Policy, Plan]]] = {}
+#: Which rules a request runs. ``all``: a CREATE as submitted (the mutating path), and an
+#: UPDATE of an object that was never judged (it ran outside Kueue). ``final``: a CREATE
+#: on the validating path, where other mutating webhooks have written the user's fields.
+#: ``changes``: any other UPDATE, judged only for what the rules marked ``on_update``.
+Scope = Literal["all", "final", "changes"]
+_PLANS: Final[dict[tuple[int, Scope, str, bool], tuple[Policy, Plan]]] = {}
 
 
-def _plan(policy: Policy, stage: Stage, creating: bool, kind: str, clustered: bool) -> Plan:
-    """The rules that apply, with their actions, worked out once per policy, path and kind.
+def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> Plan:
+    """The rules that apply, with their actions, worked out once per policy, scope and kind.
 
     The request path then only runs checks; mode, stage, operation, kind, the configured
     action and (without cluster state, ``clustered`` false) the cluster rules are not
     re-examined for every rule of every request.
     """
-    key = (id(policy), stage, creating, kind, clustered)
+    key = (id(policy), scope, kind, clustered)
     cached = _PLANS.get(key)
     if cached is not None and cached[0] is policy:
         return cached[1]
@@ -129,12 +141,12 @@ def _plan(policy: Policy, stage: Stage, creating: bool, kind: str, clustered: bo
             continue
         if rule.requires and not clustered:
             continue  # structural-only mode: no cluster configured
-        if creating and stage == "validate" and rule.subject == "submitted":
+        if scope == "final" and rule.subject == "submitted":
             # On CREATE other mutating webhooks (Kueue's, the Slice Provisioner's) run
             # before the validating path; on UPDATE they do not, and the validating
             # configuration is where UPDATE is registered.
             continue
-        if not creating and not rule.on_update:
+        if scope == "changes" and not rule.on_update:
             continue
         action = policy.action_for(rule.id, rule.default_action)
         if action is not Action.OFF:
@@ -164,6 +176,21 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
     decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
 
 
+def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
+    for rule, action in plan:
+        if rule.requires and cluster is not None:  # the plan has cluster rules only with a cluster
+            missing = cluster.unavailable(rule.requires)
+            if missing:
+                _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])
+                continue
+        for finding in rule.check(workload, ctx):
+            finding.action = action  # a fresh finding each request: set in place
+            decision.findings.append(finding)
+        if ctx.unknown:
+            _skip(decision, rule.id, ctx.unknown)
+            ctx.unknown.clear()
+
+
 def decide(
     obj: Any,
     facts: AdmissionFacts,
@@ -172,9 +199,9 @@ def decide(
 ) -> Decision:
     """Judge ``obj``: the object's JSON text (``bytes``) or the object decoded (``read_workload``)."""
     workload = read_workload(facts.kind, obj, policy, facts.namespace)
-    if workload.controlled_by_jobset:
-        # A JobSet's own Job: judged as part of its JobSet already, and Kueue manages it
-        # through the JobSet. Admitted as it is, without a word.
+    if made_by_jobset_controller(workload, facts.user, policy):
+        # A JobSet's own Job, sent by the JobSet controller: judged as part of its JobSet
+        # already, and Kueue manages it through the JobSet. Admitted as it is, without a word.
         return Decision()
     labels = facts.namespace_labels
     if labels is None and cluster is not None and facts.tier_override is None and facts.path_tier is None:
@@ -197,12 +224,22 @@ def decide(
     old: Workload | None = None
     changed: frozenset[str] | None = None
     added: dict[str, str] = {}
+    scope: Scope
     if creating:
         added = default_labels(workload, tier, policy)
+        scope = "all" if facts.stage == "mutate" else "final"
     else:
         old = read_workload(facts.kind, facts.old_object, policy, facts.namespace)
-        keys = (policy.queue_label, policy.priority_label)
-        changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
+        if runs_outside_kueue(old, tier, policy):
+            # Admitted unjudged (RFC-0033 4.1): no rule has ever seen this object, so the
+            # update that takes it out of that (a TPU request, a queue label) is judged in
+            # full, as its CREATE would have been. An unjudged old object proves nothing.
+            scope = "all"
+        else:
+            # The rest was judged when it was created: an UPDATE answers for what changed.
+            keys = (policy.queue_label, policy.priority_label)
+            changed = frozenset(k for k in keys if old.labels.get(k) != workload.labels.get(k))
+            scope = "changes"
     if runs_outside_kueue(workload, tier, policy) and (old is None or policy.queue_label not in old.labels):
         decision.warnings.append(outside_kueue_warning(workload, resolution.tier, policy))
         return decision
@@ -219,18 +256,14 @@ def decide(
         cluster=cluster,
         namespace_labels=facts.namespace_labels,
     )
-    for rule, action in _plan(policy, facts.stage, creating, facts.kind, cluster is not None):
-        if rule.requires and cluster is not None:  # the plan has cluster rules only with a cluster
-            missing = cluster.unavailable(rule.requires)
-            if missing:
-                _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])
-                continue
-        for finding in rule.check(workload, ctx):
-            finding.action = action  # a fresh finding each request: set in place
-            decision.findings.append(finding)
-        if ctx.unknown:
-            _skip(decision, rule.id, ctx.unknown)
-            ctx.unknown.clear()
+    plan = _plan(policy, scope, facts.kind, cluster is not None)
+    if cluster is None:
+        _run(plan, workload, ctx, decision, cluster)
+    else:
+        # The cluster rules sum and multiply quantities (quota, node fit): in the quantities'
+        # own context, where every value the parser gives stays exact.
+        with localcontext(CONTEXT):
+            _run(plan, workload, ctx, decision, cluster)
 
     decision.max_line = policy.limits.max_line_chars
     if decision.findings:  # most requests have none: nothing to except, count or bound

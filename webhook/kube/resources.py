@@ -10,7 +10,7 @@ from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import Any
 
-from webhook.kube.quantity import quantity_or_none
+from webhook.kube.quantity import CONTEXT, ZERO, quantity_or_none
 
 #: (requests, limits) of one container
 Resources = tuple[Mapping[str, Any], Mapping[str, Any]]
@@ -34,26 +34,28 @@ def pod_requests(containers: Iterable[Resources], init_containers: Iterable[Init
     The main containers run together with every sidecar (restartable init container), so
     they add up. Init containers run one at a time, in order; while a plain one runs, the
     sidecars declared before it are already running. The pod needs the larger of the two.
+    Summed in the quantities' context (``CONTEXT``): exact, whatever the caller's.
     """
+    add = CONTEXT.add
     running: dict[str, Decimal] = {}
     for requests, limits in containers:
         for key, value in _effective(requests, limits).items():
-            running[key] = running.get(key, Decimal(0)) + value
+            running[key] = add(running.get(key, ZERO), value)
     sidecars: dict[str, Decimal] = {}
     peak: dict[str, Decimal] = {}
     for requests, limits, restartable in init_containers:
         own = _effective(requests, limits)
         if restartable:
             for key, value in own.items():
-                sidecars[key] = sidecars.get(key, Decimal(0)) + value
+                sidecars[key] = add(sidecars.get(key, ZERO), value)
             during = dict(sidecars)
         else:
-            during = {key: sidecars.get(key, Decimal(0)) + own.get(key, Decimal(0)) for key in {*own, *sidecars}}
+            during = {key: add(sidecars.get(key, ZERO), own.get(key, ZERO)) for key in {*own, *sidecars}}
         for key, value in during.items():
-            if value > peak.get(key, Decimal(0)):
+            if value > peak.get(key, ZERO):
                 peak[key] = value
-    total = {key: running.get(key, Decimal(0)) + sidecars.get(key, Decimal(0)) for key in {*running, *sidecars}}
+    total = {key: add(running.get(key, ZERO), sidecars.get(key, ZERO)) for key in {*running, *sidecars}}
     for key, value in peak.items():
-        if value > total.get(key, Decimal(0)):
+        if value > total.get(key, ZERO):
             total[key] = value
     return total

@@ -22,6 +22,7 @@ from webhook.kube.fieldpaths import METADATA, ROOT, SPEC
 from webhook.objects.fastjobset import read_typed_jobset
 from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.objects.request import UserInfo
 from webhook.objects.workload import (
     PodSetPaths,
     Reader,
@@ -139,6 +140,18 @@ def read_workload(kind: str, document: Any, policy: Policy, namespace: str = "")
     return _READERS[kind](document, policy, namespace)
 
 
+def made_by_jobset_controller(workload: Workload, user: UserInfo, policy: Policy) -> bool:
+    """A JobSet's own Job: its controller reference is a JobSet *and* the JobSet controller sends it.
+
+    Such a Job was judged as part of its JobSet, and Kueue manages it through the JobSet.
+    The owner reference alone proves nothing: any user may write one on a Job of their own
+    (and with it switch every rule off). The request's user is the API server's fact, so the
+    exemption rests on it: ``policy.jobsetControllerUsers``, the JobSet controller's service
+    account. The webhook configurations' matchConditions apply the same test.
+    """
+    return workload.controlled_by_jobset and user.username in policy.jobset_controller_users
+
+
 def runs_outside_kueue(workload: Workload, tier: TierPolicy, policy: Policy) -> bool:
     """A Job or Deployment Kueue will not manage: no queue label where none is injected, no TPU.
 
@@ -150,6 +163,9 @@ def runs_outside_kueue(workload: Workload, tier: TierPolicy, policy: Policy) -> 
     TPUs outside every quota, so it is judged (and refused for its missing queue). The
     dev tier injects a queue, so nothing there runs outside Kueue; JobSets always queue.
     A tier opts in with ``allowUnqueuedCpuWorkloads`` (the RFC's production tier does).
+
+    On UPDATE the engine asks it of both objects: an old object that ran outside Kueue
+    was never judged, so an update that brings it in is judged whole.
     """
     if not tier.allow_unqueued_cpu_workloads or tier.default_queue is not None:
         return False

@@ -286,8 +286,8 @@ class Workload:
     generated_suffix: int = 0
     has_labels_map: bool = False
     has_metadata: bool = False
-    #: its controller (the ``controller: true`` owner) is a JobSet: made by the JobSet
-    #: controller and judged as part of its JobSet (``controller_is_jobset``)
+    #: its controller (the ``controller: true`` owner) is a JobSet (``controller_is_jobset``):
+    #: a JobSet's own Job when the JobSet controller sends it (``readers.made_by_jobset_controller``)
     controlled_by_jobset: bool = False
     #: ``spec.suspend`` as written (any JSON value; ``None`` when absent or null)
     suspend: Any = None
@@ -373,10 +373,10 @@ def unreadable(kind: str, policy: Policy, namespace: str, problem: str) -> Workl
 def controller_is_jobset(references: Any) -> bool:
     """Whether ``metadata.ownerReferences`` names a JobSet as the object's controller.
 
-    Such a Job was made by the JobSet controller and judged as part of its JobSet; Kueue
-    manages it through the JobSet too (it looks at the controller reference the same
-    way). The ``jobset.sigs.k8s.io/jobset-name`` label alone does not count: any user can
-    write a label, and it would switch every rule off for a hand-made Job.
+    What the object says of itself: any user can write an owner reference as easily as the
+    ``jobset.sigs.k8s.io/jobset-name`` label (which does not count at all). Only together with
+    the request's user, the JobSet controller, does it make a JobSet's own Job
+    (``webhook.objects.readers.made_by_jobset_controller``).
     """
     if not isinstance(references, list):
         return False

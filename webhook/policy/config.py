@@ -235,6 +235,11 @@ class Policy(_Model):
     slice_name_budget: int = Field(default=59, gt=0)
     slice_name_hash_length: int = Field(default=5, ge=0)
     suspend_allowed_users: tuple[str, ...] = ("system:serviceaccount:kueue-system:kueue-controller-manager",)
+    #: who creates a JobSet's Jobs: the JobSet controller's service account (JobSet's release
+    #: manifests: ``jobset-controller-manager`` in ``jobset-system``). A Job whose controller
+    #: reference is a JobSet is exempt only when one of these users sends it: anyone may
+    #: write an owner reference, nobody else can be this user.
+    jobset_controller_users: tuple[str, ...] = ("system:serviceaccount:jobset-system:jobset-controller-manager",)
     queue_permissions: dict[str, QueuePermission] = Field(default_factory=dict)
     rules: dict[str, Action] = Field(default_factory=dict)
     #: per-object escape hatch: matching findings of these rules become warnings

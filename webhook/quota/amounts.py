@@ -14,15 +14,31 @@ Two notations, one function (``format_amount``):
 from __future__ import annotations
 
 from collections.abc import Mapping
-from decimal import Decimal
+from decimal import Decimal, localcontext
+
+from webhook.kube.quantity import BOUND, BOUND_DIGITS, CONTEXT
 
 _BINARY = frozenset({"memory", "ephemeral-storage"})
 _UNITS = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
 
 
 def format_amount(value: Decimal | int, resource: str | None = None) -> str:
-    """``value`` as text: in ``resource``'s notation when one is named, else the exact decimal."""
+    """``value`` as text: in ``resource``'s notation when one is named, else the exact decimal.
+
+    A quantity from ``BOUND`` up is held there by the parser (``webhook.kube.quantity``),
+    so what is that large, or a sum or product of such, is "1e31 or more"; the rest is
+    worked out in the quantities' context, exactly, whatever the caller's.
+    """
     value = Decimal(value)
+    if value >= BOUND:
+        return f"1e{BOUND_DIGITS} or more"
+    if value <= -BOUND:
+        return f"-1e{BOUND_DIGITS} or less"
+    with localcontext(CONTEXT):
+        return _format(value, resource)
+
+
+def _format(value: Decimal, resource: str | None) -> str:
     if resource is None:
         return format(value.normalize(), "f") if value == value.to_integral_value() else str(value)
     if resource in _BINARY:

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Protocol
 
+from webhook.kube.quantity import CONTEXT
 from webhook.quota.amounts import format_amount
 from webhook.quota.objects import ClusterQueueInfo, CohortInfo, Quota
 
@@ -229,7 +230,7 @@ def nominal_fit(queue: ClusterQueueInfo, flavor: str, per_pod: Mapping[str, Deci
         quota = queue.quota(flavor, resource)
         if quota is None or amount <= 0:
             continue
-        within = min(within, int(quota.nominal // amount))
+        within = min(within, int(CONTEXT.divide_int(quota.nominal, amount)))  # up to 10^31 / 1n: 41 digits
         if amount * replicas > quota.nominal:
             over.append((resource, amount * replicas, quota.nominal))
     return NominalFit(within, tuple(over))
