@@ -51,8 +51,8 @@ class QuotaSource(Protocol):
     def queues_of_cq(self) -> Mapping[str, Set[tuple[str, str]]]:
         """ClusterQueue name -> the (namespace, name) of the LocalQueues that point to it."""
 
-    def cohorts_known(self) -> bool:
-        """Whether the Cohort objects can be read (else the tree above a queue is unknown)."""
+    def cohorts_unknown(self) -> str | None:
+        """Why the Cohort objects cannot be read (the tree above a queue is unknown); ``None`` when they can."""
 
 
 class QuotaModel:
