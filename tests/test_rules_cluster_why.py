@@ -57,12 +57,13 @@ def namespace(name: str) -> dict[str, Any]:
 
 
 def flavor(name: str, labels: dict[str, str]) -> dict[str, Any]:
+    """A TPU flavor: topology-aware (a TPU podSet asks for a topology, and Kueue gives it no other kind)."""
     toleration = {"key": TPU, "operator": "Exists", "effect": "NoSchedule"}
     return {
         "apiVersion": KQ,
         "kind": "ResourceFlavor",
         "metadata": {"name": name},
-        "spec": {"nodeLabels": labels, "tolerations": [toleration]},
+        "spec": {"nodeLabels": labels, "tolerations": [toleration], "topologyName": "tpu-topology"},
     }
 
 
@@ -435,34 +436,33 @@ def test_the_server_decides_like_kueue(
 def test_a_borrowing_limit_bounds_the_queue_when_cohorts_are_unknown(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    """No Cohort kind in the file at all: team-a's borrowingLimits still bound it (384).
-
-    Its last flavor, cpu-standard, has no nodeLabels, so it matches a TPU podSet too: with
-    the cohort unknown, it needs a borrowingLimit (0 here) for the bound to be known.
-    """
+    """No Cohort kind in the file at all: team-a's borrowingLimits still bound it (384), and its nominal is
+    certain (256). cpu-standard, whose cohort share is unknown and unbounded, is never a TPU podSet's flavor
+    (no topologyName), so it leaves nothing undecided."""
     objects = [o for o in _rfc_without_cohort_objects() if o["kind"] != "CohortList"]
-    [team_a] = [o for o in objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-a"]
-    [cpu_standard] = [f for f in team_a["spec"]["resourceGroups"][0]["flavors"] if f["name"] == "cpu-standard"]
-    cpu_standard["resources"][0]["borrowingLimit"] = 0
     state = tmp_path / "state.yaml"
     state.write_text(yaml.safe_dump_all(objects))
-    manifest = tmp_path / "job.yaml"
-    manifest.write_text(yaml.safe_dump(static_job("kubemaker", 8)))
     config = tmp_path / "policy.yaml"
     config.write_text(yaml.safe_dump(POLICIES["static"]))
-    main(["check", str(manifest), "--config", str(config), "--cluster-state", str(state), "--output", "json"])
-    result = json.loads(capsys.readouterr().out)["results"][0]
-    [violation] = [v for v in result["violations"]]
+    manifest = tmp_path / "job.yaml"
+
+    def check(job: dict[str, Any]) -> tuple[int, dict[str, Any]]:
+        manifest.write_text(yaml.safe_dump(job))
+        argv = ["check", str(manifest), "--config", str(config), "--cluster-state", str(state), "--output", "json"]
+        code = main(argv)
+        return code, json.loads(capsys.readouterr().out)["results"][0]
+
+    code, result = check(static_job("kubemaker", 8))
+    [violation] = result["violations"]
+    assert violation["rule"] == "exceeds-queue-capacity" and code == 1
     assert (
         "never hold more than 384 (nominal 256 + borrowing limit 128, cohort tpu-pool unknown)" in violation["message"]
     )
-    assert violation["rule"] == "exceeds-queue-capacity"
-    # a guaranteed job that fits under that bound: which flavor Kueue picks needs the tree, so the balance is skipped
-    manifest.write_text(yaml.safe_dump(static_job("kubemaker", 1, guaranteed=True)))
-    assert (
-        main(["check", str(manifest), "--config", str(config), "--cluster-state", str(state), "--output", "json"]) == 0
-    )
-    result = json.loads(capsys.readouterr().out)["results"][0]
-    assert result["violations"] == []
-    [warning] = [w for w in result["warnings"] if w.startswith("[guaranteed-balance-exceeded] skipped")]
-    assert "which flavor Kueue would pick in ClusterQueue 'team-a' is unknown (cohort tree)" in warning
+    # guaranteed, within the nominal: certain on quota, and 64 of the 64 left in the balance: nothing to skip
+    code, result = check(static_job("kubemaker", 1, guaranteed=True))
+    quota = [w for w in result["warnings"] if w.startswith(("[exceeds-queue-capacity]", "[guaranteed-balance"))]
+    assert (code, result["violations"], quota) == (0, [], [])  # (Nodes are not in the file: their rules skip)
+    # 128 guaranteed chips, 64 left: whichever flavor Kueue picks, beyond the balance
+    code, result = check(static_job("kubemaker", 2, guaranteed=True))
+    assert [v["rule"] for v in result["violations"]] == ["guaranteed-balance-exceeded"] and code == 1
+    assert "64 guaranteed chips left: nominal 256 − in use 128 − pending 64" in result["violations"][0]["message"]

@@ -8,7 +8,8 @@ modules that follow Kueue's own split (kubernetes-sigs/kueue):
 - ``webhook.quota.resource_node`` (``pkg/cache/scheduler/resource_node.go``): subtree
   quota, local quota, potential available through the cohort tree;
 - ``webhook.quota.flavorassigner`` (``pkg/scheduler/flavorassigner``): flavor
-  eligibility and assignment against that potential quota;
+  eligibility and assignment against that potential quota, several podSets through
+  ``webhook.quota.combinations``;
 - ``webhook.quota.ledger`` (``pkg/workload``, ``pkg/cache``'s usage): what Workloads
   hold and wait for, and the guaranteed balance (ours, not Kueue's);
 - ``webhook.quota.podsets`` (``pkg/workload``, ``PodSetResources``): a podSet's requests
@@ -21,7 +22,6 @@ generations: a write that changes quota drops them).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
-from decimal import Decimal
 from typing import Protocol
 
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
@@ -88,8 +88,8 @@ class QuotaModel:
             return self.assigner.assign(cluster_queue, podsets)
         tpu = self.tpu
 
-        def budget(flavor: str, resource: str) -> Decimal | None:
-            return Decimal(self.balance(cluster_queue, flavor).left) if resource == tpu else None
+        def budget(flavor: str, resource: str) -> Bound | None:
+            return self.balance(cluster_queue, flavor).bound() if resource == tpu else None
 
         return self.assigner.assign(cluster_queue, podsets, budget)
 
