@@ -159,3 +159,18 @@ def test_a_guaranteed_job_falls_short_only_when_no_choice_holds_it_within_the_ba
     assert guaranteed_shortfalls(Answers(FITS, nofit, enough), "cq", podsets, TPU) == BalanceAnswer()
     cpu_only = [podset_demand("head", {}, 1, {"cpu": Decimal(4)})]  # takes no chips: no balance to judge
     assert guaranteed_shortfalls(Answers(unknown, unknown, tight), "cq", cpu_only, TPU) == BalanceAnswer()
+
+
+def test_with_the_workloads_unknown_the_balance_is_bounded_by_the_nominal() -> None:
+    """Usage only lowers the balance: without the Workloads, nominal is an upper bound of it."""
+    ledger = ChipsLedger("guaranteed")
+    flavor = {"name": "f", "resources": [{"name": TPU, "nominalQuota": "256"}]}
+    spec = {"resourceGroups": [{"coveredResources": [TPU], "flavors": [flavor]}]}
+    queue = parse_cluster_queue({"metadata": {"name": "cq"}, "spec": spec})
+    balance = guaranteed_balance(ledger, "cq", queue, "f", TPU, [], lambda shape: FITS, "Workloads: not watched")
+    assert balance == Balance(256, 0, 0, "Workloads: not watched") and balance.left == 256
+    bound = balance.bound()
+    assert (bound.value, bound.floor, bound.decided_by) == (256, 0, "Workloads: not watched")
+    assert bound.holds(Decimal(384)) is False and bound.holds(Decimal(128)) is None
+    known = Balance(256, 192, 0).bound()
+    assert known.exact and known.holds(Decimal(64)) and known.holds(Decimal(65)) is False

@@ -96,6 +96,9 @@ class ClusterStore:
     def cohorts_unknown(self) -> str | None:
         return self._unknown(k.COHORTS)
 
+    def workloads_unknown(self) -> str | None:
+        return self._unknown(k.WORKLOADS)
+
     def _unknown(self, kind: k.Kind) -> str | None:
         """``"<Kind>: <why>"`` when the kind cannot be read, as a skipped rule names it; ``None`` when it can."""
         reason = self.availability.reason(kind.name)

@@ -28,6 +28,9 @@ on a flavor − guaranteed chips in use there − guaranteed chips pending there
 ones on the flavor Kueue's flavor assignment gives them (``webhook.quota.flavorassigner``).
 A guaranteed job is over the balance only when no choice of flavors Kueue could make
 (``webhook.quota.flavorassigner``) holds its chips within the balance of each flavor.
+When the Workloads cannot be read the balance is known only from above: usage can only
+lower it, so the nominal quota bounds it, and a job beyond the nominal of every flavor it
+could get is over it all the same.
 """
 
 from __future__ import annotations
@@ -45,6 +48,7 @@ from webhook.quota.objects import ClusterQueueInfo
 from webhook.quota.podsets import PodSetDemand, podset_demand
 from webhook.quota.resource_node import Bound
 
+ZERO = Decimal(0)
 HOLDS, WAITS, IDLE, FINISHED, INADMISSIBLE = "holds", "waits", "idle", "finished", "inadmissible"
 
 #: ``QuotaReserved=False`` reasons with which Kueue says the Workload cannot be admitted as it is
@@ -183,6 +187,8 @@ class Balance:
     nominal: int
     holding: int
     waiting: int
+    #: why what its Workloads hold and wait for is unknown ("Workloads: …"); then ``left`` is an upper bound
+    unknown: str = ""
 
     @property
     def left(self) -> int:
@@ -190,10 +196,13 @@ class Balance:
 
     def bound(self) -> Bound:
         """The chips a guaranteed job could take within the balance, as the flavor assigner caps a flavor."""
-        return Bound(
-            Decimal(max(self.left, 0)),
-            f"its guaranteed balance: nominal {self.nominal} − in use {self.holding} − pending {self.waiting}",
-        )
+        most = Decimal(max(self.left, 0))
+        if not self.unknown:
+            return Bound(
+                most, f"its guaranteed balance: nominal {self.nominal} − in use {self.holding} − pending {self.waiting}"
+            )
+        why = f"its guaranteed balance: nominal {self.nominal} less what its guaranteed Workloads hold and wait for"
+        return Bound(most, why, ZERO, self.unknown)
 
 
 def guaranteed_balance(
@@ -204,14 +213,18 @@ def guaranteed_balance(
     tpu: str,
     local_queues: Iterable[tuple[str, str]],
     assign: Callable[[Shape], Assignment],
+    unknown: str = "",
 ) -> Balance:
     """The balance of ``cluster_queue``'s TPU quota on ``flavor``.
 
     ``queue`` is its object (``None``: no nominal quota), ``local_queues`` the (namespace,
-    name) of the LocalQueues that point to it, ``assign`` its flavor assignment of a shape.
+    name) of the LocalQueues that point to it, ``assign`` its flavor assignment of a shape;
+    ``unknown``: why the Workloads cannot be read (the balance is then its nominal, an upper bound).
     """
     quota = queue.quota(flavor, tpu) if queue is not None else None
     nominal = int(quota.nominal) if quota is not None else 0
+    if unknown:
+        return Balance(nominal, 0, 0, unknown)
     holding = ledger.holding.get((cluster_queue, flavor), 0)
     waiting = 0
     for namespace, local_queue in local_queues:
@@ -238,7 +251,7 @@ class Shortfall:
 
     @property
     def left(self) -> int:
-        """The chips left in the balance (never below zero)."""
+        """The chips left in the balance (never below zero; with usage unknown, at most)."""
         return max(self.balance.left, 0)
 
 

@@ -54,6 +54,9 @@ class QuotaSource(Protocol):
     def cohorts_unknown(self) -> str | None:
         """Why the Cohort objects cannot be read (the tree above a queue is unknown); ``None`` when they can."""
 
+    def workloads_unknown(self) -> str | None:
+        """Why the Workloads cannot be read (what queues hold and wait for is unknown); ``None`` when they can."""
+
 
 class QuotaModel:
     """Potential quota, flavor assignment, chips in use and the guaranteed balance."""
@@ -108,4 +111,5 @@ class QuotaModel:
             self.tpu,
             self.source.queues_of_cq.get(cluster_queue, ()),
             assign,
+            self.source.workloads_unknown() or "",
         )

@@ -293,6 +293,7 @@ def _guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterat
         flavor, balance, left = shortfall.flavor, shortfall.balance, shortfall.left
         yield GUARANTEED_BALANCE_EXCEEDED.finding(
             LABELS.key(ctx.priority_label),
+            "usage-unknown" if balance.unknown else "",
             priority=policy.guaranteed_priority_class,
             needed=format_amount(shortfall.needed, tpu),
             flavor=flavor,
@@ -301,6 +302,7 @@ def _guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterat
             nominal=balance.nominal,
             holding=balance.holding,
             waiting=balance.waiting,
+            unknown=balance.unknown,
         )
 
 
@@ -315,10 +317,16 @@ GUARANTEED_BALANCE_EXCEEDED: Final = Rule(
             "{left} guaranteed chips left: nominal {nominal} − in use {holding} − pending {waiting} (beyond nominal "
             "it would run without its preemption privilege)",
             "submit it as best-effort, wait for guaranteed jobs to finish, or ask for at most {left} chips",
-        )
+        ),
+        "usage-unknown": Message(
+            "this {priority} job needs {needed} chips of flavor {flavor!r}, but ClusterQueue {cluster_queue!r} has "
+            "at most {left} guaranteed chips left, its nominal: what its guaranteed Workloads hold and wait for "
+            "can only lower it ({unknown}) (beyond nominal it would run without its preemption privilege)",
+            "submit it as best-effort, or ask for at most {left} chips",
+        ),
     },
     NOT_EXPORTED,
-    requires=QUEUES | {"ResourceFlavors", "Workloads"},
+    requires=QUEUES | {"ResourceFlavors"},
     why="beyond the team's nominal a guaranteed job loses its preemption privilege",
 )
 
