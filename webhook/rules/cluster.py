@@ -399,8 +399,9 @@ EXCEEDS_NODE_CAPACITY: Final = Rule(
             "request no more than one node offers (init containers count at their largest), or select larger nodes",
         ),
         "cluster": Message(
-            "the job needs {needed} {resource}, but all {accelerator} nodes of the cluster together hold {most}, "
-            "so topology-aware scheduling could never place it",
+            "the job needs {needed} {resource}, but all {accelerator} nodes of the cluster together hold {most} "
+            "(each node pool counted at the size its topology declares, hosts under repair included), so "
+            "topology-aware scheduling could never place it",
             "ask for at most {most} chips",
         ),
     },
