@@ -67,3 +67,32 @@ def test_chips_are_summed_exactly_as_nodes_come_and_go() -> None:
     assert nodes.accelerator_chips > Decimal("1e31")
     nodes.remove("huge")
     assert nodes.accelerator_chips == 4
+
+
+def tpu_host(name: str, pool: str | None, topology: str | None = "4x4x4") -> dict[str, Any]:
+    labels = {"cloud.google.com/gke-tpu-accelerator": "tpu7x"}
+    if pool is not None:
+        labels["cloud.google.com/gke-nodepool"] = pool
+    if topology is not None:
+        labels["cloud.google.com/gke-tpu-topology"] = topology
+    obj = node(name, "208", labels)
+    obj["status"]["allocatable"]["google.com/tpu"] = "4"
+    return obj
+
+
+def test_a_node_pool_counts_its_chips_at_the_size_its_topology_declares() -> None:
+    """Incremental provisioning: a 4x4x4 pool (16 hosts, 64 chips) comes up without a bad host and is
+    completed after repair; the whole-cluster ceiling counts it whole, not at the hosts listed."""
+    nodes = index(*(tpu_host(f"a-{i}", "a") for i in range(15)), tpu_host("b-0", "b"))
+    assert nodes.accelerator_chips == 64 + 64  # 15 hosts and 1 host listed, two whole cubes
+    nodes.remove("b-0")
+    assert nodes.accelerator_chips == 64  # the pool's last node gone: the pool is gone
+    nodes.put(parse_node(tpu_host("c-0", "c", "2x2x1")))  # a sub-slice pool: one host of 4 chips
+    assert nodes.accelerator_chips == 64 + 4
+    # without a pool or a topology that reads as one, a node counts as it is
+    nodes.put(parse_node(tpu_host("loose", None)))
+    nodes.put(parse_node(tpu_host("odd", "d", "cube")))
+    assert nodes.accelerator_chips == 64 + 4 + 4 + 4
+    for name in ("loose", "odd", "c-0", *(f"a-{i}" for i in range(15))):
+        nodes.remove(name)
+    assert nodes.accelerator_chips == 0

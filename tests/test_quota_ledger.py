@@ -18,6 +18,7 @@ from webhook.quota.ledger import (
     INADMISSIBLE,
     WAITS,
     Balance,
+    BalanceAnswer,
     ChipsLedger,
     Shortfall,
     guaranteed_balance,
@@ -137,18 +138,39 @@ class Answers:
         return self.balances[flavor]
 
 
-def test_a_guaranteed_job_falls_short_only_when_no_flavor_holds_it_within_the_balance() -> None:
+def test_a_guaranteed_job_falls_short_only_when_no_choice_holds_it_within_the_balance() -> None:
     podsets = [podset_demand("workers", {}, 16, {TPU: Decimal(4)})]
     tight = {"f": Balance(128, 64, 32)}  # 32 left, the job needs 64
-    unsure = Assignment((PodSetAssignment("workers", {TPU: "f"}, "fit", exact=False),))
-    unknown = Assignment((PodSetAssignment("workers", {}, "unknown"),))
-    assert guaranteed_shortfalls(Answers(unknown, NOFIT, tight), "cq", podsets, TPU) is None
-    assert guaranteed_shortfalls(Answers(unsure, NOFIT, tight), "cq", podsets, TPU) is None
-    assert guaranteed_shortfalls(Answers(NOFIT, NOFIT, tight), "cq", podsets, TPU) == []  # never fits at all
-    assert guaranteed_shortfalls(Answers(FITS, FITS, tight), "cq", podsets, TPU) == []  # a later flavor holds it
-    [short] = guaranteed_shortfalls(Answers(FITS, NOFIT, tight), "cq", podsets, TPU) or []
+    unsure = Assignment((PodSetAssignment("workers", {TPU: "f"}, "unknown"),), "unknown", "the cohort tree")
+    unknown = Assignment((PodSetAssignment("workers", {}, "unknown"),), "unknown", "the search's limit")
+    nofit = Assignment((PodSetAssignment("workers", {}, "fit"),), "nofit")
+    assert guaranteed_shortfalls(Answers(NOFIT, NOFIT, tight), "cq", podsets, TPU) == BalanceAnswer()  # never fits
+    assert guaranteed_shortfalls(Answers(FITS, FITS, tight), "cq", podsets, TPU) == BalanceAnswer()  # a choice holds it
+    [short] = guaranteed_shortfalls(Answers(FITS, nofit, tight), "cq", podsets, TPU).shortfalls
     assert (short.flavor, short.needed, short.left) == ("f", Decimal(64), 32)
+    # whether the quota holds it is uncertain, but no choice the quota might allow is within the balance
+    [short] = guaranteed_shortfalls(Answers(unsure, nofit, tight), "cq", podsets, TPU).shortfalls
+    assert short.flavor == "f"
+    assert guaranteed_shortfalls(Answers(unsure, unsure, tight), "cq", podsets, TPU).unknown == "the cohort tree"
+    assert guaranteed_shortfalls(Answers(unknown, nofit, tight), "cq", podsets, TPU).unknown == "the search's limit"
     overdrawn = Shortfall("f", Decimal(64), Balance(128, 160, 0))
     assert overdrawn.balance.left == -32 and overdrawn.left == 0
     enough = {"f": Balance(128, 64, 0)}  # the balance itself holds it: nothing to say
-    assert guaranteed_shortfalls(Answers(FITS, NOFIT, enough), "cq", podsets, TPU) == []
+    assert guaranteed_shortfalls(Answers(FITS, nofit, enough), "cq", podsets, TPU) == BalanceAnswer()
+    cpu_only = [podset_demand("head", {}, 1, {"cpu": Decimal(4)})]  # takes no chips: no balance to judge
+    assert guaranteed_shortfalls(Answers(unknown, unknown, tight), "cq", cpu_only, TPU) == BalanceAnswer()
+
+
+def test_with_the_workloads_unknown_the_balance_is_bounded_by_the_nominal() -> None:
+    """Usage only lowers the balance: without the Workloads, nominal is an upper bound of it."""
+    ledger = ChipsLedger("guaranteed")
+    flavor = {"name": "f", "resources": [{"name": TPU, "nominalQuota": "256"}]}
+    spec = {"resourceGroups": [{"coveredResources": [TPU], "flavors": [flavor]}]}
+    queue = parse_cluster_queue({"metadata": {"name": "cq"}, "spec": spec})
+    balance = guaranteed_balance(ledger, "cq", queue, "f", TPU, [], lambda shape: FITS, "Workloads: not watched")
+    assert balance == Balance(256, 0, 0, "Workloads: not watched") and balance.left == 256
+    bound = balance.bound()
+    assert (bound.value, bound.floor, bound.decided_by) == (256, 0, "Workloads: not watched")
+    assert bound.holds(Decimal(384)) is False and bound.holds(Decimal(128)) is None
+    known = Balance(256, 192, 0).bound()
+    assert known.exact and known.holds(Decimal(64)) and known.holds(Decimal(65)) is False

@@ -129,7 +129,8 @@ def test_a_cohort_cycle_is_unknown() -> None:
         cohort("a", "b"),
         cohort("b", "a"),
     )
-    assert state.potential(CQ, "default", "cpu").value is None
+    cycle = state.potential(CQ, "default", "cpu")
+    assert (cycle.value, cycle.floor) == (None, 0)  # Kueue leaves the queue inactive until the cycle is fixed
 
 
 def test_nominal_fit_counts_pods_within_nominal_and_skips_zero_requests() -> None:
@@ -201,12 +202,19 @@ def test_the_bound_says_how_it_is_made_up() -> None:
     )
 
 
-def test_unknown_cohorts_bound_a_queue_only_through_its_borrowing_limit() -> None:
+def test_unknown_cohorts_bound_a_queue_between_its_nominal_and_its_borrowing_limit() -> None:
+    """Potential available is never below nominal (what a queue lends stays in the tree above it), and
+    never above nominal + borrowingLimit; with the Cohorts unknown that range is all we know."""
     state = store(
         cluster_queue("capped", [[("red", {"cpu": q("10", "5")})]], "cohort"),
         cluster_queue("open", [[("red", {"cpu": q("10")})]], "cohort"),
     )
     state.availability.mark_absent(k.COHORTS.name, "not watched")
     capped = state.potential("capped", "red", "cpu")
-    assert (capped.value, capped.exact) == (Decimal(15), False)  # an upper bound only
-    assert state.potential("open", "red", "cpu").value is None
+    assert (capped.value, capped.floor, capped.exact) == (Decimal(15), Decimal(10), False)
+    assert capped.decided_by == "Cohorts: not watched"
+    assert [capped.holds(Decimal(n)) for n in (10, 12, 16)] == [True, None, False]
+    opened = state.potential("open", "red", "cpu")
+    assert (opened.value, opened.floor) == (None, Decimal(10))  # no upper bound without a borrowingLimit
+    assert opened.explanation == "nominal 10, cohort cohort is unknown and there is no borrowing limit"
+    assert [opened.holds(Decimal(n)) for n in (10, 10**9)] == [True, None]

@@ -9,6 +9,12 @@ out of the shapes: they take no new pods.
 
 DD-0018: a resource that no node advertises is unknown, not zero; the fit check
 leaves it out rather than call every node too small.
+
+The accelerator's chips (dynamic mode's whole-cluster ceiling) count each node pool of a
+known topology at the size that topology declares (a ``4x4x4`` pool is 64 chips, 16
+hosts), not the hosts listed: with incremental provisioning a pool comes up without a
+bad host and is completed after repair, so a job that fits the repaired pools must wait,
+not be refused. A node outside such a pool counts as it is.
 """
 
 from __future__ import annotations
@@ -19,6 +25,7 @@ from decimal import Decimal
 from typing import TypeVar
 
 from webhook.kube.quantity import CONTEXT
+from webhook.kube.topology import TopologyError, parse_topology
 from webhook.policy.config import TpuPolicy
 from webhook.quota.objects import NodeFit, NodeInfo, Taint, Toleration, tolerated
 
@@ -41,8 +48,10 @@ class NodeIndex:
         self._first: dict[Shape, str] = {}
         #: resource -> how many nodes advertise it
         self.advertised: Counter[str] = Counter()
-        #: chips on the nodes of the TPU accelerator (tpu7x)
+        #: chips of the TPU accelerator (tpu7x): each pool of a known topology at its declared size
         self.accelerator_chips = Decimal(0)
+        #: (topology, node pool) of the accelerator -> (nodes present, chips on them)
+        self._pool_chips: dict[tuple[str, str], tuple[int, Decimal]] = {}
 
     def put(self, node: NodeInfo) -> None:
         self.remove(node.name)
@@ -71,16 +80,32 @@ class NodeIndex:
                 del self.advertised[resource]
         tpu = self.tpu
         if node.labels.get(tpu.accelerator_label) == tpu.accelerator_value:
-            # summed as nodes come and go, in the watch's thread: in the quantities' context, exactly
             chips = node.allocatable.get(tpu.resource_name, Decimal(0))
-            self.accelerator_chips = CONTEXT.add(self.accelerator_chips, chips if sign > 0 else chips.copy_negate())
             topology = node.labels.get(tpu.topology_label)
+            pool_name = node.labels.get(NODEPOOL_LABEL)
+            if topology and pool_name and _declared_chips(topology):
+                self._count_pool((topology, pool_name), chips, sign)
+            else:
+                # summed as nodes come and go, in the watch's thread: in the quantities' context, exactly
+                self.accelerator_chips = CONTEXT.add(self.accelerator_chips, CONTEXT.multiply(sign, chips))
             if topology:
                 pools = self.pools[topology]
                 pool = node.labels.get(NODEPOOL_LABEL, node.name)
                 pools[pool] += sign
                 if pools[pool] <= 0:
                     del pools[pool]
+
+    def _count_pool(self, key: tuple[str, str], chips: Decimal, sign: int) -> None:
+        """One node of a pool comes or goes: the pool counts at its declared size while any node is present."""
+        nodes, present = self._pool_chips.get(key, (0, Decimal(0)))
+        before = max(_declared_chips(key[0]), present) if nodes else Decimal(0)
+        nodes, present = nodes + sign, CONTEXT.add(present, CONTEXT.multiply(sign, chips))
+        if nodes > 0:
+            self._pool_chips[key] = (nodes, present)
+        else:
+            self._pool_chips.pop(key, None)
+        after = max(_declared_chips(key[0]), present) if nodes > 0 else Decimal(0)
+        self.accelerator_chips = CONTEXT.add(self.accelerator_chips, CONTEXT.subtract(after, before))
 
     # ---------------------------------------------------------------- answers
 
@@ -144,6 +169,14 @@ class NodeIndex:
 
     def topologies(self) -> frozenset[str]:
         return frozenset(topology for topology, pools in self.pools.items() if pools)
+
+
+def _declared_chips(topology: str) -> Decimal:
+    """The chips a node pool of ``topology`` has when whole (``4x4x4``: 64); 0 for a value that is not one."""
+    try:
+        return Decimal(parse_topology(topology).chips)
+    except TopologyError:
+        return Decimal(0)
 
 
 def _move(index: defaultdict[_K, set[str]], key: _K, name: str, sign: int) -> None:

@@ -120,7 +120,7 @@ class WithoutWorkloads:
                     assignment = store.quota.assign(cluster_queue, shape)
                     if assignment.fits:  # as the store counts a pending Workload: only one that could fit
                         waiting += count * int(assignment.usage(shape, store.tpu).get(flavor, 0))
-        return Balance(whole.nominal, whole.holding - holding, whole.waiting - waiting)
+        return Balance(whole.nominal, whole.holding - holding, whole.waiting - waiting, whole.unknown)
 
     def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
         store = self.store
@@ -128,8 +128,8 @@ class WithoutWorkloads:
             return store.assign(cluster_queue, podsets)
         tpu = store.tpu
 
-        def budget(flavor: str, resource: str) -> Decimal | None:
-            return Decimal(self.balance(cluster_queue, flavor).left) if resource == tpu else None
+        def budget(flavor: str, resource: str) -> Bound | None:
+            return self.balance(cluster_queue, flavor).bound() if resource == tpu else None
 
         with store.lock:
             return store.quota.assigner.assign(cluster_queue, podsets, budget)

@@ -41,8 +41,22 @@ def state_from_objects(objects: Iterable[Any], policy: Policy) -> ClusterStore:
             store.replace(kind, by_kind[kind.name])
             store.availability.mark_synced(kind.name)
         else:
-            store.availability.mark_absent(kind.name, "no objects of this kind in the --cluster-state input")
+            store.availability.mark_absent(kind.name, absent_reason(kind))
     return store
+
+
+def absent_reason(kind: k.Kind) -> str:
+    """Why a kind missing from the input is unknown, and what would decide it.
+
+    A ``kubectl get … -o yaml`` List with no items says nothing of its kind, so "none" can
+    only be said by a typed list, as ``tpu-admission snapshot`` writes for every kind.
+    """
+    return (
+        "no objects of this kind in the --cluster-state input: to decide it, write the input with "
+        "`tpu-admission snapshot` (every kind, empty ones included), or add the kind's objects, or, if there "
+        f"are none, a `kind: {kind.kind}List` (apiVersion {kind.api_version}) with `items: []` (a kubectl List "
+        "cannot say a kind has none)"
+    )
 
 
 def load_state_files(paths: list[str], policy: Policy) -> ClusterStore:

@@ -93,6 +93,17 @@ class ClusterStore:
     def cohorts_known(self) -> bool:
         return self.availability.reason(k.COHORTS.name) is None
 
+    def cohorts_unknown(self) -> str | None:
+        return self._unknown(k.COHORTS)
+
+    def workloads_unknown(self) -> str | None:
+        return self._unknown(k.WORKLOADS)
+
+    def _unknown(self, kind: k.Kind) -> str | None:
+        """``"<Kind>: <why>"`` when the kind cannot be read, as a skipped rule names it; ``None`` when it can."""
+        reason = self.availability.reason(kind.name)
+        return f"{kind.name}: {reason}" if reason is not None else None
+
     # ---------------------------------------------------------------- writes
 
     def apply(self, kind: k.Kind, event: str, obj: Mapping[str, Any]) -> None:

@@ -5,6 +5,7 @@
 - ``resource_node``: subtree quota, local quota, potential available through the cohort
   tree (``pkg/cache/scheduler/resource_node.go``);
 - ``flavorassigner``: flavor eligibility and assignment (``pkg/scheduler/flavorassigner``);
+- ``combinations``: whether some choice of flavors could hold several podSets together;
 - ``ledger``: what Workloads hold and wait for, and the guaranteed balance;
 - ``amounts``: the one formatter of the amounts messages print;
 - ``model``: ``QuotaModel``, the above over the store's objects.

@@ -1,34 +1,43 @@
-"""Flavor assignment: which flavor of a ClusterQueue each podSet gets, or that none ever could.
+"""Flavor assignment: which flavors of a ClusterQueue the podSets could get, or that no choice ever could.
 
 It follows kubernetes-sigs/kueue ``pkg/scheduler/flavorassigner`` (facts restated, no
 code copied):
 
 - **Flavor eligibility** (``checkFlavorForPodSets``, ``flavorSelector``,
-  ``checkPodSetAndFlavorMatchForTAS`` in ``tas_flavorassigner.go``): a topology-aware
-  flavor (``topologyName``) is passed over by a podSet that does not ask for
-  topology-aware scheduling, unless every flavor of the queue is one; a flavor's
-  ``nodeTaints`` (NoSchedule/NoExecute) must be tolerated by the pod's tolerations plus
-  the flavor's own ``tolerations``; the pod's nodeSelector and required node-affinity
-  terms are cut down to the keys of *this flavor's* ``nodeLabels`` and must then match
-  those labels. A term left empty by the cut makes the affinity match anything (terms are
-  ORed). A flavor without labels matches every pod.
-- **Flavor order** (``assignFlavors``, ``findFlavorForPodSets``, ``fitsResourceQuota``):
-  podSets in order; per resource group, flavors in the group's order; a flavor where the
-  podSet plus what earlier podSets already took of it exceeds the queue's potential quota
-  (``webhook.quota.resource_node``) is NoFit and the next flavor is tried. Resources the
-  ClusterQueue does not cover are skipped when their request is 0, else Kueue reports
-  "resource … unavailable in ClusterQueue" (``uncovered_requests``). When the queue
-  covers ``pods``, each podSet requests its pod count of it. Kueue stops at the first
-  podSet without a flavor.
+  ``checkPodSetAndFlavorMatchForTAS`` in ``tas_flavorassigner.go``): topology-aware
+  scheduling splits the flavors in two. A podSet that asks for a topology is never given
+  a flavor without ``topologyName`` ("does not support TopologyAwareScheduling"), and one
+  that asks for none passes over the flavors with one ("supports only
+  TopologyAwareScheduling"), unless every flavor of the queue is one (TAS implied). A
+  flavor's ``nodeTaints`` (NoSchedule/NoExecute) must be tolerated by the pod's
+  tolerations plus the flavor's own ``tolerations``; the pod's nodeSelector and required
+  node-affinity terms are cut down to the keys of *this flavor's* ``nodeLabels`` and must
+  then match those labels. A term left empty by the cut makes the affinity match anything
+  (terms are ORed). A flavor without labels matches every pod. A TPU podSet asks for a
+  topology (``webhook.quota.podsets.demand_of``).
+- **Quota** (``fitsResourceQuota``): a flavor holds a podSet when, per resource, what the
+  podSets on it take together is within the queue's potential quota
+  (``webhook.quota.resource_node``); one whose potential quota a podSet exceeds on its
+  own, on any one resource, is NoFit for it ("exceeds max quota"), whatever is unknown
+  about its other resources. Resources the ClusterQueue does not cover are skipped when
+  their request is 0, else Kueue reports "resource … unavailable in ClusterQueue"
+  (``uncovered_requests``). When the queue covers ``pods``, each podSet requests its pod
+  count of it.
+- **Several podSets** (``assignFlavors``, ``findFlavorForPodSets``,
+  ``shouldTryNextFlavor``): Kueue assigns them in order, each to the first flavor that
+  fits now; which one that is depends on usage, so the gate asks whether any choice of
+  eligible flavors could hold them together (``webhook.quota.combinations``).
 
 We differ on purpose in one way: Kueue judges "does it fit now" against current usage
 (its answer may be Preempt); the gate judges "could it ever fit" (usage zero), because a
 job that fits later is admissible. With zero usage Kueue's ``available`` equals
-``potentialAvailable``, so a flavor Kueue calls NoFit ("exceeds max quota") is exactly one
-we call NoFit; ``FlavorFungibility`` plays no part.
+``potentialAvailable``, so a flavor Kueue calls NoFit for a podSet on its own ("exceeds
+max quota") is exactly one we call NoFit.
 
 Unknown is not zero: a flavor whose ResourceFlavor object is missing (Kueue: "flavor …
-not found"), or a potential quota that is unknown, makes the podSet's answer unknown.
+not found"), or a potential quota known only within a range, leaves a choice uncertain;
+the answer is ``nofit`` only when every choice is past an upper bound that holds whatever
+is unknown.
 """
 
 from __future__ import annotations
@@ -40,7 +49,9 @@ from typing import Protocol
 
 from webhook.kube.quantity import quantity_or_none
 from webhook.objects.workload import Container, PodSet
-from webhook.quota.objects import ClusterQueueInfo, FlavorInfo, ResourceGroup, tolerated
+from webhook.quota.amounts import format_amount
+from webhook.quota.combinations import LIMIT, Bounds, Choice, Doubt, Option, choose, holds, most
+from webhook.quota.objects import ClusterQueueInfo, FlavorInfo, tolerated
 from webhook.quota.podsets import PodSetDemand, demand_of
 from webhook.quota.resource_node import Bound, Memo, NominalFit, Remember, ResourceNodes, nominal_fit
 
@@ -48,12 +59,12 @@ ZERO = Decimal(0)
 PODS = "pods"
 
 #: ``budget(flavor, resource)``: a further cap per flavor (the guaranteed balance), ``None`` = none
-Budget = Callable[[str, str], Decimal | None]
+Budget = Callable[[str, str], Bound | None]
 
 
 @dataclass(frozen=True, slots=True)
 class Attempt:
-    """One flavor tried for a podSet, and why it was passed over."""
+    """One flavor tried for a podSet on its own, and why it was passed over or is uncertain."""
 
     flavor: str
     #: "tas", "mismatch" (labels/affinity), "taint", "capacity", "budget", "unknown"
@@ -66,7 +77,7 @@ class Attempt:
 
 @dataclass(frozen=True, slots=True)
 class Exceeded:
-    """A flavor passed over because the podSet needs more of a resource than the queue could ever hold."""
+    """A flavor a podSet needs more of a resource of than the queue could ever hold there."""
 
     flavor: str
     resource: str
@@ -80,20 +91,20 @@ class Exceeded:
 @dataclass(frozen=True, slots=True)
 class PodSetAssignment:
     name: str
-    #: resource -> flavor; complete only when ``status == "fit"``
+    #: resource -> flavor, of the choice found (empty when none)
     flavors: Mapping[str, str]
-    #: "fit", "nofit" (no flavor could ever hold it) or "unknown"
+    #: on its own: "fit", "nofit" (no flavor could ever hold it) or "unknown"
     status: str
     attempts: tuple[Attempt, ...] = ()
     #: uncovered resources requested with a non-zero quantity (``resource-not-covered``'s business)
     uncovered: tuple[str, ...] = ()
-    #: ``False`` when the flavor was picked against an upper bound only: Kueue might pick a later one
-    exact: bool = True
+    #: the flavors it could take on its own, in group order
+    options: tuple[str, ...] = ()
 
     @property
     def passed_over(self) -> tuple[Attempt, ...]:
-        """The flavors passed over for the pod's labels, affinity or taints."""
-        return tuple(a for a in self.attempts if a.kind in ("mismatch", "taint"))
+        """The flavors passed over for the pod's labels, affinity, taints or topology request."""
+        return tuple(a for a in self.attempts if a.kind in ("mismatch", "taint", "tas"))
 
     @property
     def exceeded(self) -> tuple[Exceeded, ...]:
@@ -113,32 +124,26 @@ class PodSetAssignment:
 @dataclass(frozen=True, slots=True)
 class Assignment:
     podsets: tuple[PodSetAssignment, ...] = ()
+    #: "fit": some choice of flavors certainly holds every podSet; "nofit": no choice ever could; "unknown"
+    status: str = "fit"
+    #: for "unknown": what is uncertain, and what would decide it
+    doubt: str = ""
+    #: for "nofit" with every podSet fitting some flavor on its own: the flavors they contend for
+    contended: tuple[Exceeded, ...] = ()
 
     @property
     def fits(self) -> bool:
-        return all(p.status == "fit" for p in self.podsets)
+        return self.status == "fit"
 
-    @property
-    def exact(self) -> bool:
-        return all(p.exact for p in self.podsets)
-
-    @property
-    def status(self) -> str:
-        statuses = {p.status for p in self.podsets}
-        return "nofit" if "nofit" in statuses else "unknown" if "unknown" in statuses else "fit"
-
-    def first_unassigned(self) -> tuple[int, bool] | None:
-        """The first podSet without a flavor (Kueue stops there), and whether every earlier
-        podSet's flavor is certainly the one Kueue would pick; ``None`` when all fit."""
-        certain = True
+    def first_unassigned(self) -> int | None:
+        """The first podSet no flavor could ever hold on its own (Kueue stops there); ``None`` when each fits one."""
         for index, podset in enumerate(self.podsets):
-            if podset.status != "fit":
-                return index, certain
-            certain = certain and podset.exact
+            if podset.status == "nofit":
+                return index
         return None
 
     def usage(self, podsets: Sequence[PodSetDemand], resource: str) -> dict[str, Decimal]:
-        """Per flavor, how much of ``resource`` the assigned podSets take."""
+        """Per flavor, how much of ``resource`` the podSets take in the choice found."""
         out: dict[str, Decimal] = {}
         for demand, assigned in zip(podsets, self.podsets, strict=True):
             flavor = assigned.flavors.get(resource)
@@ -154,8 +159,11 @@ def flavor_mismatch(flavor: FlavorInfo, demand: PodSetDemand, tas_only: bool = F
     """Why Kueue would not give ``flavor`` to this podSet ((kind, detail)), or ``None``.
 
     ``tas_only``: every flavor of the queue is a topology-aware one, so Kueue treats every
-    podSet as asking for topology-aware scheduling.
+    podSet as asking for topology-aware scheduling. Called for a resource group the podSet
+    requests from, so a podSet that asks for a topology always overlaps it.
     """
+    if flavor.topology_name is None and demand.tas:
+        return "tas", "does not support topology-aware scheduling, which this podSet asks for"
     if flavor.topology_name is not None and not demand.tas and not tas_only:
         return "tas", "supports only topology-aware scheduling, which this podSet does not ask for"
     tolerations = (*demand.tolerations, *flavor.tolerations)
@@ -191,6 +199,19 @@ def uncovered_requests(podset: PodSet, covered: frozenset[str]) -> Iterator[tupl
                 yield container, kind, resource
 
 
+def describe_doubt(cluster_queue: str, doubt: Doubt) -> str:
+    """A ``Doubt`` in words: what is uncertain, and what would decide it."""
+    if doubt.bound is None:
+        return f"flavor {doubt.flavor!r}: {doubt.text}"
+    bound, n = doubt.bound, format_amount
+    most = f", at most {n(bound.value)}" if bound.value is not None else ""
+    decided = f" — decided by {bound.decided_by}" if bound.decided_by else ""
+    return (
+        f"flavor {doubt.flavor!r} would need {n(doubt.amount, doubt.resource)} {doubt.resource}, more than "
+        f"ClusterQueue {cluster_queue!r} certainly holds ({n(bound.floor)}{most}: {bound.explanation}){decided}"
+    )
+
+
 # ---------------------------------------------------------------- the assigner
 
 
@@ -204,6 +225,14 @@ class FlavorSource(Protocol):
     def flavors(self) -> Mapping[str, FlavorInfo]: ...
 
 
+@dataclass(frozen=True, slots=True)
+class _Slot:
+    """One podSet's resource group: the flavors it could take there."""
+
+    podset: int
+    options: tuple[Option, ...]
+
+
 class FlavorAssigner:
     """Kueue's flavor assignment with zero usage, against ``ResourceNodes``' potential quota."""
 
@@ -214,118 +243,197 @@ class FlavorAssigner:
         self._remember = remember
 
     def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], budget: Budget | None = None) -> Assignment:
-        """Podsets in order, flavors in group order.
+        """Could some choice of eligible flavors ever hold ``podsets`` together?
 
         ``budget(flavor, resource)``, when given, is a further cap per flavor (the
-        guaranteed balance): a flavor over it is passed over as Kueue passes over a flavor
-        whose quota is taken. Memoized without a budget only.
+        guaranteed balance), judged as the potential quota is. Memoized without a budget;
+        with one, only the search runs again (which flavors each podSet could take is memoized).
         """
         key = ("assign", cluster_queue, tuple(podsets))
         if budget is None:
             cached = self._memo(key)
             if isinstance(cached, Assignment):
                 return cached
-        answer = self._assign(cluster_queue, podsets, budget)
+        queue = self.source.cluster_queues.get(cluster_queue)
+        if queue is None:
+            unknown = tuple(PodSetAssignment(p.name, {}, "unknown") for p in podsets)
+            return Assignment(unknown, "unknown", f"ClusterQueue {cluster_queue} is unknown")
+        alone, slots = self._prepared(queue, podsets)
+        bound = self._bounds(cluster_queue, budget)
+        if any(p.status == "nofit" for p in alone):
+            answer = Assignment(alone, "nofit")
+        else:
+            choice = choose([slot.options for slot in slots], bound)
+            answer = self._answer(cluster_queue, podsets, alone, slots, choice, bound)
         if budget is None:
             self._remember(key, answer)
         return answer
 
-    def _assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], budget: Budget | None) -> Assignment:
-        queue = self.source.cluster_queues.get(cluster_queue)
-        if queue is None:
-            return Assignment(tuple(PodSetAssignment(p.name, {}, "unknown") for p in podsets))
-        taken: dict[tuple[str, str], Decimal] = {}
+    def _bounds(self, cluster_queue: str, budget: Budget | None) -> Bounds:
+        """``bounds(flavor, resource)``: the queue's potential quota, and the budget's cap when there is one."""
+        bounds: dict[tuple[str, str], tuple[Bound, ...]] = {}
+
+        def bound(flavor: str, resource: str) -> tuple[Bound, ...]:
+            found = bounds.get((flavor, resource))
+            if found is None:
+                quota = self.nodes.potential_available(cluster_queue, flavor, resource)
+                cap = budget(flavor, resource) if budget is not None else None
+                found = bounds[(flavor, resource)] = (quota, cap) if cap is not None else (quota,)
+            return found
+
+        return bound
+
+    def _prepared(
+        self, queue: ClusterQueueInfo, podsets: Sequence[PodSetDemand]
+    ) -> tuple[tuple[PodSetAssignment, ...], tuple[_Slot, ...]]:
+        """Each podSet on its own (its flavors, why not the others) and its slots; memoized."""
+        key = ("slots", queue.name, tuple(podsets))
+        cached = self._memo(key)
+        if isinstance(cached, tuple):
+            return cached
+        bound = self._bounds(queue.name, None)
+        tas_only = self._tas_only(queue)
         pods_group = queue.group_of(PODS)
-        known = [self.source.flavors.get(name) for name, _ in queue.flavors]
-        tas_only = all(f is not None and f.topology_name is not None for f in known)
-        results = []
-        for demand in podsets:
+        slots: list[_Slot] = []
+        alone: list[PodSetAssignment] = []
+        for index, demand in enumerate(podsets):
             requests = {r: v * demand.count for r, v in demand.requests}
             if pods_group is not None:
                 requests[PODS] = Decimal(demand.count)
-            flavors: dict[str, str] = {}
-            status, attempts, uncovered, exact = "fit", [], [], True
+            attempts: list[Attempt] = []
+            uncovered: list[str] = []
+            options: list[str] = []
+            status = "fit"
+            seen: set[frozenset[str]] = set()
             for resource in sorted(requests):
-                if resource in flavors:
-                    continue
                 group = queue.group_of(resource)
                 if group is None:
                     if requests[resource] != 0:
                         uncovered.append(resource)
                     continue
-                wanted = {r: v for r, v in requests.items() if r in group.covered}
-                chosen, tried, exactly = self._find_flavor(
-                    cluster_queue, group, demand, wanted, taken, budget, tas_only
-                )
+                if group.covered in seen:
+                    continue
+                seen.add(group.covered)
+                wanted = tuple(sorted((r, v) for r, v in requests.items() if r in group.covered))
+                slot, tried, certain = self._slot(queue.name, index, group.flavors, demand, wanted, bound, tas_only)
                 attempts.extend(tried)
-                exact = exact and exactly
-                if chosen is None:
-                    status = "unknown" if any(a.kind == "unknown" for a in tried) else "nofit"
-                    break
-                for r, v in wanted.items():
-                    flavors[r] = chosen
-                    taken[(chosen, r)] = taken.get((chosen, r), ZERO) + v
-            results.append(PodSetAssignment(demand.name, flavors, status, tuple(attempts), tuple(uncovered), exact))
-            if status != "fit":
-                # Later podSets would be judged against usage we cannot know; Kueue stops here too.
-                results.extend(PodSetAssignment(p.name, {}, "unknown") for p in podsets[len(results) :])
-                break
-        return Assignment(tuple(results))
+                options.extend(o.flavor for o in slot.options if o.flavor not in options)
+                slots.append(slot)
+                if not slot.options:
+                    status = "nofit"
+                elif not certain and status == "fit":
+                    status = "unknown"
+            alone.append(PodSetAssignment(demand.name, {}, status, tuple(attempts), tuple(uncovered), tuple(options)))
+        answer = (tuple(alone), tuple(slots))
+        self._remember(key, answer)
+        return answer
 
-    def _find_flavor(
+    def _tas_only(self, queue: ClusterQueueInfo) -> bool | None:
+        """Whether every flavor of the queue is topology-aware (``None``: a flavor object is unknown)."""
+        known = [self.source.flavors.get(name) for name, _ in queue.flavors]
+        if any(f is not None and f.topology_name is None for f in known):
+            return False
+        return None if any(f is None for f in known) else True
+
+    def _slot(
         self,
         cluster_queue: str,
-        group: ResourceGroup,
+        podset: int,
+        flavors: Sequence[str],
         demand: PodSetDemand,
-        wanted: Mapping[str, Decimal],
-        taken: Mapping[tuple[str, str], Decimal],
-        budget: Budget | None,
-        tas_only: bool,
-    ) -> tuple[str | None, list[Attempt], bool]:
-        """The first flavor of ``group`` that could ever hold ``wanted``; whether that is certain."""
+        wanted: tuple[tuple[str, Decimal], ...],
+        bound: Bounds,
+        tas_only: bool | None,
+    ) -> tuple[_Slot, list[Attempt], bool]:
+        """The flavors of a group the podSet could take on its own, the others (why not), and whether
+        one of them certainly holds it."""
         tried: list[Attempt] = []
-        for name in group.flavors:
+        options: list[Option] = []
+        certain = False
+        for name in flavors:
             flavor = self.source.flavors.get(name)
+            doubt = ""
             if flavor is None:
-                tried.append(Attempt(name, "unknown", "its ResourceFlavor object is unknown"))
-                return None, tried, True  # Kueue would say "flavor not found"; we cannot judge what follows
-            mismatch = flavor_mismatch(flavor, demand, tas_only)
-            if mismatch is not None:
-                tried.append(Attempt(name, mismatch[0], mismatch[1]))
-                continue
-            failed: Attempt | None = None
-            unknown, exact = False, True
-            for resource, value in sorted(wanted.items()):
-                needed = taken.get((name, resource), ZERO) + value
-                bound = self.nodes.potential_available(cluster_queue, name, resource)
-                if bound.value is None:
-                    unknown = True
+                doubt = f"its ResourceFlavor object is not in the cluster state (Kueue: flavor {name} not found)"
+            else:
+                mismatch = flavor_mismatch(flavor, demand, tas_only is not False)  # unknown: the wider set
+                if mismatch is not None:
+                    tried.append(Attempt(name, mismatch[0], mismatch[1]))
                     continue
-                exact = exact and bound.exact
-                if needed > bound.value:
-                    failed = Attempt(name, "capacity", "", resource, needed, bound)
+                if tas_only is None and flavor.topology_name is not None and not demand.tas:
+                    doubt = "eligible only if every flavor of the queue is topology-aware (a ResourceFlavor is missing)"
+            failed: Attempt | None = None
+            unsure: Attempt | None = None
+            for resource, value in wanted:
+                held, limits = holds(bound(name, resource), value)
+                if held is False and limits is not None:
+                    kind = "capacity" if limits is bound(name, resource)[0] else "budget"
+                    failed = Attempt(name, kind, "", resource, value, limits)
                     break
-                cap = budget(name, resource) if budget is not None else None
-                if cap is not None and needed > cap:
-                    failed = Attempt(name, "budget", "", resource, needed, Bound(cap, "balance"))
-                    break
+                if held is None and limits is not None and unsure is None:
+                    text = describe_doubt(cluster_queue, Doubt(0, name, resource, value, limits))
+                    unsure = Attempt(name, "unknown", text, resource, value, limits)
             if failed is not None:
                 tried.append(failed)
                 continue
-            if unknown:
-                tried.append(Attempt(name, "unknown", bound_reason(self.nodes, cluster_queue, name, wanted)))
-                return None, tried, True
-            return name, tried, exact
-        return None, tried, True
+            options.append(Option(name, wanted, doubt))
+            if doubt:
+                tried.append(Attempt(name, "unknown", doubt))
+            elif unsure is not None:
+                tried.append(unsure)
+            else:
+                certain = True
+        return _Slot(podset, tuple(options)), tried, certain
+
+    def _answer(
+        self,
+        cluster_queue: str,
+        podsets: Sequence[PodSetDemand],
+        alone: tuple[PodSetAssignment, ...],
+        slots: tuple[_Slot, ...],
+        choice: Choice,
+        bound: Bounds,
+    ) -> Assignment:
+        if choice.status == "nofit":
+            return Assignment(tuple(alone), "nofit", contended=_contended(slots, bound))
+        flavors: list[dict[str, str]] = [{} for _ in alone]
+        for slot, pick in zip(slots, choice.picks or [-1] * len(slots), strict=True):
+            if pick < 0:
+                continue  # stopped at the search's limit before finding one
+            option = slot.options[pick]
+            for resource, _ in option.wanted:
+                flavors[slot.podset][resource] = option.flavor
+        chosen = tuple(
+            PodSetAssignment(p.name, flavors[i], p.status, p.attempts, p.uncovered, p.options)
+            for i, p in enumerate(alone)
+        )
+        if choice.status == "fit":
+            return Assignment(chosen)
+        if choice.doubt is None:
+            doubt = (
+                f"the podSets together have more choices of flavors than the {LIMIT} the gate tries "
+                "— Kueue decides when it assigns them"
+            )
+        else:
+            who = podsets[slots[choice.doubt.slot].podset].name
+            doubt = f"podSet {who!r}: {describe_doubt(cluster_queue, choice.doubt)}"
+        return Assignment(chosen, "unknown", doubt)
 
 
-def bound_reason(nodes: ResourceNodes, cluster_queue: str, flavor: str, wanted: Mapping[str, Decimal]) -> str:
-    """Why the potential quota of ``flavor`` for one of ``wanted``'s resources is unknown."""
-    for resource in sorted(wanted):
-        bound = nodes.potential_available(cluster_queue, flavor, resource)
-        if bound.value is None:
-            return bound.explanation
-    return "unknown"
+def _contended(slots: Sequence[_Slot], bound: Bounds) -> tuple[Exceeded, ...]:
+    """Where no choice holds the podSets together: each (flavor, resource) the podSets that could take
+    the flavor ask more of than the queue could ever hold, in the order they come."""
+    asked: dict[tuple[str, str], Decimal] = {}
+    for slot in slots:
+        for option in slot.options:
+            for resource, amount in option.wanted:
+                asked[(option.flavor, resource)] = asked.get((option.flavor, resource), ZERO) + amount
+    out = []
+    for (flavor, resource), total in asked.items():
+        limits = most(bound(flavor, resource))
+        if limits is not None and limits.value is not None and total > limits.value:
+            out.append(Exceeded(flavor, resource, total, limits.value, limits.explanation))
+    return tuple(out)
 
 
 # ---------------------------------------------------------------- questions the rules ask
@@ -351,14 +459,16 @@ def beyond_nominal(cluster: Assigns, queue: ClusterQueueInfo, podset: PodSet, re
     """``replicas`` pods of ``podset`` against the nominal quota of the flavor Kueue gives one pod.
 
     ``None`` when they fit, when there are none or the podSet requests nothing, or when
-    one pod gets no flavor (never fits, or unknown: nothing to say).
+    one pod never gets a flavor. When which flavor holds one pod is uncertain, the first
+    one that might (Kueue's first try at zero usage) is the one judged.
     """
     per_pod = podset.pod_requests()
     if replicas < 1 or not per_pod:
         return None
     # The flavor one pod takes: Kueue's flavor assignment for a podSet of one pod.
-    [assigned] = cluster.assign(queue.name, [demand_of(podset, 1)]).podsets
-    if assigned.status != "fit" or not assigned.flavors:
+    assignment = cluster.assign(queue.name, [demand_of(podset, 1)])
+    [assigned] = assignment.podsets
+    if assignment.status == "nofit" or not assigned.flavors:
         return None
     flavor = assigned.flavors[min(assigned.flavors)]
     fit = nominal_fit(queue, flavor, per_pod, replicas)

@@ -26,8 +26,11 @@ The **guaranteed balance** is ours, not Kueue's (RFC-0033: beyond its nominal qu
 guaranteed job runs without its preemption privilege): a ClusterQueue's nominal TPU quota
 on a flavor − guaranteed chips in use there − guaranteed chips pending there, the pending
 ones on the flavor Kueue's flavor assignment gives them (``webhook.quota.flavorassigner``).
-A guaranteed job is over the balance only when no flavor Kueue could pick in order
-(passing over one whose balance cannot hold it) has the chips.
+A guaranteed job is over the balance only when no choice of flavors Kueue could make
+(``webhook.quota.flavorassigner``) holds its chips within the balance of each flavor.
+When the Workloads cannot be read the balance is known only from above: usage can only
+lower it, so the nominal quota bounds it, and a job beyond the nominal of every flavor it
+could get is over it all the same.
 """
 
 from __future__ import annotations
@@ -43,7 +46,9 @@ from webhook.kube.quantity import quantity_or_none
 from webhook.quota.flavorassigner import Assignment, Assigns
 from webhook.quota.objects import ClusterQueueInfo
 from webhook.quota.podsets import PodSetDemand, podset_demand
+from webhook.quota.resource_node import Bound
 
+ZERO = Decimal(0)
 HOLDS, WAITS, IDLE, FINISHED, INADMISSIBLE = "holds", "waits", "idle", "finished", "inadmissible"
 
 #: ``QuotaReserved=False`` reasons with which Kueue says the Workload cannot be admitted as it is
@@ -182,10 +187,22 @@ class Balance:
     nominal: int
     holding: int
     waiting: int
+    #: why what its Workloads hold and wait for is unknown ("Workloads: …"); then ``left`` is an upper bound
+    unknown: str = ""
 
     @property
     def left(self) -> int:
         return self.nominal - self.holding - self.waiting
+
+    def bound(self) -> Bound:
+        """The chips a guaranteed job could take within the balance, as the flavor assigner caps a flavor."""
+        most = Decimal(max(self.left, 0))
+        if not self.unknown:
+            return Bound(
+                most, f"its guaranteed balance: nominal {self.nominal} − in use {self.holding} − pending {self.waiting}"
+            )
+        why = f"its guaranteed balance: nominal {self.nominal} less what its guaranteed Workloads hold and wait for"
+        return Bound(most, why, ZERO, self.unknown)
 
 
 def guaranteed_balance(
@@ -196,14 +213,18 @@ def guaranteed_balance(
     tpu: str,
     local_queues: Iterable[tuple[str, str]],
     assign: Callable[[Shape], Assignment],
+    unknown: str = "",
 ) -> Balance:
     """The balance of ``cluster_queue``'s TPU quota on ``flavor``.
 
     ``queue`` is its object (``None``: no nominal quota), ``local_queues`` the (namespace,
-    name) of the LocalQueues that point to it, ``assign`` its flavor assignment of a shape.
+    name) of the LocalQueues that point to it, ``assign`` its flavor assignment of a shape;
+    ``unknown``: why the Workloads cannot be read (the balance is then its nominal, an upper bound).
     """
     quota = queue.quota(flavor, tpu) if queue is not None else None
     nominal = int(quota.nominal) if quota is not None else 0
+    if unknown:
+        return Balance(nominal, 0, 0, unknown)
     holding = ledger.holding.get((cluster_queue, flavor), 0)
     waiting = 0
     for namespace, local_queue in local_queues:
@@ -230,30 +251,45 @@ class Shortfall:
 
     @property
     def left(self) -> int:
-        """The chips left in the balance (never below zero)."""
+        """The chips left in the balance (never below zero; with usage unknown, at most)."""
         return max(self.balance.left, 0)
+
+
+@dataclass(frozen=True, slots=True)
+class BalanceAnswer:
+    """Whether a guaranteed job's chips fit the balance: the shortfalls (denied when some), or why unknown."""
+
+    shortfalls: tuple[Shortfall, ...] = ()
+    #: what is uncertain, and what would decide it (the rule is skipped)
+    unknown: str = ""
 
 
 def guaranteed_shortfalls(
     cluster: BalanceAnswers, cluster_queue: str, podsets: Sequence[PodSetDemand], tpu: str
-) -> list[Shortfall] | None:
+) -> BalanceAnswer:
     """Per flavor (sorted), where a guaranteed job's chips exceed the queue's balance.
 
-    Empty when the job never fits (``exceeds-queue-capacity`` says so), takes no chips, or
-    some flavor Kueue could pick holds it within the balance; ``None`` when which flavor
-    Kueue would pick is unknown (the cohort tree).
+    None when the job never fits (``exceeds-queue-capacity`` says so), takes no chips, or
+    some choice of flavors Kueue could make holds it within the balance. Shortfalls when no
+    choice could: they are read off the first choice that could hold the job's quota
+    (Kueue's own at zero usage when it fits), which exceeds the balance somewhere.
     """
+    if not any(demand.total(tpu) for demand in podsets):
+        return BalanceAnswer()
     plain = cluster.assign(cluster_queue, podsets)
-    if plain.status == "unknown" or (plain.fits and not plain.exact):
-        return None
-    if not plain.fits:
-        return []
+    if plain.status == "nofit":
+        return BalanceAnswer()
     chips = plain.usage(podsets, tpu)
-    if not chips or cluster.assign(cluster_queue, podsets, within_balance=True).fits:
-        return []
+    if plain.fits and not any(chips.values()):
+        return BalanceAnswer()
+    within = cluster.assign(cluster_queue, podsets, within_balance=True)
+    if within.fits:
+        return BalanceAnswer()
+    if within.status == "unknown" or not chips:
+        return BalanceAnswer(unknown=within.doubt or plain.doubt)
     shortfalls = []
     for flavor, needed in sorted(chips.items()):
         balance = cluster.balance(cluster_queue, flavor)
-        if needed > balance.left:
+        if needed > max(balance.left, 0):
             shortfalls.append(Shortfall(flavor, needed, balance))
-    return shortfalls
+    return BalanceAnswer(tuple(shortfalls))

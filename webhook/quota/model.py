@@ -8,7 +8,8 @@ modules that follow Kueue's own split (kubernetes-sigs/kueue):
 - ``webhook.quota.resource_node`` (``pkg/cache/scheduler/resource_node.go``): subtree
   quota, local quota, potential available through the cohort tree;
 - ``webhook.quota.flavorassigner`` (``pkg/scheduler/flavorassigner``): flavor
-  eligibility and assignment against that potential quota;
+  eligibility and assignment against that potential quota, several podSets through
+  ``webhook.quota.combinations``;
 - ``webhook.quota.ledger`` (``pkg/workload``, ``pkg/cache``'s usage): what Workloads
   hold and wait for, and the guaranteed balance (ours, not Kueue's);
 - ``webhook.quota.podsets`` (``pkg/workload``, ``PodSetResources``): a podSet's requests
@@ -21,7 +22,6 @@ generations: a write that changes quota drops them).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence, Set
-from decimal import Decimal
 from typing import Protocol
 
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
@@ -51,8 +51,11 @@ class QuotaSource(Protocol):
     def queues_of_cq(self) -> Mapping[str, Set[tuple[str, str]]]:
         """ClusterQueue name -> the (namespace, name) of the LocalQueues that point to it."""
 
-    def cohorts_known(self) -> bool:
-        """Whether the Cohort objects can be read (else the tree above a queue is unknown)."""
+    def cohorts_unknown(self) -> str | None:
+        """Why the Cohort objects cannot be read (the tree above a queue is unknown); ``None`` when they can."""
+
+    def workloads_unknown(self) -> str | None:
+        """Why the Workloads cannot be read (what queues hold and wait for is unknown); ``None`` when they can."""
 
 
 class QuotaModel:
@@ -88,8 +91,8 @@ class QuotaModel:
             return self.assigner.assign(cluster_queue, podsets)
         tpu = self.tpu
 
-        def budget(flavor: str, resource: str) -> Decimal | None:
-            return Decimal(self.balance(cluster_queue, flavor).left) if resource == tpu else None
+        def budget(flavor: str, resource: str) -> Bound | None:
+            return self.balance(cluster_queue, flavor).bound() if resource == tpu else None
 
         return self.assigner.assign(cluster_queue, podsets, budget)
 
@@ -108,4 +111,5 @@ class QuotaModel:
             self.tpu,
             self.source.queues_of_cq.get(cluster_queue, ()),
             assign,
+            self.source.workloads_unknown() or "",
         )

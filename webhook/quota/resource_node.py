@@ -17,8 +17,13 @@ quotas per (flavor, resource) (``ResourceQuota``: nominal, borrowingLimit, lendi
 - **The tree** (``pkg/cache/hierarchy``): a Cohort names its parent (``parentName``); a
   ``cohortName`` without a Cohort object is an implicit cohort (no quota, no parent). A
   tree with a cycle is inactive in Kueue (``HasCycle``, ``ErrCohortHasCycle``): for us its
-  answer is unknown, and so is one whose Cohorts cannot be read (unless a borrowingLimit
-  bounds it, which gives an upper bound only).
+  answer is unknown.
+- **Bounds, not guesses**: each answer is a ``Bound``, what the queue could ever hold
+  between ``least`` (certain) and ``value`` (an upper bound that holds whatever is
+  unknown). With the Cohorts known both are Kueue's potential available. With them
+  unknown, ``least`` is the queue's nominal (potential available is never below it: what
+  a queue lends stays in the tree above it) and ``value`` is nominal + borrowingLimit, or
+  no upper bound without a borrowingLimit; ``decided_by`` says what would decide it.
 - **Within nominal** (``IsWithinNominalInResources``, asked here of a shape of pods):
   how many pods a ClusterQueue's nominal quota of a flavor holds, without borrowing.
 
@@ -97,18 +102,39 @@ class CohortTree(Protocol):
     def children(self) -> Mapping[str, Set[str]]:
         """Cohort name -> the Cohort objects whose ``parentName`` names it."""
 
-    def cohorts_known(self) -> bool:
-        """Whether the Cohort objects can be read (else the tree above a queue is unknown)."""
+    def cohorts_unknown(self) -> str | None:
+        """Why the Cohort objects cannot be read (the tree above a queue is unknown); ``None`` when they can."""
 
 
 @dataclass(frozen=True, slots=True)
 class Bound:
-    """The most a ClusterQueue could ever hold of one flavor's resource; ``None`` = unknown."""
+    """What a ClusterQueue could ever hold of one flavor's resource: at least ``least``, at most ``value``."""
 
+    #: the most it could ever hold, whatever is unknown; ``None``: no upper bound is known
     value: Decimal | None
+    #: how ``value`` (or, without one, ``least``) is made up, for the messages
     explanation: str
-    #: ``False`` when ``value`` is only an upper bound (the cohort tree is unknown)
-    exact: bool = True
+    #: what it certainly could hold; ``None``: ``value`` (the bound is exact)
+    least: Decimal | None = None
+    #: when the bound is not exact: what would decide it (a kind to read, a cycle to fix)
+    decided_by: str = ""
+
+    @property
+    def floor(self) -> Decimal:
+        """What it certainly could hold."""
+        if self.least is not None:
+            return self.least
+        return self.value if self.value is not None else ZERO
+
+    @property
+    def exact(self) -> bool:
+        return self.value is not None and self.floor == self.value
+
+    def holds(self, amount: Decimal) -> bool | None:
+        """Whether it could ever hold ``amount``: ``True``, ``False``, or ``None`` (unknown)."""
+        if self.value is not None and amount > self.value:
+            return False
+        return True if amount <= self.floor else None
 
 
 Memo = Callable[[object], object]
@@ -183,20 +209,24 @@ class ResourceNodes:
     def _potential_available(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
         queue = self.tree.cluster_queues.get(cluster_queue)
         if queue is None:
-            return Bound(None, f"ClusterQueue {cluster_queue} is unknown")
+            return Bound(None, f"ClusterQueue {cluster_queue} is unknown", ZERO, "the ClusterQueue object")
         quota = queue.quota(flavor, resource) or Quota(ZERO)
         nominal, limit = quota.nominal, quota.borrowing_limit
         n = format_amount
         if queue.cohort is None:
             return Bound(nominal, f"nominal {n(nominal)}, no cohort to borrow from")
         capped = f"nominal {n(nominal)} + borrowing limit {n(limit)}" if limit is not None else ""
-        if not self.tree.cohorts_known():
+        unread = self.tree.cohorts_unknown()
+        if unread is not None:
+            # Potential available is never below nominal: what the queue lends stays in the tree above it.
             if limit is None:
-                return Bound(None, f"cohort {queue.cohort} is unknown and there is no borrowing limit")
-            return Bound(nominal + limit, f"{capped}, cohort {queue.cohort} unknown", exact=False)
+                why = f"nominal {n(nominal)}, cohort {queue.cohort} is unknown and there is no borrowing limit"
+                return Bound(None, why, nominal, unread)
+            return Bound(nominal + limit, f"{capped}, cohort {queue.cohort} unknown", nominal, unread)
         chain = self.path_to_root(queue.cohort)
         if chain is None:
-            return Bound(None, f"the cohort tree above {queue.cohort} has a cycle")
+            cycle = f"the cohort tree above {queue.cohort} has a cycle"
+            return Bound(None, cycle, ZERO, "a cohort tree without a cycle (Kueue leaves the queue inactive)")
         tree = self._cohort_potential(chain, flavor, resource)
         kept = local_quota(nominal, quota)
         lent = nominal - kept  # what this queue itself stored in the tree

@@ -20,7 +20,7 @@ from webhook.kube.fieldpaths import LABELS
 from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding
 from webhook.quota.amounts import format_amount, format_amounts
-from webhook.quota.flavorassigner import Attempt, PodSetAssignment, uncovered_requests
+from webhook.quota.flavorassigner import Assignment, Attempt, PodSetAssignment, uncovered_requests
 from webhook.quota.ledger import guaranteed_shortfalls
 from webhook.quota.objects import (
     ClusterQueueInfo,
@@ -188,28 +188,15 @@ def _exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fi
         return
     cluster, info = target
     assignment = cluster.assign(info.name, demands_of(workload))
-    # Kueue stops at the first podSet without a flavor: later ones are not judged
-    stop = assignment.first_unassigned()
-    if stop is None:
+    if assignment.status == "unknown":
+        ctx.unknown.append(assignment.doubt)
+    if assignment.status != "nofit":
         return
-    index, certain = stop  # certain: every earlier podSet's flavor is the one Kueue would pick
-    podset, result = workload.podsets[index], assignment.podsets[index]
-    if result.status == "unknown":
-        _note_unknown(ctx, podset, info.name, result.unknown)
-    elif certain:
-        yield _no_flavor(podset, info.name, result)
+    index = assignment.first_unassigned()  # Kueue stops at the first podSet without a flavor
+    if index is not None:
+        yield _no_flavor(workload.podsets[index], info.name, assignment.podsets[index])
     else:
-        ctx.unknown.append(
-            f"podSet {podset.name!r} in ClusterQueue {info.name!r}: earlier podSets' flavors depend on an "
-            "unknown cohort tree"
-        )
-
-
-def _note_unknown(ctx: RuleContext, podset: PodSet, queue: str, unknown: tuple[Attempt, ...]) -> None:
-    if unknown:
-        ctx.unknown.append(
-            f"podSet {podset.name!r} in ClusterQueue {queue!r}: {unknown[0].flavor}: {unknown[0].detail}"
-        )
+        yield _together(workload, info.name, assignment)
 
 
 def _no_flavor(podset: PodSet, queue: str, result: PodSetAssignment) -> Finding:
@@ -240,6 +227,26 @@ def _no_flavor(podset: PodSet, queue: str, result: PodSetAssignment) -> Finding:
     )
 
 
+def _together(workload: Workload, queue: str, assignment: Assignment) -> Finding:
+    """Every podSet fits some flavor on its own, but no choice of flavors holds them all at once."""
+    contended = [
+        f"flavor {c.flavor!r} can hold at most {format_amount(c.most, c.resource)} {c.resource} ({c.explanation}) "
+        f"of the {format_amount(c.needed, c.resource)} the podSets that could take it ask for"
+        for c in assignment.contended
+    ]
+    first = assignment.contended[0].flavor if assignment.contended else ""
+    takers = [i for i, p in enumerate(assignment.podsets) if first in p.options] or [len(workload.podsets) - 1]
+    podsets = ", ".join(f"{p.name!r} ({' or '.join(p.options)})" for p in assignment.podsets if p.options)
+    return EXCEEDS_QUEUE_CAPACITY.finding(
+        workload.podsets[takers[-1]].path,
+        "together",
+        podsets=podsets,
+        cluster_queue=queue,
+        contended=", ".join(contended) or "their sums exceed what the flavors hold",
+        flavors=", ".join(dict.fromkeys(repr(c.flavor) for c in assignment.contended)) or "its flavors",
+    )
+
+
 EXCEEDS_QUEUE_CAPACITY: Final = Rule(
     "exceeds-queue-capacity",
     "More chips than the queue can ever hold",
@@ -257,6 +264,11 @@ EXCEEDS_QUEUE_CAPACITY: Final = Rule(
             "({skipped}), so it can hold 0 chips and Kueue would never admit it",
             "select a flavor the queue has (its nodeLabels), or ask the admins for quota on it",
         ),
+        "together": Message(
+            "the podSets {podsets} each fit a flavor of ClusterQueue {cluster_queue!r} on their own, but no choice "
+            "of flavors holds them together: {contended}, so it would never be admitted",
+            "ask for less (fewer replicas or smaller pods), or ask the admins to raise the queue's quota on {flavors}",
+        ),
     },
     NOT_EXPORTED,
     requires=QUEUES | {"ResourceFlavors"},
@@ -273,15 +285,15 @@ def _guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterat
         return
     cluster, info = target
     tpu = ctx.tpu.resource_name
-    # Empty when it never fits (exceeds-queue-capacity says so) or some flavor Kueue could pick holds it
-    shortfalls = guaranteed_shortfalls(cluster, info.name, demands_of(workload), tpu)
-    if shortfalls is None:
-        ctx.unknown.append(f"which flavor Kueue would pick in ClusterQueue {info.name!r} is unknown (cohort tree)")
-        return
-    for shortfall in shortfalls:
+    # None when it never fits (exceeds-queue-capacity says so) or some choice of flavors holds it in the balance
+    answer = guaranteed_shortfalls(cluster, info.name, demands_of(workload), tpu)
+    if answer.unknown:
+        ctx.unknown.append(f"the guaranteed balance of ClusterQueue {info.name!r}: {answer.unknown}")
+    for shortfall in answer.shortfalls:
         flavor, balance, left = shortfall.flavor, shortfall.balance, shortfall.left
         yield GUARANTEED_BALANCE_EXCEEDED.finding(
             LABELS.key(ctx.priority_label),
+            "usage-unknown" if balance.unknown else "",
             priority=policy.guaranteed_priority_class,
             needed=format_amount(shortfall.needed, tpu),
             flavor=flavor,
@@ -290,6 +302,7 @@ def _guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterat
             nominal=balance.nominal,
             holding=balance.holding,
             waiting=balance.waiting,
+            unknown=balance.unknown,
         )
 
 
@@ -304,10 +317,16 @@ GUARANTEED_BALANCE_EXCEEDED: Final = Rule(
             "{left} guaranteed chips left: nominal {nominal} − in use {holding} − pending {waiting} (beyond nominal "
             "it would run without its preemption privilege)",
             "submit it as best-effort, wait for guaranteed jobs to finish, or ask for at most {left} chips",
-        )
+        ),
+        "usage-unknown": Message(
+            "this {priority} job needs {needed} chips of flavor {flavor!r}, but ClusterQueue {cluster_queue!r} has "
+            "at most {left} guaranteed chips left, its nominal: what its guaranteed Workloads hold and wait for "
+            "can only lower it ({unknown}) (beyond nominal it would run without its preemption privilege)",
+            "submit it as best-effort, or ask for at most {left} chips",
+        ),
     },
     NOT_EXPORTED,
-    requires=QUEUES | {"ResourceFlavors", "Workloads"},
+    requires=QUEUES | {"ResourceFlavors"},
     why="beyond the team's nominal a guaranteed job loses its preemption privilege",
 )
 
@@ -380,8 +399,9 @@ EXCEEDS_NODE_CAPACITY: Final = Rule(
             "request no more than one node offers (init containers count at their largest), or select larger nodes",
         ),
         "cluster": Message(
-            "the job needs {needed} {resource}, but all {accelerator} nodes of the cluster together hold {most}, "
-            "so topology-aware scheduling could never place it",
+            "the job needs {needed} {resource}, but all {accelerator} nodes of the cluster together hold {most} "
+            "(each node pool counted at the size its topology declares, hosts under repair included), so "
+            "topology-aware scheduling could never place it",
             "ask for at most {most} chips",
         ),
     },
