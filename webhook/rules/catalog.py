@@ -3,7 +3,9 @@
 A rule is declared once, in its family module (``webhook.rules.<family>``); this module
 only collects the families. The config checks its ``rules:`` keys against these IDs
 (``load_policy``), and the README's rule table is generated from the declarations
-(``tpu-admission rules --format markdown``).
+(``tpu-admission rules --format markdown``). The admin guard's rules (``webhook.admin``)
+judge Kueue's own objects, not jobs: they are not run here, but their IDs join the ones
+the config may name, so their actions and exceptions are set the same way.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from webhook.admin.catalog import ADMIN_RULES
 from webhook.objects import kinds
 from webhook.policy import config
 from webhook.policy.config import Policy
@@ -29,6 +32,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+
+#: every ID the policy's ``rules:`` and ``exceptions:`` may name: the job rules', then the admin guard's
+RULE_IDS: tuple[str, ...] = (*RULES_BY_ID, *(rule.id for rule in ADMIN_RULES))
 
 
 def applies_to(rule: Rule) -> str:
@@ -64,9 +70,9 @@ def _vap_cell(rule_id: str) -> str:
 
 def load_policy(path: str | Path | None) -> Policy:
     """The policy file (``None``: the embedded default), its rule IDs checked against this catalog."""
-    return config.load_policy(path, RULES_BY_ID)
+    return config.load_policy(path, RULE_IDS)
 
 
 def policy_from_mapping(data: Any, source: str = "config") -> Policy:
     """A policy document, its rule IDs checked against this catalog."""
-    return config.policy_from_mapping(data, source, RULES_BY_ID)
+    return config.policy_from_mapping(data, source, RULE_IDS)
