@@ -1,4 +1,5 @@
-"""``tpu-admission``: ``serve``, ``check`` (the CI dry run), ``certs``, ``config``, ``export``, ``rules``.
+"""``tpu-admission``: ``serve``, ``check`` (the CI dry run), ``lint-queues`` (the admin guard),
+``certs``, ``config``, ``export``, ``rules``.
 
 One ``run_*`` function and one ``_add_*`` parser builder per subcommand; ``SUBCOMMANDS``
 lists the builders, so a new subcommand is one function and one line there. The help
@@ -20,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from webhook import __version__
+from webhook.cli import lint_queues
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
 from webhook.cluster.export import run_snapshot
@@ -325,6 +327,7 @@ same checks as a CI dry run.
 examples:
   tpu-admission serve
   tpu-admission check manifests/ --mode dynamic --output github
+  tpu-admission lint-queues kueue/ --cluster-state cluster-state.yaml
   tpu-admission config --config policy.yaml
   tpu-admission export vap --config policy.yaml
   tpu-admission snapshot -o cluster-state.yaml
@@ -613,6 +616,7 @@ def _add_rules(commands: Any) -> None:
 SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_serve,
     _add_check,
+    lint_queues.add_parser,
     _add_snapshot,
     _add_certs,
     _add_config,
