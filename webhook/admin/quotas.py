@@ -89,7 +89,7 @@ def _exceeds_cluster(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
         mine[0].path.child("nominalQuota"),
         resource=ctx.tpu,
         total=format_amount(total.total),
-        parts=total.describe(),
+        parts=ctx.cached("tpu-sum-parts", total.describe),
         capacity=cap.describe("chips"),
         kind=obj.kind.kind,
         mine=format_amount(total.of(obj.kind.kind, obj.name)),
@@ -133,7 +133,7 @@ def _exceeds_flavor(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
             entry.path.child("nominalQuota"),
             total=format_amount(flavor_sum.total),
             flavor=entry.flavor,
-            parts=flavor_sum.describe(),
+            parts=ctx.cached(("tpu-flavor-parts", entry.flavor), flavor_sum.describe),
             capacity=cap.describe("chips"),
             kind=obj.kind.kind,
             mine=format_amount(entry.nominal),
@@ -283,6 +283,13 @@ CQ_LIMIT_INVALID: Final[AdminRule] = Rule(
 # ---------------------------------------------------------------- cq-companion-quota
 
 
+def _per_chip(ctx: AdminContext, flavor: FlavorInfo, nodes: list[NodeInfo], resource: str) -> Decimal | None:
+    """``resource`` per chip on the flavor's nodes, once per flavor and run (1,000 queues share it)."""
+    return ctx.cached(  # type: ignore[no-any-return]
+        ("per-chip", flavor.name, resource), lambda: per_unit(nodes, resource, ctx.tpu)
+    )
+
+
 def _ceil(value: Decimal) -> Decimal:
     return value.to_integral_value(rounding=ROUND_CEILING)
 
@@ -305,7 +312,7 @@ def _companion(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
             if companion.nominal <= 0:
                 yield CQ_COMPANION_QUOTA.finding(path, "zero", resource=resource, flavor=tpu_entry.flavor)
                 continue
-            ratio = per_unit(nodes, resource, ctx.tpu) if usable else None
+            ratio = _per_chip(ctx, flavor, nodes, resource) if usable else None
             if ratio is None:
                 continue
             needed = _ceil(usable * ratio)

@@ -39,21 +39,31 @@ class Contribution:
 
 @dataclass(frozen=True, slots=True)
 class NominalSum:
-    """Σ nominal of one resource, and who contributes (non-zero parts, largest first)."""
+    """Σ nominal of one resource, and who contributes (non-zero parts, largest first).
+
+    Made once per run and asked once per contributing object (1,000 queues): the
+    per-object totals are kept, not summed again for each question.
+    """
 
     total: Decimal
     contributions: tuple[Contribution, ...]
+    #: (kind, name) -> what the object contributes, all its flavors together
+    by_object: Mapping[tuple[str, str], Decimal]
+
+    @classmethod
+    def of_parts(cls, parts: list[Contribution]) -> NominalSum:
+        by_object: dict[tuple[str, str], Decimal] = {}
+        for c in parts:
+            by_object[(c.kind, c.name)] = by_object.get((c.kind, c.name), ZERO) + c.amount
+        return cls(sum((c.amount for c in parts), ZERO), tuple(parts), by_object)
 
     def of(self, kind: str, name: str) -> Decimal:
         """What one object contributes (all its flavors together)."""
-        return sum((c.amount for c in self.contributions if c.kind == kind and c.name == name), ZERO)
+        return self.by_object.get((kind, name), ZERO)
 
     def contributors(self) -> list[tuple[str, str, Decimal]]:
         """(kind, name, amount) per object, largest first, then by name."""
-        totals: dict[tuple[str, str], Decimal] = {}
-        for c in self.contributions:
-            totals[(c.kind, c.name)] = totals.get((c.kind, c.name), ZERO) + c.amount
-        return sorted(((kind, name, amount) for (kind, name), amount in totals.items()), key=lambda t: (-t[2], t[1]))
+        return sorted(((k, n, a) for (k, n), a in self.by_object.items()), key=lambda t: (-t[2], t[1]))
 
     def describe(self, limit: int = 5) -> str:
         """``team-a 256, team-b 256, dev 64`` (Cohorts named so), the first ``limit`` and a count."""
@@ -86,7 +96,7 @@ def nominal_sum(
     for cohort in cohorts:
         parts += [Contribution("Cohort", cohort.name, f, n) for f, n in _nominal(cohort.flavors, resource, flavors)]
     parts.sort(key=lambda c: (-c.amount, c.kind, c.name, c.flavor))
-    return NominalSum(sum((c.amount for c in parts), ZERO), tuple(parts))
+    return NominalSum.of_parts(parts)
 
 
 def nominal_by_flavor(
@@ -97,7 +107,7 @@ def nominal_by_flavor(
     by_flavor: dict[str, list[Contribution]] = {}
     for c in every.contributions:
         by_flavor.setdefault(c.flavor, []).append(c)
-    return {f: NominalSum(sum((c.amount for c in parts), ZERO), tuple(parts)) for f, parts in by_flavor.items()}
+    return {f: NominalSum.of_parts(parts) for f, parts in by_flavor.items()}
 
 
 # ---------------------------------------------------------------- nodes
