@@ -31,6 +31,7 @@ from webhook.kube.typos import did_you_mean
 from webhook.objects.kinds import kind_of_document, likely_meant
 from webhook.objects.sources import SourceError, read_documents
 from webhook.policy.config import ConfigError, Policy
+from webhook.rules import Rule
 from webhook.rules.catalog import RULES, load_policy, markdown_table
 from webhook.serving import certs, logsink
 from webhook.serving.logsink import BufferedJsonHandler
@@ -293,10 +294,15 @@ def run_export_map(args: argparse.Namespace) -> int:
 
 
 def run_rules(args: argparse.Namespace) -> int:
+    from webhook.admin import catalog as admin
+
     if args.format == "markdown":
         print(markdown_table())
+    elif args.format == "admin-markdown":
+        print(admin.markdown_table())
     else:
-        for rule in RULES:
+        catalog: tuple[Rule[Any, Any], ...] = (*RULES, *admin.ADMIN_RULES)
+        for rule in catalog:
             print(f"{rule.id:38} {rule.default_action.value:5} {rule.title}")
     return EXIT_OK
 
@@ -446,11 +452,14 @@ exit codes:
 """
 
 _RULES_HELP = """\
-List the rule catalog: ID, default action and title, or the README's Markdown table.
+List the rule catalog: ID, default action and title (the job rules, then the admin
+guard's, which lint-queues runs), or the README's Markdown table of the job rules, or
+docs/admin-guard.md's table of the admin rules.
 
 examples:
   tpu-admission rules
   tpu-admission rules --format markdown
+  tpu-admission rules --format admin-markdown
 
 exit codes:
   0  printed
@@ -605,9 +614,10 @@ def _add_rules(commands: Any) -> None:
     rules = _subparser(commands, "rules", "list the rule catalog", _RULES_HELP)
     rules.add_argument(
         "--format",
-        choices=["text", "markdown"],
+        choices=["text", "markdown", "admin-markdown"],
         default="text",
-        help="text: one line per rule; markdown: the README's table (default: text)",
+        help="text: one line per rule; markdown: the README's table; admin-markdown: docs/admin-guard.md's "
+        "(default: text)",
     )
     rules.set_defaults(run=run_rules)
 
