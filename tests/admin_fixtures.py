@@ -27,7 +27,8 @@ from support import delete_path, set_path
 
 from webhook.admin.engine import Judged, lint
 from webhook.admin.state import assemble
-from webhook.objects.sources import Document
+from webhook.kube.manifestyaml import FastManifestLoader
+from webhook.objects.sources import Document, _parse
 from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
 from webhook.rules.catalog import policy_from_mapping
@@ -128,18 +129,35 @@ def _nodes(mode: str, spec: dict[str, Any]) -> list[dict[str, Any]]:
     return made
 
 
-def documents(objects: list[dict[str, Any]], source: str) -> list[Document]:
-    """``objects`` as documents of one file (no YAML nodes: the engine tests need no lines)."""
-    return [Document(source, index + 1, obj) for index, obj in enumerate(objects)]
+def documents(objects: list[dict[str, Any]], source: str, nodes: bool = True) -> list[Document]:
+    """``objects`` as one file reads (with YAML nodes; ``nodes=False``: without, for a big state)."""
+    if not nodes:
+        return [Document(source, index + 1, obj) for index, obj in enumerate(objects)]
+    parsed, error = _parse(dump(objects), source, FastManifestLoader)
+    assert error is None
+    return parsed
+
+
+class _Dumper(yaml.CSafeDumper):
+    """libyaml's dumper, multi-line text as a literal block (as ConfigMaps are written)."""
+
+
+def _text(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style="|" if "\n" in value else None)
+
+
+_Dumper.add_representer(str, _text)
 
 
 def dump(objects: list[dict[str, Any]]) -> str:
     """Multi-document YAML, by libyaml (a cluster of 144 Nodes dumps in milliseconds)."""
-    return yaml.dump_all(objects, Dumper=yaml.CSafeDumper, sort_keys=False)
+    return yaml.dump_all(objects, Dumper=_Dumper, sort_keys=False)
 
 
 def lint_objects(inputs: list[dict[str, Any]], state: list[dict[str, Any]] | None, policy: Policy) -> list[Judged]:
-    objects, entries = assemble(documents(inputs, "input.yaml"), documents(state or [], "state.yaml"), policy)
+    objects, entries = assemble(
+        documents(inputs, "input.yaml"), documents(state or [], "state.yaml", nodes=False), policy
+    )
     return lint(objects, entries, policy)
 
 

@@ -17,6 +17,7 @@ from webhook.admin.kueueconfig import (
     FEATURE_GATES,
     cli_gates,
     decode,
+    duplicates,
     frameworks,
     gate_enabled,
     parse_gates,
@@ -78,7 +79,8 @@ def _rejected(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
         return
     controller = _controller(ctx)
     gates = _gates_arg(controller) if controller is not None else None
-    for problem in [*decode(obj.data), *validate(obj.data, gates[1] if gates else None)]:
+    node = obj.document.node if obj.document is not None else None
+    for problem in [*duplicates(node), *decode(obj.data), *validate(obj.data, gates[1] if gates else None)]:
         yield CONFIG_REJECTED_BY_KUEUE.finding(
             problem.path,
             problem.wording,
@@ -123,6 +125,10 @@ CONFIG_REJECTED_BY_KUEUE: Final[AdminRule] = Rule(
         "removed-field": Message(
             "{field} is not a field of config.kueue.x-k8s.io/v1beta2, and Kueue decodes strictly ({detail})",
             "remove it: {crash}",
+        ),
+        "duplicate": Message(
+            "{field} is written twice: YAML keeps the last, and Kueue's strict decoder refuses the duplicate",
+            "keep one of them: {crash}",
         ),
         "wrong-type": Message("{field} {detail}, and Kueue decodes its Configuration strictly", "fix it: {crash}"),
         "invalid": Message("{field} {detail}: Kueue's start-up validation refuses it", "fix it: {crash}"),

@@ -28,6 +28,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+import yaml
+
 from webhook.kube.fieldpaths import ROOT, FieldPath
 from webhook.kube.quantity import quantity_or_none
 from webhook.kube.typos import did_you_mean
@@ -216,7 +218,7 @@ class Problem:
     """One reason Kueue would not start with this Configuration."""
 
     path: FieldPath
-    #: the rule's wording: unknown-field, removed-field, wrong-type, invalid
+    #: the rule's wording: unknown-field, removed-field, duplicate, wrong-type, invalid
     wording: str
     detail: str
 
@@ -235,6 +237,21 @@ def seconds(text: str) -> float | None:
 def decode(config: Mapping[str, Any]) -> list[Problem]:
     """Every field the strict decoder refuses: unknown (or removed), or of the wrong type."""
     return list(_walk(config, SCHEMA, ROOT, ()))
+
+
+def duplicates(node: yaml.Node | None, path: FieldPath = ROOT) -> Iterator[Problem]:
+    """Keys written twice in one mapping: YAML keeps the last, Kueue's strict decoder refuses them."""
+    if isinstance(node, yaml.MappingNode):
+        seen: set[str] = set()
+        for key, value in node.value:
+            name = str(getattr(key, "value", ""))
+            if name in seen:
+                yield Problem(path.child(name), "duplicate", "")
+            seen.add(name)
+            yield from duplicates(value, path.child(name))
+    elif isinstance(node, yaml.SequenceNode):
+        for index, item in enumerate(node.value):
+            yield from duplicates(item, path.index(index))
 
 
 def _walk(value: Any, schema: Type, path: FieldPath, names: tuple[str, ...]) -> Iterator[Problem]:

@@ -112,11 +112,14 @@ Origin = Literal["input", "state"]
 class ShiftedDocument(Document):
     """A document embedded in another one's string (a ConfigMap key): lines shifted to the file's."""
 
+    #: the line of the key that holds the document
     offset: int = 0
+    #: whether its lines map one to one to the file's (a literal block, ``key: |``)
+    literal: bool = True
 
     def line_of(self, path: FieldPath) -> int:
         """The file's line of ``path`` in the embedded document, else the line of the key holding it."""
-        inner = Document(self.source, 0, self.data, self.node).line_of(path)
+        inner = Document(self.source, 0, self.data, self.node).line_of(path) if self.literal else 0
         return inner + self.offset if inner else self.offset or self.line
 
 
@@ -280,7 +283,7 @@ def _configuration_text(text: str, carrier: Document, origin: Origin, policy: Po
         loader.dispose()
     if not isinstance(data, dict):
         return _unreadable(carrier, origin, "not a YAML mapping (a Configuration)")
-    embedded = ShiftedDocument(carrier.source, carrier.line, data, node if literal else None, offset=key_line)
+    embedded = ShiftedDocument(carrier.source, carrier.line, data, node, offset=key_line, literal=literal)
     return _configuration(data, embedded, carrier, origin, policy)
 
 
