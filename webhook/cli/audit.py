@@ -33,6 +33,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from webhook.admin.catalog import load_policy
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.policyreport import MANAGED_BY, AuditResult, policy_reports, policyreport
 from webhook.cli.report import EXIT_USAGE, Report
@@ -44,7 +45,6 @@ from webhook.objects.sources import Document, SourceError
 from webhook.objects.stored import as_written
 from webhook.objects.workload import controller_is_jobset
 from webhook.policy.config import Policy
-from webhook.rules.catalog import load_policy
 
 #: where a live object's results say it came from (a file's objects name the file and line)
 LIVE_SOURCE: Final = "cluster"

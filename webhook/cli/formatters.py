@@ -125,7 +125,7 @@ def github(report: Report) -> str:
     for reason in report.strict_failures():
         # not tied to a line, but the job fails because of it: say so where annotations show
         lines.append(f"::error title={_escape('tpu-admission --strict', True)}::{_escape(reason)}")
-    lines.append(f"tpu-admission check: {report.summary_line()}")
+    lines.append(f"tpu-admission {report.command}: {report.summary_line()}")
     return "\n".join(lines)
 
 

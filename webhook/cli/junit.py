@@ -14,7 +14,6 @@ import xml.etree.ElementTree as ET
 
 from webhook.cli.report import CheckResult, Report
 
-SUITES_NAME = "tpu-admission check"
 # XML 1.0 cannot carry most control characters, even escaped; a manifest's values can.
 _NOT_XML = re.compile("[^\t\n\r\x20-\ud7ff\ue000-\ufffd\U00010000-\U0010ffff]")
 
@@ -70,7 +69,8 @@ def junit(report: Report) -> str:
     for error in report.errors:
         sources.setdefault(error.source, ([], []))[1].append(error.problem)
 
-    root = ET.Element("testsuites", name=SUITES_NAME)
+    suites_name = f"tpu-admission {report.command}"
+    root = ET.Element("testsuites", name=suites_name)
     totals = [0, 0, 0, 0]
     for source, (results, errors) in sources.items():
         suite = ET.SubElement(root, "testsuite", name=_clean(source))
@@ -88,8 +88,8 @@ def junit(report: Report) -> str:
         totals = [a + b for a, b in zip(totals, counts, strict=True)]
     if "nothing was checked" in report.strict_failures():
         # The run fails with no object to blame; say why where the report is read.
-        suite = ET.SubElement(root, "testsuite", name=SUITES_NAME)
-        case = ET.SubElement(suite, "testcase", name="at least one object checked", classname=SUITES_NAME)
+        suite = ET.SubElement(root, "testsuite", name=suites_name)
+        case = ET.SubElement(suite, "testcase", name="at least one object checked", classname=suites_name)
         ET.SubElement(case, "failure", type="strict", message="--strict: nothing was checked")
         _counts(suite, 1, 1, 0, 0)
         totals = [totals[0] + 1, totals[1] + 1, totals[2], totals[3]]

@@ -1,4 +1,5 @@
-"""``tpu-admission``: ``serve``, ``check`` (the CI dry run), ``certs``, ``config``, ``export``, ``rules``.
+"""``tpu-admission``: ``serve``, ``check`` (the CI dry run), ``lint-queues`` (the admin guard),
+``certs``, ``config``, ``export``, ``rules``.
 
 One ``run_*`` function and one ``_add_*`` parser builder per subcommand; ``SUBCOMMANDS``
 lists the builders, so a new subcommand is one function and one line there. The help
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from webhook import __version__
+from webhook.admin.catalog import load_policy
+from webhook.cli import lint_queues
 from webhook.cli.audit import add_audit
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
@@ -30,7 +33,8 @@ from webhook.kube.typos import did_you_mean
 from webhook.objects.kinds import kind_of_document, likely_meant
 from webhook.objects.sources import SourceError, read_documents
 from webhook.policy.config import ConfigError, Policy
-from webhook.rules.catalog import RULES, load_policy, markdown_table
+from webhook.rules import Rule
+from webhook.rules.catalog import RULES, markdown_table
 from webhook.serving import certs, logsink
 from webhook.serving.logsink import BufferedJsonHandler
 
@@ -292,10 +296,15 @@ def run_export_map(args: argparse.Namespace) -> int:
 
 
 def run_rules(args: argparse.Namespace) -> int:
+    from webhook.admin import catalog as admin
+
     if args.format == "markdown":
         print(markdown_table())
+    elif args.format == "admin-markdown":
+        print(admin.markdown_table())
     else:
-        for rule in RULES:
+        catalog: tuple[Rule[Any, Any], ...] = (*RULES, *admin.ADMIN_RULES)
+        for rule in catalog:
             print(f"{rule.id:38} {rule.default_action.value:5} {rule.title}")
     return EXIT_OK
 
@@ -326,6 +335,7 @@ same checks as a CI dry run.
 examples:
   tpu-admission serve
   tpu-admission check manifests/ --mode dynamic --output github
+  tpu-admission lint-queues kueue/ --cluster-state cluster-state.yaml
   tpu-admission config --config policy.yaml
   tpu-admission export vap --config policy.yaml
   tpu-admission snapshot -o cluster-state.yaml
@@ -444,11 +454,14 @@ exit codes:
 """
 
 _RULES_HELP = """\
-List the rule catalog: ID, default action and title, or the README's Markdown table.
+List the rule catalog: ID, default action and title (the job rules, then the admin
+guard's, which lint-queues runs), or the README's Markdown table of the job rules, or
+docs/admin-guard.md's table of the admin rules.
 
 examples:
   tpu-admission rules
   tpu-admission rules --format markdown
+  tpu-admission rules --format admin-markdown
 
 exit codes:
   0  printed
@@ -603,9 +616,10 @@ def _add_rules(commands: Any) -> None:
     rules = _subparser(commands, "rules", "list the rule catalog", _RULES_HELP)
     rules.add_argument(
         "--format",
-        choices=["text", "markdown"],
+        choices=["text", "markdown", "admin-markdown"],
         default="text",
-        help="text: one line per rule; markdown: the README's table (default: text)",
+        help="text: one line per rule; markdown: the README's table; admin-markdown: docs/admin-guard.md's "
+        "(default: text)",
     )
     rules.set_defaults(run=run_rules)
 
@@ -615,6 +629,7 @@ SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_serve,
     _add_check,
     add_audit,
+    lint_queues.add_parser,
     _add_snapshot,
     _add_certs,
     _add_config,

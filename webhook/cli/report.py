@@ -7,10 +7,12 @@ once, so the formats cannot disagree about what failed the run.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from webhook.engine.decision import Decision
 from webhook.objects.sources import Document, SourceError
 from webhook.policy.findings import Action, Finding
+from webhook.rules import Rule
 
 EXIT_OK, EXIT_DENIED, EXIT_USAGE = 0, 1, 2
 #: how many of the files left out the one-line formats name
@@ -81,6 +83,10 @@ class Report:
     strict: bool = False
     #: files a directory walk did not read (not ``.yaml``, ``.yml`` or ``.json``)
     left_out: list[str] = field(default_factory=list)
+    #: the subcommand that made it, as the summary lines name it (``check``, ``lint-queues``)
+    command: str = "check"
+    #: the rules its findings come from, for SARIF's rule list (empty: the job rules' catalog)
+    catalog: tuple[Rule[Any, Any], ...] = ()
 
     @property
     def checked(self) -> list[CheckResult]:

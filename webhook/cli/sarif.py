@@ -23,7 +23,6 @@ from webhook.rules.catalog import RULES
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _LEVELS = {Action.DENY: "error", Action.WARN: "warning", Action.OFF: "none"}
-_INDEX = {rule.id: index for index, rule in enumerate(RULES)}
 
 
 def _uri(source: str) -> str:
@@ -44,7 +43,7 @@ def _location(source: str, line: int | None, label: str | None = None) -> dict[s
     return location
 
 
-def _rule(rule: Rule) -> dict[str, Any]:
+def _rule(rule: Rule[Any, Any]) -> dict[str, Any]:
     modes = "both modes" if len(rule.modes) == 2 else f"{next(iter(rule.modes))} mode"
     help_text = (
         f"{rule.title}: {rule.why}. Checked in {modes}; default action {rule.default_action.value}. "
@@ -61,13 +60,13 @@ def _rule(rule: Rule) -> dict[str, Any]:
     }
 
 
-def _results(result: CheckResult) -> list[dict[str, Any]]:
+def _results(result: CheckResult, index: dict[str, int]) -> list[dict[str, Any]]:
     out = []
     document = result.document
     for finding in result.reported:
         entry: dict[str, Any] = {
             "ruleId": finding.rule,
-            "ruleIndex": _INDEX[finding.rule],
+            "ruleIndex": index[finding.rule],
             "level": _LEVELS[finding.action],
             "message": {"text": f"{finding.path}: {finding.message}"},
             "locations": [_location(document.source, document.line_of(finding.path), result.label)],
@@ -87,6 +86,8 @@ def _results(result: CheckResult) -> list[dict[str, Any]]:
 
 
 def sarif(report: Report) -> str:
+    rules = report.catalog or RULES
+    index = {rule.id: position for position, rule in enumerate(rules)}
     notifications: list[dict[str, Any]] = []
     for error in report.errors:
         notifications.append(
@@ -99,7 +100,7 @@ def sarif(report: Report) -> str:
         )
     results: list[dict[str, Any]] = []
     for result in report.results:
-        results += _results(result)
+        results += _results(result, index)
         for notice in result.notices:
             notifications.append(
                 {
@@ -126,7 +127,7 @@ def sarif(report: Report) -> str:
                 "name": "tpu-admission",
                 "version": __version__,
                 "semanticVersion": __version__,
-                "rules": [_rule(rule) for rule in RULES],
+                "rules": [_rule(rule) for rule in rules],
             }
         },
         "invocations": [

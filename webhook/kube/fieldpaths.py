@@ -30,6 +30,18 @@ class FieldPath:
     #: the path as people read it (``spec.replicatedJobs[0].name``); "" for the root
     text: str = field(default="", compare=False, repr=False)
 
+    def __post_init__(self) -> None:
+        if self.steps and not self.text:  # built from its steps directly: render them once
+            rendered = ROOT
+            for step in self.steps:
+                if isinstance(step, MapKey):
+                    rendered = rendered.key(step.name)
+                elif isinstance(step, int):
+                    rendered = rendered.index(step)
+                else:
+                    rendered = rendered.child(step)
+            object.__setattr__(self, "text", rendered.text)
+
     def child(self, *names: str) -> FieldPath:
         text = self.text
         for name in names:

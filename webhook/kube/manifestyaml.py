@@ -12,7 +12,17 @@ class UnreadableValue(yaml.constructor.ConstructorError):
     """A well-formed scalar PyYAML cannot turn into a value (the YAML itself is valid)."""
 
 
-class ManifestLoader(yaml.SafeLoader):
+class _KubectlValues(yaml.constructor.SafeConstructor):
+    """Values as kubectl reads them, whichever parser composed the nodes (see ``ManifestLoader``)."""
+
+    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
+        try:
+            return super().construct_object(node, deep)
+        except (ValueError, OverflowError) as exc:
+            raise UnreadableValue(None, None, _unreadable(node, exc), node.start_mark) from None
+
+
+class ManifestLoader(_KubectlValues, yaml.SafeLoader):
     """PyYAML's safe loader, reading values as kubectl does and failing only with ``YAMLError``.
 
     - timestamps stay strings: yaml.v2, under kubectl, keeps every date-like scalar a
@@ -22,11 +32,18 @@ class ManifestLoader(yaml.SafeLoader):
       anything else unforeseen) becomes a ``ConstructorError`` marked at its node.
     """
 
-    def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
-        try:
-            return super().construct_object(node, deep)
-        except (ValueError, OverflowError) as exc:
-            raise UnreadableValue(None, None, _unreadable(node, exc), node.start_mark) from None
+
+if yaml.__with_libyaml__:
+
+    class FastManifestLoader(_KubectlValues, yaml.CSafeLoader):
+        """``ManifestLoader``'s values, parsed and composed by libyaml (3-4x faster).
+
+        Its nodes carry line marks too, so a finding still finds its line; its error
+        texts are libyaml's wording. For big inputs: a state file of 5,000 Nodes.
+        """
+
+else:  # pragma: no cover - PyYAML wheels ship libyaml
+    FastManifestLoader = ManifestLoader  # type: ignore[misc,assignment]
 
 
 def _unreadable(node: yaml.Node, exc: Exception) -> str:
@@ -44,4 +61,8 @@ def _timestamp_as_text(loader: ManifestLoader, node: yaml.Node) -> str:
     return str(loader.construct_scalar(node))  # type: ignore[arg-type]  # the tag is a scalar's
 
 
+#: either loader class (``read_documents``' ``loader``)
+LoaderClass = type[ManifestLoader] | type[FastManifestLoader]
+
 ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+FastManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)

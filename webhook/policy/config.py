@@ -23,6 +23,7 @@ from pydantic.alias_generators import to_camel
 from webhook.kube.manifestyaml import ManifestLoader
 from webhook.kube.topology import Topology, TopologyError, parse_topology
 from webhook.policy.findings import Action
+from webhook.policy.kueue import KueuePolicy
 
 Mode = Literal["static", "dynamic"]
 
@@ -247,6 +248,8 @@ class Policy(_Model):
     server: ServerPolicy = Field(default_factory=ServerPolicy)
     limits: LimitsPolicy = Field(default_factory=LimitsPolicy)
     cluster: ClusterPolicy = Field(default_factory=ClusterPolicy)
+    #: Kueue's own objects as the admin guard expects them (``lint-queues``)
+    kueue: KueuePolicy = Field(default_factory=KueuePolicy)
 
     @field_validator("tiers")
     @classmethod

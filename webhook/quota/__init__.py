@@ -8,6 +8,8 @@
 - ``combinations``: whether some choice of flavors could hold several podSets together;
 - ``ledger``: what Workloads hold and wait for, and the guaranteed balance;
 - ``amounts``: the one formatter of the amounts messages print;
+- ``capacity``: Σ nominal over queues and Cohorts against the nodes' chips (the admin
+  guard's sums: RFC-0033's quota pipeline check);
 - ``model``: ``QuotaModel``, the above over the store's objects.
 
 It imports nothing above it (no ``webhook.cluster``, ``rules`` or ``engine``): the store

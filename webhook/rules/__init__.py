@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Final, Literal
+from typing import TYPE_CHECKING, Final, Generic, Literal, TypeVar
 
 from webhook.cluster.state import ClusterState
 from webhook.kube.fieldpaths import FieldPath
@@ -75,6 +75,21 @@ class RuleContext:
 
 Check = Callable[["Workload", RuleContext], Iterable[Finding]]
 
+#: what a rule's check judges and what it may read besides: a job rule judges a
+#: ``Workload`` with a ``RuleContext`` (the defaults, so ``Rule`` alone is a job rule); the
+#: admin guard's rules judge a Kueue object against the set of objects it belongs to
+#: (``webhook.admin``)
+#: (type-variable defaults, PEP 696, are typing_extensions' before Python 3.13: the type
+#: checker reads them; at run time a plain TypeVar is all ``Generic`` needs)
+if TYPE_CHECKING:
+    from typing_extensions import TypeVar as DefaultedTypeVar
+
+    SubjectT = DefaultedTypeVar("SubjectT", default="Workload")
+    ContextT = DefaultedTypeVar("ContextT", default=RuleContext)
+else:
+    SubjectT = TypeVar("SubjectT")
+    ContextT = TypeVar("ContextT")
+
 #: RFC-0033's kinds: a Job's TPU pods follow the JobSet rules; a Deployment has no suspend
 #: and (a resident service) no TPU slice. Rules with no ``kinds`` apply to all three.
 JOBS: Final = frozenset({JOBSET, JOB})
@@ -113,13 +128,13 @@ class VapExport:
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class Rule:
+class Rule(Generic[SubjectT, ContextT]):
     """One rule, declared once: its ID, what it judges, how it words a finding, its CEL export."""
 
     id: str
     title: str
     family: str
-    check: Check
+    check: Callable[[SubjectT, ContextT], Iterable[Finding]]
     #: the rule's wordings by name; ``""`` is the usual one
     messages: Mapping[str, Message]
     vap: VapExport
@@ -129,7 +144,8 @@ class Rule:
     on_update: bool = False
     #: cluster-state kinds the rule reads; empty for structural rules
     requires: frozenset[str] = field(default_factory=frozenset)
-    #: the object kinds it applies to (``webhook.objects.kinds``: JobSet, Job, Deployment)
+    #: the object kinds it applies to (``webhook.objects.kinds``: JobSet, Job, Deployment;
+    #: for an admin rule, the Kueue kinds of ``webhook.admin.objects``)
     kinds: frozenset[str] = ALL_KINDS
     #: one sentence: why the rule exists (shown in the README's rule table)
     why: str = ""

@@ -3,7 +3,9 @@
 A rule is declared once, in its family module (``webhook.rules.<family>``); this module
 only collects the families. The config checks its ``rules:`` keys against these IDs
 (``load_policy``), and the README's rule table is generated from the declarations
-(``tpu-admission rules --format markdown``).
+(``tpu-admission rules --format markdown``). The admin guard's rules (``webhook.admin``)
+judge Kueue's own objects, not jobs: they are not run here, but their IDs join the ones
+the config may name, so their actions and exceptions are set the same way.
 """
 
 from __future__ import annotations
@@ -29,6 +31,9 @@ RULES: tuple[Rule, ...] = (
 )
 
 RULES_BY_ID: dict[str, Rule] = {rule.id: rule for rule in RULES}
+
+#: the job rules' IDs; the admin guard adds its own (``webhook.admin.catalog.RULE_IDS``)
+RULE_IDS: tuple[str, ...] = tuple(RULES_BY_ID)
 
 
 def applies_to(rule: Rule) -> str:
@@ -62,11 +67,11 @@ def _vap_cell(rule_id: str) -> str:
     return f"{word}: {export.note}" if export.note else word
 
 
-def load_policy(path: str | Path | None) -> Policy:
-    """The policy file (``None``: the embedded default), its rule IDs checked against this catalog."""
-    return config.load_policy(path, RULES_BY_ID)
+def load_policy(path: str | Path | None, rule_ids: tuple[str, ...] = RULE_IDS) -> Policy:
+    """The policy file (``None``: the embedded default), its rule IDs checked against ``rule_ids``."""
+    return config.load_policy(path, rule_ids)
 
 
-def policy_from_mapping(data: Any, source: str = "config") -> Policy:
-    """A policy document, its rule IDs checked against this catalog."""
-    return config.policy_from_mapping(data, source, RULES_BY_ID)
+def policy_from_mapping(data: Any, source: str = "config", rule_ids: tuple[str, ...] = RULE_IDS) -> Policy:
+    """A policy document, its rule IDs checked against ``rule_ids`` (this catalog's)."""
+    return config.policy_from_mapping(data, source, rule_ids)

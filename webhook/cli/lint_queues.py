@@ -1,0 +1,132 @@
+"""``tpu-admission lint-queues``: the admin guard for the GitOps quota pipeline.
+
+Reads Kueue's objects (ClusterQueues, LocalQueues, Cohorts, ResourceFlavors,
+WorkloadPriorityClasses, Topologies, AdmissionChecks, Kueue's Configuration and its
+controller Deployment) as ``check`` reads manifests, judges them together with the
+cluster state (``--cluster-state``; the input wins by kind, namespace and name), and
+reports in ``check``'s formats with ``check``'s exit codes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from webhook.admin.catalog import ADMIN_RULES
+from webhook.admin.engine import lint
+from webhook.admin.objects import KueueObject, Skipped
+from webhook.admin.state import InputEntry, assemble
+from webhook.cli.formatters import FORMATTERS
+from webhook.cli.report import CheckResult, Report
+from webhook.kube.manifestyaml import FastManifestLoader
+from webhook.objects.sources import read_documents
+from webhook.policy.config import Policy
+
+_EXIT_USAGE_LINE = "  2  bad usage, an invalid policy config, or a file that cannot be read"
+
+HELP = f"""\
+Judge Kueue's own configuration before it reaches the cluster: ClusterQueues,
+LocalQueues, Cohorts, ResourceFlavors, WorkloadPriorityClasses, Topologies,
+AdmissionChecks, Kueue's Configuration (the kueue-manager-config ConfigMap, or a bare
+config.kueue.x-k8s.io Configuration) and the kueue-controller-manager Deployment's
+--feature-gates. Inputs are read as check reads them (YAML or JSON, multi-document,
+lists expanded, - for stdin, directories recursively); other kinds are reported as
+skipped. The objects are judged together with --cluster-state (what kubectl get -o
+yaml or tpu-admission snapshot print), an input object replacing the state's of the
+same kind, namespace and name, so a change is judged against the live cluster. A rule
+that needs a kind nobody supplied is skipped with a note saying what to add; an empty
+typed list (NodeList with no items) is a known zero.
+
+examples:
+  tpu-admission lint-queues kueue/ --mode dynamic
+  kubectl get nodes,namespaces -o yaml > cluster.yaml
+  tpu-admission lint-queues kueue/ --cluster-state cluster.yaml --output github
+  tpu-admission lint-queues kueue/ --cluster-state snapshot.yaml --strict --output sarif > kueue.sarif
+  tpu-admission lint-queues team-c.yaml --cluster-state live-queues.yaml --output json
+
+exit codes:
+  0  nothing refused (with --strict: and no warnings or skipped rules, and something
+     was judged)
+  1  something refused (with --strict: also any warning, a skipped rule, a skipped
+     document that looks like a mistake, or nothing judged)
+{_EXIT_USAGE_LINE}
+     (every other file is still judged and reported first)
+"""
+
+
+def add_parser(commands: Any) -> None:
+    parser: argparse.ArgumentParser = commands.add_parser(
+        "lint-queues",
+        help="refuse a Kueue configuration that breaks the quota model (GitOps pipeline)",
+        description=HELP,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, or - for stdin")
+    parser.add_argument("--config", help="policy config YAML (tiers, mode, the kueue: section, rule actions)")
+    parser.add_argument("--mode", choices=["static", "dynamic"], help="override the config's mode")
+    parser.add_argument(
+        "--cluster-state",
+        action="append",
+        metavar="PATH",
+        help="the live objects (kubectl get -o yaml, or tpu-admission snapshot): a file or directory; repeatable",
+    )
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="fail (exit 1) on warnings too: warn-level findings, skipped rules, a skipped document that looks "
+        "like a mistake, nothing judged",
+    )
+    parser.add_argument("--output", choices=list(FORMATTERS), default="text", help="report format (default: text)")
+    parser.set_defaults(run=run_lint_queues)
+
+
+def _result(judged_entry: InputEntry, decision: Any, skipped: str, policy: Policy) -> CheckResult:
+    read = judged_entry.read
+    # a Configuration's own document maps its fields to lines inside the ConfigMap
+    document = read.document if isinstance(read, KueueObject) and read.document else judged_entry.document
+    data = document.data if isinstance(document.data, dict) else {}
+    raw = data.get("metadata")
+    metadata: dict[str, Any] = raw if isinstance(raw, dict) else {}
+    kind = str(data.get("kind") or "")
+    namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
+    if isinstance(read, KueueObject):
+        kind, namespace, name = read.kind.kind, read.namespace, read.name
+        if read.carrier is not None:
+            kind, namespace, name = "ConfigMap", policy.kueue.namespace, policy.kueue.config_map
+    mistake = isinstance(read, Skipped) and read.mistake
+    return CheckResult(document, kind, namespace, name, decision, skipped, policy.mode, mistake=mistake)
+
+
+def run_lint_queues(args: argparse.Namespace) -> int:
+    from webhook.admin.catalog import load_policy
+
+    policy = load_policy(args.config)
+    mode_source = "--mode" if args.mode else "config" if "mode" in policy.model_fields_set else "default"
+    if args.mode:
+        policy = policy.model_copy(update={"mode": args.mode})
+    left_out: list[str] = []
+    # libyaml: a state file of 5,000 Nodes and an input of 1,000 ClusterQueues parse 3-4x faster
+    documents, errors = read_documents(args.paths, left_out, loader=FastManifestLoader)
+    state_documents, state_errors = read_documents(args.cluster_state or [], loader=FastManifestLoader)
+    for error in state_errors:
+        error.problem = f"--cluster-state: {error.problem}"
+    errors += state_errors
+    objects, entries = assemble(documents, state_documents, policy)
+    report = Report(
+        errors=errors,
+        mode=policy.mode,
+        mode_source=mode_source,
+        strict=args.strict,
+        left_out=left_out,
+        command="lint-queues",
+        catalog=ADMIN_RULES,
+    )
+    for judged in lint(objects, entries, policy):
+        report.results.append(_result(judged.entry, judged.decision, judged.skipped, policy))
+    if errors and args.output not in ("text", "github"):
+        for error in errors:
+            print(f"tpu-admission: {error.source}: {error.problem}", file=sys.stderr)
+    sys.stdout.write(FORMATTERS[args.output](report) + "\n")
+    sys.stdout.flush()
+    return report.exit_code()
