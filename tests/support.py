@@ -275,3 +275,25 @@ def mixed_inputs(directory: Path) -> Path:
     write_yaml(directory / "c-admitted.yaml", admitted)
     (directory / "d-latin1.yaml").write_bytes(b"name: caf\xe9\n")
     return directory
+
+
+def assert_example_findings(
+    rule: str, fires: bool, found: list[Any], path: str | None, count: int | None, message: str | None
+) -> None:
+    """What a rule example promises of its rule's findings: none when it does not fire; else
+    the first at ``path`` saying ``message``, ``count`` of them, each with a fix, each
+    "<what is wrong>; <how to fix>" with the one "; " between the two."""
+    if not fires:
+        assert found == [], [f.line() for f in found]
+        return
+    assert found, f"{rule} did not fire"
+    first = found[0]
+    if path is not None:
+        assert str(first.path) == path, first.line()
+    if count is not None:
+        assert len(found) == count, [f.line() for f in found]
+    if message is not None:
+        assert message in first.message, first.message
+    assert first.fix, "every finding says how to fix it"
+    for finding in found:
+        assert "; " not in finding.problem and "; " not in finding.fix, finding.line()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 from admin_fixtures import CASES, AdminCase
+from support import assert_example_findings
 
 from webhook.admin import AdminRule
 from webhook.admin.catalog import ADMIN_RULES, ADMIN_RULES_BY_ID
@@ -11,21 +12,7 @@ from webhook.admin.catalog import ADMIN_RULES, ADMIN_RULES_BY_ID
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_admin_rule_example(case: AdminCase) -> None:
-    found = case.findings()
-    if not case.fires:
-        assert found == [], [f.line() for f in found]
-        return
-    assert found, f"{case.rule} did not fire"
-    first = found[0]
-    if case.path is not None:
-        assert str(first.path) == case.path, first.line()
-    if case.count is not None:
-        assert len(found) == case.count, [f.line() for f in found]
-    if case.message is not None:
-        assert case.message in first.message, first.message
-    assert first.fix, "every finding says how to fix it"
-    for finding in found:  # "<what is wrong>; <how to fix>": the one "; " separates the two
-        assert "; " not in finding.problem and "; " not in finding.fix, finding.line()
+    assert_example_findings(case.rule, case.fires, case.findings(), case.path, case.count, case.message)
 
 
 @pytest.mark.parametrize("rule", ADMIN_RULES, ids=lambda r: r.id)

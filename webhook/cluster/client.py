@@ -7,9 +7,10 @@ same way.
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Iterator
+from typing import Any, Final
 
 from webhook.cluster import kinds as k
 
@@ -85,3 +86,38 @@ def list_call(api_client: Any, kind: k.Kind) -> Callable[..., Any]:
         return custom.list_cluster_custom_object(kind.group, kind.version, kind.plural, **kwargs)
 
     return call
+
+
+#: server-side bookkeeping nobody needs in a state file or a judgement (managedFields is most of a Node)
+DROPPED_METADATA: Final = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation")
+
+
+def list_pages(
+    call: Callable[..., Any], kind: k.Kind, page_size: int, timeout: float, dropped: tuple[str, ...] = DROPPED_METADATA
+) -> Iterator[list[dict[str, Any]]]:
+    """Each page of a paged list, as plain JSON, with ``apiVersion`` and ``kind`` set (list
+    items carry neither) and the ``dropped`` metadata removed; pages one at a time, so a
+    caller that streams never holds the whole kind."""
+    token: str | None = None
+    while True:
+        options: dict[str, Any] = {"limit": page_size}
+        if token:
+            options["_continue"] = token
+        response = call(**options, _preload_content=False, _request_timeout=(10.0, timeout))
+        try:
+            body = json.loads(response.data)
+        finally:
+            response.release_conn()
+        items = [item for item in body.get("items") or () if isinstance(item, dict)]
+        token = (body.get("metadata") or {}).get("continue") or None
+        del body
+        for item in items:
+            item.setdefault("apiVersion", kind.api_version)
+            item.setdefault("kind", kind.kind)
+            metadata = item.get("metadata")
+            if isinstance(metadata, dict):
+                for key in dropped:
+                    metadata.pop(key, None)
+        yield items
+        if not token:
+            return

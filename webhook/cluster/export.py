@@ -13,7 +13,6 @@ is written whole, through a temporary file renamed at the end, or not at all.
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 from collections.abc import Iterator
@@ -23,38 +22,16 @@ from typing import Any, TextIO
 import yaml
 
 from webhook.cluster import kinds as k
-from webhook.cluster.client import ClusterConfigError, list_call, load_configuration
+from webhook.cluster.client import ClusterConfigError, list_call, list_pages, load_configuration
 from webhook.cluster.watch import describe_error
 
 PAGE_SIZE = 500
-#: server-side bookkeeping nobody needs in a state file (managedFields is most of a Node)
-_DROPPED_METADATA = ("managedFields", "resourceVersion", "uid", "creationTimestamp", "generation")
 
 
 def list_kind(api_client: Any, kind: k.Kind, timeout: float = 60.0) -> Iterator[dict[str, Any]]:
     """Every object of ``kind`` across namespaces, as plain JSON, page by page."""
-    call = list_call(api_client, kind)
-    token: str | None = None
-    while True:
-        options: dict[str, Any] = {"limit": PAGE_SIZE}
-        if token:
-            options["_continue"] = token
-        response = call(**options, _preload_content=False, _request_timeout=(10.0, timeout))
-        try:
-            body = json.loads(response.data)
-        finally:
-            response.release_conn()
-        for item in body.get("items") or ():
-            item.setdefault("apiVersion", kind.api_version)
-            item.setdefault("kind", kind.kind)
-            metadata = item.get("metadata")
-            if isinstance(metadata, dict):
-                for key in _DROPPED_METADATA:
-                    metadata.pop(key, None)
-            yield item
-        token = (body.get("metadata") or {}).get("continue")
-        if not token:
-            return
+    for page in list_pages(list_call(api_client, kind), kind, PAGE_SIZE, timeout):
+        yield from page
 
 
 class ClusterUnreachable(Exception):

@@ -20,12 +20,11 @@ held twice: each page is decoded, handed on and dropped.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from webhook.cluster import kinds as k
-from webhook.cluster.client import list_call, load_configuration
+from webhook.cluster.client import list_call, list_pages, load_configuration
 from webhook.cluster.own import OwnedWorkloads
 from webhook.cluster.store import ClusterStore
 from webhook.cluster.watch import describe_error
@@ -76,30 +75,8 @@ def _judged_call(api_client: Any, kind: k.Kind, namespace: str | None) -> Callab
 
 
 def _pages(call: Callable[..., Any], kind: k.Kind, page_size: int, timeout: float) -> Iterator[list[dict[str, Any]]]:
-    """Each page's items, with ``apiVersion`` and ``kind`` set (list items carry neither)."""
-    token: str | None = None
-    while True:
-        options: dict[str, Any] = {"limit": page_size}
-        if token:
-            options["_continue"] = token
-        response = call(**options, _preload_content=False, _request_timeout=(10.0, timeout))
-        try:
-            body = json.loads(response.data)
-        finally:
-            response.release_conn()
-        items = [item for item in body.get("items") or () if isinstance(item, dict)]
-        token = (body.get("metadata") or {}).get("continue") or None
-        del body
-        for item in items:
-            item.setdefault("apiVersion", kind.api_version)
-            item.setdefault("kind", kind.kind)
-            metadata = item.get("metadata")
-            if isinstance(metadata, dict):
-                for key in _DROPPED_METADATA:
-                    metadata.pop(key, None)
-        yield items
-        if not token:
-            return
+    """Each page's items, as ``snapshot`` lists them (``client.list_pages``)."""
+    return list_pages(call, kind, page_size, timeout, _DROPPED_METADATA)
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str]:
