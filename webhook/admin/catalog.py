@@ -43,7 +43,7 @@ def policy_from_mapping(data: Any, source: str = "config") -> Policy:
 
 #: rules Kueue's own webhook enforces too (the "K" mark): kept for the offline pipeline,
 #: which must fail before ``kubectl apply`` does
-KUEUE_REFUSES: Final[frozenset[str]] = frozenset({"cq-limit-invalid"})
+KUEUE_REFUSES: Final[frozenset[str]] = frozenset({quotas.CQ_LIMIT_INVALID.id})
 
 
 def _marks(rule: AdminRule) -> str:
