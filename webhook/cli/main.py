@@ -9,7 +9,6 @@ texts are plain text (argparse prints them as written) with examples and exit co
 from __future__ import annotations
 
 import argparse
-import asyncio
 import base64
 import contextlib
 import json
@@ -135,6 +134,8 @@ def _emit(text: str) -> None:
 
 
 def run_serve(args: argparse.Namespace) -> int:
+    import asyncio  # here, not at the top: every other command starts without it
+
     from webhook.serving.app import ServerState
     from webhook.serving.runner import (
         TlsSettings,
