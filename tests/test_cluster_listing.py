@@ -13,8 +13,8 @@ from cluster_fixtures import POLICY, load
 from support import load_deployment, load_job, load_jobset
 
 from webhook.cluster import kinds as k
-from webhook.cluster.client import ClusterConfigError
-from webhook.cluster.listing import JUDGED_KINDS, ListError, configuration, judged_objects, load_state
+from webhook.cluster.client import ClusterConfigError, load_configuration
+from webhook.cluster.listing import JUDGED_KINDS, ListError, judged_objects, load_state
 
 JOBSETS, JOBS, DEPLOYMENTS = JUDGED_KINDS
 
@@ -31,7 +31,7 @@ def api() -> Iterator[FakeApiServer]:
 def client_for(api: FakeApiServer, tmp_path: Path) -> Any:
     from kubernetes import client
 
-    return client.ApiClient(configuration(str(write_kubeconfig(tmp_path / "kubeconfig", api.port))))
+    return client.ApiClient(load_configuration(str(write_kubeconfig(tmp_path / "kubeconfig", api.port))))
 
 
 def jobsets(count: int, namespace: str = "kubemaker") -> list[dict[str, Any]]:
@@ -164,10 +164,10 @@ def test_a_state_kind_that_cannot_be_listed_is_unknown(api: FakeApiServer, tmp_p
 def test_an_unreachable_or_refusing_server_is_an_error(api: FakeApiServer, tmp_path: Path) -> None:
     from kubernetes import client
 
-    wrong_token = configuration(str(write_kubeconfig(tmp_path / "bad", api.port, token="wrong")))
+    wrong_token = load_configuration(str(write_kubeconfig(tmp_path / "bad", api.port, token="wrong")))
     with client.ApiClient(wrong_token) as api_client, pytest.raises(ListError, match="unauthorized"):
         load_state(api_client, POLICY)
-    gone = configuration(str(write_kubeconfig(tmp_path / "gone", free_port())))  # nobody listens there
+    gone = load_configuration(str(write_kubeconfig(tmp_path / "gone", free_port())))  # nobody listens there
     with client.ApiClient(gone) as api_client, pytest.raises(ListError, match="unreachable"):
         load_state(api_client, POLICY)
 
@@ -181,19 +181,19 @@ def test_configuration_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
     monkeypatch.setenv("KUBECONFIG", str(env))
-    assert configuration(str(given)).host.endswith(":1111")
-    assert configuration(None).host.endswith(":2222")
+    assert load_configuration(str(given)).host.endswith(":1111")
+    assert load_configuration(None).host.endswith(":2222")
     monkeypatch.setenv("KUBECONFIG", f"{tmp_path / 'absent'}:{env}")  # a list, as kubectl reads it
-    assert configuration(None).host.endswith(":2222")
+    assert load_configuration(None).host.endswith(":2222")
     monkeypatch.delenv("KUBECONFIG")
-    assert configuration(None).host.endswith(":3333")
+    assert load_configuration(None).host.endswith(":3333")
     (home / ".kube" / "config").unlink()
     with pytest.raises(ClusterConfigError, match="no cluster configuration"):
-        configuration(None)
+        load_configuration(None)
     # in a pod (the service host is set): the in-cluster config, which needs the pod's token
     monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1")
     monkeypatch.setenv("KUBERNETES_SERVICE_PORT", "443")
     monkeypatch.setenv("KUBECONFIG", str(env))
     with pytest.raises(ClusterConfigError, match="could not be loaded"):
-        configuration(None)
-    assert configuration(str(given)).host.endswith(":1111")  # an explicit flag still wins
+        load_configuration(None)
+    assert load_configuration(str(given)).host.endswith(":1111")  # an explicit flag still wins

@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 from cluster_apiserver import FakeApiServer, write_kubeconfig
 
-from webhook.cluster.listing import ListError, configuration
+from webhook.cluster.client import load_configuration
+from webhook.cluster.listing import ListError
 from webhook.cluster.reports import CLUSTER_POLICY_REPORTS, POLICY_REPORTS, apply_reports
 
 SELECTOR = "app.kubernetes.io/managed-by=tpu-admission"
@@ -43,7 +44,7 @@ def api() -> Iterator[FakeApiServer]:
 def client_for(api: FakeApiServer, tmp_path: Path) -> Any:
     from kubernetes import client
 
-    return client.ApiClient(configuration(str(write_kubeconfig(tmp_path / "kubeconfig", api.port))))
+    return client.ApiClient(load_configuration(str(write_kubeconfig(tmp_path / "kubeconfig", api.port))))
 
 
 def test_written_by_server_side_apply_and_replaced_whole(api: FakeApiServer, tmp_path: Path) -> None:

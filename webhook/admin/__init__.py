@@ -26,7 +26,7 @@ word it. A rule is a ``webhook.rules.Rule`` over a ``KueueObject`` and an ``Admi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
@@ -40,7 +40,6 @@ from webhook.admin.objects import (
 )
 from webhook.admin.state import ObjectSet
 from webhook.policy.config import Policy
-from webhook.policy.findings import Finding
 from webhook.policy.tiers import resolve_tier
 from webhook.quota.objects import (
     ClusterQueueInfo,
@@ -181,4 +180,3 @@ def _tier_only(selector: Mapping[str, Any], label: str) -> dict[str, Any]:
 
 #: an admin rule: judges one Kueue object against the set it belongs to
 AdminRule: TypeAlias = Rule[KueueObject, AdminContext]
-AdminCheck: TypeAlias = Callable[[KueueObject, AdminContext], Iterable[Finding]]

@@ -99,7 +99,6 @@ KINDS: Final[tuple[AdminKind, ...]] = (
     NODE,
     NAMESPACE,
 )
-BY_PLURAL: Final[dict[str, AdminKind]] = {kind.plural: kind for kind in KINDS}
 #: objects of the typed lists ``kubectl`` and ``snapshot`` write, and of plain ones
 _BY_GROUP_KIND: Final[dict[tuple[str, str], AdminKind]] = {
     (kind.group, kind.kind): kind for kind in KINDS if kind is not CONFIGURATION
@@ -304,20 +303,6 @@ def _configuration(
     data: dict[str, Any], document: Document, carrier: Document | None, origin: Origin, policy: Policy
 ) -> KueueObject:
     return KueueObject(CONFIGURATION, "", "", data, document, origin, carrier=carrier)
-
-
-def container_args(deployment: KueueObject) -> list[str]:
-    """Every command and arg of the Deployment's containers (where ``--feature-gates`` is)."""
-    template = deployment.spec.get("template")
-    pod = template.get("spec") if isinstance(template, dict) else None
-    containers = pod.get("containers") if isinstance(pod, dict) else None
-    out: list[str] = []
-    for container in containers if isinstance(containers, list) else []:
-        if isinstance(container, dict):
-            for key in ("command", "args"):
-                values = container.get(key)
-                out += [str(v) for v in values] if isinstance(values, list) else []
-    return out
 
 
 def container_images(deployment: KueueObject) -> list[str]:

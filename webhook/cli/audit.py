@@ -162,11 +162,11 @@ def _audit_cluster(kubeconfig: str | None, policy: Policy, audit: Audit) -> Any:
     """Audit the live cluster; the API client, still open (for ``--apply``)."""
     from kubernetes import client
 
-    from webhook.cluster.client import ClusterConfigError
-    from webhook.cluster.listing import ListError, configuration, judged_objects, load_state
+    from webhook.cluster.client import ClusterConfigError, load_configuration
+    from webhook.cluster.listing import ListError, judged_objects, load_state
 
     try:
-        api_client = client.ApiClient(configuration(kubeconfig))
+        api_client = client.ApiClient(load_configuration(kubeconfig))
     except ClusterConfigError as exc:
         raise AuditError(str(exc)) from None
     try:

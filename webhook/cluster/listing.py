@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator
 from typing import Any, Final
 
 from webhook.cluster import kinds as k
-from webhook.cluster.client import list_call, list_pages, load_configuration
+from webhook.cluster.client import list_call, list_pages
 from webhook.cluster.own import OwnedWorkloads
 from webhook.cluster.store import ClusterStore
 from webhook.cluster.watch import describe_error
@@ -57,12 +57,6 @@ def describe(exc: BaseException) -> str:
     return describe_error(exc)
 
 
-def configuration(kubeconfig: str | None) -> Any:
-    """The client configuration ``audit`` uses (``client.load_configuration``: ``--kubeconfig``;
-    in a pod the in-cluster config; else ``$KUBECONFIG`` or ``~/.kube/config``)."""
-    return load_configuration(kubeconfig)
-
-
 def _judged_call(api_client: Any, kind: k.Kind, namespace: str | None) -> Callable[..., Any]:
     from kubernetes import client
 
@@ -72,11 +66,6 @@ def _judged_call(api_client: Any, kind: k.Kind, namespace: str | None) -> Callab
     return lambda **options: custom.list_namespaced_custom_object(
         kind.group, kind.version, namespace, kind.plural, **options
     )
-
-
-def _pages(call: Callable[..., Any], kind: k.Kind, page_size: int, timeout: float) -> Iterator[list[dict[str, Any]]]:
-    """Each page's items, as ``snapshot`` lists them (``client.list_pages``)."""
-    return list_pages(call, kind, page_size, timeout, _DROPPED_METADATA)
 
 
 def _key(obj: dict[str, Any]) -> tuple[str, str]:
@@ -98,7 +87,7 @@ def list_objects(
     while True:
         paged = False
         try:
-            for page in _pages(call, kind, page_size or PAGE_SIZE, timeout):
+            for page in list_pages(call, kind, page_size or PAGE_SIZE, timeout, _DROPPED_METADATA):
                 paged = True
                 for obj in page:
                     key = _key(obj)

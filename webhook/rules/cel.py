@@ -231,11 +231,6 @@ def validation(
     return Validation(rule, expression, message, message_expression, action)
 
 
-def tpu_fix(policy: Policy) -> str:
-    tpu = policy.tpu
-    return f"request {tpu.resource_name}: {tpu.chips_per_host} in both resources.requests and resources.limits"
-
-
 def static_hosts(policy: Policy) -> dict[str, int]:
     """Hosts per slice of each configured static topology (the VAP knows no cluster)."""
     per_host = policy.tpu.chips_per_host
