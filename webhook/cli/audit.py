@@ -27,14 +27,13 @@ input that cannot be read, or a cluster that cannot be reached or listed.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from webhook.admin.catalog import load_policy
-from webhook.cli.formatters import FORMATTERS
+from webhook.cli.formatters import FORMATTERS, verdict_lines
 from webhook.cli.policyreport import MANAGED_BY, AuditResult, policy_reports, policyreport
 from webhook.cli.report import EXIT_USAGE, Report
 from webhook.cluster.own import OwnedWorkloads, WithoutWorkloads
@@ -203,13 +202,8 @@ def text(audit: Audit) -> str:
         where = f" ({result.document.source}:{result.document.line})" if result.document.line else ""
         verdict = "admitted" if decision.allowed else "would be DENIED"
         head = f"{result.kind} {result.namespace}/{result.name}{where}: {verdict}"
-        lines = [f"{head} (tier {decision.tier or 'none'}, mode {result.mode})"]
-        lines += [f"  deny  {f.line()}" for f in decision.violations]
-        lines += [f"  warn  {w}" for w in decision.warnings]
-        if decision.patch:
-            added = ", ".join(f"{op['path']}={json.dumps(op['value'])}" for op in decision.patch)
-            lines.append(f"  patch {added} (what the mutating path adds on create)")
-        blocks.append("\n".join(lines))
+        note = " (what the mutating path adds on create)"
+        blocks.append("\n".join(verdict_lines(head, decision, result.mode, note)))
     blocks.append(f"tpu-admission audit: {audit.summary_line()}")
     return "\n".join(blocks)
 

@@ -12,6 +12,7 @@ from collections.abc import Callable
 from webhook.cli.junit import junit
 from webhook.cli.report import CheckResult, Report
 from webhook.cli.sarif import sarif
+from webhook.engine.decision import Decision
 from webhook.policy.findings import Action
 
 __all__ = ["FORMATTERS", "CheckResult", "Report"]
@@ -24,6 +25,18 @@ def _label(result: CheckResult) -> str:
     return f"{result.kind or '(no kind)'} {where}"
 
 
+def verdict_lines(head: str, decision: Decision, mode: str, patch_note: str = "") -> list[str]:
+    """One object's text block: ``head`` with its tier and mode, then a line per denial,
+    warning and the patch (``patch_note`` after it), as ``check`` and ``audit`` print them."""
+    lines = [f"{head} (tier {decision.tier or 'none'}, mode {mode})"]
+    lines += [f"  deny  {f.line()}" for f in decision.violations]
+    lines += [f"  warn  {w}" for w in decision.warnings]
+    if decision.patch:
+        added = ", ".join(f"{op['path']}={json.dumps(op['value'])}" for op in decision.patch)
+        lines.append(f"  patch {added}{patch_note}")
+    return lines
+
+
 def text(report: Report) -> str:
     blocks = []
     for result in report.results:
@@ -33,13 +46,7 @@ def text(report: Report) -> str:
             blocks.append(f"{head}: skipped ({result.skipped})")
             continue
         verdict = "admitted" if decision.allowed else "DENIED"
-        lines = [f"{head}: {verdict} (tier {decision.tier or 'none'}, mode {result.mode})"]
-        lines += [f"  deny  {f.line()}" for f in decision.violations]
-        lines += [f"  warn  {w}" for w in decision.warnings]
-        if decision.patch:
-            added = ", ".join(f"{op['path']}={json.dumps(op['value'])}" for op in decision.patch)
-            lines.append(f"  patch {added}")
-        blocks.append("\n".join(lines))
+        blocks.append("\n".join(verdict_lines(f"{head}: {verdict}", decision, result.mode)))
     for error in report.errors:
         where = f"{error.source}:{error.line}" if error.line else error.source
         blocks.append(f"{where}: error: {error.problem}")
