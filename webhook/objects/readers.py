@@ -14,6 +14,7 @@ apps/v1 Deployment is one Workload *per pod* with no gang: its podSet is one pod
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Callable
 from typing import Any, Final
@@ -127,16 +128,16 @@ def read_workload(kind: str, document: Any, policy: Policy, namespace: str = "")
         except RecursionError:
             # The review decoder read it a few frames up the stack; no real object is nested this deep.
             return unreadable(kind, policy, namespace, "is nested too deeply to be read")
-        except ValueError as exc:
-            if "digits" in str(exc):  # valid JSON, but an integer longer than Python reads
-                return unreadable(
-                    kind,
-                    policy,
-                    namespace,
-                    f"holds an integer of more than {sys.get_int_max_str_digits()} digits, which no Kubernetes "
-                    "field takes (the API server reads integers as 64-bit)",
-                )
-            return unreadable(kind, policy, namespace, f"is not JSON text ({exc})")  # never handed on by the wire
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # never handed on by the wire
+            return unreadable(kind, policy, namespace, f"is not JSON text ({exc})")
+        except ValueError:  # valid JSON, but ``int()`` refuses an integer that long (as the wire's general path)
+            return unreadable(
+                kind,
+                policy,
+                namespace,
+                f"holds an integer of more than {sys.get_int_max_str_digits()} digits, which no Kubernetes "
+                "field takes (the API server reads integers as 64-bit)",
+            )
     return _READERS[kind](document, policy, namespace)
 
 
