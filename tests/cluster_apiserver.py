@@ -11,10 +11,11 @@ is sent). Objects are changed through Python (``put``/``delete``), as kmock's
 ``objects[...]`` are; clients read them, and may write only through server-side apply
 (``PATCH`` with ``application/apply-patch+yaml``) and ``DELETE``.
 
-It serves the watched kinds (``webhook.cluster.kinds.KINDS``) and whatever ``kinds`` a
+It serves the watched kinds (``webhook.cluster.kinds.WATCHED``) and whatever ``kinds`` a
 test adds (``audit`` lists JobSets, Jobs and Deployments and writes PolicyReports), at
 the cluster-wide collection path and at ``.../namespaces/NS/PLURAL``; lists understand
-a ``labelSelector`` of ``key=value`` terms.
+a ``labelSelector`` of ``key=value`` terms, and lists and watches a ``fieldSelector`` of
+``metadata.name=NAME`` (how one named object is read).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from urllib.parse import parse_qs, unquote, urlsplit
 
 import yaml
 
-from webhook.cluster.kinds import KINDS, Kind
+from webhook.cluster.kinds import WATCHED, Kind
 
 TOKEN = "test-token"
 
@@ -60,6 +61,23 @@ def write_kubeconfig(path: Path, port: int, token: str = TOKEN) -> Path:
     return path
 
 
+_PATHS = frozenset(kind.path for kind in WATCHED)
+
+
+def _named(obj: dict[str, Any], namespace: str | None, query: dict[str, list[str]]) -> bool:
+    """Whether ``obj`` is in ``namespace`` (``None``: any) and has the ``fieldSelector``'s name, if one is given."""
+    meta = obj.get("metadata") or {}
+    if namespace is not None and meta.get("namespace", "") != namespace:
+        return False
+    selector = query.get("fieldSelector", [""])[0]
+    if not selector:
+        return True
+    field, _, name = selector.partition("=")
+    if field != "metadata.name" or "," in selector:
+        raise NotImplementedError(f"fieldSelector {selector!r}: only metadata.name=NAME is served")
+    return bool(meta.get("name") == name)
+
+
 def _key(kind: Kind, obj: dict[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return (str(meta.get("namespace", "")) if kind.namespaced else "", str(meta["name"]))
@@ -70,7 +88,11 @@ class FakeApiServer:
         self.cond = threading.Condition()
         self.version = 0
         #: every kind served: the watched ones and the test's own
-        self.kinds: tuple[Kind, ...] = (*KINDS, *(kind for kind in kinds if kind not in KINDS))
+        self.kinds: tuple[Kind, ...] = (*WATCHED, *(kind for kind in kinds if kind.path not in _PATHS))
+        #: every name a collection goes by: a test's kind may share a watched one's path (Deployments)
+        self.names: dict[str, set[str]] = {}
+        for kind in (*self.kinds, *kinds):
+            self.names.setdefault(kind.path, set()).add(kind.name)
         self.objects: dict[str, dict[tuple[str, str], dict[str, Any]]] = {k.path: {} for k in self.kinds}
         self.history: dict[str, list[tuple[int, str, dict[str, Any]]]] = {k.path: [] for k in self.kinds}
         #: a watch from a resourceVersion older than this gets 410 Gone
@@ -289,7 +311,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             if kind is None:
                 self._status(404, "NotFound", f"the server could not find the requested resource {url.path}")
                 return None
-            status = api.errors.get(kind.name)
+            status = next((api.errors[name] for name in sorted(api.names[kind.path]) if name in api.errors), None)
             if status == 403:
                 self._status(403, "Forbidden", f"{kind.plural} is forbidden: User cannot list resource")
                 return None
@@ -309,7 +331,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                     return self._status(404, "NotFound", f'{kind.plural} "{name}" not found')
                 return self._json(200, obj)
             if query.get("watch", [""])[0] in ("true", "1"):
-                return self._watch(kind, query)
+                return self._watch(kind, query, namespace)
             return self._list(kind, query, namespace)
 
         def _body(self) -> Any:
@@ -353,8 +375,8 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             with api.cond:
                 items = [
                     obj
-                    for (ns, _), obj in api.objects[kind.path].items()
-                    if (namespace is None or ns == namespace) and (not selector or _selected(obj, selector))
+                    for obj in api.objects[kind.path].values()
+                    if _named(obj, namespace, query) and (not selector or _selected(obj, selector))
                 ]
                 version = api.version
             limit = int(query.get("limit", ["0"])[0]) or len(items) or 1
@@ -374,7 +396,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self.wfile.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             self.wfile.flush()
 
-        def _watch(self, kind: Kind, query: dict[str, list[str]]) -> None:
+        def _watch(self, kind: Kind, query: dict[str, list[str]], namespace: str | None = None) -> None:
             since = int(query.get("resourceVersion", ["0"])[0] or 0)
             deadline = time.monotonic() + int(query.get("timeoutSeconds", ["30"])[0])
             bookmarks = query.get("allowWatchBookmarks", [""])[0] in ("true", "1")
@@ -394,7 +416,11 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                             self.close_connection = True
                             return  # no terminating chunk: the client sees a broken stream
                         gone = since < api.oldest[kind.path] or expired != api.expired
-                        events = [e for e in api.history[kind.path] if e[0] > since] if not gone else []
+                        events = (
+                            [e for e in api.history[kind.path] if e[0] > since and _named(e[2], namespace, query)]
+                            if not gone
+                            else []
+                        )
                         bookmark = bookmarks and not events and time.monotonic() >= next_bookmark
                         version = api.version
                         if not gone and not events and not bookmark and not api.stopping:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -9,12 +10,15 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
+from admin_fixtures import cluster_state, dynamic_nodes, label, rfc_objects
 from builders import job, jobset
 from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
 from cluster_fixtures import ALL, FAST, load
 from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
 from cluster_job_cases import ClusterCase
+from kueue_cache import cluster_kind, kueue_review
 from support import RunningServer, load_jobset, review
 
 from webhook.cluster import kinds as k
@@ -27,8 +31,8 @@ from webhook.serving.runner import TlsSettings
 POLICY = Policy()
 
 
-def serve(cache: WatchCache, tls: TlsSettings) -> RunningServer:
-    state = ServerState(policy=POLICY, cluster=cache)  # registers the cache's gauges itself
+def serve(cache: WatchCache, tls: TlsSettings, policy: Policy = POLICY) -> RunningServer:
+    state = ServerState(policy=policy, cluster=cache)  # registers the cache's gauges itself
     return RunningServer(state, tls).start()
 
 
@@ -98,7 +102,7 @@ def test_cluster_gauges_on_metrics(live: RunningServer, client: httpx.Client) ->
     assert 'tpu_admission_cluster_cache_age_seconds{kind="Nodes"} 0.0' in text
     assert text.count('tpu_admission_cluster_synced{kind="Nodes"}') == 1  # registered once
     ages = [line for line in text.splitlines() if line.startswith("tpu_admission_cluster_last_event_age_seconds{")]
-    assert len(ages) == len(k.KINDS) and all(float(line.rsplit(" ", 1)[1]) >= -1.0 for line in ages)
+    assert len(ages) == len(k.WATCHED) and all(float(line.rsplit(" ", 1)[1]) >= -1.0 for line in ages)
 
 
 def test_unreachable_api_server_serves_structural_rules_with_warnings(
@@ -148,3 +152,208 @@ def test_cluster_rules_on_jobs_and_deployments_through_the_server(
     else:
         assert case.rule in fired
         assert answer["allowed"] is (case.rule == "replicas-beyond-nominal")  # the one warn-level rule
+
+
+# ---------------------------------------------------------------- the admin guard on /validate-kueue
+
+
+#: RFC-0033 4.2's objects are for dynamic slices
+KUEUE_POLICY = Policy(mode="dynamic")
+
+
+def _kueue_api() -> FakeApiServer:
+    """The test API server holding RFC-0033's dynamic configuration and the cluster it was written for."""
+    api = FakeApiServer()
+    for obj in [*rfc_objects("dynamic"), *cluster_state("dynamic")]:
+        items = obj["items"] if obj["kind"].endswith("List") else [obj]
+        for item in items:
+            kind = cluster_kind(item if "apiVersion" in item else {**item, "apiVersion": obj["apiVersion"]})
+            assert kind is not None, item["kind"]
+            api.load(kind, [copy.deepcopy(item)])
+    return api
+
+
+@pytest.fixture(scope="module")
+def kueue_api() -> Iterator[FakeApiServer]:
+    api = _kueue_api().start()
+    yield api
+    api.stop()
+
+
+@pytest.fixture(scope="module")
+def kueue_live(
+    kueue_api: FakeApiServer, tmp_path_factory: pytest.TempPathFactory, tls: TlsSettings, client: httpx.Client
+) -> Iterator[tuple[RunningServer, WatchCache]]:
+    kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kueue") / "config", kueue_api.port)
+    cache = start_watch_cache(str(kubeconfig), KUEUE_POLICY, FAST)
+    wait_until(lambda: not cache.unavailable(frozenset(kind.name for kind in k.WATCHED)), what="initial sync")
+    server = serve(cache, tls, KUEUE_POLICY)
+    yield server, cache
+    server.stop()
+    cache.stop()
+
+
+def kueue_post(client: httpx.Client, server: RunningServer, body: dict[str, Any]) -> dict[str, Any]:
+    response = client.post(server.url + "/validate-kueue", json=body)
+    assert response.status_code == 200, response.text
+    answer: dict[str, Any] = response.json()["response"]
+    return answer
+
+
+def allowed_plainly(answer: dict[str, Any]) -> bool:
+    """Allowed, with nothing to say: only ``uid`` and ``allowed`` in the response."""
+    return set(answer) == {"uid", "allowed"} and answer["allowed"] is True
+
+
+def rfc(key: str) -> dict[str, Any]:
+    return copy.deepcopy(next(o for o in rfc_objects("dynamic") if label(o) == key))
+
+
+def with_nominal(obj: dict[str, Any], chips: int) -> dict[str, Any]:
+    changed = copy.deepcopy(obj)
+    changed["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = chips
+    return changed
+
+
+def test_the_cache_watches_every_kind_the_admin_guard_reads(kueue_live: tuple[RunningServer, WatchCache]) -> None:
+    _, cache = kueue_live
+    held = {kind.name: len(cache.documents.of(kind)) for kind in k.ADMIN_KINDS}
+    assert held == {
+        "WorkloadPriorityClasses": 3,
+        "Topologies": 1,
+        "AdmissionChecks": 1,
+        "KueueConfigMap": 1,
+        "KueueController": 1,
+    }
+
+
+def test_an_edit_past_the_clusters_chips_is_refused_through_the_server(
+    kueue_live: tuple[RunningServer, WatchCache], client: httpx.Client
+) -> None:
+    server, _ = kueue_live
+    team_a = rfc("ClusterQueue/team-a")
+    answer = kueue_post(client, server, kueue_review(with_nominal(team_a, 320), "UPDATE", team_a))
+    assert answer["allowed"] is False
+    assert answer["status"]["code"] == 403
+    message = answer["status"]["message"]
+    assert message.startswith("[quota-exceeds-cluster] spec.resourceGroups[0].flavors[0].resources[0].nominalQuota:")
+    assert "640 chips (team-a 320, team-b 256, dev 64) > 576 chips on 144 nodes" in message
+    assert "cut 64 chips of nominal quota" in message
+
+
+def test_the_rfcs_objects_pass_through_the_server(
+    kueue_live: tuple[RunningServer, WatchCache], client: httpx.Client
+) -> None:
+    server, _ = kueue_live
+    answers = [kueue_post(client, server, kueue_review(obj, "UPDATE", obj)) for obj in rfc_objects("dynamic")]
+    assert [(a["allowed"], a.get("warnings")) for a in answers] == [(True, None)] * len(answers)
+
+
+def test_kueues_configuration_is_judged_through_the_server(
+    kueue_live: tuple[RunningServer, WatchCache], client: httpx.Client
+) -> None:
+    server, _ = kueue_live
+    config_map = rfc("Configuration")
+    config = yaml.safe_load(config_map["data"]["controller_manager_config.yaml"])
+    config["fairSharing"] = {"enable": True}
+    config_map["data"]["controller_manager_config.yaml"] = yaml.safe_dump(config)
+    answer = kueue_post(client, server, kueue_review(config_map, "UPDATE", rfc("Configuration")))
+    assert answer["allowed"] is False
+    assert answer["status"]["message"].startswith("[config-rejected-by-kueue]")
+    assert "fairSharing.enable" in answer["status"]["message"]
+
+
+@pytest.mark.parametrize(
+    "obj",
+    [
+        {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "other", "namespace": "kueue-system"}},
+        {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}},
+    ],
+    ids=["another-configmap", "a-pod"],
+)
+def test_what_the_guard_does_not_judge_passes_the_server(
+    kueue_live: tuple[RunningServer, WatchCache], client: httpx.Client, obj: dict[str, Any]
+) -> None:
+    server, _ = kueue_live
+    assert allowed_plainly(kueue_post(client, server, kueue_review(obj)))
+
+
+@pytest.mark.parametrize(
+    ("body", "headers", "status", "reason"),
+    [
+        (b"{", {"content-type": "application/json"}, 400, "body is not valid JSON"),
+        (b"{}", {"content-type": "text/plain"}, 415, "content-type must be application/json"),
+        (b'{"kind": "AdmissionReview"}', {"content-type": "application/json"}, 400, "apiVersion must be"),
+    ],
+    ids=["not-json", "content-type", "no-api-version"],
+)
+def test_a_malformed_review_is_a_4xx_with_its_reason(
+    kueue_live: tuple[RunningServer, WatchCache],
+    client: httpx.Client,
+    body: bytes,
+    headers: Any,
+    status: int,
+    reason: str,
+) -> None:
+    server, _ = kueue_live
+    response = client.post(server.url + "/validate-kueue", content=body, headers=headers)
+    assert response.status_code == status
+    assert reason in response.json()["error"]
+
+
+def test_the_configmap_and_the_controller_are_read_by_name_only(kueue_api: FakeApiServer) -> None:
+    queries = {
+        kind.name: {
+            q.get("fieldSelector", [""])[0] for q in (*kueue_api.list_queries(kind), *kueue_api.watch_queries(kind))
+        }
+        for kind in (k.KUEUE_CONFIG, k.KUEUE_CONTROLLER)
+    }
+    assert queries == {
+        "KueueConfigMap": {"metadata.name=kueue-manager-config"},
+        "KueueController": {"metadata.name=kueue-controller-manager"},
+    }
+    paths = {path for path in kueue_api.paths if path.endswith(("/configmaps", "/deployments"))}
+    assert paths == {"/api/v1/namespaces/kueue-system/configmaps", "/apis/apps/v1/namespaces/kueue-system/deployments"}
+
+
+def test_a_watch_event_changes_the_answer(tmp_path: Path, tls: TlsSettings, client: httpx.Client) -> None:
+    """A tenth cube joins (its 16 Nodes arrive as watch events): the raise that was over the chips fits.
+    Then the WorkloadPriorityClass ``default`` goes: a priority class edit is refused for it."""
+    api = _kueue_api().start()
+    cache = start_watch_cache(str(write_kubeconfig(tmp_path / "config", api.port)), KUEUE_POLICY, FAST)
+    server = None
+    try:
+        wait_until(lambda: not cache.unavailable(frozenset(kind.name for kind in k.WATCHED)), what="initial sync")
+        server = serve(cache, tls, KUEUE_POLICY)
+        team_a = rfc("ClusterQueue/team-a")
+        raised = kueue_review(with_nominal(team_a, 320), "UPDATE", team_a)
+        assert kueue_post(client, server, raised)["allowed"] is False
+        for node in dynamic_nodes(10)[144:]:
+            api.put(k.NODES, node)
+        wait_until(lambda: len(cache.nodes) == 160, what="the new cube's nodes")
+        assert allowed_plainly(kueue_post(client, server, raised))
+
+        api.delete(k.WORKLOAD_PRIORITY_CLASSES, "default")
+        wait_until(lambda: len(cache.documents.of(k.WORKLOAD_PRIORITY_CLASSES)) == 2, what="the delete")
+        guaranteed = rfc("WorkloadPriorityClass/guaranteed")
+        answer = kueue_post(client, server, kueue_review(guaranteed, "UPDATE", guaranteed))
+        assert answer["allowed"] is True  # it was already missing before this edit: a warning, not a refusal
+        assert any(w.startswith("[wpc-default-missing]") for w in answer["warnings"])
+        answer = kueue_post(client, server, kueue_review(guaranteed))
+        assert answer["allowed"] is False
+        assert answer["status"]["message"].startswith("[wpc-default-missing]")
+    finally:
+        if server is not None:
+            server.stop()
+        cache.stop()
+        api.stop()
+
+
+def test_kueue_answers_are_counted_on_their_own_endpoint(
+    kueue_live: tuple[RunningServer, WatchCache], client: httpx.Client
+) -> None:
+    server, _ = kueue_live
+    team_a = rfc("ClusterQueue/team-a")
+    kueue_post(client, server, kueue_review(with_nominal(team_a, 320), "UPDATE", team_a))
+    text = client.get(server.url + "/metrics").text
+    assert 'tpu_admission_requests_total{decision="denied",endpoint="validate-kueue"}' in text

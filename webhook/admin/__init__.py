@@ -75,10 +75,12 @@ class AdminContext:
     unknown: list[str] = field(default_factory=list)
     #: cross-object answers, by a key the rule module chooses
     memo: dict[Any, Any] = field(default_factory=dict)
+    #: the Nodes already parsed, when the caller holds them so (the watch cache); else they
+    #: are parsed from the set's Node objects on first use
+    node_infos: list[NodeInfo] | None = None
     _queues: dict[str, ClusterQueueInfo] | None = None
     _cohorts: dict[str, CohortInfo] | None = None
     _flavors: dict[str, FlavorInfo] | None = None
-    _nodes: list[NodeInfo] | None = None
 
     @property
     def mode(self) -> str:
@@ -110,9 +112,9 @@ class AdminContext:
 
     @property
     def nodes(self) -> list[NodeInfo]:
-        if self._nodes is None:
-            self._nodes = [parse_node(o.data) for o in self.objects.of(NODE)]
-        return self._nodes
+        if self.node_infos is None:
+            self.node_infos = [parse_node(o.data) for o in self.objects.of(NODE)]
+        return self.node_infos
 
     def cached(self, key: Any, make: Callable[[], Any]) -> Any:
         """``make()`` once per run for ``key`` (a cross-object sum, the nodes of a flavor)."""

@@ -48,8 +48,11 @@ def _missing_note(ctx: AdminContext, rule: AdminRule) -> list[str] | None:
     missing = ctx.objects.missing(rule.requires)
     if not missing:
         return None
+    reasons = ctx.objects.reasons
     return [
-        f"no {kind.plural} in the input or --cluster-state (add `{kind.get}`"
+        f"{kind.plural} unknown: {reasons[kind.plural]}"
+        if kind.plural in reasons
+        else f"no {kind.plural} in the input or --cluster-state (add `{kind.get}`"
         + (" or a `tpu-admission snapshot` file" if kind.plural in _SNAPSHOT_KINDS else "")
         + ")"
         for kind in missing

@@ -275,7 +275,11 @@ def _configuration_text(text: str, carrier: Document, origin: Origin, policy: Po
         data = loader.construct_document(node) if node is not None else None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        where = f" (line {key_line + mark.line + 1} of the file)" if mark is not None and literal else ""
+        where = ""
+        if mark is not None and literal:
+            where = f" (line {key_line + mark.line + 1} of the file)"
+        elif mark is not None and carrier.node is None:  # not from a file (the webhook): the key's own line
+            where = f" (line {mark.line + 1} of {policy.kueue.config_key})"
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         return _unreadable(carrier, origin, f"not valid YAML{where}: {problem}")
     finally:

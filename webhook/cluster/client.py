@@ -73,10 +73,27 @@ def load_configuration(kubeconfig: str | None) -> Any:
     return configuration
 
 
-def list_call(api_client: Any, kind: k.Kind) -> Callable[..., Any]:
-    """The client method that lists (or, with ``watch=True``, watches) ``kind`` across namespaces."""
+def list_call(api_client: Any, kind: k.Kind, named: tuple[str, str] | None = None) -> Callable[..., Any]:
+    """The client method that lists (or, with ``watch=True``, watches) ``kind`` across namespaces.
+
+    ``named`` (``kinds.named``): the one object ``(namespace, name)`` of a kind read by
+    name, listed in its namespace with a ``metadata.name`` field selector, which is also
+    what lets RBAC grant it by ``resourceNames``.
+    """
     from kubernetes import client
 
+    if named is not None:
+        namespace, name = named
+        method = (
+            client.CoreV1Api(api_client).list_namespaced_config_map
+            if kind.group == ""
+            else client.AppsV1Api(api_client).list_namespaced_deployment
+        )
+
+        def one(**kwargs: Any) -> Any:
+            return method(namespace, field_selector=f"metadata.name={name}", **kwargs)
+
+        return one
     if kind.group == "":
         core = client.CoreV1Api(api_client)
         return core.list_namespace if kind is k.NAMESPACES else core.list_node

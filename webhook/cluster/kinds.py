@@ -1,13 +1,20 @@
-"""The object kinds the cluster-aware rules read, and where the API server serves them.
+"""The object kinds the cache reads, and where the API server serves them.
 
 Rules name the kinds they need (``Rule.requires``) with these names; the caches report
 availability per kind with the same names, so a skipped check's warning says exactly
 which piece of state was unknown.
+
+``KINDS`` are what the cluster-aware job rules read (and ``snapshot`` writes);
+``WATCHED`` adds what only the admin guard reads: WorkloadPriorityClasses, Topologies,
+AdmissionChecks, and two single objects read by name, Kueue's ConfigMap and its
+controller Deployment (``named``: never every ConfigMap or Deployment of the cluster).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from webhook.policy.config import Policy
 
 KUEUE_GROUP = "kueue.x-k8s.io"
 KUEUE_VERSION = "v1beta2"
@@ -51,3 +58,33 @@ KINDS: tuple[Kind, ...] = (
     WORKLOADS,
 )
 BY_KIND: dict[str, Kind] = {kind.kind: kind for kind in KINDS}
+
+WORKLOAD_PRIORITY_CLASSES = Kind(
+    "WorkloadPriorityClasses", "WorkloadPriorityClass", KUEUE_GROUP, KUEUE_VERSION, "workloadpriorityclasses", False
+)
+TOPOLOGIES = Kind("Topologies", "Topology", KUEUE_GROUP, KUEUE_VERSION, "topologies", False)
+ADMISSION_CHECKS = Kind("AdmissionChecks", "AdmissionCheck", KUEUE_GROUP, KUEUE_VERSION, "admissionchecks", False)
+#: Kueue's ConfigMap (its Configuration), read by namespace and name only
+KUEUE_CONFIG = Kind("KueueConfigMap", "ConfigMap", "", "v1", "configmaps", True)
+#: Kueue's controller Deployment (its image and --feature-gates), read by namespace and name only
+KUEUE_CONTROLLER = Kind("KueueController", "Deployment", "apps", "v1", "deployments", True)
+
+#: the kinds only the admin guard reads
+ADMIN_KINDS: tuple[Kind, ...] = (
+    WORKLOAD_PRIORITY_CLASSES,
+    TOPOLOGIES,
+    ADMISSION_CHECKS,
+    KUEUE_CONFIG,
+    KUEUE_CONTROLLER,
+)
+#: every kind the watch cache lists and watches
+WATCHED: tuple[Kind, ...] = (*KINDS, *ADMIN_KINDS)
+
+
+def named(kind: Kind, policy: Policy) -> tuple[str, str] | None:
+    """``(namespace, name)`` of the one object read of a kind read by name; ``None`` for a whole collection."""
+    if kind is KUEUE_CONFIG:
+        return policy.kueue.namespace, policy.kueue.config_map
+    if kind is KUEUE_CONTROLLER:
+        return policy.kueue.namespace, policy.kueue.controller_deployment
+    return None

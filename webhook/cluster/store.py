@@ -26,6 +26,7 @@ from typing import Any
 
 from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
+from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
@@ -66,10 +67,12 @@ class ClusterStore:
         self.policy = policy
         self.tpu = policy.tpu.resource_name
         self.lock = threading.RLock()
-        self.availability = Availability((kind.name for kind in k.KINDS), stale_after)
-        self.keys: dict[str, set[Key]] = {kind.name: set() for kind in k.KINDS}
+        self.availability = Availability((kind.name for kind in k.WATCHED), stale_after)
+        self.keys: dict[str, set[Key]] = {kind.name: set() for kind in k.WATCHED}
         #: per kind, each object's resourceVersion: a relist skips what it already holds
-        self.object_versions: dict[str, dict[Key, str]] = {kind.name: {} for kind in k.KINDS}
+        self.object_versions: dict[str, dict[Key, str]] = {kind.name: {} for kind in k.WATCHED}
+        #: Kueue's objects as written, for the admin guard (``webhook.cluster.documents``)
+        self.documents = KeptDocuments()
         self.namespaces: dict[str, dict[str, str]] = {}
         self.local_queues: dict[tuple[str, str], str] = {}
         self.queues_of_cq: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
@@ -112,6 +115,7 @@ class ClusterStore:
         with self.lock:
             if event == "DELETED":
                 self._remove(kind, key)
+                self.documents.remove(kind, key)
             else:
                 self._put_version(kind, key, obj)
 
@@ -138,6 +142,7 @@ class ClusterStore:
             with self.lock:
                 for key in self.keys[kind.name] - seen:
                     self._remove(kind, key)
+                    self.documents.remove(kind, key)
 
     def _unchanged(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> bool:
         """Whether an update leaves everything we keep of the object as it was.
@@ -168,10 +173,12 @@ class ClusterStore:
         """``_put``, skipped for the very object already held (same resourceVersion)."""
         version = (obj.get("metadata") or {}).get("resourceVersion")
         if not isinstance(version, str) or not version:
+            self.documents.put(kind, key, obj)
             return self._put(kind, key, obj)
         versions = self.object_versions[kind.name]
         if versions.get(key) == version and key in self.keys[kind.name]:
             return None
+        self.documents.put(kind, key, obj)
         self._put(kind, key, obj)
         versions[key] = version
         return None
@@ -270,7 +277,7 @@ class ClusterStore:
                 availability.age(kind.name),
                 availability.since_event(kind.name),
             )
-            for kind in k.KINDS
+            for kind in k.WATCHED
         ]
 
     # ---------------------------------------------------------------- ClusterState

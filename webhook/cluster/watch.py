@@ -119,10 +119,10 @@ class WatchCache(ClusterStore):
         self._threads: list[threading.Thread] = []
         self._responses: dict[str, Any] = {}
         #: per kind, the last resourceVersion seen (list, event or bookmark); ``None``: relist
-        self.versions: dict[str, str | None] = {kind.name: None for kind in k.KINDS}
+        self.versions: dict[str, str | None] = {kind.name: None for kind in k.WATCHED}
 
     def start(self) -> WatchCache:
-        for kind in k.KINDS:
+        for kind in k.WATCHED:
             thread = threading.Thread(target=self._run, args=(kind,), name=f"watch-{kind.plural}", daemon=True)
             self._threads.append(thread)
             thread.start()
@@ -190,7 +190,7 @@ class WatchCache(ClusterStore):
         return versions[-1] if versions else ""
 
     def _pages(self, kind: k.Kind, versions: list[str], page_size: int | None) -> Iterator[dict[str, Any]]:
-        call = list_call(self.api_client, kind)
+        call = list_call(self.api_client, kind, k.named(kind, self.policy))
         token: str | None = None
         timeout = (self.settings.connect_timeout, 60.0)
         while True:
@@ -217,7 +217,7 @@ class WatchCache(ClusterStore):
         settings = self.settings
         seconds = random.randint(settings.watch_seconds, 2 * settings.watch_seconds)
         started = time.monotonic()
-        response = list_call(self.api_client, kind)(
+        response = list_call(self.api_client, kind, k.named(kind, self.policy))(
             watch=True,
             resource_version=self.versions[kind.name],
             allow_watch_bookmarks=True,
@@ -275,8 +275,8 @@ def start_watch_cache(kubeconfig: str | None, policy: Policy, settings: WatchSet
         reason = str(exc)
         log.error("%s; cluster-aware checks are skipped", reason)
         cache = WatchCache(policy, None, settings)
-        for kind in k.KINDS:
+        for kind in k.WATCHED:
             cache.availability.mark_absent(kind.name, reason)
         return cache
-    configuration.connection_pool_maxsize = len(k.KINDS) * 2
+    configuration.connection_pool_maxsize = len(k.WATCHED) * 2
     return WatchCache(policy, client.ApiClient(configuration), settings).start()

@@ -16,6 +16,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 import msgspec
 from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
@@ -24,8 +25,12 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from webhook.admin.admission import KueueRequest, decide_kueue
+from webhook.admin.live import LiveObjects
 from webhook.cluster.state import ClusterState
+from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
+from webhook.objects.jsontext import plain_json
 from webhook.policy.config import Policy
 from webhook.serving.logsink import DecisionLog
 from webhook.serving.metrics import Metrics
@@ -100,7 +105,13 @@ async def _read_body(receive: Receive, declared: bytes | None, limit: int) -> by
         chunks.append(chunk)
 
 
-async def _refuse(send: Send, metrics: Metrics, stage: Stage, status: int, reason: str) -> None:
+#: the admin guard's path: Kueue's own objects (``webhook.admin.admission``)
+KUEUE_PATH = "/validate-kueue"
+#: its endpoint label in metrics and the decision log
+KUEUE_ENDPOINT = "validate-kueue"
+
+
+async def _refuse(send: Send, metrics: Metrics, stage: str, status: int, reason: str) -> None:
     """A malformed request: a 4xx with the reason, counted as ``invalid`` once it is sent."""
     await _send_json(send, status, {"error": reason})
     metrics.requests.inc(stage, "invalid")
@@ -215,6 +226,47 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         await _send_json(send, 200, answer)
         metrics.answered(stage, decision, elapsed)
 
+    # The admin guard judges one Kueue object against the whole cached cluster: a
+    # thousand ClusterQueues and every Node are milliseconds, not microseconds. It runs in
+    # a worker thread, one at a time, so the event loop keeps answering job requests
+    # meanwhile; Kueue's objects change a few times a day, not per job.
+    live = LiveObjects(state.cluster, policy) if isinstance(state.cluster, ClusterStore) else None
+    kueue_limiter = anyio.CapacityLimiter(1)
+
+    async def admit_kueue(scope: Scope, receive: Receive, send: Send) -> None:
+        started = time.perf_counter()
+        media, declared = _body_headers(scope)
+        if not _content_type_ok(media):
+            return await _refuse(send, metrics, KUEUE_ENDPOINT, 415, "content-type must be application/json")
+        try:
+            body = await _read_body(receive, declared, policy.server.max_body_bytes)
+            review = parse_review(body)
+            request = KueueRequest(
+                review.operation, review.namespace, _decoded(review.object), _decoded(review.old_object)
+            )
+        except ReviewError as exc:
+            return await _refuse(send, metrics, KUEUE_ENDPOINT, exc.status, exc.reason)
+        except (ValueError, RecursionError):  # an object that is not JSON the general path would take
+            return await _refuse(send, metrics, KUEUE_ENDPOINT, 400, "request.object is not valid JSON")
+        except _ClientGone:
+            return
+        try:
+            decision = await anyio.to_thread.run_sync(decide_kueue, request, policy, live, limiter=kueue_limiter)
+            answer = review_response(review.uid, decision)
+        except Exception:  # failurePolicy Ignore: a fault of ours never blocks Kueue's objects
+            errors.exception("internal error judging %r", review.uid)
+            warning = "tpu-admission could not judge this Kueue object (an internal error; see its logs): allowed"
+            decision = Decision(warnings=[warning])
+            answer = review_response(review.uid, decision)
+            await _send_json(send, 200, answer)
+            metrics.requests.inc(KUEUE_ENDPOINT, "error")
+            return
+        elapsed = time.perf_counter() - started
+        if decisions.enabled():
+            decisions.write(decision_line(scope["path"], review, decision, elapsed))
+        await _send_json(send, 200, answer)
+        metrics.answered(KUEUE_ENDPOINT, decision, elapsed)
+
     async def mutate(scope: Scope, receive: Receive, send: Send) -> None:
         await admit(scope, receive, send, "mutate", scope.get("path_params", {}).get("tier"))
 
@@ -242,6 +294,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         Route("/mutate/{tier}", _Asgi(mutate), methods=["POST"]),
         Route("/validate", _Asgi(validate), methods=["POST"]),
         Route("/validate/{tier}", _Asgi(validate), methods=["POST"]),
+        Route(KUEUE_PATH, _Asgi(admit_kueue), methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
     ]
@@ -275,6 +328,11 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         await router(scope, receive, send)
 
     return dispatch
+
+
+def _decoded(obj: Any) -> Any:
+    """An object as the admin guard reads it: plain JSON (the fast path hands on its text)."""
+    return plain_json(obj) if isinstance(obj, bytes) else obj
 
 
 def _admission_target(path: str) -> tuple[Stage, str | None] | None:

@@ -1,0 +1,121 @@
+"""One Kueue object on the webhook (``/validate-kueue``): the admin guard's decision.
+
+The rules and their actions are ``lint-queues``' (``webhook.admin.engine.judge``); what
+differs is where the cluster comes from and three choices an admission webhook needs:
+
+- the object is judged against the watch cache with itself in place of the cached one
+  (``LiveObjects`` + ``ObjectSet.replaced``), so a ``kubectl edit`` that raises one
+  team's nominal past the cluster's chips is refused;
+- the rules Kueue's own webhook refuses (``KUEUE_REFUSES``) are not run: Kueue answers
+  them with its own message, and running them twice only doubles the denial;
+- an UPDATE is refused only for what it breaks. A rule that already refused the old
+  object (the same cluster, the old object in place) warns instead, as Kyverno's
+  ``allowExistingViolations`` does: otherwise a cluster that is already over its chips
+  (a node pool was removed) would refuse every edit of every ClusterQueue, the one that
+  cuts quota included.
+
+A kind the guard does not judge, a DELETE and a CONNECT are allowed unchanged. What the
+webhook is sent is bounded (the body limit); what it answers is too (``limits``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+from webhook.admin import AdminContext, AdminRule
+from webhook.admin.catalog import KUEUE_REFUSES
+from webhook.admin.engine import judge, plan
+from webhook.admin.live import CACHED, LiveObjects
+from webhook.admin.objects import KueueObject, Skipped, read_document
+from webhook.admin.state import ObjectSet
+from webhook.engine.decision import Decision, clip
+from webhook.objects.sources import Document
+from webhook.policy.config import Policy
+from webhook.policy.findings import Action
+
+#: where a finding on the request's object says it came from
+SOURCE: Final = "request"
+#: how a warning names a refusal the UPDATE did not cause
+ALREADY: Final = (
+    "[{rule}] already refused before this UPDATE, so it warns: the edit is allowed so the object "
+    "can still be fixed; fix it in this edit or the next"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class KueueRequest:
+    """What the guard reads of an admission request (the wire layer decodes it)."""
+
+    operation: str
+    namespace: str
+    object: Any
+    old_object: Any = None
+
+
+def served_plan(policy: Policy) -> list[tuple[AdminRule, Action]]:
+    """The admin rules the webhook runs: the policy's, less those Kueue's own webhook refuses."""
+    return [(rule, action) for rule, action in plan(policy) if rule.id not in KUEUE_REFUSES]
+
+
+def decide_kueue(request: KueueRequest, policy: Policy, live: LiveObjects | None) -> Decision:
+    """The decision on one Kueue object; ``live`` ``None``: no cluster, every kind unknown."""
+    if request.operation not in ("CREATE", "UPDATE"):
+        return Decision()
+    read = _read(request.object, request.namespace, policy)
+    if not isinstance(read, KueueObject) or not read.kind.judged:
+        return Decision()  # another kind (the matchConditions keep them away): nothing to say
+    objects, nodes = live.current() if live is not None else (_NO_CLUSTER, [])
+    steps = served_plan(policy)
+    decision = judge(read, AdminContext(policy, objects.replaced(read), node_infos=nodes), steps)
+    if request.operation == "UPDATE" and not decision.allowed:
+        old = _read(request.old_object, request.namespace, policy)
+        if isinstance(old, KueueObject) and old.kind is read.kind:
+            before = judge(old, AdminContext(policy, objects.replaced(old), node_infos=nodes), steps)
+            _allow_existing(decision, {f.rule for f in before.findings if f.action is Action.DENY})
+    _bound(decision, policy)
+    return decision
+
+
+#: the judged set of a webhook without a cluster: every kind unknown, and why
+_NO_CLUSTER: Final = ObjectSet(
+    reasons={kind.plural: "the server runs without a cluster (no --kubeconfig, not in a pod)" for kind, _ in CACHED}
+)
+
+
+def _read(data: Any, namespace: str, policy: Policy) -> KueueObject | Skipped:
+    """The request's object through the one reader; a namespaced object gets the request's namespace."""
+    if isinstance(data, Mapping) and namespace:
+        metadata = data.get("metadata")
+        if isinstance(metadata, Mapping) and not metadata.get("namespace"):
+            data = {**data, "metadata": {**metadata, "namespace": namespace}}
+    read = read_document(Document(SOURCE, 0, data), "input", policy)
+    return read if isinstance(read, (KueueObject, Skipped)) else Skipped("a list, not one object")
+
+
+def _allow_existing(decision: Decision, denied_before: set[str]) -> None:
+    """Refusals the old object had too become warnings (see the module's docstring)."""
+    notes = []
+    for finding in decision.findings:
+        if finding.action is Action.DENY and finding.rule in denied_before:
+            finding.action = Action.WARN
+            decision.warnings.append(finding.line())
+            if finding.rule not in notes:
+                notes.append(finding.rule)
+    decision.warnings.extend(ALREADY.format(rule=rule) for rule in notes)
+    decision.allowed = not any(f.action is Action.DENY for f in decision.findings)
+
+
+def _bound(decision: Decision, policy: Policy) -> None:
+    """At most ``maxFindings`` refusals and warnings, each line at most ``maxLineChars``."""
+    limits = policy.limits
+    denied = decision.violations
+    if len(denied) > limits.max_findings:
+        decision.omitted = len(denied) - limits.max_findings
+        kept = set(map(id, denied[: limits.max_findings]))
+        decision.findings = [f for f in decision.findings if f.action is not Action.DENY or id(f) in kept]
+    if len(decision.warnings) > limits.max_findings:
+        more = len(decision.warnings) - limits.max_findings
+        decision.warnings = [*decision.warnings[: limits.max_findings], f"... and {more} more"]
+    decision.warnings = [clip(line, limits.max_line_chars) for line in decision.warnings]
