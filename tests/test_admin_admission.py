@@ -239,14 +239,14 @@ def test_the_cached_set_is_rebuilt_only_when_a_kept_document_changes() -> None:
     objects = rfc_objects("dynamic")
     store = cache_of([*objects, *cluster_state("dynamic")], rules)
     live = LiveObjects(store, rules)
-    first, _ = live.current()
-    assert live.current()[0] is first
+    first = live.current().objects
+    assert live.current().objects is first
     team_a = copy.deepcopy(find(objects, "ClusterQueue/team-a"))
     team_a["status"] = {"admittedWorkloads": 3}  # Kueue rewrites status on every admission
     store.apply(k.CLUSTER_QUEUES, "MODIFIED", team_a)
-    assert live.current()[0] is first
+    assert live.current().objects is first
     store.apply(k.CLUSTER_QUEUES, "MODIFIED", set_nominal(team_a, 128))
-    second, _ = live.current()
+    second = live.current().objects
     assert second is not first
     cached = second.get(CLUSTER_QUEUE, "team-a")
     assert cached is not None

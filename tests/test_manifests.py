@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import base64
 import copy
+import json
 import re
 import shutil
 import subprocess
@@ -64,8 +65,16 @@ CACHE_KINDS = {
         "cohorts",
         "resourceflavors",
         "workloads",
+        "workloadpriorityclasses",
+        "topologies",
+        "admissionchecks",
     },
 }
+#: what the cache reads by name only: (group, resource) -> the one name granted
+NAMED_KINDS = {("", "configmaps"): "kueue-manager-config", ("apps", "deployments"): "kueue-controller-manager"}
+#: the configuration of the job webhooks, by kind (the admin guard's is tpu-admission-kueue)
+JOB_WEBHOOKS = {"MutatingWebhookConfiguration": "0-tpu-admission", "ValidatingWebhookConfiguration": "tpu-admission"}
+KUEUE_WEBHOOKS = "tpu-admission-kueue"
 KUEUE_CONTROLLER = "system:serviceaccount:kueue-system:kueue-controller-manager"
 
 
@@ -297,7 +306,7 @@ def test_every_tier_has_its_webhook_entries(base: list[dict[str, Any]], policy_s
     policy = Policy() if policy_source == "defaults" else shipped_policy(base)
     service = one(base, "Service")
     for kind, stage in (("MutatingWebhookConfiguration", "mutate"), ("ValidatingWebhookConfiguration", "validate")):
-        webhooks = one(base, kind)["webhooks"]
+        webhooks = one(base, kind, JOB_WEBHOOKS[kind])["webhooks"]
         by_path = {w["clientConfig"]["service"]["path"]: w for w in webhooks}
         assert set(by_path) == {f"/{stage}/{tier}" for tier in policy.tiers}, kind
         assert len({w["name"] for w in webhooks}) == len(webhooks)
@@ -321,7 +330,7 @@ def test_every_tier_has_its_webhook_entries(base: list[dict[str, Any]], policy_s
 def test_webhook_entries_settings(base: list[dict[str, Any]]) -> None:
     operations = {"MutatingWebhookConfiguration": ["CREATE"], "ValidatingWebhookConfiguration": ["CREATE", "UPDATE"]}
     for kind, expected_operations in operations.items():
-        for webhook in one(base, kind)["webhooks"]:
+        for webhook in one(base, kind, JOB_WEBHOOKS[kind])["webhooks"]:
             assert webhook["sideEffects"] == "None"
             assert webhook["admissionReviewVersions"] == ["v1"]
             assert 1 <= webhook["timeoutSeconds"] <= 5
@@ -444,7 +453,7 @@ TPU_UPDATE_CASES = {
 @pytest.mark.parametrize("case", sorted(TPU_UPDATE_CASES))
 def test_an_update_taking_an_unjudged_workload_to_tpus_is_sent(base: list[dict[str, Any]], case: str) -> None:
     old, new, expected = TPU_UPDATE_CASES[case]
-    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
         assert calls_webhook(webhook, _update(old, new)) is expected, webhook["name"]
         # Kueue's controller is never sent anything, whatever it changes.
         assert calls_webhook(webhook, _update(old, new, KUEUE_CONTROLLER)) is False
@@ -479,7 +488,7 @@ def test_the_configuration_sends_what_the_engine_judges_whole(base: list[dict[st
         runs_outside_kueue(read_workload("Deployment", after, policy), tier, policy)
     )
     assert judged_whole is (old == "cpu" and new != "cpu")
-    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
         assert calls_webhook(webhook, _update(before, after)) is judged_whole
 
 
@@ -499,7 +508,7 @@ def test_what_is_sent_for_a_cpu_to_tpu_update_is_refused() -> None:
 
 def test_match_conditions_name_the_policys_labels_and_tpu_marks(base: list[dict[str, Any]]) -> None:
     policy = shipped_policy(base)
-    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
         [condition] = [c for c in webhook["matchConditions"] if c["name"] == "create-or-checked-fields-changed"]
         assert set(re.findall(r"'([a-z0-9.-]+/[a-z-]+)'", condition["expression"])) == {
             policy.queue_label,
@@ -513,7 +522,7 @@ def test_match_conditions_name_the_policys_labels_and_tpu_marks(base: list[dict[
 @pytest.mark.parametrize("case", sorted(VALIDATING_CASES))
 def test_validating_match_conditions(base: list[dict[str, Any]], case: str) -> None:
     request, expected = VALIDATING_CASES[case]
-    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
         assert calls_webhook(webhook, request) is expected
 
 
@@ -571,14 +580,14 @@ def test_jobsets_own_jobs_are_not_sent(base: list[dict[str, Any]], case: str, us
     assert made_by_jobset_controller(workload, UserInfo(user), Policy()) is not expected
     create = {"operation": "CREATE", "object": obj, "userInfo": {"username": user}}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        for webhook in one(base, kind)["webhooks"]:
+        for webhook in one(base, kind, JOB_WEBHOOKS[kind])["webhooks"]:
             assert calls_webhook(webhook, create) is expected, (kind, webhook["name"])
     # An UPDATE that changes a checked field is sent only for what is not a JobSet's own Job
     # (Kueue's controller's updates are never sent, whatever the object).
     changed = copy.deepcopy(obj)
     changed["metadata"]["labels"] = {**changed["metadata"].get("labels", {}), Q: "team-b-queue"}
     update = _update(obj, changed, user)
-    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
         assert calls_webhook(webhook, update) is (expected and user != KUEUE_CONTROLLER)
 
 
@@ -587,38 +596,124 @@ def test_match_conditions_exempt_exactly_the_policys_jobset_controller(base: lis
     users = shipped_policy(base).jobset_controller_users
     assert users == Policy().jobset_controller_users == (JOBSET_CONTROLLER,)
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        for webhook in one(base, kind)["webhooks"]:
+        for webhook in one(base, kind, JOB_WEBHOOKS[kind])["webhooks"]:
             [condition] = [c for c in webhook["matchConditions"] if c["name"] == "not-a-jobsets-own-job"]
             assert re.findall(r"system:serviceaccount:[a-z0-9:-]+", condition["expression"]) == list(users)
 
 
 def test_match_conditions_skip_exactly_the_policys_suspend_users(base: list[dict[str, Any]]) -> None:
     assert shipped_policy(base).suspend_allowed_users == (KUEUE_CONTROLLER,)
-    for webhook in one(base, "ValidatingWebhookConfiguration")["webhooks"]:
+    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
         assert KUEUE_CONTROLLER in " ".join(c["expression"] for c in webhook["matchConditions"])
 
 
 # --- RBAC -----------------------------------------------------------------------------
 
 
+# --- the admin guard's webhook configuration ---------------------------------------
+
+
+def test_the_admin_guard_fails_open_on_its_own_path(base: list[dict[str, Any]]) -> None:
+    """An outage of the admin guard must never block Kueue's objects: failurePolicy Ignore."""
+    webhooks = one(base, "ValidatingWebhookConfiguration", KUEUE_WEBHOOKS)["webhooks"]
+    assert len({w["name"] for w in webhooks}) == len(webhooks) == 3
+    for webhook in webhooks:
+        assert webhook["failurePolicy"] == "Ignore"
+        assert webhook["clientConfig"]["service"]["path"] == "/validate-kueue"
+        assert (webhook["sideEffects"], webhook["admissionReviewVersions"]) == ("None", ["v1"])
+        assert 1 <= webhook["timeoutSeconds"] <= 5
+        for rule in webhook["rules"]:
+            assert rule["operations"] == ["CREATE", "UPDATE"]
+
+
+def test_the_admin_guard_is_sent_exactly_the_kinds_it_judges(base: list[dict[str, Any]]) -> None:
+    from webhook.admin.live import CACHED
+
+    sent: dict[str, set[str]] = {}
+    for webhook in one(base, "ValidatingWebhookConfiguration", KUEUE_WEBHOOKS)["webhooks"]:
+        for rule in webhook["rules"]:
+            assert rule["apiVersions"] == (["v1beta2"] if rule["apiGroups"] == ["kueue.x-k8s.io"] else ["v1"])
+            for group in rule["apiGroups"]:
+                sent.setdefault(group, set()).update(rule["resources"])
+    judged: dict[str, set[str]] = {}
+    for admin_kind, kind in CACHED:
+        if admin_kind.judged:
+            judged.setdefault(kind.group, set()).add(kind.plural)
+    assert sent == judged
+
+
+def _kueue_object(kind: str, name: str, namespace: str | None = None) -> dict[str, Any]:
+    metadata = {"name": name, **({"namespace": namespace} if namespace else {})}
+    api_version = {"ConfigMap": "v1", "Deployment": "apps/v1"}.get(kind, "kueue.x-k8s.io/v1beta2")
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata}
+
+
+@pytest.mark.parametrize(
+    ("entry", "obj", "user", "expected"),
+    [
+        ("kueue-objects", _kueue_object("ClusterQueue", "team-a"), "alice", True),
+        ("kueue-objects", _kueue_object("LocalQueue", "default", "falcon-jobs"), "alice", True),
+        ("kueue-objects", _kueue_object("ClusterQueue", "team-a"), KUEUE_CONTROLLER, False),
+        ("kueue-config", _kueue_object("ConfigMap", "kueue-manager-config", "kueue-system"), "alice", True),
+        ("kueue-config", _kueue_object("ConfigMap", "other", "kueue-system"), "alice", False),
+        ("kueue-controller", _kueue_object("Deployment", "kueue-controller-manager", "kueue-system"), "alice", True),
+        ("kueue-controller", _kueue_object("Deployment", "other", "kueue-system"), "alice", False),
+    ],
+    ids=["cq", "lq", "kueue-itself", "its-configmap", "another-configmap", "its-controller", "another-deployment"],
+)
+def test_the_admin_guard_is_called_for_kueues_objects_only(
+    base: list[dict[str, Any]], entry: str, obj: dict[str, Any], user: str, expected: bool
+) -> None:
+    """The ConfigMap and the Deployment by namespace (the selector) and name (a matchCondition):
+    never every ConfigMap of the cluster. Kueue's controller writing its own objects is never sent."""
+    webhooks = {
+        w["name"].split(".")[0]: w for w in one(base, "ValidatingWebhookConfiguration", KUEUE_WEBHOOKS)["webhooks"]
+    }
+    webhook = webhooks[entry]
+    if obj["metadata"].get("namespace") == "kueue-system":
+        assert webhook["namespaceSelector"] == {"matchLabels": {"kubernetes.io/metadata.name": "kueue-system"}}
+    request = {"operation": "UPDATE", "object": obj, "oldObject": obj, "userInfo": {"username": user}}
+    assert calls_webhook(webhook, request) is expected
+
+
+def test_the_admin_guards_names_are_the_policys(base: list[dict[str, Any]]) -> None:
+    kueue = shipped_policy(base).kueue
+    webhooks = one(base, "ValidatingWebhookConfiguration", KUEUE_WEBHOOKS)["webhooks"]
+    text = json.dumps(webhooks)
+    for name in (kueue.config_map, kueue.controller_deployment, kueue.namespace):
+        assert f"'{name}'" in text or f'"{name}"' in text, name
+
+
 def test_rbac_is_read_only_and_exactly_the_cached_kinds(base: list[dict[str, Any]]) -> None:
     roles = [o for o in base if o["kind"] in {"Role", "ClusterRole"}]
     assert len(roles) == 1
     granted: dict[str, set[str]] = {}
+    named: dict[tuple[str, str], str] = {}
     for rule in roles[0]["rules"]:
         assert set(rule["verbs"]) == READ_VERBS, rule
-        assert "resourceNames" not in rule and "nonResourceURLs" not in rule
+        assert "nonResourceURLs" not in rule
         for group in rule["apiGroups"]:
             assert "*" not in rule["resources"] and group != "*"
-            granted.setdefault(group, set()).update(rule["resources"])
+            if "resourceNames" in rule:
+                [resource], [name] = rule["resources"], rule["resourceNames"]
+                named[(group, resource)] = name
+            else:
+                granted.setdefault(group, set()).update(rule["resources"])
     assert granted == CACHE_KINDS
-    # ... which is what the watch cache lists and watches.
-    from webhook.cluster.kinds import KINDS
+    assert named == NAMED_KINDS
+    # ... which is what the watch cache lists and watches (by name: what the policy names).
+    from webhook.cluster.kinds import WATCHED
+    from webhook.cluster.kinds import named as named_object
 
     watched: dict[str, set[str]] = {}
-    for kind in KINDS:
-        watched.setdefault(kind.group, set()).add(kind.plural)
-    assert granted == watched
+    by_name: dict[tuple[str, str], str] = {}
+    for kind in WATCHED:
+        one_object = named_object(kind, Policy())
+        if one_object is None:
+            watched.setdefault(kind.group, set()).add(kind.plural)
+        else:
+            by_name[(kind.group, kind.plural)] = one_object[1]
+    assert (granted, named) == (watched, by_name)
     bindings = [o for o in base if o["kind"] in {"RoleBinding", "ClusterRoleBinding"}]
     assert [(b["roleRef"]["name"], b["subjects"]) for b in bindings] == [
         (roles[0]["metadata"]["name"], [{"kind": "ServiceAccount", "name": "tpu-admission", "namespace": NAMESPACE}])
@@ -811,8 +906,10 @@ def test_self_managed_ca_bundle_is_the_secrets_ca(rendered: dict[str, list[dict[
     secret = one(objects, "Secret", "tpu-admission-tls")
     assert secret["type"] == "kubernetes.io/tls"
     ca_pem = base64.b64decode(secret["data"]["ca.crt"])
-    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        for webhook in one(objects, kind)["webhooks"]:
+    configurations = [o for o in objects if o["kind"].endswith("WebhookConfiguration")]
+    assert len(configurations) == 3
+    for config in configurations:
+        for webhook in config["webhooks"]:
             assert webhook["clientConfig"]["caBundle"] == secret["data"]["ca.crt"]
     # The serving certificate is what the API server would accept for the Service's name.
     ca = x509.load_pem_x509_certificate(ca_pem)
@@ -827,8 +924,9 @@ def test_cert_manager_variant_is_wired(rendered: dict[str, list[dict[str, Any]]]
     assert not [o for o in objects if o["kind"] == "Secret"]
     certificates = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Certificate"}
     issuers = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Issuer"}
-    for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        config = one(objects, kind)
+    configurations = [o for o in objects if o["kind"].endswith("WebhookConfiguration")]
+    assert len(configurations) == 3
+    for config in configurations:
         namespace, name = config["metadata"]["annotations"]["cert-manager.io/inject-ca-from"].split("/")
         assert namespace == NAMESPACE and name in certificates
         assert all("caBundle" not in w["clientConfig"] for w in config["webhooks"])

@@ -78,7 +78,9 @@ class AdminContext:
     #: the Nodes already parsed, when the caller holds them so (the watch cache); else they
     #: are parsed from the set's Node objects on first use
     node_infos: list[NodeInfo] | None = None
-    _queues: dict[str, ClusterQueueInfo] | None = None
+    #: the ClusterQueues already parsed, by name, likewise (the webhook: the cache's, with
+    #: the request's own in place)
+    queue_infos: dict[str, ClusterQueueInfo] | None = None
     _cohorts: dict[str, CohortInfo] | None = None
     _flavors: dict[str, FlavorInfo] | None = None
 
@@ -94,9 +96,9 @@ class AdminContext:
 
     @property
     def queues(self) -> dict[str, ClusterQueueInfo]:
-        if self._queues is None:
-            self._queues = {o.name: parse_cluster_queue(o.data) for o in self.objects.of(CLUSTER_QUEUE)}
-        return self._queues
+        if self.queue_infos is None:
+            self.queue_infos = {o.name: parse_cluster_queue(o.data) for o in self.objects.of(CLUSTER_QUEUE)}
+        return self.queue_infos
 
     @property
     def cohorts(self) -> dict[str, CohortInfo]:

@@ -27,13 +27,14 @@ from typing import Any, Final
 from webhook.admin import AdminContext, AdminRule
 from webhook.admin.catalog import KUEUE_REFUSES
 from webhook.admin.engine import judge, plan
-from webhook.admin.live import CACHED, LiveObjects
-from webhook.admin.objects import KueueObject, Skipped, read_document
+from webhook.admin.live import CACHED, Live, LiveObjects
+from webhook.admin.objects import CLUSTER_QUEUE, KueueObject, Skipped, read_document
 from webhook.admin.state import ObjectSet
 from webhook.engine.decision import Decision, clip
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
+from webhook.quota.objects import parse_cluster_queue
 
 #: where a finding on the request's object says it came from
 SOURCE: Final = "request"
@@ -66,22 +67,34 @@ def decide_kueue(request: KueueRequest, policy: Policy, live: LiveObjects | None
     read = _read(request.object, request.namespace, policy)
     if not isinstance(read, KueueObject) or not read.kind.judged:
         return Decision()  # another kind (the matchConditions keep them away): nothing to say
-    objects, nodes = live.current() if live is not None else (_NO_CLUSTER, [])
+    cached = live.current() if live is not None else _NO_CLUSTER
     steps = served_plan(policy)
-    decision = judge(read, AdminContext(policy, objects.replaced(read), node_infos=nodes), steps)
+    decision = judge(read, _context(policy, cached, read), steps)
     if request.operation == "UPDATE" and not decision.allowed:
         old = _read(request.old_object, request.namespace, policy)
         if isinstance(old, KueueObject) and old.kind is read.kind:
-            before = judge(old, AdminContext(policy, objects.replaced(old), node_infos=nodes), steps)
+            before = judge(old, _context(policy, cached, old), steps)
             _allow_existing(decision, {f.rule for f in before.findings if f.action is Action.DENY})
     _bound(decision, policy)
     return decision
 
 
 #: the judged set of a webhook without a cluster: every kind unknown, and why
-_NO_CLUSTER: Final = ObjectSet(
-    reasons={kind.plural: "the server runs without a cluster (no --kubeconfig, not in a pod)" for kind, _ in CACHED}
+_NO_CLUSTER: Final = Live(
+    ObjectSet(
+        reasons={kind.plural: "the server runs without a cluster (no --kubeconfig, not in a pod)" for kind, _ in CACHED}
+    ),
+    [],
+    {},
 )
+
+
+def _context(policy: Policy, cached: Live, obj: KueueObject) -> AdminContext:
+    """What the rules read: the cache with ``obj`` in place, the parsed views shared where ``obj`` leaves them be."""
+    queues = cached.queues
+    if obj.kind is CLUSTER_QUEUE:
+        queues = {**queues, obj.name: parse_cluster_queue(obj.data)}
+    return AdminContext(policy, cached.objects.replaced(obj), node_infos=cached.nodes, queue_infos=queues)
 
 
 def _read(data: Any, namespace: str, policy: Policy) -> KueueObject | Skipped:

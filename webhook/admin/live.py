@@ -15,6 +15,7 @@ share it, and each puts its own object in place with ``ObjectSet.replaced``.
 from __future__ import annotations
 
 import threading
+from dataclasses import dataclass
 from typing import Final
 
 from webhook.admin.objects import (
@@ -38,7 +39,7 @@ from webhook.cluster import kinds as k
 from webhook.cluster.store import ClusterStore
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
-from webhook.quota.objects import NodeInfo
+from webhook.quota.objects import ClusterQueueInfo, NodeInfo, parse_cluster_queue
 
 #: each kind the guard reads, and the cache's kind that holds it
 CACHED: Final[tuple[tuple[AdminKind, k.Kind], ...]] = (
@@ -58,6 +59,16 @@ CACHED: Final[tuple[tuple[AdminKind, k.Kind], ...]] = (
 SOURCE: Final = "cluster"
 
 
+@dataclass(frozen=True, slots=True)
+class Live:
+    """The cache as the guard reads it now: shared by the requests until it changes, so never changed."""
+
+    objects: ObjectSet
+    #: the Nodes and the ClusterQueues parsed once (``AdminContext``'s views), not per request
+    nodes: list[NodeInfo]
+    queues: dict[str, ClusterQueueInfo]
+
+
 class LiveObjects:
     """The cache's Kueue objects as a judged set, rebuilt when the cache changed."""
 
@@ -66,19 +77,20 @@ class LiveObjects:
         self.policy = policy
         self._build = threading.Lock()
         self._version: object = None
-        self._objects = ObjectSet()
-        self._nodes: list[NodeInfo] = []
+        self._live = Live(ObjectSet(), [], {})
 
-    def current(self) -> tuple[ObjectSet, list[NodeInfo]]:
-        """The set and the parsed Nodes as the cache holds them now (shared: never change them)."""
+    def current(self) -> Live:
+        """The set, the parsed Nodes and ClusterQueues as the cache holds them now."""
         store = self.store
         with self._build:
             reasons = {kind.name: store.availability.reason(kind.name) for _, kind in CACHED}
             version = (store.documents.generation, store.node_generation, tuple(reasons.values()))
             if version != self._version:
-                self._objects, self._nodes = self._read(reasons)
+                objects, nodes = self._read(reasons)
+                queues = {o.name: parse_cluster_queue(o.data) for o in objects.of(CLUSTER_QUEUE)}
+                self._live = Live(objects, nodes, queues)
                 self._version = version
-            return self._objects, self._nodes
+            return self._live
 
     def _read(self, reasons: dict[str, str | None]) -> tuple[ObjectSet, list[NodeInfo]]:
         store = self.store

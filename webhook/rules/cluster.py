@@ -36,7 +36,7 @@ FAMILY: Final = "cluster"
 #: the kinds every queue rule reads
 QUEUES: Final = frozenset({"LocalQueues", "ClusterQueues"})
 #: why no cluster rule is in the ValidatingAdmissionPolicy
-NOT_EXPORTED: Final = VapExport("needs the cluster's state (queues, quotas, nodes), which a VAP cannot read")
+NOT_EXPORTED: Final = VapExport("reads the cluster's state, which a VAP cannot")
 
 
 def _queue(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, str, str | None] | None:

@@ -1,0 +1,116 @@
+"""What the admin guard costs on the webhook at scale: 1,000 ClusterQueues, 5,000 Nodes.
+
+    python bench/kueue_webhook.py [--queues 1000] [--nodes 5000] [--rounds 20]
+
+The objects are ``bench/lint_queues.py``'s (RFC-0033-shaped queues, flavors, priorities,
+Topology, slice check, Configuration, Namespaces and tpu7x Nodes with every partition
+label), put into a ``ClusterStore`` as the watch cache holds them. In process, medians of
+``--rounds``:
+
+- **rebuild**: the judged set made from the cache (after any change of a kept object or a
+  Node; requests between changes share it);
+- **decide**: one ``/validate-kueue`` decision on one ClusterQueue, judged against every
+  other: a CREATE, an UPDATE that is admitted, and an UPDATE past the chips (refused; the
+  old object is judged too, to tell what the edit broke);
+- **event**: one watch event on a ClusterQueue (a status-only one, and a spec change).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import statistics
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from lint_queues import queues, state  # noqa: E402
+
+from webhook.admin.admission import KueueRequest, decide_kueue  # noqa: E402
+from webhook.admin.live import LiveObjects  # noqa: E402
+from webhook.cluster import kinds as k  # noqa: E402
+from webhook.cluster.store import ClusterStore  # noqa: E402
+from webhook.policy.config import Policy  # noqa: E402
+
+_BY_GROUP_KIND = {(kind.group, kind.kind): kind for kind in k.WATCHED}
+
+
+def cache(objects: list[dict[str, Any]], policy: Policy) -> ClusterStore:
+    """A store holding ``objects`` as the watch would, every watched kind synced."""
+    by_kind: dict[k.Kind, list[dict[str, Any]]] = {kind: [] for kind in k.WATCHED}
+    for obj in objects:
+        name = str(obj["kind"])
+        group = str(obj["apiVersion"]).rpartition("/")[0]
+        items = obj["items"] if name.endswith("List") else [obj]
+        kind = _BY_GROUP_KIND.get((group, name.removesuffix("List")))
+        if kind is not None:
+            by_kind[kind].extend(items)
+    store = ClusterStore(policy)
+    for kind, items in by_kind.items():
+        store.replace(kind, items)
+        store.availability.mark_synced(kind.name)
+    return store
+
+
+def median_ms(run: Callable[[], object], rounds: int) -> float:
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--queues", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--rounds", type=int, default=20)
+    args = parser.parse_args()
+    policy = Policy(mode="dynamic")
+    chips = args.nodes * 4 // args.queues
+    objects = [*queues(args.queues, chips), *state(args.nodes)]
+    store = cache(objects, policy)
+    live = LiveObjects(store, policy)
+    team = copy.deepcopy(next(o for o in objects if o["kind"] == "ClusterQueue"))
+    raised = copy.deepcopy(team)
+    raised["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = chips + 4
+    kept = copy.deepcopy(team)
+    kept["metadata"]["labels"] = {"owner": "team-0000"}
+
+    def rebuild() -> None:
+        live._version = None  # the benchmark prices the rebuild itself
+        live.current()
+
+    rows = [("rebuild the judged set", median_ms(rebuild, max(3, args.rounds // 4)))]
+    live.current()
+    for name, request in (
+        ("decide: CREATE", KueueRequest("CREATE", "", team)),
+        ("decide: UPDATE, admitted", KueueRequest("UPDATE", "", kept, team)),
+        ("decide: UPDATE past the chips, refused", KueueRequest("UPDATE", "", raised, team)),
+    ):
+        decision = decide_kueue(request, policy, live)
+        rows.append((f"{name} ({'allowed' if decision.allowed else 'denied'})", median_ms(
+            lambda r=request: decide_kueue(r, policy, live), args.rounds)))  # fmt: skip
+    status = copy.deepcopy(team)
+    status["status"] = {"admittedWorkloads": 1}
+    rows.append(("event: status-only", median_ms(lambda: store.apply(k.CLUSTER_QUEUES, "MODIFIED", status), 200)))
+    flip = [raised, team]
+    rows.append(("event: spec change", median_ms(lambda: store.apply(
+        k.CLUSTER_QUEUES, "MODIFIED", flip.append(flip.pop(0)) or flip[0]), 200)))  # fmt: skip
+    print(f"{args.queues} ClusterQueues, {args.nodes} Nodes, dynamic mode; medians")
+    print("| step | ms |")
+    print("| --- | ---: |")
+    for name, ms in rows:
+        print(f"| {name} | {ms:.3f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
