@@ -8,6 +8,9 @@ from typing import Any
 
 import pytest
 from admin_fixtures import CASES, AdminCase, cluster_state, label, lint_objects, result_label, rfc_objects
+from fuzzing import mutate_subtrees
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from kueue_cache import cache_of
 
 from webhook.admin.admission import ALREADY, KueueRequest, decide_kueue, served_plan
@@ -267,3 +270,33 @@ def test_many_findings_are_bounded() -> None:
     assert len(decision.violations) == 2
     assert decision.omitted > 0
     assert decision.deny_message().endswith(f"... and {decision.omitted} more")
+
+
+# ---------------------------------------------------------------- anything the API server may send
+
+_FUZZ_CACHE = rfc_cache()
+_FUZZ_OBJECTS = rfc_objects("dynamic")
+
+
+@st.composite
+def mangled_kueue_objects(draw: st.DrawFn) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One of the RFC's objects, and a copy with one to three subtrees replaced by arbitrary
+    JSON or removed (the kind and apiVersion kept, so the guard reads it as what it claims to be)."""
+    original = draw(st.sampled_from(_FUZZ_OBJECTS))
+    head = {"apiVersion": original["apiVersion"], "kind": original["kind"]}
+    mangled = mutate_subtrees(draw, copy.deepcopy(original), keep_root=True)
+    return original, ({**mangled, **head} if isinstance(mangled, dict) else head)
+
+
+@given(pair=mangled_kueue_objects(), operation=st.sampled_from(["CREATE", "UPDATE"]))
+@settings(max_examples=300, deadline=None)
+def test_any_mangled_kueue_object_gets_a_decision(pair: tuple[dict[str, Any], dict[str, Any]], operation: str) -> None:
+    """Never an exception (which the server would turn into an unjudged "allowed"): a decision
+    whose refusal names its rules, whatever the fields hold."""
+    original, obj = pair
+    namespace = str(original["metadata"].get("namespace") or "")
+    request = KueueRequest(operation, namespace, obj, original if operation == "UPDATE" else None)
+    decision = decide_kueue(request, policy(), _FUZZ_CACHE)
+    assert decision.allowed is not any(f.action.value == "deny" for f in decision.findings)
+    if not decision.allowed:
+        assert decision.deny_message().startswith("[")

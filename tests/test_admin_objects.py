@@ -127,3 +127,15 @@ def test_the_controllers_images() -> None:
         }
     )
     assert isinstance(controller, KueueObject) and container_images(controller) == ["kueue:v0.19.2"]
+
+
+def test_a_configuration_with_a_character_yaml_does_not_allow_says_where() -> None:
+    """JSON (``kubectl apply -f x.json``, or the webhook) can carry a control character in the
+    key's string; YAML cannot read it. An unreadable Configuration naming the line, not a crash."""
+    data = yaml.safe_load(CONFIG_MAP)
+    data["data"]["controller_manager_config.yaml"] = "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: \x1f\n"
+    config = _read(data)
+    assert isinstance(config, KueueObject)
+    assert config.unreadable == (
+        "not valid YAML: character 0x001f (line 2 of controller_manager_config.yaml) is not allowed"
+    )

@@ -98,3 +98,19 @@ def test_nesting_too_deep_to_read_is_an_error_not_a_crash(tmp_path: Path) -> Non
     (tmp_path / "deep.yaml").write_text("[" * 5000 + "]" * 5000)
     documents, errors = read_documents([str(tmp_path)])
     assert documents == [] and [e.problem for e in errors] == ["not readable: nested too deeply (thousands of levels)"]
+
+
+@pytest.mark.parametrize(
+    "text", ['kind: A\nname: "a\x1fb"\n', "kind: A\nname: a\x1fb\n", '{"kind": "A",\n"b": "\x07"}']
+)
+def test_a_character_yaml_does_not_allow_is_an_error_at_its_line(tmp_path: Path, text: str) -> None:
+    """A control character raw in the text: both parsers refuse it (the Python one before it
+    parses anything). An error entry with its line, and the next file is still read."""
+    (tmp_path / "a-bad.yaml").write_text(text)
+    (tmp_path / "b-good.yaml").write_text("kind: B\n")
+    documents, errors = read_documents([str(tmp_path)])
+    assert [d.data for d in documents] == [{"kind": "B"}]
+    (error,) = errors
+    character = "0x001f" if "\x1f" in text else "0x0007"
+    assert (Path(error.source).name, error.line) == ("a-bad.yaml", 2)
+    assert error.problem.startswith(f"not valid YAML or JSON: character {character} (line 2) is not allowed in YAML")

@@ -269,10 +269,17 @@ def _configuration_text(text: str, carrier: Document, origin: Origin, policy: Po
     key = FieldPath(("data", policy.kueue.config_key))
     key_line = carrier.line_of(key)
     literal = _value_style(carrier.node, policy.kueue.config_key) == "|"
-    loader = ManifestLoader(text)
+    loader: ManifestLoader | None = None
     try:
+        loader = ManifestLoader(text)  # reads the text at once: a character YAML refuses raises here
         node = loader.get_single_node()
         data = loader.construct_document(node) if node is not None else None
+    except RecursionError:
+        return _unreadable(carrier, origin, "not valid YAML: nested too deeply to read")
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, exc.position) + 1
+        where = f"line {key_line + line} of the file" if literal else f"line {line} of {policy.kueue.config_key}"
+        return _unreadable(carrier, origin, f"not valid YAML: character {exc.character:#06x} ({where}) is not allowed")
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = ""
@@ -283,7 +290,8 @@ def _configuration_text(text: str, carrier: Document, origin: Origin, policy: Po
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         return _unreadable(carrier, origin, f"not valid YAML{where}: {problem}")
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     if not isinstance(data, dict):
         return _unreadable(carrier, origin, "not a YAML mapping (a Configuration)")
     embedded = ShiftedDocument(carrier.source, carrier.line, data, node, offset=key_line, literal=literal)

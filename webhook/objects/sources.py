@@ -88,14 +88,17 @@ def _parse_with(text: str, source: str, loader_class: LoaderClass) -> tuple[list
     """``_parse`` with one parser. Documents before a syntax error are kept: they parsed
     completely, and judging them tells the user more than dropping them would."""
     documents: list[Document] = []
-    loader = loader_class(text)
+    loader: Any = None
     try:
+        loader = loader_class(text)  # the Python reader checks every character here, before parsing
         while loader.check_node():
             node = loader.get_node()
             if node is None:
                 continue
             data = loader.construct_document(node)
             documents.extend(_expand(Document(source, node.start_mark.line + 1, data, node)))
+    except yaml.reader.ReaderError as exc:
+        return documents, unprintable(source, text, exc)
     except yaml.YAMLError as exc:
         if source.endswith(".json") and not documents:
             try:
@@ -106,8 +109,20 @@ def _parse_with(text: str, source: str, loader_class: LoaderClass) -> tuple[list
     except RecursionError:
         return documents, SourceError(source, "not readable: nested too deeply (thousands of levels)")
     finally:
-        loader.dispose()
+        if loader is not None:
+            loader.dispose()
     return documents, None
+
+
+def unprintable(source: str, text: str, exc: yaml.reader.ReaderError) -> SourceError:
+    """A character YAML does not allow in a document (a control character), with its line."""
+    line = text.count("\n", 0, exc.position) + 1
+    return SourceError(
+        source,
+        f"not valid YAML or JSON: character {exc.character:#06x} (line {line}) is not allowed in YAML; "
+        "remove it, or write it as an escape (\\u001f) inside a double-quoted string",
+        line,
+    )
 
 
 def _syntax_error(source: str, exc: yaml.YAMLError) -> SourceError:
