@@ -4,14 +4,19 @@
 for the one object its field selector names) and marks known exactly the kinds
 ``lint-queues`` would know from the same objects: those with an object, and the typed lists
 given. So the webhook's answer on one object can be compared with ``lint-queues``' on the
-same set. ``kueue_review`` wraps one of Kueue's objects as the API server sends it.
+same set. ``kueue_review`` wraps one of Kueue's objects as the API server sends it;
+``rfc_api_server`` serves RFC-0033's objects from the test API server.
 """
 
 from __future__ import annotations
 
+import copy
 import uuid
 from collections import defaultdict
 from typing import Any
+
+from admin_fixtures import cluster_state, rfc_objects
+from cluster_apiserver import FakeApiServer
 
 from webhook.cluster import kinds as k
 from webhook.cluster.store import ClusterStore
@@ -27,6 +32,11 @@ def cluster_kind(obj: dict[str, Any]) -> k.Kind | None:
 
 def cache_of(objects: list[dict[str, Any]], policy: Policy) -> ClusterStore:
     """A store holding ``objects`` (typed lists expanded); every other kind unknown."""
+    return fill(ClusterStore(policy), objects, policy)
+
+
+def fill(store: ClusterStore, objects: list[dict[str, Any]], policy: Policy) -> ClusterStore:
+    """``store`` made to hold exactly ``objects``, as a relist of every kind would; the rest unknown."""
     by_kind: defaultdict[k.Kind, list[dict[str, Any]]] = defaultdict(list)
     for obj in objects:
         listed = str(obj.get("kind", ""))
@@ -43,10 +53,9 @@ def cache_of(objects: list[dict[str, Any]], policy: Policy) -> ClusterStore:
         if named is not None and (metadata.get("namespace"), metadata.get("name")) != named:
             continue  # the watch's field selector never returns it
         by_kind[kind].append(obj)
-    store = ClusterStore(policy)
     for kind in k.WATCHED:
+        store.replace(kind, by_kind.get(kind, []))
         if kind in by_kind:
-            store.replace(kind, by_kind[kind])
             store.availability.mark_synced(kind.name)
         else:
             store.availability.mark_absent(kind.name, "not in the test's cluster")
@@ -79,3 +88,15 @@ def kueue_review(
     if metadata.get("namespace"):
         request["namespace"] = metadata["namespace"]
     return {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}
+
+
+def rfc_api_server(mode: str = "dynamic") -> FakeApiServer:
+    """The test API server (not started) holding RFC-0033's configuration and the cluster it was written for."""
+    api = FakeApiServer()
+    for obj in [*rfc_objects(mode), *cluster_state(mode)]:
+        listed = obj["kind"].endswith("List")
+        for item in obj["items"] if listed else [obj]:
+            kind = cluster_kind({**item, "apiVersion": obj["apiVersion"]} if listed else item)
+            assert kind is not None, item["kind"]
+            api.load(kind, [copy.deepcopy(item)])
+    return api

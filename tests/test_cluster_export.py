@@ -7,8 +7,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from admin_fixtures import rfc_objects
 from cluster_apiserver import FakeApiServer, free_port, write_kubeconfig
 from cluster_fixtures import OBJECTS, load
+from kueue_cache import rfc_api_server
 
 from webhook.cli.main import main
 from webhook.cluster import kinds as k
@@ -31,7 +33,7 @@ def test_snapshot_writes_every_kind_and_check_reads_it(tmp_path: Path, capsys: p
     finally:
         api.stop()
     documents = list(yaml.safe_load_all(out.read_text()))
-    assert [d["kind"] for d in documents] == [f"{kind.kind}List" for kind in k.KINDS]
+    assert [d["kind"] for d in documents] == [f"{kind.kind}List" for kind in k.WATCHED]
     by_kind = {d["kind"]: d["items"] for d in documents}
     assert by_kind["CohortList"] == []  # read, and empty: not unknown
     assert len(by_kind["WorkloadList"]) == sum(1 for o in OBJECTS if o["kind"] == "Workload")
@@ -99,7 +101,7 @@ def test_snapshot_finds_the_cluster_as_kubectl_does(
         assert main(["snapshot", "-o", str(out)]) == 0
     finally:
         api.stop()
-    assert [d["kind"] for d in yaml.safe_load_all(out.read_text())] == [f"{kind.kind}List" for kind in k.KINDS]
+    assert [d["kind"] for d in yaml.safe_load_all(out.read_text())] == [f"{kind.kind}List" for kind in k.WATCHED]
 
 
 def test_snapshot_with_no_configuration_anywhere_says_where_it_looked(
@@ -138,3 +140,36 @@ def test_an_output_that_cannot_be_written_is_exit_2(tmp_path: Path, capsys: pyte
     finally:
         api.stop()
     assert "cannot write it: No such file or directory" in capsys.readouterr().err
+
+
+def test_a_snapshot_holds_what_lint_queues_judges_against(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """RFC-0033's configuration in a live cluster: the snapshot holds every kind the admin
+    guard reads (Kueue's ConfigMap and controller by name), so lint-queues skips nothing, and a
+    change raising one team past the cluster's chips is refused against it."""
+    api = rfc_api_server()
+    api.load(k.KUEUE_CONFIG, [{"metadata": {"name": "other", "namespace": "kueue-system"}, "data": {}}])
+    api.start()
+    try:
+        out = tmp_path / "state.yaml"
+        kubeconfig = write_kubeconfig(tmp_path / "config", api.port)
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 0
+    finally:
+        api.stop()
+    by_kind = {d["kind"]: d["items"] for d in yaml.safe_load_all(out.read_text())}
+    assert [item["metadata"]["name"] for item in by_kind["ConfigMapList"]] == ["kueue-manager-config"]
+    assert [item["metadata"]["name"] for item in by_kind["DeploymentList"]] == ["kueue-controller-manager"]
+    assert len(by_kind["WorkloadPriorityClassList"]) == 3
+
+    team_a = next(
+        o for o in rfc_objects("dynamic") if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-a"
+    )
+    change = tmp_path / "team-a.yaml"
+    change.write_text(yaml.safe_dump(team_a))
+    capsys.readouterr()
+    argv = ["lint-queues", str(change), "--cluster-state", str(out), "--mode", "dynamic", "--strict"]
+    assert main(argv) == 0
+    assert "] skipped:" not in capsys.readouterr().out  # --strict passed: no rule was skipped
+    team_a["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 320
+    change.write_text(yaml.safe_dump(team_a))
+    assert main(argv) == 1
+    assert "[quota-exceeds-cluster]" in capsys.readouterr().out

@@ -11,22 +11,27 @@ from typing import Any
 import httpx
 import pytest
 import yaml
-from admin_fixtures import cluster_state, dynamic_nodes, label, rfc_objects
+from admin_fixtures import CASES as ADMIN_CASES
+from admin_fixtures import AdminCase, dynamic_nodes, label, rfc_objects
 from builders import job, jobset
 from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
 from cluster_fixtures import ALL, FAST, load
 from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
 from cluster_job_cases import ClusterCase
-from kueue_cache import cluster_kind, kueue_review
+from kueue_cache import fill, kueue_review, rfc_api_server
 from support import RunningServer, load_jobset, review
 
+from webhook.admin.admission import KueueRequest, decide_kueue
+from webhook.admin.live import LiveObjects
 from webhook.cluster import kinds as k
+from webhook.cluster.store import ClusterStore
 from webhook.cluster.watch import WatchCache, start_watch_cache
 from webhook.policy.config import Policy
 from webhook.serving import certs
 from webhook.serving.app import ServerState
 from webhook.serving.runner import TlsSettings
+from webhook.wire.reviews import review_response
 
 POLICY = Policy()
 
@@ -161,21 +166,9 @@ def test_cluster_rules_on_jobs_and_deployments_through_the_server(
 KUEUE_POLICY = Policy(mode="dynamic")
 
 
-def _kueue_api() -> FakeApiServer:
-    """The test API server holding RFC-0033's dynamic configuration and the cluster it was written for."""
-    api = FakeApiServer()
-    for obj in [*rfc_objects("dynamic"), *cluster_state("dynamic")]:
-        items = obj["items"] if obj["kind"].endswith("List") else [obj]
-        for item in items:
-            kind = cluster_kind(item if "apiVersion" in item else {**item, "apiVersion": obj["apiVersion"]})
-            assert kind is not None, item["kind"]
-            api.load(kind, [copy.deepcopy(item)])
-    return api
-
-
 @pytest.fixture(scope="module")
 def kueue_api() -> Iterator[FakeApiServer]:
-    api = _kueue_api().start()
+    api = rfc_api_server().start()
     yield api
     api.stop()
 
@@ -319,7 +312,7 @@ def test_the_configmap_and_the_controller_are_read_by_name_only(kueue_api: FakeA
 def test_a_watch_event_changes_the_answer(tmp_path: Path, tls: TlsSettings, client: httpx.Client) -> None:
     """A tenth cube joins (its 16 Nodes arrive as watch events): the raise that was over the chips fits.
     Then the WorkloadPriorityClass ``default`` goes: a priority class edit is refused for it."""
-    api = _kueue_api().start()
+    api = rfc_api_server().start()
     cache = start_watch_cache(str(write_kubeconfig(tmp_path / "config", api.port)), KUEUE_POLICY, FAST)
     server = None
     try:
@@ -357,3 +350,38 @@ def test_kueue_answers_are_counted_on_their_own_endpoint(
     kueue_post(client, server, kueue_review(with_nominal(team_a, 320), "UPDATE", team_a))
     text = client.get(server.url + "/metrics").text
     assert 'tpu_admission_requests_total{decision="denied",endpoint="validate-kueue"}' in text
+
+
+@pytest.fixture(scope="module")
+def kueue_servers(tls: TlsSettings) -> Iterator[dict[str, tuple[RunningServer, ClusterStore]]]:
+    """One server per policy the admin examples use, each over a store the test refills per example."""
+    servers: dict[str, tuple[RunningServer, ClusterStore]] = {}
+    yield servers
+    for server, _ in servers.values():
+        server.stop()
+
+
+@pytest.mark.parametrize("case", ADMIN_CASES, ids=lambda c: c.id)
+def test_every_admin_example_answers_through_the_server_as_the_engine_does(
+    case: AdminCase,
+    kueue_servers: dict[str, tuple[RunningServer, ClusterStore]],
+    tls: TlsSettings,
+    client: httpx.Client,
+) -> None:
+    """Each object of each example, over HTTPS against a cache holding the example's cluster:
+    the answer is the engine's decision on the wire, byte for byte but the uid."""
+    rules = case.policy()
+    key = rules.model_dump_json()
+    if key not in kueue_servers:
+        store = ClusterStore(rules)
+        kueue_servers[key] = (RunningServer(ServerState(policy=rules, cluster=store), tls).start(), store)
+    server, store = kueue_servers[key]
+    inputs = case.inputs()
+    fill(store, [*inputs, *(case.cluster() or [])], rules)
+    live = LiveObjects(store, rules)
+    for obj in inputs:
+        sent = kueue_review(obj)
+        answer = kueue_post(client, server, sent)
+        namespace = str(obj["metadata"].get("namespace") or "")
+        decision = decide_kueue(KueueRequest("CREATE", namespace, obj), rules, live)
+        assert answer == review_response(sent["request"]["uid"], decision)["response"], label(obj)

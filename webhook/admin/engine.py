@@ -60,7 +60,21 @@ def _missing_note(ctx: AdminContext, rule: AdminRule) -> list[str] | None:
 
 
 #: the kinds ``tpu-admission snapshot`` writes (empty lists included)
-_SNAPSHOT_KINDS = frozenset({"Namespaces", "Nodes", "LocalQueues", "ClusterQueues", "Cohorts", "ResourceFlavors"})
+_SNAPSHOT_KINDS = frozenset(
+    {
+        "Namespaces",
+        "Nodes",
+        "LocalQueues",
+        "ClusterQueues",
+        "Cohorts",
+        "ResourceFlavors",
+        "WorkloadPriorityClasses",
+        "Topologies",
+        "AdmissionChecks",
+        "Configurations",
+        "Deployments",
+    }
+)
 
 
 def tier_of(obj: KueueObject, ctx: AdminContext) -> str | None:

@@ -199,6 +199,8 @@ def read_document(document: Document, origin: Origin, policy: Policy) -> Read:
     group = _group(data.get("apiVersion"))
     if kind.endswith("List") and isinstance(data.get("items"), list):
         listed = _BY_GROUP_KIND.get((group, kind.removesuffix("List")))
+        if listed is None and (group, kind) == ("", "ConfigMapList"):
+            listed = CONFIGURATION  # as `snapshot` writes Kueue's ConfigMap: the Configuration is known, maybe absent
         if listed is not None:
             return TypedList(listed, tuple(_items(document, data["items"], origin, policy)))
     if kind == "Configuration" and group == CONFIG_GROUP:

@@ -434,13 +434,16 @@ exit codes:
 
 _SNAPSHOT_HELP = """\
 Write the cluster state the cluster-aware rules read (Namespaces, Nodes, and Kueue's
-LocalQueues, ClusterQueues, Cohorts, ResourceFlavors, Workloads) as one typed list per
-kind, empty lists included, so that `check --cluster-state FILE` judges against the
+LocalQueues, ClusterQueues, Cohorts, ResourceFlavors, Workloads) and what the admin guard
+reads besides (WorkloadPriorityClasses, Topologies, AdmissionChecks, Kueue's ConfigMap
+and controller Deployment) as one typed list per kind, empty lists included, so that
+`check --cluster-state FILE` and `lint-queues --cluster-state FILE` judge against the
 real cluster: a kind the file holds is known, even when empty; a kind it lacks is unknown.
 
 examples:
   tpu-admission snapshot --kubeconfig ~/.kube/config -o cluster-state.yaml
   tpu-admission check jobs/ --cluster-state cluster-state.yaml
+  tpu-admission lint-queues queues/ --cluster-state cluster-state.yaml
 
 The cluster is found as kubectl finds it: --kubeconfig, else $KUBECONFIG, else
 ~/.kube/config, else the in-cluster config in a pod. The file is written whole or not
@@ -552,7 +555,10 @@ def _add_snapshot(commands: Any) -> None:
         help="the cluster (default, as kubectl: $KUBECONFIG, else ~/.kube/config, else the in-cluster config)",
     )
     snapshot.add_argument("-o", "--output", help="the file to write (default: stdout)")
-    snapshot.set_defaults(run=lambda args: run_snapshot(args.kubeconfig, args.output))
+    snapshot.add_argument(
+        "--config", help="policy config YAML: its kueue section names Kueue's ConfigMap and controller"
+    )
+    snapshot.set_defaults(run=lambda args: run_snapshot(args.kubeconfig, args.output, load_policy(args.config)))
 
 
 def _add_certs(commands: Any) -> None:

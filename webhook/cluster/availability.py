@@ -161,3 +161,4 @@ class Availability:
         """A static source (state files): synced once, never stale."""
         status = self.status[kind]
         status.synced, status.synced_at, status.connected, status.broken_since = True, self.clock(), True, None
+        status.absent = None
