@@ -346,7 +346,7 @@ examples:
 
 _SERVE_HELP = f"""\
 Serve /mutate and /validate (optionally /mutate/<tier>, /validate/<tier>) over HTTPS,
-plus /healthz, /readyz and /metrics. With no flags: the RFC-0033 default policy, a
+the admin guard's /validate-kueue, plus /healthz, /readyz and /metrics. With no flags: the RFC-0033 default policy, a
 self-signed CA and serving certificate generated into ./certs, no cluster (structural
 rules only; cluster rules need --kubeconfig or an in-cluster service account).
 
