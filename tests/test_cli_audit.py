@@ -216,11 +216,11 @@ def test_what_is_not_judged_and_why(tmp_path: Path) -> None:
     """A JobSet's own Job is judged with its JobSet; an object in a namespace without a tier is not judged."""
     jobset = stored(load_jobset("rfc-4.6-static"), "static", [], "uid-1")
     child = yaml.safe_load((JOBS / "rfc-job-static.yaml").read_text())
-    child["metadata"].update(name="llm-pretrain-a3f8-workers-0", ownerReferences=[JOBSET_OWNER])
+    child["metadata"].update(name="llm-pretrain-a3f8-workers-0", ownerReferences=[{**JOBSET_OWNER, "uid": "uid-1"}])
     system = yaml.safe_load((DEPLOYMENTS / "service-deployment.yaml").read_text())
     system["metadata"].update(name="coredns", namespace="kube-system")
     files = write_yaml(
-        tmp_path / "objects.yaml", {"apiVersion": "v1", "kind": "List", "items": [jobset, child, system]}
+        tmp_path / "objects.yaml", {"apiVersion": "v1", "kind": "List", "items": [child, jobset, system]}
     )
     done = run_cli("audit", "--cluster-state", str(STATE), "--cluster-state", str(files))
     assert done.returncode == 0, done.stdout
@@ -234,6 +234,32 @@ def test_what_is_not_judged_and_why(tmp_path: Path) -> None:
     )
     done = run_cli("audit", "--cluster-state", str(STATE), "--cluster-state", str(files), "--output", "json")
     assert [r["name"] for r in json.loads(done.stdout)["results"]] == ["llm-pretrain-a3f8"]
+
+
+@pytest.mark.parametrize(
+    ("owner", "name"),
+    [
+        ({**JOBSET_OWNER, "uid": "uid-of-another-jobset"}, "llm-pretrain-a3f8-workers-0"),
+        ({**JOBSET_OWNER, "name": "no-such-jobset", "uid": "uid-1"}, "no-such-jobset-workers-0"),
+        ({**JOBSET_OWNER, "uid": "uid-1"}, "llm-pretrain-a3f8-my-own-0"),
+        ({**JOBSET_OWNER, "uid": "uid-1"}, "my-tpu-job"),
+    ],
+    ids=["another-uid", "absent-jobset", "not-a-replicated-job", "not-its-name"],
+)
+def test_a_job_that_only_claims_a_jobset_owner_is_judged_on_its_own(
+    tmp_path: Path, owner: dict[str, Any], name: str
+) -> None:
+    """An owner reference is what the Job says of itself: without its JobSet audited, or with
+    a name the JobSet controller would not give it, the Job is judged like any other."""
+    jobset = stored(load_jobset("rfc-4.6-static"), "static", [], "uid-1")
+    child = yaml.safe_load((JOBS / "rfc-job-static.yaml").read_text())
+    child["metadata"].update(name=name, ownerReferences=[owner])
+    files = write_yaml(tmp_path / "objects.yaml", {"apiVersion": "v1", "kind": "List", "items": [child, jobset]})
+    done = run_cli("audit", "--cluster-state", str(STATE), "--cluster-state", str(files), "--output", "json")
+    assert [(r["kind"], r["name"]) for r in json.loads(done.stdout)["results"]] == [
+        ("JobSet", "llm-pretrain-a3f8"),
+        ("Job", name),
+    ]
 
 
 def test_output_json_is_checks_shape(tmp_path: Path) -> None:

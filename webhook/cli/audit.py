@@ -12,9 +12,11 @@ judged *as stored*:
   every other rule does, on the object as stored;
 - the object's own Workloads are left out of the state it is judged against
   (``webhook.cluster.own``), so a running job is not refused for the quota it holds;
-- a Job whose controller is a JobSet is not judged again (its JobSet was), and an object
-  in a namespace without a tier is not judged (the webhook is not called for it); both
-  are counted in the text summary;
+- a Job of an audited JobSet is not judged again (its JobSet was): its controller
+  reference names that JobSet and its name is one the JobSet controller gives
+  (``webhook.cluster.own.JobSetJobs``; a Job that only claims an owner is judged on its
+  own). An object in a namespace without a tier is not judged (the webhook is not called
+  for it); both are counted in the text summary;
 - the judgement is ``check``'s: ``decide`` on the mutating path of a CREATE, the tier
   from the namespace's labels in the state (``webhook.policy.tiers``).
 
@@ -36,13 +38,12 @@ from webhook.admin.catalog import load_policy
 from webhook.cli.formatters import FORMATTERS, verdict_lines
 from webhook.cli.policyreport import MANAGED_BY, AuditResult, policy_reports, policyreport
 from webhook.cli.report import EXIT_USAGE, Report
-from webhook.cluster.own import OwnedWorkloads, WithoutWorkloads
+from webhook.cluster.own import JobSetJobs, OwnedWorkloads, WithoutWorkloads
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, decide
-from webhook.objects.kinds import kind_of_document
+from webhook.objects.kinds import JOB, JOBSET, kind_of_document
 from webhook.objects.sources import Document, SourceError
 from webhook.objects.stored import as_written
-from webhook.objects.workload import controller_is_jobset
 from webhook.policy.config import Policy
 
 #: where a live object's results say it came from (a file's objects name the file and line)
@@ -63,6 +64,8 @@ class Audit:
     unmanaged: int = 0
     #: namespaces audited (``--namespace``), empty for all
     namespaces: list[str] = field(default_factory=list)
+    #: the JobSets audited so far: their Jobs are judged with them
+    jobsets: JobSetJobs = field(default_factory=JobSetJobs)
 
     def summary_line(self) -> str:
         text = self.report.summary_line()
@@ -81,7 +84,9 @@ def judge(
     kind = kind_of_document(obj)
     if kind is None:
         return
-    if controller_is_jobset((obj.get("metadata") or {}).get("ownerReferences") if isinstance(obj, dict) else None):
+    if kind == JOBSET:
+        audit.jobsets.add(obj)
+    elif kind == JOB and audit.jobsets.owns(obj):
         audit.owned_jobs += 1
         return
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
@@ -119,7 +124,10 @@ def from_files(paths: list[str], policy: Policy) -> tuple[ClusterStore, OwnedWor
     from webhook.objects.sources import load_documents
 
     documents = load_documents(paths)
-    judged = [d for d in documents if kind_of_document(d.data) is not None]
+    # JobSets first: a Job is judged with its JobSet only once that JobSet has been seen
+    judged = sorted(
+        (d for d in documents if kind_of_document(d.data) is not None), key=lambda d: kind_of_document(d.data) != JOBSET
+    )
     state = [d.data for d in documents if kind_of_document(d.data) is None]
     del documents
     owners = OwnedWorkloads()

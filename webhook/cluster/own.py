@@ -53,6 +53,57 @@ def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+class JobSetJobs:
+    """Which stored Jobs are a JobSet's own, so ``audit`` judges them with their JobSet.
+
+    A Job's owner reference is what the Job says of itself: anyone can write one. A Job
+    counts as a JobSet's only when that JobSet is among the objects audited (same
+    namespace and name, and the same uid when both carry one) and the Job has a name the
+    JobSet controller gives its Jobs, ``<jobset>-<replicatedJob>-<index>`` for one of the
+    JobSet's replicatedJobs. Any other Job is judged on its own.
+    """
+
+    def __init__(self) -> None:
+        #: (namespace, JobSet name) -> (uid, the names of its replicatedJobs)
+        self._jobsets: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
+
+    def add(self, jobset: Mapping[str, Any]) -> None:
+        metadata = _dict(jobset.get("metadata"))
+        replicated = _dict(jobset.get("spec")).get("replicatedJobs")
+        names = frozenset(
+            str(r["name"])
+            for r in (replicated if isinstance(replicated, list) else [])
+            if isinstance(r, dict) and r.get("name")
+        )
+        key = (str(metadata.get("namespace") or "default"), str(metadata.get("name") or ""))
+        self._jobsets[key] = (str(metadata.get("uid") or ""), names)
+
+    def owns(self, job: Mapping[str, Any]) -> bool:
+        """Whether ``job`` is the Job of an audited JobSet's replicatedJob (see the class)."""
+        metadata = _dict(job.get("metadata"))
+        namespace, name = str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
+        for reference in metadata.get("ownerReferences") or ():
+            reference = _dict(reference)
+            if (
+                reference.get("kind") != "JobSet"
+                or not str(reference.get("apiVersion", "")).startswith("jobset.x-k8s.io/")
+                or reference.get("controller") is not True
+            ):
+                continue
+            owner = str(reference.get("name") or "")
+            found = self._jobsets.get((namespace, owner))
+            if found is None:
+                continue
+            uid, replicated = found
+            owner_uid = str(reference.get("uid") or "")
+            if uid and owner_uid and uid != owner_uid:
+                continue
+            match = re.fullmatch(rf"{re.escape(owner)}-(?P<rest>.+)-\d+", name)
+            if match is not None and match["rest"] in replicated:
+                return True
+        return False
+
+
 class OwnedWorkloads:
     """Workload keys (namespace, name) by the object that owns them."""
 
