@@ -1,0 +1,220 @@
+"""The webhook with a cluster behind it, served over TLS, side by side with the floor.
+
+    .venv/bin/python bench/served_cluster.py [--seconds 4] [--rounds 3] [--connections 4]
+        [--workloads 100000] [--queues 1000] [--nodes 5000] [--no-big]
+
+Starts the test API server (tests/cluster_apiserver.py, real HTTP) twice in this process,
+one holding the fixture cluster (tests/fixtures/cluster) and one the big cluster of
+bench/bench_cluster.py (``--workloads`` Workloads, ``--queues`` ClusterQueues, ``--nodes``
+Nodes), and beside them three servers: the floor (bench/floor.py), and the webhook as
+``serve --kubeconfig`` against each API server. Once each cache has synced (the answer
+carries no "skipped" warning), ``wrk`` loads every server in turn, rows interleaved
+round by round, with a guaranteed one-slice RFC-0033 4.6 JobSet on
+``/validate/production``: it is admitted after every cluster rule, so the answer is the
+bare ``"allowed":true`` (any warning makes the row count a failure). A fourth row is the
+webhook without a cluster (structural rules only), for reference.
+
+Prints one markdown table: req/s, p50, p99 and server CPU per request per row, and the
+throughput and p99 ratios to the floor, paired per round, median over rounds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
+
+from bench_cluster import cluster_objects, one_slice_job, workload  # noqa: E402
+from cluster_apiserver import FakeApiServer, write_kubeconfig  # noqa: E402
+from common import (  # noqa: E402
+    LoadResult,
+    Server,
+    client_context,
+    cpu_seconds,
+    dumps,
+    floor_server,
+    have_wrk,
+    make_certs,
+    review_around,
+    rss_kib,
+    run_wrk,
+    webhook_server,
+    workspace,
+)
+from support import FIXTURES  # noqa: E402
+
+from webhook.cluster import kinds as k  # noqa: E402
+from webhook.objects.sources import load_documents  # noqa: E402
+
+PATH = "/validate/production"
+#: the whole answer ends here when every rule ran and nothing was skipped or warned
+EXPECT = '"allowed":true}}'
+THROUGHPUT_GOAL = 0.85
+P99_GOAL = 1.5
+
+
+def fixture_api() -> FakeApiServer:
+    """The test API server holding tests/fixtures/cluster (the kinds the cache watches)."""
+    api = FakeApiServer()
+    for document in load_documents([str(FIXTURES / "cluster")]):
+        kind = k.BY_KIND.get(document.data.get("kind", ""))
+        if kind is not None:
+            api.put(kind, document.data)
+    return api
+
+
+def big_api(workloads: int, queues: int, nodes: int) -> FakeApiServer:
+    """The test API server holding bench/bench_cluster.py's cluster."""
+    api = FakeApiServer()
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for kind, obj in cluster_objects(queues, nodes):
+        by_kind.setdefault(kind.name, []).append(obj)
+    for kind in k.KINDS:
+        api.load(kind, by_kind.get(kind.name, []))
+    api.load(k.WORKLOADS, (workload(i, queues) for i in range(workloads)))
+    return api
+
+
+def post(server: Server, body: bytes, timeout: float = 5.0) -> str:
+    """One POST of ``body`` to ``PATH`` on a fresh TLS connection; the response body ("" on failure)."""
+    import http.client
+
+    connection = http.client.HTTPSConnection(
+        "127.0.0.1", server.port, context=client_context(server.ca), timeout=timeout
+    )
+    try:
+        connection.request("POST", PATH, body, {"Content-Type": "application/json"})
+        return connection.getresponse().read().decode()
+    except OSError:
+        return ""
+    finally:
+        connection.close()
+
+
+def wait_synced(server: Server, body: bytes, timeout: float) -> float:
+    """Seconds until the webhook answers ``body`` with every cluster rule run (its cache synced)."""
+    started = time.monotonic()
+    answer = ""
+    while time.monotonic() - started < timeout:
+        answer = post(server, body)
+        if answer.endswith(EXPECT):
+            return time.monotonic() - started
+        time.sleep(0.2)
+    raise RuntimeError(f"{server.name} did not answer a fully judged decision in {timeout:.0f}s; last: {answer}")
+
+
+def load(server: Server, file: Path, seconds: float, connections: int) -> LoadResult:
+    """One wrk run; the floor answers allowed without judging anything, so only that is expected of it."""
+    expect = EXPECT if server.name != "floor" else '"allowed":true'
+    before = cpu_seconds(server.pid)
+    result = run_wrk(server.url + PATH, file, expect, seconds=seconds, connections=connections)
+    result.server_cpu_us = (cpu_seconds(server.pid) - before) / max(result.requests, 1) * 1e6
+    return result
+
+
+def table(rows: Iterable[str], results: dict[str, list[LoadResult]], base: str) -> list[str]:
+    lines = [
+        "| server | req/s | p50 ms | p99 ms | server CPU µs/req | req/s ÷ floor | p99 ÷ floor | failures |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+    ]
+    for label in rows:
+        runs, floor = results[label], results[base]
+
+        def med(attr: str, runs: list[LoadResult] = runs) -> float:
+            return statistics.median(getattr(r, attr) for r in runs)
+
+        rps = statistics.median(a.rps / b.rps for a, b in zip(runs, floor, strict=True))
+        p99 = statistics.median(a.p99_ms / b.p99_ms for a, b in zip(runs, floor, strict=True))
+        failures = sum(r.failures for r in runs)
+        lines.append(
+            f"| {label} | {med('rps'):.0f} | {med('p50_ms'):.2f} | {med('p99_ms'):.2f} | {med('server_cpu_us'):.0f} "
+            f"| {rps:.2f} | {p99:.2f} | {failures} |"
+        )
+    return lines
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    parser.add_argument("--seconds", type=float, default=4.0, help="seconds of load per row and round")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--connections", type=int, default=4)
+    parser.add_argument("--workloads", type=int, default=100_000)
+    parser.add_argument("--queues", type=int, default=1000)
+    parser.add_argument("--nodes", type=int, default=5000)
+    parser.add_argument("--no-big", action="store_true", help="the fixture cluster only")
+    args = parser.parse_args()
+    if not have_wrk():
+        print("wrk is not installed (apt-get install wrk)", file=sys.stderr)
+        return 2
+
+    bodies = {
+        "fixture": dumps(review_around(one_slice_job("team-a-queue"), namespace="kubemaker")),
+        "big": dumps(review_around(one_slice_job("team-0007-queue"), namespace="kubemaker")),
+    }
+    apis = {"fixture": fixture_api()}
+    if not args.no_big:
+        print(f"building {args.workloads} Workloads, {args.queues} ClusterQueues, {args.nodes} Nodes ...", flush=True)
+        apis["big"] = big_api(args.workloads, args.queues, args.nodes)
+    servers: dict[str, Server] = {}
+    files: dict[str, Path] = {}
+    synced: dict[str, float] = {}
+    with workspace() as work, tempfile.TemporaryDirectory() as tmp:
+        certs = work / "certs"
+        make_certs(certs)
+        servers["floor"] = floor_server(certs, work)
+        servers["webhook, no cluster"] = webhook_server(certs, work, name="webhook-structural")
+        for name, api in apis.items():
+            api.start()
+            kubeconfig = write_kubeconfig(Path(tmp) / f"kubeconfig-{name}", api.port)
+            label = f"webhook, {name} cluster"
+            servers[label] = webhook_server(certs, work, extra=["--kubeconfig", str(kubeconfig)], name=f"wh-{name}")
+        for name, body in bodies.items():
+            files[name] = work / f"{name}.json"
+            files[name].write_bytes(body)
+        plan = [(label, files["big" if "big" in label else "fixture"]) for label in servers]
+        results: dict[str, list[LoadResult]] = {label: [] for label in servers}
+        try:
+            for server in servers.values():
+                server.start()
+            for name in apis:
+                label = f"webhook, {name} cluster"
+                synced[name] = wait_synced(servers[label], bodies[name], timeout=600)
+                print(f"{label}: synced in {synced[name]:.1f}s", flush=True)
+            for label, file in plan:  # warm-up, not recorded
+                load(servers[label], file, 1, args.connections)
+            for _ in range(args.rounds):
+                for label, file in plan:
+                    results[label].append(load(servers[label], file, args.seconds, args.connections))
+            rss = {label: rss_kib(server.pid) for label, server in servers.items()}
+        finally:
+            for server in servers.values():
+                server.stop()
+            for api in apis.values():
+                api.stop()
+
+    print()
+    print(
+        f"wrk, {args.connections} keep-alive connections, {args.rounds} rounds × {args.seconds:g} s per row, rows "
+        f"interleaved; guaranteed one-slice RFC-0033 4.6 JobSet on {PATH} (admitted after every cluster rule); "
+        f"ratios paired per round, medians. Goals: req/s ≥ {THROUGHPUT_GOAL}× and p99 ≤ {P99_GOAL}× the floor."
+    )
+    print()
+    for line in table(servers, results, "floor"):
+        print(line)
+    print()
+    print("RSS after the load: " + ", ".join(f"{label} {kib / 1024:.0f} MiB" for label, kib in rss.items()))
+    print(json.dumps({"synced_seconds": synced}))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
