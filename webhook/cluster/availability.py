@@ -11,6 +11,12 @@ Silence matters because an open watch proves nothing by itself: a hung API serve
 server sends a bookmark on every open watch about once a minute, so a kind that heard
 nothing for two bookmark intervals is unknown until an event, a bookmark or a list
 (or a watch the API server accepts) proves it current again.
+
+Every cluster rule asks before it runs, so the common answer ("every kind can be read")
+is kept with the moment it stops being certain: the earliest silence or staleness
+deadline over the kinds. Until then a question is one clock read; after it, or after any
+change of state (a list, a broken or resumed watch), the answer is worked out again.
+Events and bookmarks only move the deadlines later, so they leave it standing.
 """
 
 from __future__ import annotations
@@ -19,6 +25,10 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+#: seconds between two tries of the fast answer while some kind cannot be read
+_RECHECK = 1.0
+_NEVER = float("-inf")
 
 
 @dataclass(slots=True)
@@ -57,12 +67,59 @@ class Availability:
         self._lock = threading.Lock()
         now = clock()
         self.status: dict[str, KindStatus] = {kind: KindStatus(broken_since=now) for kind in kinds}
+        #: every kind can be read while the clock is below this
+        self._clear_until = _NEVER
+        #: some kind could not be read: the next try of the fast answer is not before this
+        self._recheck_at = _NEVER
+        #: bumped by every change of state but events and bookmarks
+        self._changes = 0
+
+    def _changed(self) -> None:
+        """A change of state: the fast answer is worked out again (called under ``_lock``)."""
+        self._changes += 1
+        self._clear_until = self._recheck_at = _NEVER
+
+    def _clear(self, now: float) -> bool:
+        """Whether every kind can certainly be read at ``now``; ``False`` also when unsure."""
+        if now < self._clear_until:
+            return True
+        if now < self._recheck_at:
+            return False
+        changes = self._changes
+        until = self._deadline(now)
+        with self._lock:
+            if changes == self._changes:  # no change of state meanwhile: the answer stands
+                if until is None:
+                    self._recheck_at = now + _RECHECK
+                else:
+                    self._clear_until = until
+        return until is not None
+
+    def _deadline(self, now: float) -> float | None:
+        """When the first kind could stop being readable; ``None`` when one cannot be read now."""
+        until = float("inf")
+        for status in self.status.values():
+            if status.absent is not None or not status.synced or (status.fatal and status.error):
+                return None
+            if self.silent_after is not None and status.last_heard is not None:
+                heard_until = status.last_heard + self.silent_after
+                if now > heard_until:
+                    return None
+                until = min(until, heard_until)
+            if not status.connected and status.broken_since is not None:
+                fresh_until = status.broken_since + self.stale_after
+                if now > fresh_until:
+                    return None
+                until = min(until, fresh_until)
+        return until
 
     def reason(self, kind: str) -> str | None:
         """``None`` when the kind can be read, else why not."""
         status = self.status.get(kind)
         if status is None:
             return "not watched"
+        if self._clear(self.clock()):
+            return None
         if status.absent is not None:
             return status.absent
         if not status.synced:
@@ -92,6 +149,8 @@ class Availability:
         return silent if silent > self.silent_after else None
 
     def unavailable(self, kinds: Iterable[str]) -> dict[str, str]:
+        if self._clear(self.clock()):
+            return {kind: "not watched" for kind in kinds if kind not in self.status}
         out = {}
         for kind in kinds:
             why = self.reason(kind)
@@ -127,6 +186,7 @@ class Availability:
             status = self.status[kind]
             now = self.clock()
             status.synced, status.synced_at, status.last_heard, status.error, status.fatal = True, now, now, None, False
+            self._changed()
 
     def watching(self, kind: str) -> None:
         """The API server accepted a watch from the last version seen: it is alive, nothing was
@@ -135,6 +195,7 @@ class Availability:
             status = self.status[kind]
             status.connected, status.broken_since, status.error, status.fatal = True, None, None, False
             status.last_heard = self.clock()
+            self._changed()
 
     def event(self, kind: str) -> None:
         status = self.status[kind]
@@ -153,12 +214,17 @@ class Availability:
             status.fatal = fatal
             if error is not None:
                 status.error = error
+            self._changed()
 
     def mark_absent(self, kind: str, reason: str) -> None:
-        self.status[kind].absent = reason
+        with self._lock:
+            self.status[kind].absent = reason
+            self._changed()
 
     def mark_synced(self, kind: str) -> None:
         """A static source (state files): synced once, never stale."""
-        status = self.status[kind]
-        status.synced, status.synced_at, status.connected, status.broken_since = True, self.clock(), True, None
-        status.absent = None
+        with self._lock:
+            status = self.status[kind]
+            status.synced, status.synced_at, status.connected, status.broken_since = True, self.clock(), True, None
+            status.absent = None
+            self._changed()

@@ -176,10 +176,29 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
     decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
 
 
+#: per plan (by identity: plans are kept in ``_PLANS``), every kind its rules require
+_PLAN_KINDS: Final[dict[int, tuple[Plan, frozenset[str]]]] = {}
+
+
+def _required(plan: Plan) -> frozenset[str]:
+    """Every kind the plan's rules require: asked of the cluster once per request."""
+    cached = _PLAN_KINDS.get(id(plan))
+    if cached is not None and cached[0] is plan:
+        return cached[1]
+    if len(_PLAN_KINDS) > 64:  # as many as the plans kept
+        _PLAN_KINDS.clear()
+    kinds = frozenset().union(*(rule.requires for rule, _ in plan))
+    _PLAN_KINDS[id(plan)] = (plan, kinds)
+    return kinds
+
+
 def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
+    # Which kinds cannot be read is asked once, for every rule of the request: one answer for
+    # the whole decision, and mostly none (every rule reads a kind that is known).
+    unread = cluster.unavailable(_required(plan)) if cluster is not None else {}
     for rule, action in plan:
-        if rule.requires and cluster is not None:  # the plan has cluster rules only with a cluster
-            missing = cluster.unavailable(rule.requires)
+        if unread and rule.requires:  # the plan has cluster rules only with a cluster
+            missing = {kind: why for kind, why in unread.items() if kind in rule.requires}
             if missing:
                 _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])
                 continue
