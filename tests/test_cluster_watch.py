@@ -391,6 +391,7 @@ def test_a_relist_redoes_only_what_changed() -> None:
     assert len(held) == len(workloads)
     changed = copy.deepcopy(workloads[0])
     changed["metadata"]["resourceVersion"] = "99"
+    changed["spec"]["priorityClassRef"]["name"] = "best-effort"
     store.replace(k.WORKLOADS, [changed, *workloads[1:]])
     key = (changed["metadata"]["namespace"], changed["metadata"]["name"])
     assert store.workloads[key] is not held[key]  # re-read

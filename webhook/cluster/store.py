@@ -184,8 +184,11 @@ class ClusterStore:
         return None
 
     def _put(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
+        if kind is k.WORKLOADS:
+            assert isinstance(key, tuple)
+            return self._put_workload(key, obj)
         if self._unchanged(kind, key, obj):
-            return
+            return None
         if key in self.keys[kind.name]:
             self._remove(kind, key)
         self.keys[kind.name].add(key)
@@ -217,12 +220,20 @@ class ClusterStore:
         elif kind is k.NODES:
             assert isinstance(key, str)
             self.node_index.put(parse_node(obj))
-        elif kind is k.WORKLOADS:
-            assert isinstance(key, tuple)
-            entry = project(obj, self.tpu)
-            self.workloads[key] = entry
-            self.quota.count_workload(key[0], entry, +1)
         self._bump(kind)
+        return None
+
+    def _put_workload(self, key: tuple[str, str], obj: Mapping[str, Any]) -> None:
+        """A Workload, projected once; an update that leaves its part of the ledger as it was
+        (conditions' times and messages, most status writes) moves nothing."""
+        entry = project(obj, self.tpu)
+        held = self.workloads.get(key)
+        if held is not None and held == entry:
+            return
+        self.keys[k.WORKLOADS.name].add(key)
+        self.quota.count_workload(key[0], held, -1)
+        self.workloads[key] = entry
+        self.quota.count_workload(key[0], entry, +1)
 
     def _remove(self, kind: k.Kind, key: Key) -> None:
         self.keys[kind.name].discard(key)

@@ -89,6 +89,21 @@ class WorkloadEntry:
         #: waiting: its podSets, as the flavor assigner reads them
         self.shape = shape
 
+    def __eq__(self, other: object) -> bool:
+        """Same part in the ledger: a status-only update (most Workload events) moves nothing."""
+        if not isinstance(other, WorkloadEntry):
+            return NotImplemented
+        return (
+            self.state == other.state
+            and self.local_queue == other.local_queue
+            and self.cluster_queue == other.cluster_queue
+            and self.priority == other.priority
+            and self.chips == other.chips
+            and self.shape == other.shape
+        )
+
+    __hash__ = None  # type: ignore[assignment]
+
 
 def _conditions(status: Mapping[str, Any]) -> dict[str, tuple[bool, str]]:
     out = {}

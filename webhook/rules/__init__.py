@@ -19,6 +19,7 @@ from webhook.objects.kinds import JOB, JOBSET
 from webhook.objects.request import UserInfo
 from webhook.policy.config import Mode, Policy, TierPolicy, TpuPolicy
 from webhook.policy.findings import Action, Finding
+from webhook.quota.podsets import PodSetDemand, demands_of
 from webhook.rules.cel import Expr, Validation, cat, per_job, template_parts, validation
 
 if TYPE_CHECKING:
@@ -60,6 +61,8 @@ class RuleContext:
     #: filled by a cluster rule that found part of its state unknown: the engine turns it into
     #: a "skipped" warning (unknown is not zero)
     unknown: list[str] = field(init=False, default_factory=list)
+    #: the judged workload's podSets as Kueue's quota reads them, once per request (``demands``)
+    _demands: tuple[Workload, list[PodSetDemand]] | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         policy, cluster = self.policy, self.cluster
@@ -71,6 +74,12 @@ class RuleContext:
 
     def label_in_scope(self, key: str) -> bool:
         return self.changed_labels is None or key in self.changed_labels
+
+    def demands(self, workload: Workload) -> list[PodSetDemand]:
+        """``workload``'s podSets as Kueue's quota reads them: several cluster rules ask, worked out once."""
+        if self._demands is None or self._demands[0] is not workload:
+            self._demands = (workload, demands_of(workload))
+        return self._demands[1]
 
 
 Check = Callable[["Workload", RuleContext], Iterable[Finding]]

@@ -29,7 +29,7 @@ from webhook.quota.objects import (
     parse_tolerations,
     selector_matches,
 )
-from webhook.quota.podsets import demands_of, exceeding, pool_shortages, requesting
+from webhook.quota.podsets import exceeding, pool_shortages, requesting
 from webhook.rules import JOBS, STATIC, Message, Rule, RuleContext, VapExport
 
 FAMILY: Final = "cluster"
@@ -187,7 +187,7 @@ def _exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fi
     if target is None:
         return
     cluster, info = target
-    assignment = cluster.assign(info.name, demands_of(workload))
+    assignment = cluster.assign(info.name, ctx.demands(workload))
     if assignment.status == "unknown":
         ctx.unknown.append(assignment.doubt)
     if assignment.status != "nofit":
@@ -286,7 +286,7 @@ def _guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterat
     cluster, info = target
     tpu = ctx.tpu.resource_name
     # None when it never fits (exceeds-queue-capacity says so) or some choice of flavors holds it in the balance
-    answer = guaranteed_shortfalls(cluster, info.name, demands_of(workload), tpu)
+    answer = guaranteed_shortfalls(cluster, info.name, ctx.demands(workload), tpu)
     if answer.unknown:
         ctx.unknown.append(f"the guaranteed balance of ClusterQueue {info.name!r}: {answer.unknown}")
     for shortfall in answer.shortfalls:
