@@ -374,7 +374,8 @@ def size_section(args: argparse.Namespace) -> list[str]:
 
 
 def cluster_section(args: argparse.Namespace) -> list[str]:
-    """bench/bench_cluster.py (the cluster cache's own benchmark), at 10k and 100k Workloads."""
+    """bench/bench_cluster.py (the cluster cache's own benchmark) at 10k and 100k Workloads, then
+    bench/served_cluster.py (the webhook served with a cluster behind it, beside the floor)."""
     script = BENCH / "bench_cluster.py"
     lines = ["## 4. Cluster scale (bench/bench_cluster.py)", ""]
     if not script.exists():
@@ -399,6 +400,17 @@ def cluster_section(args: argparse.Namespace) -> list[str]:
         output = done.stdout.strip().splitlines()
         first = next((i for i, line in enumerate(output) if line.startswith("|")), len(output))
         lines += [*output[first:], ""]
+    served = ["--no-big", "--seconds", "2", "--rounds", "2"] if args.quick else ["--seconds", "4", "--rounds", "3"]
+    command = f"python bench/served_cluster.py {' '.join(served)}"
+    lines += ["### Served with a cluster behind it (bench/served_cluster.py)", "", f"`{command}`:", ""]
+    try:
+        argv = [PYTHON, str(BENCH / "served_cluster.py"), *served]
+        done = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=1200)
+        output = done.stdout.strip().splitlines()
+        first = next((i for i, line in enumerate(output) if line.startswith("wrk,")), len(output))
+        lines += [*output[first:], ""] if done.returncode == 0 else [f"_exited {done.returncode}._", ""]
+    except subprocess.TimeoutExpired:
+        lines += ["_did not finish within 20 minutes._", ""]
     return lines[:-1]
 
 
