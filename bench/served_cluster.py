@@ -64,9 +64,14 @@ THROUGHPUT_GOAL = 0.85
 P99_GOAL = 1.5
 
 
+#: the API server's bookmark interval (about a minute); the test server's default is for tests
+BOOKMARK_SECONDS = 60.0
+
+
 def fixture_api() -> FakeApiServer:
     """The test API server holding tests/fixtures/cluster (the kinds the cache watches)."""
     api = FakeApiServer()
+    api.bookmark_interval = BOOKMARK_SECONDS
     for document in load_documents([str(FIXTURES / "cluster")]):
         kind = k.BY_KIND.get(document.data.get("kind", ""))
         if kind is not None:
@@ -77,6 +82,7 @@ def fixture_api() -> FakeApiServer:
 def big_api(workloads: int, queues: int, nodes: int) -> FakeApiServer:
     """The test API server holding bench/bench_cluster.py's cluster."""
     api = FakeApiServer()
+    api.bookmark_interval = BOOKMARK_SECONDS
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for kind, obj in cluster_objects(queues, nodes):
         by_kind.setdefault(kind.name, []).append(obj)
