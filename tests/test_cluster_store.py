@@ -342,6 +342,7 @@ def test_incremental_totals_match_a_recomputation_after_every_event(seed: int) -
         assert cohort_totals(store) == cohort_totals(fresh), where
         assert node_totals(store.node_index) == node_totals(fresh.node_index), where
         assert {kind: store.keys[kind.name] for kind in k.KINDS} == {kind: set(held[kind]) for kind in k.KINDS}, where
+        assert store.documents.by_kind == fresh.documents.by_kind, where  # the admin guard's copy of Kueue's objects
         if step % 3 == 0 or step == STEPS - 1:  # the answers (their memos warm between events)
             assert answers(store) == answers(fresh), where
 
