@@ -198,13 +198,16 @@ class Versions:
         return obj
 
 
-def events(seed: int, store: ClusterStore) -> Iterator[tuple[str, Objects]]:
-    """Apply ``STEPS`` random events to ``store``; after each, (what it was, the objects now held)."""
+def events(
+    seed: int, store: ClusterStore, weights_of: dict[k.Kind, int] = WEIGHTS, held: Objects | None = None
+) -> Iterator[tuple[str, Objects]]:
+    """Apply ``STEPS`` random events to ``store`` (``held``: what it holds already); after each,
+    (what it was, the objects now held)."""
     rng = random.Random(seed)
     versions = Versions()
-    held: Objects = {kind: {} for kind in k.KINDS}
-    kinds = list(WEIGHTS)
-    weights = list(WEIGHTS.values())
+    held = held if held is not None else {kind: {} for kind in k.KINDS}
+    kinds = list(weights_of)
+    weights = list(weights_of.values())
     for _ in range(STEPS):
         kind = rng.choices(kinds, weights)[0]
         roll = rng.random()
@@ -283,6 +286,24 @@ def cohort_totals(store: ClusterStore) -> dict[str, dict[Any, Decimal]]:
     return {cohort: _nonzero(sums) for cohort, sums in totals.items()}
 
 
+def pending_totals(store: ClusterStore) -> dict[str, dict[str, int]]:
+    """Per ClusterQueue, its guaranteed chips pending per flavor, summed over the Workloads held."""
+    out: dict[str, dict[str, int]] = {}
+    for queue in sorted({*store.cluster_queues, *CLUSTER_QUEUES}):
+        sums: dict[str, int] = defaultdict(int)
+        for (namespace, _), entry in store.workloads.items():
+            if entry.state != WAITS or entry.priority != POLICY.guaranteed_priority_class:
+                continue
+            if store.local_queues.get((namespace, entry.local_queue)) != queue:
+                continue
+            assignment = store.quota.assigner.assign(queue, entry.shape)
+            if assignment.fits:
+                for flavor, chips in assignment.usage(entry.shape, TPU).items():
+                    sums[flavor] += int(chips)
+        out[queue] = _nonzero(sums)
+    return out
+
+
 def node_totals(index: NodeIndex) -> tuple[Any, ...]:
     return (
         index.accelerator_chips,
@@ -341,10 +362,28 @@ def test_incremental_totals_match_a_recomputation_after_every_event(seed: int) -
         assert all(members.stored(c) is None for c in COHORTS if c not in cohort_totals(store)), where
         assert cohort_totals(store) == cohort_totals(fresh), where
         assert node_totals(store.node_index) == node_totals(fresh.node_index), where
+        # the pending chips each queue keeps moving with the events, read after every one so they stay summed
+        kept = {queue: store.quota.pending(queue) for queue in pending_totals(store)}
+        assert kept == pending_totals(store) == pending_totals(fresh), where
         assert {kind: store.keys[kind.name] for kind in k.KINDS} == {kind: set(held[kind]) for kind in k.KINDS}, where
         assert store.documents.by_kind == fresh.documents.by_kind, where  # the admin guard's copy of Kueue's objects
         if step % 3 == 0 or step == STEPS - 1:  # the answers (their memos warm between events)
             assert answers(store) == answers(fresh), where
+
+
+@pytest.mark.parametrize("seed", [4, 5])
+def test_pending_chips_move_with_workload_events(seed: int) -> None:
+    """Between two changes to the queues, each queue's pending chips move with every Workload event."""
+    store = synced(ClusterStore(POLICY))
+    held: Objects = {kind: {} for kind in k.KINDS}
+    for kind, objects in FIXTURES.items():
+        if kind is not k.WORKLOADS:
+            store.replace(kind, copy.deepcopy(objects))
+            held[kind] = {object_key(kind, obj): obj for obj in objects}
+    for step, (event, now) in enumerate(events(seed, store, {k.WORKLOADS: 1}, held)):
+        kept = {queue: store.quota.pending(queue) for queue in pending_totals(store)}
+        assert kept == pending_totals(store) == pending_totals(from_scratch(now)), f"seed {seed}, step {step}: {event}"
+        assert answers(store)[-len(PROBES) :] == answers(from_scratch(now))[-len(PROBES) :], event
 
 
 def test_a_status_only_workload_update_moves_nothing() -> None:
@@ -354,12 +393,13 @@ def test_a_status_only_workload_update_moves_nothing() -> None:
         store.replace(kind, objects)
     pending = copy.deepcopy(next(o for o in FIXTURES[k.WORKLOADS] if "pending" in o["metadata"]["name"]))
     before = store.balance("team-a", "tpu7x-4x4x4")
-    versions = dict(store.quota.ledger_versions)
+    sums = store.quota.pending("team-a")
+    kept = dict(sums)
     pending["metadata"]["resourceVersion"] = "status-1"
     pending.setdefault("status", {})["conditions"] = [{"type": "QuotaReserved", "status": "False", "reason": "Pending"}]
     store.apply(k.WORKLOADS, "MODIFIED", pending)
-    assert store.quota.ledger_versions == versions
-    assert store.balance("team-a", "tpu7x-4x4x4") is before
+    assert store.quota.pending("team-a") is sums and sums == kept
+    assert store.balance("team-a", "tpu7x-4x4x4") == before
     pending["metadata"]["resourceVersion"] = "admitted"
     pending["spec"]["priorityClassRef"]["name"] = "best-effort"  # no longer counts in the balance
     store.apply(k.WORKLOADS, "MODIFIED", pending)

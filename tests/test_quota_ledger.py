@@ -21,8 +21,10 @@ from webhook.quota.ledger import (
     BalanceAnswer,
     ChipsLedger,
     Shortfall,
+    add_pending,
     guaranteed_balance,
     guaranteed_shortfalls,
+    pending_chips,
     project,
 )
 from webhook.quota.objects import parse_cluster_queue
@@ -115,12 +117,30 @@ def test_the_guaranteed_balance_is_nominal_less_holding_and_pending() -> None:
     spec = {"resourceGroups": [{"coveredResources": [TPU], "flavors": [flavor]}]}
     queue = parse_cluster_queue({"metadata": {"name": "cq"}, "spec": spec})
     local_queues = [("ns", "q")]
-    balance = guaranteed_balance(ledger, "cq", queue, "f", TPU, local_queues, lambda shape: FITS)
+    pending = pending_chips(ledger, local_queues, lambda shape: FITS, TPU)
+    assert pending == {"f": 64}
+    balance = guaranteed_balance(ledger, "cq", queue, "f", TPU, pending)
     assert balance == Balance(256, 64, 64) and balance.left == 128
-    assert guaranteed_balance(ledger, "cq", queue, "f", TPU, local_queues, lambda shape: NOFIT).waiting == 0
-    assert guaranteed_balance(ledger, "cq", queue, "other", TPU, local_queues, lambda shape: FITS) == Balance(0, 0, 0)
+    assert pending_chips(ledger, local_queues, lambda shape: NOFIT, TPU) == {}
+    assert guaranteed_balance(ledger, "cq", queue, "f", TPU, {}).waiting == 0
+    assert guaranteed_balance(ledger, "cq", queue, "other", TPU, pending) == Balance(0, 0, 0)
     # the ClusterQueue object gone: no nominal, but what its Workloads hold still counts
-    assert guaranteed_balance(ledger, "cq", None, "f", TPU, [], lambda shape: FITS) == Balance(0, 64, 0)
+    assert guaranteed_balance(ledger, "cq", None, "f", TPU, {}) == Balance(0, 64, 0)
+    # the Workloads unknown: the nominal, an upper bound
+    unknown = guaranteed_balance(ledger, "cq", queue, "f", TPU, pending, "Workloads: x")
+    assert unknown == Balance(256, 0, 0, "Workloads: x")
+
+
+def test_pending_chips_move_by_one_shape_at_a_time() -> None:
+    """What an event adds and takes away, one Workload at a time, is what summing from the ledger gives."""
+    shape = project(workload(), TPU).shape
+    sums: dict[str, int] = {}
+    add_pending(sums, FITS, shape, TPU, +1)
+    add_pending(sums, FITS, shape, TPU, +1)
+    add_pending(sums, NOFIT, shape, TPU, +1)  # never fits: counts nowhere
+    assert sums == {"f": 128}
+    add_pending(sums, FITS, shape, TPU, -2)
+    assert sums == {}
 
 
 @dataclass
@@ -167,7 +187,7 @@ def test_with_the_workloads_unknown_the_balance_is_bounded_by_the_nominal() -> N
     flavor = {"name": "f", "resources": [{"name": TPU, "nominalQuota": "256"}]}
     spec = {"resourceGroups": [{"coveredResources": [TPU], "flavors": [flavor]}]}
     queue = parse_cluster_queue({"metadata": {"name": "cq"}, "spec": spec})
-    balance = guaranteed_balance(ledger, "cq", queue, "f", TPU, [], lambda shape: FITS, "Workloads: not watched")
+    balance = guaranteed_balance(ledger, "cq", queue, "f", TPU, {}, "Workloads: not watched")
     assert balance == Balance(256, 0, 0, "Workloads: not watched") and balance.left == 256
     bound = balance.bound()
     assert (bound.value, bound.floor, bound.decided_by) == (256, 0, "Workloads: not watched")

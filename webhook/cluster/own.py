@@ -38,7 +38,7 @@ from typing import Any, Final
 from webhook.cluster.store import ClusterStore
 from webhook.objects.kinds import DEPLOYMENT
 from webhook.quota.flavorassigner import Assignment
-from webhook.quota.ledger import Balance, ChipsLedger
+from webhook.quota.ledger import Balance, BalanceAnswer, ChipsLedger, guaranteed_shortfalls
 from webhook.quota.objects import ClusterQueueInfo, NodeFit, Toleration
 from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound
@@ -184,6 +184,9 @@ class WithoutWorkloads:
 
         with store.lock:
             return store.quota.assigner.assign(cluster_queue, podsets, budget)
+
+    def guaranteed_shortfalls(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> BalanceAnswer:
+        return guaranteed_shortfalls(self, cluster_queue, podsets, self.store.tpu)
 
     # ---------------------------------------------------------------- the store's answers
 

@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Protocol
 
 from webhook.quota.flavorassigner import Assignment
-from webhook.quota.ledger import Balance
+from webhook.quota.ledger import Balance, BalanceAnswer
 from webhook.quota.objects import ClusterQueueInfo, NodeFit, Toleration
 from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound
@@ -46,6 +46,9 @@ class ClusterState(Protocol):
 
         ``within_balance`` also passes over a flavor whose guaranteed balance cannot hold the chips.
         """
+
+    def guaranteed_shortfalls(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> BalanceAnswer:
+        """Where a guaranteed job's chips exceed the queue's guaranteed balance (``webhook.quota.ledger``)."""
 
     def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
         """The most the queue could ever hold of ``resource`` in ``flavor`` (Kueue's potential quota)."""

@@ -30,7 +30,7 @@ from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
-from webhook.quota.ledger import Balance, WorkloadEntry, project
+from webhook.quota.ledger import Balance, BalanceAnswer, WorkloadEntry, project
 from webhook.quota.model import QuotaModel
 from webhook.quota.objects import (
     ClusterQueueInfo,
@@ -320,6 +320,10 @@ class ClusterStore:
     def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
         with self.lock:
             return self.quota.assign(cluster_queue, podsets, within_balance)
+
+    def guaranteed_shortfalls(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> BalanceAnswer:
+        with self.lock:
+            return self.quota.guaranteed_shortfalls(cluster_queue, podsets)
 
     def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
         with self.lock:

@@ -220,34 +220,57 @@ class Balance:
         return Bound(most, why, ZERO, self.unknown)
 
 
+def pending_chips(
+    ledger: ChipsLedger,
+    local_queues: Iterable[tuple[str, str]],
+    assign: Callable[[Shape], Assignment],
+    tpu: str,
+) -> dict[str, int]:
+    """Per flavor, the guaranteed chips pending in a ClusterQueue, summed from the ledger.
+
+    ``local_queues`` are the (namespace, name) of the LocalQueues that point to it, ``assign``
+    its flavor assignment of a shape. A pending Workload counts on the flavors of the choice
+    found, and only when it certainly fits (never-fitting and unknown ones do not count).
+    """
+    sums: dict[str, int] = {}
+    for namespace, local_queue in local_queues:
+        for shape, count in ledger.waiting_for(namespace, local_queue):
+            add_pending(sums, assign(shape), shape, tpu, count)
+    return sums
+
+
+def add_pending(sums: dict[str, int], assignment: Assignment, shape: Shape, tpu: str, count: int) -> None:
+    """Move ``sums`` (``pending_chips``) by ``count`` pending Workloads of ``shape`` (negative: gone)."""
+    if not assignment.fits:
+        return
+    for flavor, chips in assignment.usage(shape, tpu).items():
+        total = sums.get(flavor, 0) + count * int(chips)
+        if total:
+            sums[flavor] = total
+        else:
+            sums.pop(flavor, None)
+
+
 def guaranteed_balance(
     ledger: ChipsLedger,
     cluster_queue: str,
     queue: ClusterQueueInfo | None,
     flavor: str,
     tpu: str,
-    local_queues: Iterable[tuple[str, str]],
-    assign: Callable[[Shape], Assignment],
+    pending: Mapping[str, int],
     unknown: str = "",
 ) -> Balance:
     """The balance of ``cluster_queue``'s TPU quota on ``flavor``.
 
-    ``queue`` is its object (``None``: no nominal quota), ``local_queues`` the (namespace,
-    name) of the LocalQueues that point to it, ``assign`` its flavor assignment of a shape;
-    ``unknown``: why the Workloads cannot be read (the balance is then its nominal, an upper bound).
+    ``queue`` is its object (``None``: no nominal quota), ``pending`` its guaranteed chips
+    pending per flavor (``pending_chips``); ``unknown``: why the Workloads cannot be read
+    (the balance is then its nominal, an upper bound).
     """
     quota = queue.quota(flavor, tpu) if queue is not None else None
     nominal = int(quota.nominal) if quota is not None else 0
     if unknown:
         return Balance(nominal, 0, 0, unknown)
-    holding = ledger.holding.get((cluster_queue, flavor), 0)
-    waiting = 0
-    for namespace, local_queue in local_queues:
-        for shape, count in ledger.waiting_for(namespace, local_queue):
-            assignment = assign(shape)
-            if assignment.fits:  # never-fitting and unknown ones do not count
-                waiting += count * int(assignment.usage(shape, tpu).get(flavor, 0))
-    return Balance(nominal, holding, waiting)
+    return Balance(nominal, ledger.holding.get((cluster_queue, flavor), 0), pending.get(flavor, 0))
 
 
 class BalanceAnswers(Assigns, Protocol):

@@ -16,23 +16,35 @@ modules that follow Kueue's own split (kubernetes-sigs/kueue):
   and pod count.
 
 Answers are memoized through the store's ``memo``/``remember`` (keyed by its
-generations: a write that changes quota drops them). What also depends on the Workloads
-(the guaranteed balance, and the flavor assignment within it) is memoized per
-ClusterQueue and dropped when one of that queue's guaranteed Workloads moves in the
-ledger: a Workload event costs the next request on its own queue one recomputation of
-that queue's balance, and no other queue's. The ledger's counters themselves move with
-each event (``webhook.quota.ledger``), so that recomputation reads counters, not
-Workloads.
+generations: a write that changes quota drops them). The ledger's counters move with
+each Workload event (``webhook.quota.ledger``), and so does each queue's sum of
+guaranteed chips pending per flavor once it has been worked out (the flavor a pending
+Workload takes depends on the queues, so the sums are worked out again after a change to
+them, per queue when first read): a queue's guaranteed balance is a few lookups. What
+also depends on the Workloads (the flavor assignment within the balance, a guaranteed
+job's shortfalls) is memoized per ClusterQueue under what it read of the ledger, that
+queue's guaranteed chips in use and pending per flavor: a Workload event drops nothing,
+and a request after it searches again only when its queue's chips are ones not seen before.
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Mapping, Sequence, Set
 from typing import Any, Protocol
 
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
-from webhook.quota.ledger import HOLDS, WAITS, Balance, ChipsLedger, Shape, WorkloadEntry, guaranteed_balance
+from webhook.quota.ledger import (
+    WAITS,
+    Balance,
+    BalanceAnswer,
+    ChipsLedger,
+    Shape,
+    WorkloadEntry,
+    add_pending,
+    guaranteed_balance,
+    guaranteed_shortfalls,
+    pending_chips,
+)
 from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo
 from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound, CohortMembers, Memo, Remember, ResourceNodes
@@ -69,18 +81,8 @@ class QuotaSource(Protocol):
         """Why the Workloads cannot be read (what queues hold and wait for is unknown); ``None`` when they can."""
 
 
-#: answers kept per ClusterQueue between two moves of its ledger, at most (distinct jobs asked about)
+#: answers kept per ClusterQueue, at most (distinct jobs and ledger states asked about)
 _QUEUE_MEMO_LIMIT = 256
-
-
-class _QueueAnswers:
-    """A ClusterQueue's answers that read the ledger, valid while its ledger version stays ``version``."""
-
-    __slots__ = ("answers", "version")
-
-    def __init__(self, version: int) -> None:
-        self.version = version
-        self.answers: dict[Any, Any] = {}
 
 
 class QuotaModel:
@@ -95,8 +97,6 @@ class QuotaModel:
         self.assigner = FlavorAssigner(source, self.nodes, memo, remember)
         self._memo = memo
         self._remember = remember
-        #: per ClusterQueue, bumped when one of its guaranteed Workloads moves in the ledger
-        self.ledger_versions: defaultdict[str, int] = defaultdict(int)
 
     # ------------------------------------------------ what the store tells it
 
@@ -107,35 +107,58 @@ class QuotaModel:
         self.members.remove(queue)
 
     def count_workload(self, namespace: str, entry: WorkloadEntry | None, sign: int) -> None:
-        """Add (``sign=1``) or remove (``-1``) one Workload's part of the ledger."""
+        """Add (``sign=1``) or remove (``-1``) one Workload's part of the ledger.
+
+        A guaranteed pending one also moves its ClusterQueue's pending chips, when they are
+        summed already (else they are summed from the ledger when first read).
+        """
         if entry is None:
             return
         self.ledger.move(namespace, entry, sign)
-        if entry.priority != self.ledger.guaranteed:
-            return  # the balance counts guaranteed Workloads only
-        if entry.state == HOLDS:
-            self.ledger_versions[entry.cluster_queue] += 1
-        elif entry.state == WAITS:
-            # Pending ones count where their LocalQueue points; one without a LocalQueue counts
-            # nowhere until it appears (which drops every memo).
-            cluster_queue = self.source.local_queues.get((namespace, entry.local_queue))
-            if cluster_queue is not None:
-                self.ledger_versions[cluster_queue] += 1
+        if entry.state != WAITS or entry.priority != self.ledger.guaranteed:
+            return
+        # Pending ones count where their LocalQueue points; one without a LocalQueue counts
+        # nowhere until it appears (which drops every memo).
+        cluster_queue = self.source.local_queues.get((namespace, entry.local_queue))
+        if cluster_queue is None:
+            return
+        sums = self._memo(("pending chips", cluster_queue))
+        if isinstance(sums, dict):
+            add_pending(sums, self.assigner.assign(cluster_queue, entry.shape), entry.shape, self.tpu, sign)
 
-    def _queue_answers(self, cluster_queue: str) -> dict[Any, Any]:
-        """The queue's answers that read the ledger: kept while its ledger does not move.
+    def pending(self, cluster_queue: str) -> dict[str, int]:
+        """Per flavor, the queue's guaranteed chips pending: summed once per state of its queues,
+        then moved by each Workload event (``count_workload``)."""
+        key = ("pending chips", cluster_queue)
+        sums = self._memo(key)
+        if isinstance(sums, dict):
+            return sums
 
-        Held in the store's memo, so a change to the queues, flavors or nodes drops them as it
-        drops every other answer.
+        def assign(shape: Shape) -> Assignment:
+            return self.assigner.assign(cluster_queue, shape)
+
+        sums = pending_chips(self.ledger, self.source.queues_of_cq.get(cluster_queue, ()), assign, self.tpu)
+        self._remember(key, sums)
+        return sums
+
+    def _queue_answers(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> tuple[dict[Any, Any], Any]:
+        """The queue's answers that read the ledger, and the key of ``podsets``' in it.
+
+        The key holds what the answers read of the ledger, the queue's guaranteed chips in use
+        and pending per flavor, so a Workload event drops nothing: a later request with the
+        same chips finds its answer. Held in the store's memo, so a change to the queues,
+        flavors or nodes drops them as it drops every other answer.
         """
-        version = self.ledger_versions.get(cluster_queue, 0)
         key = ("ledger answers", cluster_queue)
-        held = self._memo(key)
-        if isinstance(held, _QueueAnswers) and held.version == version and len(held.answers) < _QUEUE_MEMO_LIMIT:
-            return held.answers
-        fresh = _QueueAnswers(version)
-        self._remember(key, fresh)
-        return fresh.answers
+        answers = self._memo(key)
+        if not isinstance(answers, dict) or len(answers) >= _QUEUE_MEMO_LIMIT:
+            answers = {}
+            self._remember(key, answers)
+        queue = self.source.cluster_queues.get(cluster_queue)
+        holding, pending = self.ledger.holding, self.pending(cluster_queue)
+        flavors = queue.flavors if queue is not None else ()
+        chips = tuple((holding.get((cluster_queue, name), 0), pending.get(name, 0)) for name, _ in flavors)
+        return answers, (tuple(podsets), chips)
 
     # ------------------------------------------------ answers (``ClusterState``'s quota part)
 
@@ -152,11 +175,20 @@ class QuotaModel:
 
         if self.source.workloads_unknown() is not None:
             return self.assigner.assign(cluster_queue, podsets, budget)
-        answers = self._queue_answers(cluster_queue)
-        key = ("within balance", tuple(podsets))
-        cached = answers.get(key)
+        answers, key = self._queue_answers(cluster_queue, podsets)
+        cached = answers.get(("within balance", key))
         if not isinstance(cached, Assignment):
-            cached = answers[key] = self.assigner.assign(cluster_queue, podsets, budget)
+            cached = answers[("within balance", key)] = self.assigner.assign(cluster_queue, podsets, budget)
+        return cached
+
+    def guaranteed_shortfalls(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> BalanceAnswer:
+        """Where a guaranteed job's chips exceed the queue's balance (``ledger.guaranteed_shortfalls``)."""
+        if self.source.workloads_unknown() is not None:
+            return guaranteed_shortfalls(self, cluster_queue, podsets, self.tpu)
+        answers, key = self._queue_answers(cluster_queue, podsets)
+        cached = answers.get(("shortfalls", key))
+        if not isinstance(cached, BalanceAnswer):
+            cached = answers[("shortfalls", key)] = guaranteed_shortfalls(self, cluster_queue, podsets, self.tpu)
         return cached
 
     def in_use(self, cluster_queue: str, flavor: str) -> int:
@@ -164,23 +196,12 @@ class QuotaModel:
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         unknown = self.source.workloads_unknown()
-        answers = self._queue_answers(cluster_queue) if unknown is None else {}
-        key = ("balance", flavor)
-        cached = answers.get(key)
-        if isinstance(cached, Balance):
-            return cached
-
-        def assign(shape: Shape) -> Assignment:
-            return self.assigner.assign(cluster_queue, shape)
-
-        answer = answers[key] = guaranteed_balance(
+        return guaranteed_balance(
             self.ledger,
             cluster_queue,
             self.source.cluster_queues.get(cluster_queue),
             flavor,
             self.tpu,
-            self.source.queues_of_cq.get(cluster_queue, ()),
-            assign,
+            self.pending(cluster_queue) if unknown is None else {},
             unknown or "",
         )
-        return answer

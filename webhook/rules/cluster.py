@@ -21,7 +21,6 @@ from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding
 from webhook.quota.amounts import format_amount, format_amounts
 from webhook.quota.flavorassigner import Assignment, Attempt, PodSetAssignment, uncovered_requests
-from webhook.quota.ledger import guaranteed_shortfalls
 from webhook.quota.objects import (
     ClusterQueueInfo,
     describe_selector,
@@ -286,7 +285,7 @@ def _guaranteed_balance_exceeded(workload: Workload, ctx: RuleContext) -> Iterat
     cluster, info = target
     tpu = ctx.tpu.resource_name
     # None when it never fits (exceeds-queue-capacity says so) or some choice of flavors holds it in the balance
-    answer = guaranteed_shortfalls(cluster, info.name, ctx.demands(workload), tpu)
+    answer = cluster.guaranteed_shortfalls(info.name, ctx.demands(workload))
     if answer.unknown:
         ctx.unknown.append(f"the guaranteed balance of ClusterQueue {info.name!r}: {answer.unknown}")
     for shortfall in answer.shortfalls:
