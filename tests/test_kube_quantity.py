@@ -25,6 +25,7 @@ from typing import Final
 
 import pytest
 
+from webhook.kube import quantity
 from webhook.kube.quantity import BOUND, MAX_ALLOWED, NANO, QuantityError, parse_quantity, parse_quantity_string
 
 # fmt: off
@@ -359,3 +360,16 @@ def test_a_parse_takes_under_a_second(text: str) -> None:
     started = time.perf_counter()
     assert (_ours(text) is None) is (text in SLOW_INVALID)
     assert time.perf_counter() - started < 1.0
+
+
+def test_strings_read_again_are_kept_within_bounds() -> None:
+    """A value read again is a lookup; no stream of odd values grows what is kept past its bound."""
+    assert quantity.parse_quantity(" 20Gi") == quantity.parse_quantity(" 20Gi") == Decimal(20 * 2**30)
+    for i in range(quantity._KEPT_COUNT + 10):
+        quantity.parse_quantity(f"{i}m")
+    assert len(quantity._KEPT) <= quantity._KEPT_COUNT
+    long = "0" * quantity._KEPT_LENGTH + "20Gi"
+    assert quantity.parse_quantity(long) == Decimal(20 * 2**30) and long not in quantity._KEPT
+    with pytest.raises(quantity.QuantityError):  # a refused one is refused again, never kept
+        quantity.parse_quantity("x20")
+    assert "x20" not in quantity._KEPT

@@ -75,10 +75,26 @@ class QuantityError(ValueError):
     pass
 
 
+#: strings read already (the few a cluster's pods write: "4", "20Gi", "500m"), each at most
+#: ``_KEPT_LENGTH`` characters and at most ``_KEPT_COUNT`` of them, so no stream of odd
+#: values can grow it; a value read again is a lookup
+_KEPT: dict[str, Decimal] = {}
+_KEPT_LENGTH: Final = 32
+_KEPT_COUNT: Final = 4096
+
+
 def parse_quantity(value: object) -> Decimal:
     """A resource value (a JSON or YAML string or number) as the API server reads it; ``QuantityError`` otherwise."""
     if isinstance(value, str):
-        return parse_quantity_string(value.strip(_GO_SPACE))
+        kept = _KEPT.get(value)
+        if kept is not None:
+            return kept
+        parsed = parse_quantity_string(value.strip(_GO_SPACE))
+        if len(value) <= _KEPT_LENGTH:
+            if len(_KEPT) >= _KEPT_COUNT:
+                _KEPT.clear()
+            _KEPT[value] = parsed
+        return parsed
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
     if isinstance(value, int):
