@@ -7,9 +7,10 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from decimal import localcontext
 from typing import Any, Final, Literal
+
+import msgspec
 
 from webhook.cluster.state import ClusterState
 from webhook.engine.patches import JsonPatch, default_labels, label_patch
@@ -32,14 +33,13 @@ from webhook.rules.catalog import RULES
 Stage = Literal["mutate", "validate"]
 
 
-@dataclass(slots=True)
-class AdmissionFacts:
+class AdmissionFacts(msgspec.Struct):
     """What the engine needs to know about a request besides the object (made per request)."""
 
     operation: str = "CREATE"
     stage: Stage = "mutate"
     namespace: str = ""
-    user: UserInfo = field(default_factory=UserInfo)
+    user: UserInfo = msgspec.field(default_factory=UserInfo)
     #: on UPDATE, the object before the change, as ``decide`` takes the object
     old_object: Any = None
     #: tier from the request path (``/validate/<tier>``)
@@ -52,17 +52,16 @@ class AdmissionFacts:
     kind: str = JOBSET
 
 
-@dataclass(slots=True)
-class Decision:
+class Decision(msgspec.Struct):
     allowed: bool = True
-    findings: list[Finding] = field(default_factory=list)
-    warnings: list[str] = field(default_factory=list)
-    patch: JsonPatch = field(default_factory=list)
+    findings: list[Finding] = []
+    warnings: list[str] = []
+    patch: JsonPatch = []
     tier: str | None = None
     #: rules skipped because the cluster state they need is unknown
-    skipped: list[str] = field(default_factory=list)
+    skipped: list[str] = []
     #: rules whose findings a policy exception turned into warnings (one entry per finding)
-    excepted: list[str] = field(default_factory=list)
+    excepted: list[str] = []
     #: denying findings beyond ``limits.maxFindings``, counted but not listed
     omitted: int = 0
     #: the longest line the answer carries (``limits.maxLineChars``)

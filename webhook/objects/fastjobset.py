@@ -158,15 +158,18 @@ def read_typed_jobset(text: bytes, policy: Policy, namespace: str) -> Workload |
     limits = policy.limits
     if len(jobs) > limits.max_replicated_jobs:
         return None  # over policy.limits: parse_jobset refuses it without walking the list
+    containers = 0
     for index, job in enumerate(jobs):
         podset = _podset(job, index, tpu.resource_name, tpu.slice_topology_annotation, tpu.accelerator_label)
         if podset is None:
             return None
         podset.source = source
         workload.podsets.append(podset)
-    if sum(len(p.containers) + len(p.init_containers) for p in workload.podsets) > limits.max_containers:
+        if podset.is_tpu:
+            workload.tpu_podsets.append(podset)
+        containers += len(podset.containers) + len(podset.init_containers)
+    if containers > limits.max_containers:
         return None  # over policy.limits.maxContainers: parse_jobset words it
-    workload._tpu_podsets = [podset for podset in workload.podsets if podset.is_tpu]
     return workload
 
 

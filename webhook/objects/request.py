@@ -4,11 +4,10 @@ rules (``webhook.rules``) that read it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import msgspec
 
 
-@dataclass(slots=True)
-class UserInfo:
+class UserInfo(msgspec.Struct, frozen=True):
     """The request's ``userInfo``: the user name and groups (``queue-not-permitted``, ``suspend-set``)."""
 
     username: str = ""

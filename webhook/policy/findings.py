@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from enum import StrEnum
+
+import msgspec
 
 from webhook.kube.fieldpaths import FieldPath
 
@@ -16,8 +17,7 @@ class Action(StrEnum):
     OFF = "off"
 
 
-@dataclass(slots=True)
-class Finding:
+class Finding(msgspec.Struct):
     """One broken rule at one place.
 
     ``problem`` says what is wrong (with the offending value), ``fix`` what to do about

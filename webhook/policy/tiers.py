@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+
+import msgspec
 
 from webhook.kube.typos import did_you_mean
 from webhook.policy.config import Policy
 
 
-@dataclass(slots=True)  # per request: a frozen __init__ costs a setattr call per field
-class TierResolution:
+class TierResolution(msgspec.Struct):
     tier: str | None
     #: why the namespace is unmanaged with a warning (unknown tier), else ``None``
     warning: str | None = None

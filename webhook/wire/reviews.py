@@ -111,11 +111,6 @@ class _Kind(msgspec.Struct):
     kind: str = ""
 
 
-class _UserInfo(msgspec.Struct):
-    username: str = ""
-    groups: list[str] = []  # msgspec copies a mutable default per instance
-
-
 class _Request(msgspec.Struct, rename={"user_info": "userInfo", "old_object": "oldObject", "dry_run": "dryRun"}):
     """The fields we read, typed as the general path requires them; ``null`` is not accepted
     where the general path would substitute a default (that case takes the general path)."""
@@ -123,7 +118,7 @@ class _Request(msgspec.Struct, rename={"user_info": "userInfo", "old_object": "o
     uid: str
     operation: str
     kind: _Kind | None = None
-    user_info: _UserInfo | None = None
+    user_info: UserInfo | None = None
     namespace: str = ""
     name: str = ""
     #: left as JSON text: the objects are read by their kind's reader
@@ -143,7 +138,7 @@ class _Review(_Envelope):
 
 _FAST = msgspec.json.Decoder(_Review)
 _NO_KIND = _Kind()
-_NO_USER = _UserInfo()
+_NO_USER = UserInfo()
 
 
 def _fast_review(body: bytes) -> AdmissionRequest | None:
@@ -160,7 +155,6 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
     if request.operation not in OPERATIONS:
         return None
     kind = request.kind or _NO_KIND
-    user = request.user_info or _NO_USER
     return AdmissionRequest(
         uid=request.uid,
         group=kind.group,
@@ -169,7 +163,7 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
         operation=request.operation,
         namespace=request.namespace,
         name=request.name,
-        user=UserInfo(username=user.username, groups=tuple(user.groups)),
+        user=request.user_info or _NO_USER,
         object=_text(request.object),
         old_object=_text(request.old_object),
         dry_run=request.dry_run,
