@@ -18,11 +18,13 @@ _LABELS_POINTER: Final = LABELS.pointer()
 
 def default_labels(workload: Workload, tier: TierPolicy, policy: Policy) -> dict[str, str]:
     """The labels to add: the tier's defaults that the user did not set. Never overwrites."""
-    wanted = {
-        policy.queue_label: tier.default_queue,
-        policy.priority_label: tier.default_priority_class,
-    }
-    return {key: value for key, value in wanted.items() if value is not None and key not in workload.labels}
+    added = {}
+    labels = workload.labels
+    if tier.default_queue is not None and policy.queue_label not in labels:
+        added[policy.queue_label] = tier.default_queue
+    if tier.default_priority_class is not None and policy.priority_label not in labels:
+        added[policy.priority_label] = tier.default_priority_class
+    return added
 
 
 def label_patch(workload: Workload, added: dict[str, str]) -> JsonPatch:

@@ -211,10 +211,10 @@ def _podset(job: _ReplicatedJob, index: int, resource: str, slice_annotation: st
         priority_class_name=pod_spec.priority_class_name if pod_spec is not None else None,
         containers=containers,
         init_containers=init_containers,
-        is_tpu=(
-            any(c.requests_resource(resource) for c in containers)
-            or slice_annotation in annotations
+        is_tpu=(  # as parse_pod_template: the two lookups first
+            slice_annotation in annotations
             or accelerator in node_selector
+            or any(c.requests_resource(resource) for c in containers)
         ),
     )
 

@@ -481,10 +481,10 @@ def parse_pod_template(
         containers=containers,
         init_containers=_containers(reader, pod_spec.get("initContainers"), paths.init_containers),
         raw_pod_spec=pod_spec,
-        is_tpu=(
-            any(c.requests_resource(tpu.resource_name) for c in containers)
-            or tpu.slice_topology_annotation in annotations
+        is_tpu=(  # the two lookups first: most TPU podSets select the accelerator
+            tpu.slice_topology_annotation in annotations
             or tpu.accelerator_label in node_selector
+            or any(c.requests_resource(tpu.resource_name) for c in containers)
         ),
     )
 
