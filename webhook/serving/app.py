@@ -117,6 +117,24 @@ async def _refuse(send: Send, metrics: Metrics, stage: str, status: int, reason:
     metrics.requests.inc(stage, "invalid")
 
 
+async def _review(
+    scope: Scope, receive: Receive, send: Send, metrics: Metrics, endpoint: str, limit: int
+) -> AdmissionRequest | None:
+    """The request's AdmissionReview, or ``None`` once a malformed one is refused (4xx with
+    its reason) or the client is gone (nobody to answer, so nothing is counted)."""
+    media, declared = _body_headers(scope)
+    if not _content_type_ok(media):
+        await _refuse(send, metrics, endpoint, 415, "content-type must be application/json")
+        return None
+    try:
+        return parse_review(await _read_body(receive, declared, limit))
+    except ReviewError as exc:
+        await _refuse(send, metrics, endpoint, exc.status, exc.reason)
+    except _ClientGone:
+        pass
+    return None
+
+
 def admission_facts(review: AdmissionRequest, stage: Stage, tier: str | None) -> AdmissionFacts:
     """What the engine is told about a request besides its object."""
     return AdmissionFacts(
@@ -197,17 +215,9 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         if tier is not None and tier not in policy.tiers:
             reason = f"unknown tier {tier!r} in the path; configured tiers: {', '.join(policy.tiers)}"
             return await _refuse(send, metrics, stage, 404, reason)
-        media, declared = _body_headers(scope)
-        if not _content_type_ok(media):
-            return await _refuse(send, metrics, stage, 415, "content-type must be application/json")
-        try:
-            body = await _read_body(receive, declared, policy.server.max_body_bytes)
-            review = parse_review(body)
-        except ReviewError as exc:
-            return await _refuse(send, metrics, stage, exc.status, exc.reason)
-        except _ClientGone:
-            return  # no answer can be sent, so none is counted
-
+        review = await _review(scope, receive, send, metrics, stage, policy.server.max_body_bytes)
+        if review is None:
+            return
         facts = admission_facts(review, stage, tier)
         try:
             # facts.kind is "" for a kind we do not judge (Pods never are): allowed unchanged
@@ -235,21 +245,15 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
 
     async def admit_kueue(scope: Scope, receive: Receive, send: Send) -> None:
         started = time.perf_counter()
-        media, declared = _body_headers(scope)
-        if not _content_type_ok(media):
-            return await _refuse(send, metrics, KUEUE_ENDPOINT, 415, "content-type must be application/json")
+        review = await _review(scope, receive, send, metrics, KUEUE_ENDPOINT, policy.server.max_body_bytes)
+        if review is None:
+            return
         try:
-            body = await _read_body(receive, declared, policy.server.max_body_bytes)
-            review = parse_review(body)
             request = KueueRequest(
                 review.operation, review.namespace, _decoded(review.object), _decoded(review.old_object)
             )
-        except ReviewError as exc:
-            return await _refuse(send, metrics, KUEUE_ENDPOINT, exc.status, exc.reason)
         except (ValueError, RecursionError):  # an object that is not JSON the general path would take
             return await _refuse(send, metrics, KUEUE_ENDPOINT, 400, "request.object is not valid JSON")
-        except _ClientGone:
-            return
         try:
             decision = await anyio.to_thread.run_sync(decide_kueue, request, policy, live, limiter=kueue_limiter)
             answer = review_response(review.uid, decision)
