@@ -173,8 +173,8 @@ def test_an_output_path_under_a_regular_file_is_a_usage_error(tmp_path: Path) ->
     )
 
 
-@pytest.mark.parametrize("present", ["tls.crt", "tls.key", "ca.crt", "README"])
-def test_serve_generates_only_into_an_empty_directory_and_never_replaces_a_file(tmp_path: Path, present: str) -> None:
+@pytest.mark.parametrize("present", ["tls.crt", "tls.key", "ca.crt"])
+def test_serve_never_replaces_a_file_it_would_write(tmp_path: Path, present: str) -> None:
     """A --cert-dir holding tls.crt but no tls.key had its tls.crt replaced by a self-signed one."""
     (tmp_path / present).write_bytes(b"the user's own file")
     proc = serve_refused("--cert-dir", str(tmp_path))
@@ -183,9 +183,28 @@ def test_serve_generates_only_into_an_empty_directory_and_never_replaces_a_file(
     if missing:
         assert f"{tmp_path} holds {present} but no {missing}: put " in proc.stderr
     else:
-        assert "generated only into an empty or new directory (none of your files is replaced)" in proc.stderr
+        assert (
+            "generated only where none of ca.crt, tls.crt, tls.key is (none of your files is replaced)" in proc.stderr
+        )
     assert sorted(p.name for p in tmp_path.iterdir()) == [present]
     assert (tmp_path / present).read_bytes() == b"the user's own file"
+
+
+def test_the_repositorys_certs_folder_takes_a_generated_pair(tmp_path: Path) -> None:
+    """The quick start's ``tpu-admission serve`` on a fresh clone: ``certs/`` holds its README
+    (tracked, so the folder exists), which a stricter "empty directories only" rule refused."""
+    shipped = Path(__file__).resolve().parents[1] / "certs"
+    folder = tmp_path / "certs"
+    folder.mkdir()
+    tracked = [p for p in shipped.iterdir() if p.suffix not in (".crt", ".key", ".pem")]
+    assert [p.name for p in tracked] == ["README.md"]
+    for path in tracked:
+        (folder / path.name).write_bytes(path.read_bytes())
+    files, generated = certs.ensure(folder)
+    assert generated
+    assert sorted(p.name for p in folder.iterdir()) == ["README.md", "ca.crt", "tls.crt", "tls.key"]
+    assert (folder / "README.md").read_bytes() == (shipped / "README.md").read_bytes()
+    assert certs.ensure(folder) == (files, False)
 
 
 def test_serve_generates_into_a_new_or_empty_directory_and_reuses_what_it_generated(tmp_path: Path) -> None:

@@ -497,8 +497,8 @@ def _add_serve(commands: Any) -> None:
     serve.add_argument(
         "--cert-dir",
         default="certs",
-        help="tls.crt and tls.key are read from here; a new or empty directory gets a self-signed pair "
-        "generated, with ca.crt (default: certs)",
+        help="tls.crt and tls.key are read from here; without them (and without a ca.crt) a self-signed "
+        "pair is generated, with ca.crt (default: certs)",
     )
     serve.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
     serve.add_argument("--kubeconfig", help="watch this cluster (in a pod the in-cluster config is used)")

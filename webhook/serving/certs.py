@@ -193,10 +193,12 @@ def write(directory: Path, ca_pem: bytes, cert_pem: bytes, key_pem: bytes) -> Ce
 def ensure(directory: Path, extra_names: tuple[str, ...] = ()) -> tuple[CertificateFiles, bool]:
     """Use the certificate in ``directory`` if there is one, else generate one there.
 
-    Returns the files and whether they were generated now. Generated only into a new or
-    empty directory, so that no file of the user's is ever replaced: one holding
-    ``tls.crt`` without ``tls.key`` (or the reverse, or other files) is a
-    ``CertDirError`` naming what is missing, as is a directory that cannot be made.
+    Returns the files and whether they were generated now. Generated only where none of
+    the three files it writes is there yet, so that no file of the user's is ever
+    replaced: a directory holding ``tls.crt`` without ``tls.key`` (or the reverse), or a
+    ``ca.crt`` of its own, is a ``CertDirError`` naming what is missing, as is a directory
+    that cannot be made. Other files (this repository's ``certs/README.md``) are left as
+    they are.
     """
     files = CertificateFiles(directory / CA_FILE, directory / CERT_FILE, directory / KEY_FILE)
     try:
@@ -212,11 +214,11 @@ def ensure(directory: Path, extra_names: tuple[str, ...] = ()) -> tuple[Certific
             )
         if directory.exists() and not directory.is_dir():
             raise CertDirError(f"{directory} is a file, not a directory")
-        if directory.is_dir() and any(directory.iterdir()):
+        if files.ca.exists():
             raise CertDirError(
-                f"{directory} holds neither {CERT_FILE} nor {KEY_FILE}, and other files: a self-signed pair is "
-                f"generated only into an empty or new directory (none of your files is replaced); put "
-                f"{CERT_FILE} and {KEY_FILE} there, or give another --cert-dir"
+                f"{directory} holds {CA_FILE} but neither {CERT_FILE} nor {KEY_FILE}: a self-signed pair is "
+                f"generated only where none of {CA_FILE}, {CERT_FILE}, {KEY_FILE} is (none of your files is "
+                f"replaced); put {CERT_FILE} and {KEY_FILE} there, or give another --cert-dir"
             )
         names = [*LOCAL_NAMES, *extra_names]
         return write(directory, *generate(names)), True
