@@ -23,18 +23,21 @@ def test_rule_table_is_generated_from_the_catalog() -> None:
     )
 
 
-def test_ci_runs_the_readme_test_commands() -> None:
-    """Every command of the README's test block (the one that runs pytest) is a line of CI's script."""
+def test_ci_runs_the_readme_test_block_verbatim() -> None:
+    """The README's test block (the one that runs pytest) is, line for line and in order, the
+    block CI runs between its two markers: what a newcomer is told is exactly what CI does."""
     blocks = re.findall(r"```bash\n(.*?)```", README, re.S)
     test_blocks = [block for block in blocks if "pytest" in block]
-    assert test_blocks, "README shows no test command"
-    commands = [line.strip() for line in test_blocks[0].splitlines() if line.strip() and not line.startswith("#")]
-    ci = (ROOT / ".ci" / "run").read_text().splitlines()
-    assert any("pytest" in command for command in commands)
-    assert any(".[test]" in command for command in commands), "the test command installs the test extras"
-    assert any("-r requirements.lock" in command for command in commands), "... on top of the locked dependencies"
-    for command in commands:
-        assert command in ci, f"CI does not run the README's {command!r}"
+    assert len(test_blocks) == 1, "README shows one test block"
+    readme_lines = test_blocks[0].strip().splitlines()
+    assert not any(line.startswith("#") for line in readme_lines), "the block holds commands only"
+    assert any("-r requirements.lock" in line for line in readme_lines), "it installs the locked dependencies"
+    assert any(".[test]" in line for line in readme_lines), "... the test extras on top"
+    assert readme_lines[-1] == ".venv/bin/python -m pytest -q"
+    ci = (ROOT / ".ci" / "run").read_text()
+    match = re.search(r"# --- README test block begins\n(.*?)# --- README test block ends\n", ci, re.S)
+    assert match, ".ci/run lost its README block markers"
+    assert match.group(1).strip().splitlines() == readme_lines
 
 
 def test_quick_start_installs_only_what_the_server_needs() -> None:
