@@ -35,6 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from webhook.admin.catalog import load_policy
+from webhook.cli.arguments import subparser
 from webhook.cli.formatters import FORMATTERS, verdict_lines
 from webhook.cli.policyreport import MANAGED_BY, AuditResult, policy_reports, policyreport
 from webhook.cli.report import EXIT_USAGE, Report
@@ -285,12 +286,7 @@ exit codes:
 
 def add_audit(commands: Any) -> None:
     """The ``audit`` subcommand's parser (``webhook.cli.main.SUBCOMMANDS``)."""
-    audit: argparse.ArgumentParser = commands.add_parser(
-        "audit",
-        help="judge the JobSets, Jobs and Deployments that exist now",
-        description=_HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    audit = subparser(commands, "audit", "judge the JobSets, Jobs and Deployments that exist now", _HELP)
     source = audit.add_mutually_exclusive_group()
     source.add_argument("--kubeconfig", help="the cluster (default: in a pod the in-cluster config, else $KUBECONFIG)")
     source.add_argument(

@@ -17,13 +17,12 @@ from webhook.admin.catalog import ADMIN_RULES
 from webhook.admin.engine import lint
 from webhook.admin.objects import KueueObject, Skipped
 from webhook.admin.state import InputEntry, assemble
+from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, subparser
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import CheckResult, Report
 from webhook.kube.manifestyaml import FastManifestLoader
 from webhook.objects.sources import read_documents
 from webhook.policy.config import Policy
-
-_EXIT_USAGE_LINE = "  2  bad usage, an invalid policy config, or a file that cannot be read"
 
 HELP = f"""\
 Judge Kueue's own configuration before it reaches the cluster: ClusterQueues,
@@ -50,34 +49,23 @@ exit codes:
      was judged)
   1  something refused (with --strict: also any warning, a skipped rule, a skipped
      document that looks like a mistake, or nothing judged)
-{_EXIT_USAGE_LINE}
+{EXIT_USAGE_LINE}
      (every other file is still judged and reported first)
 """
 
 
 def add_parser(commands: Any) -> None:
-    parser: argparse.ArgumentParser = commands.add_parser(
-        "lint-queues",
-        help="refuse a Kueue configuration that breaks the quota model (GitOps pipeline)",
-        description=HELP,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+    parser = subparser(
+        commands, "lint-queues", "refuse a Kueue configuration that breaks the quota model (GitOps pipeline)", HELP
     )
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, or - for stdin")
-    parser.add_argument("--config", help="policy config YAML (tiers, mode, the kueue: section, rule actions)")
-    parser.add_argument("--mode", choices=["static", "dynamic"], help="override the config's mode")
-    parser.add_argument(
-        "--cluster-state",
-        action="append",
-        metavar="PATH",
-        help="the live objects (kubectl get -o yaml, or tpu-admission snapshot): a file or directory; repeatable",
-    )
-    parser.add_argument(
-        "--strict",
-        action="store_true",
-        help="fail (exit 1) on warnings too: warn-level findings, skipped rules, a skipped document that looks "
+    add_judging_flags(
+        parser,
+        config="policy config YAML (tiers, mode, the kueue: section, rule actions)",
+        cluster_state="the live objects (kubectl get -o yaml, or tpu-admission snapshot): a file or directory; "
+        "repeatable",
+        strict="fail (exit 1) on warnings too: warn-level findings, skipped rules, a skipped document that looks "
         "like a mistake, nothing judged",
     )
-    parser.add_argument("--output", choices=list(FORMATTERS), default="text", help="report format (default: text)")
     parser.set_defaults(run=run_lint_queues)
 
 

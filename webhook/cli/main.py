@@ -22,6 +22,7 @@ from typing import Any
 from webhook import __version__
 from webhook.admin.catalog import load_policy
 from webhook.cli import lint_queues
+from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, subparser
 from webhook.cli.audit import add_audit
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
@@ -327,8 +328,6 @@ def _setup_logging(level: str) -> None:
     logsink.install(BufferedJsonHandler(sys.stderr), level)
 
 
-_EXIT_USAGE_LINE = "  2  bad usage, an invalid policy config, or a file that cannot be read"
-
 _MAIN_HELP = """\
 Admission webhook for JobSets on a Kueue-managed GKE TPU (tpu7x) cluster, and the
 same checks as a CI dry run.
@@ -357,7 +356,7 @@ examples:
 
 exit codes:
   0  stopped (SIGTERM or Ctrl-C)
-{_EXIT_USAGE_LINE};
+{EXIT_USAGE_LINE};
      also a --cert-dir or TLS file that cannot be used, an address that cannot be
      listened on (a port in use), or server.maxConnections over what the
      open-files limit allows. Nothing is served then
@@ -385,7 +384,7 @@ exit codes:
   1  something denied (with --strict: also any warning, a skipped document that looks
      like a mistake (a misspelt kind or apiVersion, a YAML list or scalar), or nothing
      checked)
-{_EXIT_USAGE_LINE}
+{EXIT_USAGE_LINE}
      (every other file is still judged and reported first)
 """
 
@@ -400,7 +399,7 @@ examples:
 
 exit codes:
   0  written or printed
-{_EXIT_USAGE_LINE}
+{EXIT_USAGE_LINE}
 """
 
 _CONFIG_HELP = """\
@@ -429,7 +428,7 @@ examples:
 
 exit codes:
   0  printed
-{_EXIT_USAGE_LINE}
+{EXIT_USAGE_LINE}
 """
 
 _SNAPSHOT_HELP = """\
@@ -483,15 +482,8 @@ def _days(text: str) -> int:
         raise argparse.ArgumentTypeError(str(exc)) from None
 
 
-def _subparser(commands: Any, name: str, summary: str, description: str) -> argparse.ArgumentParser:
-    parser: argparse.ArgumentParser = commands.add_parser(
-        name, help=summary, description=description, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    return parser
-
-
 def _add_serve(commands: Any) -> None:
-    serve = _subparser(commands, "serve", "run the HTTPS admission webhook server", _SERVE_HELP)
+    serve = subparser(commands, "serve", "run the HTTPS admission webhook server", _SERVE_HELP)
     serve.add_argument("--host", default="127.0.0.1", help="address to listen on (in a pod: 0.0.0.0)")
     serve.add_argument("--port", type=int, default=8443, help="HTTPS port to listen on (default: 8443; 0: any free)")
     serve.add_argument(
@@ -525,30 +517,21 @@ def _add_serve(commands: Any) -> None:
 
 
 def _add_check(commands: Any) -> None:
-    check = _subparser(commands, "check", "check manifests as the webhook would (CI dry run)", _CHECK_HELP)
-    check.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, or - for stdin")
-    check.add_argument("--config", help="policy config YAML")
-    check.add_argument("--mode", choices=["static", "dynamic"], help="override the config's mode")
-    check.add_argument("--tier", help="treat every namespace as this tier")
-    check.add_argument("--namespace-labels", help="the namespace's labels, k=v,...")
-    check.add_argument(
-        "--cluster-state",
-        action="append",
-        metavar="PATH",
-        help="kubectl get -o yaml output (a file or directory); repeat the flag for more",
-    )
-    check.add_argument(
-        "--strict",
-        action="store_true",
-        help="fail (exit 1) on warnings too: an unknown tier, skipped cluster checks, warn-level findings, "
+    check = subparser(commands, "check", "check manifests as the webhook would (CI dry run)", _CHECK_HELP)
+    add_judging_flags(
+        check,
+        config="policy config YAML",
+        cluster_state="kubectl get -o yaml output (a file or directory); repeat the flag for more",
+        strict="fail (exit 1) on warnings too: an unknown tier, skipped cluster checks, warn-level findings, "
         "a skipped document that looks like a mistake, nothing checked",
     )
-    check.add_argument("--output", choices=list(FORMATTERS), default="text", help="report format (default: text)")
+    check.add_argument("--tier", help="treat every namespace as this tier")
+    check.add_argument("--namespace-labels", help="the namespace's labels, k=v,...")
     check.set_defaults(run=run_check)
 
 
 def _add_snapshot(commands: Any) -> None:
-    snapshot = _subparser(commands, "snapshot", "write a --cluster-state file from a live cluster", _SNAPSHOT_HELP)
+    snapshot = subparser(commands, "snapshot", "write a --cluster-state file from a live cluster", _SNAPSHOT_HELP)
     snapshot.add_argument(
         "--kubeconfig",
         metavar="FILE",
@@ -562,9 +545,9 @@ def _add_snapshot(commands: Any) -> None:
 
 
 def _add_certs(commands: Any) -> None:
-    cert_cmd = _subparser(commands, "certs", "certificate helpers for admins", _CERTS_HELP)
+    cert_cmd = subparser(commands, "certs", "certificate helpers for admins", _CERTS_HELP)
     cert_sub = cert_cmd.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
-    generate = _subparser(cert_sub, "generate", "a CA and a serving certificate for a Service", _CERTS_HELP)
+    generate = subparser(cert_sub, "generate", "a CA and a serving certificate for a Service", _CERTS_HELP)
     generate.add_argument(
         "--service",
         default="tpu-admission",
@@ -593,34 +576,34 @@ def _add_certs(commands: Any) -> None:
         help="on rotation: the CA in use now; ca.crt (the caBundle) then trusts both until pods reload",
     )
     generate.set_defaults(run=run_certs_generate)
-    bundle = _subparser(cert_sub, "ca-bundle", "print the base64 caBundle for the webhook configurations", _CERTS_HELP)
+    bundle = subparser(cert_sub, "ca-bundle", "print the base64 caBundle for the webhook configurations", _CERTS_HELP)
     bundle.add_argument("--cert-dir", default="certs", help="read CERT_DIR/ca.crt (default: certs)")
     bundle.add_argument("--ca", help="the CA certificate file (default: CERT_DIR/ca.crt)")
     bundle.set_defaults(run=run_certs_ca_bundle)
 
 
 def _add_config(commands: Any) -> None:
-    config = _subparser(commands, "config", "validate a policy file and print the effective policy", _CONFIG_HELP)
+    config = subparser(commands, "config", "validate a policy file and print the effective policy", _CONFIG_HELP)
     config.add_argument("--config", help="policy config YAML (default: print the RFC-0033 defaults)")
     config.set_defaults(run=run_config)
 
 
 def _add_export(commands: Any) -> None:
-    export = _subparser(commands, "export", "export the policy for the API server itself", _EXPORT_HELP)
+    export = subparser(commands, "export", "export the policy for the API server itself", _EXPORT_HELP)
     export_sub = export.add_subparsers(dest="export_command", required=True, metavar="FORMAT")
-    export_vap = _subparser(
+    export_vap = subparser(
         export_sub, "vap", "the structural rules as a ValidatingAdmissionPolicy (YAML)", _EXPORT_HELP
     )
     export_vap.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
     export_vap.add_argument("--validation-actions", default="Deny", help="the binding's actions: Deny, or Warn,Audit")
     export_vap.set_defaults(run=run_export_vap)
-    export_map = _subparser(export_sub, "map", "the default labels as a MutatingAdmissionPolicy (YAML)", _EXPORT_HELP)
+    export_map = subparser(export_sub, "map", "the default labels as a MutatingAdmissionPolicy (YAML)", _EXPORT_HELP)
     export_map.add_argument("--config", help="policy config YAML (default: RFC-0033 defaults)")
     export_map.set_defaults(run=run_export_map)
 
 
 def _add_rules(commands: Any) -> None:
-    rules = _subparser(commands, "rules", "list the rule catalog", _RULES_HELP)
+    rules = subparser(commands, "rules", "list the rule catalog", _RULES_HELP)
     rules.add_argument(
         "--format",
         choices=["text", "markdown", "admin-markdown"],
