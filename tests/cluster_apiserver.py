@@ -78,6 +78,15 @@ def _named(obj: dict[str, Any], namespace: str | None, query: dict[str, list[str
     return bool(meta.get("name") == name)
 
 
+def client_for(api: FakeApiServer, tmp_path: Path) -> Any:
+    """The real ``kubernetes`` client, configured as the commands configure it, talking to ``api``."""
+    from kubernetes import client
+
+    from webhook.cluster.client import load_configuration
+
+    return client.ApiClient(load_configuration(str(write_kubeconfig(tmp_path / "kubeconfig", api.port))))
+
+
 def _key(kind: Kind, obj: dict[str, Any]) -> tuple[str, str]:
     meta = obj.get("metadata") or {}
     return (str(meta.get("namespace", "")) if kind.namespaced else "", str(meta["name"]))

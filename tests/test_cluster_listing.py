@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_apiserver import FakeApiServer, free_port, write_kubeconfig
+from cluster_apiserver import FakeApiServer, client_for, free_port, write_kubeconfig
 from cluster_fixtures import POLICY, load
 from support import load_deployment, load_job, load_jobset
 
@@ -26,12 +26,6 @@ def api() -> Iterator[FakeApiServer]:
         yield server
     finally:
         server.stop()
-
-
-def client_for(api: FakeApiServer, tmp_path: Path) -> Any:
-    from kubernetes import client
-
-    return client.ApiClient(load_configuration(str(write_kubeconfig(tmp_path / "kubeconfig", api.port))))
 
 
 def jobsets(count: int, namespace: str = "kubemaker") -> list[dict[str, Any]]:

@@ -7,9 +7,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_apiserver import FakeApiServer, write_kubeconfig
+from cluster_apiserver import FakeApiServer, client_for
 
-from webhook.cluster.client import load_configuration
 from webhook.cluster.listing import ListError
 from webhook.cluster.reports import CLUSTER_POLICY_REPORTS, POLICY_REPORTS, apply_reports
 
@@ -39,12 +38,6 @@ def api() -> Iterator[FakeApiServer]:
         yield server
     finally:
         server.stop()
-
-
-def client_for(api: FakeApiServer, tmp_path: Path) -> Any:
-    from kubernetes import client
-
-    return client.ApiClient(load_configuration(str(write_kubeconfig(tmp_path / "kubeconfig", api.port))))
 
 
 def test_written_by_server_side_apply_and_replaced_whole(api: FakeApiServer, tmp_path: Path) -> None:
