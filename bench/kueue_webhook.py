@@ -7,6 +7,8 @@ Topology, slice check, Configuration, Namespaces and tpu7x Nodes with every part
 label), put into a ``ClusterStore`` as the watch cache holds them. In process, medians of
 ``--rounds``:
 
+(``tests/kueue_cache.py``'s ``cache_of``: the kinds with objects synced, the rest unknown)
+
 - **rebuild**: the judged set made from the cache (after any change of a kept object or a
   Node; requests between changes share it);
 - **decide**: one ``/validate-kueue`` decision on one ClusterQueue, judged against every
@@ -24,38 +26,18 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "bench"))
+sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 
+from kueue_cache import cache_of  # noqa: E402
 from lint_queues import queues, state  # noqa: E402
 
 from webhook.admin.admission import KueueRequest, decide_kueue  # noqa: E402
 from webhook.admin.live import LiveObjects  # noqa: E402
 from webhook.cluster import kinds as k  # noqa: E402
-from webhook.cluster.store import ClusterStore  # noqa: E402
 from webhook.policy.config import Policy  # noqa: E402
-
-_BY_GROUP_KIND = {(kind.group, kind.kind): kind for kind in k.WATCHED}
-
-
-def cache(objects: list[dict[str, Any]], policy: Policy) -> ClusterStore:
-    """A store holding ``objects`` as the watch would, every watched kind synced."""
-    by_kind: dict[k.Kind, list[dict[str, Any]]] = {kind: [] for kind in k.WATCHED}
-    for obj in objects:
-        name = str(obj["kind"])
-        group = str(obj["apiVersion"]).rpartition("/")[0]
-        items = obj["items"] if name.endswith("List") else [obj]
-        kind = _BY_GROUP_KIND.get((group, name.removesuffix("List")))
-        if kind is not None:
-            by_kind[kind].extend(items)
-    store = ClusterStore(policy)
-    for kind, items in by_kind.items():
-        store.replace(kind, items)
-        store.availability.mark_synced(kind.name)
-    return store
 
 
 def median_ms(run: Callable[[], object], rounds: int) -> float:
@@ -76,7 +58,7 @@ def main() -> int:
     policy = Policy(mode="dynamic")
     chips = args.nodes * 4 // args.queues
     objects = [*queues(args.queues, chips), *state(args.nodes)]
-    store = cache(objects, policy)
+    store = cache_of(objects, policy)
     live = LiveObjects(store, policy)
     team = copy.deepcopy(next(o for o in objects if o["kind"] == "ClusterQueue"))
     raised = copy.deepcopy(team)

@@ -52,29 +52,10 @@ def _missing_note(ctx: AdminContext, rule: AdminRule) -> list[str] | None:
     return [
         f"{kind.plural} unknown: {reasons[kind.plural]}"
         if kind.plural in reasons
-        else f"no {kind.plural} in the input or --cluster-state (add `{kind.get}`"
-        + (" or a `tpu-admission snapshot` file" if kind.plural in _SNAPSHOT_KINDS else "")
-        + ")"
+        # ``tpu-admission snapshot`` writes every kind the guard reads, empty ones included
+        else f"no {kind.plural} in the input or --cluster-state (add `{kind.get}` or a `tpu-admission snapshot` file)"
         for kind in missing
     ]
-
-
-#: the kinds ``tpu-admission snapshot`` writes (empty lists included)
-_SNAPSHOT_KINDS = frozenset(
-    {
-        "Namespaces",
-        "Nodes",
-        "LocalQueues",
-        "ClusterQueues",
-        "Cohorts",
-        "ResourceFlavors",
-        "WorkloadPriorityClasses",
-        "Topologies",
-        "AdmissionChecks",
-        "Configurations",
-        "Deployments",
-    }
-)
 
 
 def tier_of(obj: KueueObject, ctx: AdminContext) -> str | None:
