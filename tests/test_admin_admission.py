@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from kueue_cache import cache_of
 
-from webhook.admin.admission import ALREADY, KueueRequest, decide_kueue, served_plan
+from webhook.admin.admission import KueueRequest, decide_kueue, served_plan
 from webhook.admin.catalog import KUEUE_REFUSES, policy_from_mapping
+from webhook.admin.engine import ALREADY
 from webhook.admin.live import LiveObjects
 from webhook.admin.objects import CLUSTER_QUEUE
 from webhook.cluster import kinds as k

@@ -26,11 +26,11 @@ from typing import Any, Final
 
 from webhook.admin import AdminContext, AdminRule
 from webhook.admin.catalog import KUEUE_REFUSES
-from webhook.admin.engine import judge, plan
+from webhook.admin.engine import findings_of, plan, settle
 from webhook.admin.live import CACHED, Live, LiveObjects
 from webhook.admin.objects import CLUSTER_QUEUE, KueueObject, Skipped, read_document
 from webhook.admin.state import ObjectSet
-from webhook.engine.decision import Decision, clip
+from webhook.engine.decision import Decision
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
@@ -38,11 +38,6 @@ from webhook.quota.objects import parse_cluster_queue
 
 #: where a finding on the request's object says it came from
 SOURCE: Final = "request"
-#: how a warning names a refusal the UPDATE did not cause
-ALREADY: Final = (
-    "[{rule}] already refused before this UPDATE, so it warns: the edit is allowed so the object "
-    "can still be fixed; fix it in this edit or the next"
-)
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,14 +64,17 @@ def decide_kueue(request: KueueRequest, policy: Policy, live: LiveObjects | None
         return Decision()  # another kind (the matchConditions keep them away): nothing to say
     cached = live.current() if live is not None else _NO_CLUSTER
     steps = served_plan(policy)
-    decision = judge(read, _context(policy, cached, read), steps)
-    if request.operation == "UPDATE" and not decision.allowed:
+    found = findings_of(read, _context(policy, cached, read), steps)
+    refusing = {f.rule for f in found.findings if f.action is Action.DENY}
+    refused_before: frozenset[str] = frozenset()
+    if request.operation == "UPDATE" and refusing:
         old = _read(request.old_object, request.namespace, policy)
         if isinstance(old, KueueObject) and old.kind is read.kind:
-            before = judge(old, _context(policy, cached, old), steps)
-            _allow_existing(decision, {f.rule for f in before.findings if f.action is Action.DENY})
-    _bound(decision, policy)
-    return decision
+            # the old object is judged by the refusing rules only: the others cannot change the answer
+            again = [(rule, action) for rule, action in steps if rule.id in refusing]
+            before = findings_of(old, _context(policy, cached, old), again)
+            refused_before = frozenset(f.rule for f in before.findings if f.action is Action.DENY)
+    return settle(found, read, policy, refused_before)
 
 
 #: the judged set of a webhook without a cluster: every kind unknown, and why
@@ -105,30 +103,3 @@ def _read(data: Any, namespace: str, policy: Policy) -> KueueObject | Skipped:
             data = {**data, "metadata": {**metadata, "namespace": namespace}}
     read = read_document(Document(SOURCE, 0, data), "input", policy)
     return read if isinstance(read, (KueueObject, Skipped)) else Skipped("a list, not one object")
-
-
-def _allow_existing(decision: Decision, denied_before: set[str]) -> None:
-    """Refusals the old object had too become warnings (see the module's docstring)."""
-    notes = []
-    for finding in decision.findings:
-        if finding.action is Action.DENY and finding.rule in denied_before:
-            finding.action = Action.WARN
-            decision.warnings.append(finding.line())
-            if finding.rule not in notes:
-                notes.append(finding.rule)
-    decision.warnings.extend(ALREADY.format(rule=rule) for rule in notes)
-    decision.allowed = not any(f.action is Action.DENY for f in decision.findings)
-
-
-def _bound(decision: Decision, policy: Policy) -> None:
-    """At most ``maxFindings`` refusals and warnings, each line at most ``maxLineChars``."""
-    limits = policy.limits
-    denied = decision.violations
-    if len(denied) > limits.max_findings:
-        decision.omitted = len(denied) - limits.max_findings
-        kept = set(map(id, denied[: limits.max_findings]))
-        decision.findings = [f for f in decision.findings if f.action is not Action.DENY or id(f) in kept]
-    if len(decision.warnings) > limits.max_findings:
-        more = len(decision.warnings) - limits.max_findings
-        decision.warnings = [*decision.warnings[: limits.max_findings], f"... and {more} more"]
-    decision.warnings = [clip(line, limits.max_line_chars) for line in decision.warnings]

@@ -11,12 +11,13 @@ output formats render it unchanged.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 from webhook.admin import AdminContext, AdminRule
 from webhook.admin.catalog import ADMIN_RULES
 from webhook.admin.objects import CLUSTER_QUEUE, LOCAL_QUEUE, KueueObject, Skipped
 from webhook.admin.state import InputEntry, ObjectSet
-from webhook.engine.decision import Decision
+from webhook.engine.decision import Decision, bound
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
 
@@ -69,10 +70,10 @@ def tier_of(obj: KueueObject, ctx: AdminContext) -> str | None:
     return None
 
 
-def judge(
+def findings_of(
     obj: KueueObject, ctx: AdminContext, steps: list[tuple[AdminRule, Action]], noted: set[str] | None = None
 ) -> Decision:
-    """One object's decision: every applicable rule's findings, actions and exceptions applied.
+    """What the rules found on one object, each finding with its rule's action, and the rules skipped.
 
     A rule skipped because a kind it needs is unknown is skipped for every object it
     applies to; its note goes on the first of them only (``noted`` holds the rules
@@ -98,17 +99,45 @@ def judge(
             decision.skipped.append(rule.id)
             decision.warnings.append(_skip_note(rule, sorted(set(ctx.unknown))))
             ctx.unknown.clear()
-    policy = ctx.policy
+    return decision
+
+
+#: how a warning names a refusal an UPDATE did not cause (``settle``'s ``refused_before``)
+ALREADY: Final = (
+    "[{rule}] already refused before this UPDATE, so it warns: the edit is allowed so the object "
+    "can still be fixed; fix it in this edit or the next"
+)
+
+
+def settle(
+    decision: Decision, obj: KueueObject, policy: Policy, refused_before: frozenset[str] = frozenset()
+) -> Decision:
+    """The answer from the findings: the policy's exceptions, then the refusals the old object
+    had too (``refused_before``, the webhook's UPDATE) turned into warnings, then the bound
+    every answer keeps (``webhook.engine.decision.bound``)."""
     for finding in decision.findings:
         exception = policy.exception_for(finding.rule, obj.namespace, obj.name)
         if exception is not None:
             finding.action, finding.excepted = Action.WARN, exception.reason
             decision.excepted.append(finding.rule)
+    already: list[str] = []
+    for finding in decision.findings:
+        if finding.action is Action.DENY and finding.rule in refused_before:
+            finding.action = Action.WARN
+            if finding.rule not in already:
+                already.append(finding.rule)
     decision.allowed = not any(f.action is Action.DENY for f in decision.findings)
-    warned = [f.line() for f in decision.findings if f.action is Action.WARN]
-    decision.warnings[:0] = warned
     decision.max_line = policy.limits.max_line_chars
+    bound(decision, policy)
+    decision.warnings.extend(ALREADY.format(rule=rule) for rule in already)
     return decision
+
+
+def judge(
+    obj: KueueObject, ctx: AdminContext, steps: list[tuple[AdminRule, Action]], noted: set[str] | None = None
+) -> Decision:
+    """One object's decision: its findings (``findings_of``) settled (``settle``)."""
+    return settle(findings_of(obj, ctx, steps, noted), obj, ctx.policy)
 
 
 def lint(objects: ObjectSet, entries: list[InputEntry], policy: Policy) -> list[Judged]:

@@ -89,11 +89,13 @@ def clip(line: str, limit: int) -> str:
     return f"{line[: limit - 40]}... ({len(line) - limit + 40} more characters)"
 
 
-def _bound(decision: Decision, policy: Policy, unrecorded: int, unrecorded_action: Action | None) -> None:
+def bound(decision: Decision, policy: Policy, unrecorded: int = 0, unrecorded_action: Action | None = None) -> None:
     """At most ``maxFindings`` denying and as many warning lines, each at most ``maxLineChars``.
 
     However many findings an object produces, the answer (and the decision log and
-    metrics, which read the same findings) stays a few tens of kilobytes.
+    metrics, which read the same findings) stays a few tens of kilobytes. The admin guard's
+    decisions end here too. The warn-level findings' lines are written here, after what
+    the decision already says (skipped checks).
     """
     limits = policy.limits
     violations = decision.violations
@@ -289,7 +291,7 @@ def decide(
             _apply_exceptions(decision, policy, facts.namespace, workload.name)
         decision.allowed = not any(f.action is Action.DENY for f in decision.findings)
         malformed = next((f.action for f in decision.findings if f.rule == MALFORMED), None)
-        _bound(decision, policy, workload.malformed_unrecorded, malformed)
+        bound(decision, policy, workload.malformed_unrecorded, malformed)
     if decision.allowed and creating and facts.stage == "mutate":
         decision.patch = label_patch(workload, added)
     return decision
