@@ -94,6 +94,13 @@ class _ObjectBuilder:
         self.pod_spec(job)["tolerations"] = tolerations
         return self
 
+    def required_affinity(self, key: str, operator: str, values: list[str], job: int = 0) -> Self:
+        """A required node affinity of one term with one expression."""
+        term = {"matchExpressions": [{"key": key, "operator": operator, "values": values}]}
+        required = {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [term]}}
+        self.pod_spec(job)["affinity"] = {"nodeAffinity": required}
+        return self
+
     def pod_priority_class(self, name: str, job: int = 0) -> Self:
         self.pod_spec(job)["priorityClassName"] = name
         return self

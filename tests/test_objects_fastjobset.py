@@ -19,6 +19,7 @@ from typing import Any
 
 import msgspec
 import pytest
+from builders import jobset
 from fuzzing import FIXTURES, mutate_subtrees
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
@@ -119,12 +120,44 @@ def test_the_fast_workload_is_the_parsed_one() -> None:
             assert as_read(fast.podsets) == as_read(general.podsets)
             assert as_read(fast.tpu_podsets) == as_read(general.tpu_podsets)
             assert [p.pod_spec for p in fast.podsets] == [p.pod_spec for p in general.podsets]
+            # the tolerations and affinity as text: the bytes read, or the parsed spec written out
+            assert [placement_values(p) for p in fast.podsets] == [placement_values(p) for p in general.podsets]
             assert fast.kind == general.kind and fast.replicas == general.replicas
+
+
+def test_both_readers_keep_the_same_tolerations_and_affinity() -> None:
+    """The text the typed reader keeps is the part of the pod spec the general one parses:
+    present, absent, null, and a key written twice (the last one counts, as Kubernetes reads it)."""
+    toleration = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
+    built = jobset().tolerations([toleration]).required_affinity("pool", "In", ["a", "b"]).obj()
+    cases = [json.dumps(built).encode(), json.dumps(load_jobset("rfc-4.6-static")).encode()]
+    nulls = jobset().obj()
+    nulls["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"].update(tolerations=None, affinity=None)
+    cases.append(json.dumps(nulls).encode())
+    text = json.dumps(built)
+    cases.append(text.replace('"tolerations": [', '"tolerations": [], "tolerations": [', 1).encode())
+    for raw in cases:
+        fast, general = (
+            read_typed_jobset(raw, POLICIES["static"], "ns"),
+            parse_jobset(json.loads(raw), POLICIES["static"], "ns"),
+        )
+        assert fast is not None
+        assert [placement_values(p) for p in fast.podsets] == [placement_values(p) for p in general.podsets]
+        spec = json.loads(raw)["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+        expected = [spec.get(key, "absent") for key in ("tolerations", "affinity")]
+        assert placement_values(fast.podsets[0]) == expected
 
 
 def as_read(podsets: list[PodSet]) -> list[PodSet]:
     """The podSets without where each reads its pod spec from (the text, or the parsed spec kept)."""
-    return [msgspec.structs.replace(podset, raw_pod_spec=None, source=None) for podset in podsets]
+    return [msgspec.structs.replace(podset, raw_pod_spec=None, source=None, placement=None) for podset in podsets]
+
+
+def placement_values(podset: PodSet) -> list[Any]:
+    """``placement_text()`` decoded (``"absent"`` for a field the pod spec does not have)."""
+    text = podset.placement_text()
+    assert text is not None
+    return [json.loads(part) if part else "absent" for part in text]
 
 
 def test_an_update_answers_alike() -> None:

@@ -113,6 +113,13 @@ class Availability:
                 until = min(until, fresh_until)
         return until
 
+    def stamp(self, kinds: Iterable[str]) -> int | None:
+        """While every one of ``kinds`` can be read, a number that changes with every change of
+        state; ``None`` otherwise (then answers that read them may change with the clock alone)."""
+        if self._clear(self.clock()) or all(self.reason(kind) is None for kind in kinds):
+            return self._changes
+        return None
+
     def reason(self, kind: str) -> str | None:
         """``None`` when the kind can be read, else why not."""
         status = self.status.get(kind)

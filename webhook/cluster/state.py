@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from decimal import Decimal
-from typing import Protocol
+from typing import Any, Protocol
 
 from webhook.quota.flavorassigner import Assignment
 from webhook.quota.ledger import Balance, BalanceAnswer
@@ -31,6 +31,14 @@ class ClusterState(Protocol):
 
     def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
         """Of ``kinds``, those that cannot be read now, each with the reason."""
+
+    def recall(self) -> dict[Any, Any] | None:
+        """A memo for answers that depend on the cluster only through what this state holds.
+
+        Emptied by every change to the objects held (a status write that changes nothing
+        kept changes nothing) or to a kind's availability; ``None`` while some kind cannot be
+        read, when an answer may change with the clock alone (a watch going stale).
+        """
 
     def local_queue(self, namespace: str, name: str) -> str | None:
         """The ClusterQueue a LocalQueue points to; ``None`` when there is no such LocalQueue."""

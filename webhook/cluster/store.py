@@ -51,6 +51,8 @@ Key = str | tuple[str, str]
 #: objects indexed per lock hold during a first list
 _CHUNK = 1000
 _MEMO_LIMIT = 4096
+#: the kinds the job rules read (the admin guard's are not among them)
+_JOB_KINDS = tuple(kind.name for kind in k.KINDS)
 
 
 def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
@@ -87,6 +89,10 @@ class ClusterStore:
         self.node_generation = 0
         self._memo: dict[Any, Any] = {}
         self._memo_generation: tuple[int, int, bool] = (-1, -1, False)
+        #: bumped by every write that changes what the store holds (any kind, the ledger included)
+        self.revision = 0
+        self._recall: dict[Any, Any] = {}
+        self._recall_stamp: tuple[int, int] = (-1, -1)
         self.quota = QuotaModel(self, self.tpu, policy.guaranteed_priority_class, self._memoized, self._remember)
 
     @property
@@ -234,6 +240,7 @@ class ClusterStore:
         self.quota.count_workload(key[0], held, -1)
         self.workloads[key] = entry
         self.quota.count_workload(key[0], entry, +1)
+        self.revision += 1
 
     def _remove(self, kind: k.Kind, key: Key) -> None:
         self.keys[kind.name].discard(key)
@@ -263,6 +270,7 @@ class ClusterStore:
         self._bump(kind)
 
     def _bump(self, kind: k.Kind) -> None:
+        self.revision += 1
         if kind is k.NODES:
             self.node_generation += 1
         elif kind in (k.LOCAL_QUEUES, k.CLUSTER_QUEUES, k.COHORTS, k.RESOURCE_FLAVORS):
@@ -277,6 +285,19 @@ class ClusterStore:
 
     def _remember(self, key: Any, value: Any) -> None:
         self._memo[key] = value
+
+    def recall(self) -> dict[Any, Any] | None:
+        """The memo of whole answers (``ClusterState.recall``): emptied by every change to what
+        the store holds or to a kind's availability, at most ``_MEMO_LIMIT`` entries; ``None``
+        while a kind the job rules read cannot be read."""
+        availability = self.availability.stamp(_JOB_KINDS)
+        if availability is None:
+            return None
+        stamp = (self.revision, availability)
+        if stamp != self._recall_stamp or len(self._recall) > _MEMO_LIMIT:
+            self._recall = {}
+            self._recall_stamp = stamp
+        return self._recall
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
         """Per kind, for /metrics: usable now, seconds since last known current, since last event."""
@@ -304,8 +325,13 @@ class ClusterStore:
     def static_topologies(self) -> frozenset[str]:
         if self.availability.reason(k.NODES.name) is not None:
             return frozenset()
+        held = self._memoized("static topologies")  # every request asks (``RuleContext``)
+        if isinstance(held, frozenset):
+            return held
         with self.lock:
-            return self.node_index.topologies()
+            topologies = self.node_index.topologies()
+        self._remember("static topologies", topologies)
+        return topologies
 
     def local_queue(self, namespace: str, name: str) -> str | None:
         return self.local_queues.get((namespace, name))

@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import localcontext
-from typing import Any, Final, Literal
+from functools import partial
+from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
 from webhook.cluster.state import ClusterState
 from webhook.engine.patches import JsonPatch, default_labels, label_patch
+from webhook.engine.recall import recalled, replay
 from webhook.kube.quantity import CONTEXT
 from webhook.objects.kinds import JOBSET
 from webhook.objects.readers import (
@@ -29,6 +31,7 @@ from webhook.policy.findings import Action, Finding
 from webhook.policy.tiers import resolve_tier
 from webhook.rules import Rule, RuleContext
 from webhook.rules.catalog import RULES
+from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
 
 Stage = Literal["mutate", "validate"]
 
@@ -177,27 +180,39 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
     decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
 
 
-#: per plan (by identity: plans are kept in ``_PLANS``), every kind its rules require
-_PLAN_KINDS: Final[dict[int, tuple[Plan, frozenset[str]]]] = {}
+class _Parts(NamedTuple):
+    """A plan cut where its cluster rules are (the catalog keeps them together)."""
+
+    #: every kind the plan's rules require: asked of the cluster once per request
+    required: frozenset[str]
+    before: Plan
+    clustered: Plan
+    after: Plan
 
 
-def _required(plan: Plan) -> frozenset[str]:
-    """Every kind the plan's rules require: asked of the cluster once per request."""
-    cached = _PLAN_KINDS.get(id(plan))
+#: per plan (by identity: plans are kept in ``_PLANS``), its parts
+_PLAN_PARTS: Final[dict[int, tuple[Plan, _Parts]]] = {}
+
+
+def _parts(plan: Plan) -> _Parts:
+    cached = _PLAN_PARTS.get(id(plan))
     if cached is not None and cached[0] is plan:
         return cached[1]
-    if len(_PLAN_KINDS) > 64:  # as many as the plans kept
-        _PLAN_KINDS.clear()
-    kinds = frozenset().union(*(rule.requires for rule, _ in plan))
-    _PLAN_KINDS[id(plan)] = (plan, kinds)
-    return kinds
+    if len(_PLAN_PARTS) > 64:  # as many as the plans kept
+        _PLAN_PARTS.clear()
+    required = frozenset().union(*(rule.requires for rule, _ in plan))
+    # The rules whose reads ``webhook.rules.cluster.recall_key`` names: the cluster family's.
+    marks = [i for i, (rule, _) in enumerate(plan) if rule.family == CLUSTER_FAMILY]
+    if marks and marks != list(range(marks[0], marks[-1] + 1)):
+        raise AssertionError("the catalog keeps the cluster family's rules together")
+    first, end = (marks[0], marks[-1] + 1) if marks else (len(plan), len(plan))
+    parts = _Parts(required, plan[:first], plan[first:end], plan[end:])
+    _PLAN_PARTS[id(plan)] = (plan, parts)
+    return parts
 
 
-def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
-    # Which kinds cannot be read is asked once, for every rule of the request: one answer for
-    # the whole decision, and mostly none (every rule reads a kind that is known).
-    unread = cluster.unavailable(_required(plan)) if cluster is not None else {}
-    for rule, action in plan:
+def _steps(steps: Plan, workload: Workload, ctx: RuleContext, decision: Decision, unread: dict[str, str]) -> None:
+    for rule, action in steps:
         if unread and rule.requires:  # the plan has cluster rules only with a cluster
             missing = {kind: why for kind, why in unread.items() if kind in rule.requires}
             if missing:
@@ -209,6 +224,22 @@ def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, c
         if ctx.unknown:
             _skip(decision, rule.id, ctx.unknown)
             ctx.unknown.clear()
+
+
+def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
+    parts = _parts(plan)
+    # Which kinds cannot be read is asked once, for every rule of the request: one answer for
+    # the whole decision, and mostly none (every rule reads a kind that is known).
+    unread = cluster.unavailable(parts.required) if cluster is not None else {}
+    _steps(parts.before, workload, ctx, decision, unread)
+    if parts.clustered:
+        memo = cluster.recall() if cluster is not None and not unread else None
+        if memo is None:
+            _steps(parts.clustered, workload, ctx, decision, unread)
+        else:  # jobs of one shape, one state of the cluster: one answer (``webhook.engine.recall``)
+            results = recalled(memo, parts.clustered, workload, ctx)
+            replay(parts.clustered, results, decision.findings.append, partial(_skip, decision))
+    _steps(parts.after, workload, ctx, decision, unread)
 
 
 def decide(

@@ -43,11 +43,18 @@ class _Container(Struct, rename="camel"):
     restart_policy: Any = None
 
 
+#: a field the text did not have: ``placement_text``'s ``b""``
+_ABSENT = msgspec.Raw()
+
+
 class _PodSpec(Struct, rename="camel"):
     containers: list[_Container] | None = None
     init_containers: list[_Container] | None = None
     node_selector: dict[str, str] | None = None
     priority_class_name: Any = None
+    #: kept as text: the cluster rules read them (``PodSet.placement_text``), most requests never decode them
+    tolerations: msgspec.Raw = _ABSENT
+    affinity: msgspec.Raw = _ABSENT
 
 
 class _Annotated(Struct):
@@ -211,6 +218,7 @@ def _podset(job: _ReplicatedJob, index: int, resource: str, slice_annotation: st
         priority_class_name=pod_spec.priority_class_name if pod_spec is not None else None,
         containers=containers,
         init_containers=init_containers,
+        placement=(bytes(pod_spec.tolerations), bytes(pod_spec.affinity)) if pod_spec is not None else (b"", b""),
         is_tpu=(  # as parse_pod_template: the two lookups first
             slice_annotation in annotations
             or accelerator in node_selector

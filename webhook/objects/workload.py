@@ -232,6 +232,8 @@ class PodSet(msgspec.Struct):
     source: Source | None = None
     #: ``pod_requests()``, worked out at its first call
     _pod_requests: dict[str, Decimal] | None = None
+    #: ``placement_text()``: the typed reader sets it from the bytes it read
+    placement: tuple[bytes, bytes] | None = None
 
     @property
     def pod_spec(self) -> dict[str, Any]:
@@ -259,6 +261,24 @@ class PodSet(msgspec.Struct):
     @property
     def node_selector_path(self) -> FieldPath:
         return self.paths.node_selector
+
+    def placement_text(self) -> tuple[bytes, bytes] | None:
+        """The pod spec's ``tolerations`` and ``affinity`` as JSON text (``b""`` when absent).
+
+        The rest of what flavor eligibility and node fit read of a pod template is a field of
+        its own (``node_selector``, the containers); this is the part only ``pod_spec`` holds,
+        in a form that can be compared and hashed without decoding it (a key of remembered
+        answers, ``webhook.engine.recall``). ``None`` when it cannot be written as JSON.
+        """
+        if self.placement is None:
+            spec = self.pod_spec
+            try:
+                self.placement = tuple(  # type: ignore[assignment]
+                    msgspec.json.encode(spec[key]) if key in spec else b"" for key in ("tolerations", "affinity")
+                )
+            except (TypeError, ValueError, OverflowError):  # a lone surrogate, a huge number
+                return None
+        return self.placement
 
     def pod_requests(self) -> dict[str, Decimal]:
         """One pod's effective requests (init containers counted as Kubernetes counts them).

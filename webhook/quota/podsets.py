@@ -117,8 +117,12 @@ def demand_of(podset: PodSet, count: int) -> PodSetDemand:
     Kueue's annotations: in dynamic mode the Slice Provisioner adds them after this
     webhook, in static mode the placement rules require them.
     """
-    tas = podset.is_tpu or any(key in podset.annotations for key in TAS_ANNOTATIONS)
-    return podset_demand(podset.name, podset.pod_spec, count, podset.pod_requests(), tas)
+    return podset_demand(podset.name, podset.pod_spec, count, podset.pod_requests(), asks_for_tas(podset))
+
+
+def asks_for_tas(podset: PodSet) -> bool:
+    """Whether Kueue will place the podSet with topology-aware scheduling (``demand_of``)."""
+    return podset.is_tpu or any(key in podset.annotations for key in TAS_ANNOTATIONS)
 
 
 def demands_of(workload: Workload) -> list[PodSetDemand]:

@@ -12,12 +12,12 @@ The rules do no arithmetic: pods, chips, sums and comparisons are the quota pack
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator, Sequence
 from typing import Final
 
 from webhook.cluster.state import ClusterState
 from webhook.kube.fieldpaths import LABELS
-from webhook.objects.workload import PodSet, Workload
+from webhook.objects.workload import Container, PodSet, Workload
 from webhook.policy.findings import Finding
 from webhook.quota.amounts import format_amount, format_amounts
 from webhook.quota.flavorassigner import Assignment, Attempt, PodSetAssignment, uncovered_requests
@@ -28,7 +28,7 @@ from webhook.quota.objects import (
     parse_tolerations,
     selector_matches,
 )
-from webhook.quota.podsets import exceeding, pool_shortages, requesting
+from webhook.quota.podsets import asks_for_tas, exceeding, pool_shortages, requesting
 from webhook.rules import JOBS, STATIC, Message, Rule, RuleContext, VapExport
 
 FAMILY: Final = "cluster"
@@ -443,6 +443,67 @@ INSUFFICIENT_NODE_POOLS: Final = Rule(
     kinds=JOBS,
     why="each slice takes one static node pool; with fewer pools the job pends forever",
 )
+
+
+def recall_key(workload: Workload, ctx: RuleContext) -> Hashable | None:
+    """Everything the cluster family's rules (these and ``webhook.rules.services``') read of
+    the job and of the request, as one hashable value.
+
+    Against one state of the cluster, two jobs with equal keys get the same findings, so
+    the engine remembers them per state (``webhook.engine.recall``). The key holds each
+    field the checks read and nothing else (not the job's name, images or commands): jobs
+    made from one template share it. A check that reads a new field adds it here;
+    ``tests/test_engine_recall.py`` varies each field and compares with a fresh decision.
+    ``None`` when a part cannot be keyed exactly: a resource value that is neither a
+    string nor an integer (``1``, ``1.0`` and ``true`` are equal keys but not equal
+    quantities), a pod spec that is not JSON text.
+    """
+    podsets = []
+    for podset in workload.podsets:
+        placement = podset.placement_text()
+        containers = _containers_key(podset.containers)
+        init_containers = _containers_key(podset.init_containers)
+        if placement is None or containers is None or init_containers is None:
+            return None
+        podsets.append(
+            (
+                podset.index,  # with the kind, every field path a finding names (the position says it too)
+                podset.name,
+                podset.replicas,
+                podset.parallelism,
+                podset.is_tpu,
+                asks_for_tas(podset),
+                tuple(podset.node_selector.items()),
+                containers,
+                init_containers,
+                placement,
+            )
+        )
+    labels, namespace_labels = ctx.effective_labels, ctx.namespace_labels
+    return (
+        workload.kind,  # (the engine's plan, whose findings these are, is per kind too)
+        workload.namespace,
+        workload.replicas,  # a Deployment's (``webhook.rules.services``)
+        ctx.tier_name,  # whether the tier names a default queue (``webhook.rules.services``)
+        labels.get(ctx.queue_label),
+        ctx.queue_label in workload.labels,  # whether the queue is the injected default (its wording)
+        labels.get(ctx.priority_label),
+        None if namespace_labels is None else tuple(sorted(namespace_labels.items())),
+        tuple(podsets),
+    )
+
+
+def _containers_key(containers: Sequence[Container]) -> tuple[Hashable, ...] | None:
+    """What ``pod_requests`` and ``uncovered_requests`` read of each container, in order."""
+    out = []
+    for container in containers:
+        requests, limits = container.requests, container.limits
+        for value in (*requests.values(), *limits.values()):
+            if type(value) is not str and type(value) is not int:
+                return None
+        out.append((tuple(requests.items()), tuple(limits.items()), container.restartable))
+    return tuple(out)
+
 
 RULES: Final[tuple[Rule, ...]] = (
     LOCAL_QUEUE_NOT_FOUND,

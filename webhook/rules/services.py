@@ -18,7 +18,7 @@ from webhook.policy.findings import Action, Finding
 from webhook.quota.amounts import format_amount
 from webhook.quota.flavorassigner import beyond_nominal
 from webhook.rules import Message, Rule, RuleContext
-from webhook.rules.cluster import NOT_EXPORTED, QUEUES
+from webhook.rules.cluster import FAMILY, NOT_EXPORTED, QUEUES
 
 
 def _replicas_beyond_nominal(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
@@ -63,7 +63,7 @@ _PROBLEM: Final = (
 REPLICAS_BEYOND_NOMINAL: Final = Rule(
     "replicas-beyond-nominal",
     "Service replicas beyond nominal quota",
-    "cluster",
+    FAMILY,
     _replicas_beyond_nominal,
     {
         "": Message(

@@ -1,0 +1,216 @@
+"""Remembered cluster answers are the fresh ones (``webhook.engine.recall``).
+
+The engine keeps the cluster family's findings per state of the cluster and per job
+shape (``webhook.rules.cluster.recall_key``). A key that leaves out something a rule reads
+would hand one job another's answer, so every variant below changes one thing the
+cluster rules read, and each is decided right after every other (the memo holding the
+other's answer) and compared with a decision against a store that remembers nothing.
+The random event sequences of ``tests/test_cluster_store.py`` check that every change to
+the store empties the memo (their probe decisions are remembered between events).
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from builders import deployment, job, jobset
+from cluster_fixtures import OBJECTS, POLICY
+
+from webhook.cluster import kinds as k
+from webhook.cluster.statefiles import state_from_objects
+from webhook.cluster.store import ClusterStore
+from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+
+TPU = "google.com/tpu"
+TOPOLOGY = "cloud.google.com/gke-tpu-topology"
+TOLERATION = {"key": TPU, "operator": "Exists", "effect": "NoSchedule"}
+
+
+def guaranteed(queue: str = "team-a-queue") -> Any:
+    return jobset().queue(queue).priority("guaranteed").replicas(1)
+
+
+def with_spec(build: Any, change: Callable[[dict[str, Any]], None]) -> dict[str, Any]:
+    obj: dict[str, Any] = build.obj()
+    change(obj)
+    return obj
+
+
+def add_replicated_job(obj: dict[str, Any]) -> None:
+    jobs = obj["spec"]["replicatedJobs"]
+    jobs.append(copy.deepcopy(jobs[0]) | {"name": "more"})
+
+
+def facts(kind: str = JOBSET, namespace: str = "kubemaker", tier: str = "production", **more: Any) -> AdmissionFacts:
+    return AdmissionFacts(namespace=namespace, stage="validate", path_tier=tier, kind=kind, **more)
+
+
+def two_slices() -> Any:
+    return guaranteed().replicas(2)
+
+
+def big_pods() -> Any:
+    return guaranteed().request("cpu", "300")
+
+
+SIDECAR = {"name": "s", "restartPolicy": "Always", "resources": {"requests": {"cpu": "300"}}}
+JOB_FACTS, DEPLOYMENT_FACTS = facts(JOB), facts(DEPLOYMENT)
+
+#: (name, request facts, object): most differ from a neighbour in one thing a cluster rule reads
+VARIANTS: list[tuple[str, AdmissionFacts, dict[str, Any]]] = [
+    ("guaranteed, one slice", facts(), guaranteed().obj()),
+    ("another name", facts(), guaranteed().name("other-name").obj()),
+    ("team-b", facts(), guaranteed("team-b-queue").obj()),
+    ("team-c (storage not covered)", facts(), guaranteed("team-c-queue").obj()),
+    ("missing queue", facts(), guaranteed("missing-queue").obj()),
+    ("no queue label", facts(), guaranteed().queue(None).obj()),
+    ("dev tier, the default queue injected", facts(tier="dev"), guaranteed().queue(None).obj()),
+    ("dev tier, the default queue written", facts(tier="dev"), guaranteed("default").obj()),
+    ("namespace labels given", facts(namespace_labels={"team": "x"}), guaranteed().obj()),
+    ("two slices", facts(), two_slices().obj()),
+    ("two slices, best-effort", facts(), two_slices().priority("best-effort").obj()),
+    ("two slices, no priority", facts(), two_slices().priority(None).obj()),
+    ("two slices, team-b", facts(), two_slices().queue("team-b-queue").obj()),
+    ("twenty slices", facts(), guaranteed().replicas(20).obj()),
+    ("parallelism 64", facts(), guaranteed().parallelism(64).obj()),
+    ("8 chips a pod", facts(), guaranteed().request(TPU, "8").request(TPU, "8", kind="limits").obj()),
+    ("4 chips as a number", facts(), guaranteed().request(TPU, 4).request(TPU, 4, kind="limits").obj()),
+    ("4.0 chips (not keyed)", facts(), guaranteed().request(TPU, 4.0).request(TPU, 4.0, kind="limits").obj()),
+    ("300 CPUs", facts(), big_pods().obj()),
+    (
+        "300 CPUs, podSet renamed",
+        facts(),
+        with_spec(big_pods(), lambda o: o["spec"]["replicatedJobs"][0].update(name="w2")),
+    ),
+    ("301 CPUs", facts(), guaranteed().request("cpu", "301").obj()),
+    ("300 CPUs as a limit", facts(), guaranteed().request("cpu", "300", kind="limits").obj()),
+    ("ephemeral storage", facts(), guaranteed().request("ephemeral-storage", "10Gi").obj()),
+    ("ephemeral storage, team-c", facts(), guaranteed("team-c-queue").request("ephemeral-storage", "10Gi").obj()),
+    (
+        "storage as a limit, team-c",
+        facts(),
+        guaranteed("team-c-queue").request("ephemeral-storage", "1Gi", kind="limits").obj(),
+    ),
+    ("a large init container", facts(), guaranteed().init_containers([SIDECAR | {"restartPolicy": "Never"}]).obj()),
+    ("a large sidecar", facts(), guaranteed().init_containers([SIDECAR]).obj()),
+    ("topology 4x4x8", facts(), guaranteed().node_selector(TOPOLOGY, "4x4x8").obj()),
+    ("topology 8x8x8", facts(), guaranteed().node_selector(TOPOLOGY, "8x8x8").obj()),
+    ("an extra selector", facts(), guaranteed().node_selector("pool", "blue").obj()),
+    ("tolerates the TPU taint", facts(), guaranteed().tolerations([TOLERATION]).obj()),
+    ("tolerates nothing", facts(), guaranteed().tolerations([]).obj()),
+    ("affinity no flavor has", facts(), guaranteed().required_affinity(TOPOLOGY, "In", ["9x9x9"]).obj()),
+    ("affinity 4x4x4", facts(), guaranteed().required_affinity(TOPOLOGY, "In", ["4x4x4"]).obj()),
+    ("a second replicated job", facts(), with_spec(guaranteed(), add_replicated_job)),
+    ("a second replicated job, 300 CPUs", facts(), with_spec(big_pods(), add_replicated_job)),
+    ("namespace default", facts(namespace="default"), guaranteed().namespace("default").obj()),
+    ("namespace falcon-jobs", facts(namespace="falcon-jobs"), guaranteed().namespace("falcon-jobs").obj()),
+    ("a Job", JOB_FACTS, job().queue("team-a-queue").priority("guaranteed").obj()),
+    ("a Job, 300 CPUs", JOB_FACTS, job().queue("team-a-queue").priority("guaranteed").request("cpu", "300").obj()),
+    ("a Job, parallelism 64", JOB_FACTS, job().queue("team-a-queue").priority("guaranteed").parallelism(64).obj()),
+    ("a Deployment, 400 replicas", DEPLOYMENT_FACTS, deployment().queue("team-a-queue").replicas(400).obj()),
+    ("a Deployment, 600 replicas", DEPLOYMENT_FACTS, deployment().queue("team-a-queue").replicas(600).obj()),
+    (
+        "a Deployment, 600 replicas, dev tier",
+        facts(DEPLOYMENT, tier="dev"),
+        deployment().queue("team-a-queue").replicas(600).obj(),
+    ),
+]
+
+
+def answer(decision: Decision) -> tuple[Any, ...]:
+    """What the request is answered: every finding (rule, path, words, action), warning and skip."""
+    lines = [(f.line(), f.action) for f in decision.findings]
+    return decision.allowed, lines, decision.warnings, decision.skipped, decision.excepted, decision.omitted
+
+
+class Forgetful(ClusterStore):
+    """A store that remembers no whole answer: every decision runs the cluster rules."""
+
+    def recall(self) -> dict[Any, Any] | None:
+        return None
+
+
+def stores() -> tuple[ClusterStore, ClusterStore]:
+    """(the fixture cluster, the same cluster remembering nothing); every kind a job rule reads is known."""
+    remembering = state_from_objects(OBJECTS, POLICY)
+    forgetful = Forgetful(POLICY)
+    by_kind: dict[str, list[dict[str, Any]]] = {}
+    for obj in OBJECTS:
+        if obj.get("kind") in k.BY_KIND:
+            by_kind.setdefault(obj["kind"], []).append(obj)
+    for kind in k.KINDS:
+        forgetful.replace(kind, by_kind.get(kind.kind, []))
+        forgetful.availability.mark_synced(kind.name)
+    return remembering, forgetful
+
+
+def test_every_variant_after_every_other_answers_as_a_fresh_decision() -> None:
+    store, forgetful = stores()
+    expected = [answer(decide(obj, request, POLICY, forgetful)) for _, request, obj in VARIANTS]
+    assert len({repr(e) for e in expected}) >= 20  # the variants do lead to different answers
+    for first, (name_a, request_a, a) in enumerate(VARIANTS):
+        for second, (name_b, request_b, b) in enumerate(VARIANTS):
+            memo = store.recall()
+            assert memo is not None
+            memo.clear()
+            assert answer(decide(a, request_a, POLICY, store)) == expected[first]
+            assert answer(decide(b, request_b, POLICY, store)) == expected[second], f"{name_b} after {name_a}"
+
+
+def test_jobs_of_one_shape_share_one_answer_and_a_change_empties_it() -> None:
+    store, forgetful = stores()
+    job_facts = facts()
+    first = decide(guaranteed().obj(), job_facts, POLICY, store)
+    memo = store.recall()
+    assert memo is not None and len(memo) == 1
+    decide(guaranteed().name("another-job").obj(), job_facts, POLICY, store)  # the name is no part of the shape
+    decide(guaranteed().request(TPU, 4.0).obj(), job_facts, POLICY, store)  # a float request is never remembered
+    assert store.recall() is memo and len(memo) == 1
+    assert first.allowed and not first.findings
+
+    # Guaranteed Workloads take all of team-a's 4x4x4 chips: the same job is now beyond its balance.
+    holder = copy.deepcopy(
+        next(o for o in OBJECTS if o.get("kind") == "Workload" and "running" in o["metadata"]["name"])
+    )
+    holder["metadata"]["name"] = "holds-the-rest"
+    holder["spec"]["podSets"][0]["count"] = 64
+    for target in (store, forgetful):
+        target.apply(k.WORKLOADS, "ADDED", copy.deepcopy(holder))
+    assert store.recall() is not memo
+    after = decide(guaranteed().obj(), job_facts, POLICY, store)
+    assert answer(after) == answer(decide(guaranteed().obj(), job_facts, POLICY, forgetful))
+    assert [f.rule for f in after.findings] == ["guaranteed-balance-exceeded"]
+
+
+def test_a_status_write_that_changes_nothing_kept_keeps_the_memo() -> None:
+    store, _ = stores()
+    decide(guaranteed().obj(), facts(), POLICY, store)
+    memo = store.recall()
+    node = copy.deepcopy(next(o for o in OBJECTS if o.get("kind") == "Node"))
+    node["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-12-01T00:00:00Z"}]
+    store.apply(k.NODES, "MODIFIED", node)
+    assert store.recall() is memo and memo is not None and len(memo) == 1
+
+
+@pytest.mark.parametrize("kind", ["Workloads", "Cohorts", "ClusterQueues"])
+def test_nothing_is_remembered_while_a_kind_the_rules_read_is_unknown(kind: str) -> None:
+    store, forgetful = stores()
+    for target in (store, forgetful):
+        target.availability.broken(kind, "watch failed: 403", fatal=True)
+    assert store.recall() is None
+    job_facts = facts()
+    decision = decide(guaranteed().obj(), job_facts, POLICY, store)
+    assert answer(decision) == answer(decide(guaranteed().obj(), job_facts, POLICY, forgetful))
+    if kind != "Cohorts":  # the queue's own nominal decides it without the tree above
+        assert decision.skipped or decision.warnings  # unknown is not zero: it says what it could not judge
+
+
+def test_the_admin_guard_kinds_do_not_stop_remembering() -> None:
+    """Kueue's ConfigMap or controller unreadable (RBAC) says nothing of jobs: the memo still works."""
+    store, _ = stores()
+    assert any(store.availability.reason(kind.name) is not None for kind in k.ADMIN_KINDS)
+    assert store.recall() is not None

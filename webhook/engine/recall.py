@@ -1,0 +1,63 @@
+"""The cluster rules' findings, remembered per state of the cluster and shape of the job.
+
+Against one state of the cluster, the cluster rules' findings are a function of what they
+read of the job (``webhook.rules.cluster.recall_key``: its namespace, queue and priority
+labels, each podSet's counts, selector, tolerations, affinity and container requests).
+Jobs made from one template read the same, so the engine keeps each answer in the
+cluster's memo (``ClusterState.recall``), which every change the watch applies empties,
+and the next such job's cluster rules are one lookup. The first job of a shape after a
+change runs the rules as ever; so does every job while some kind cannot be read (its
+answers may change with the clock alone). Findings are kept as made and copied out
+with their action, so a remembered answer is never changed by the request that reads it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, MutableMapping
+from typing import Any
+
+import msgspec
+
+from webhook.policy.findings import Action, Finding
+from webhook.rules import Rule, RuleContext
+from webhook.rules.cluster import recall_key
+
+#: the cluster rules of a plan, in order, with their actions
+Steps = tuple[tuple[Rule, Action], ...]
+#: per step: the findings it made and the notes on what it could not know
+Outcomes = tuple[tuple[tuple[Finding, ...], tuple[str, ...]], ...]
+
+
+def outcomes(steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
+    """Run the steps' checks (every kind they require can be read)."""
+    out = []
+    for rule, _ in steps:
+        findings = tuple(rule.check(workload, ctx))
+        out.append((findings, tuple(ctx.unknown)))
+        ctx.unknown.clear()
+    return tuple(out)
+
+
+def recalled(memo: MutableMapping[Any, Any], steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
+    """The steps' outcomes for ``workload``: remembered in ``memo`` when a job of its shape came
+    since the last change, else worked out and remembered."""
+    shape = recall_key(workload, ctx)
+    if shape is None:
+        return outcomes(steps, workload, ctx)
+    key: Hashable = (id(steps), shape)  # the value holds the steps, so their id is never reused meanwhile
+    held = memo.get(key)
+    if held is None or held[0] is not steps:
+        held = memo[key] = (steps, outcomes(steps, workload, ctx))
+    result: Outcomes = held[1]
+    return result
+
+
+def replay(
+    steps: Steps, results: Outcomes, add: Callable[[Finding], None], skip: Callable[[str, list[str]], None]
+) -> None:
+    """Hand each step's findings on, fresh and with the step's action, then its notes (a skip)."""
+    for (rule, action), (findings, unknown) in zip(steps, results, strict=True):
+        for finding in findings:
+            add(msgspec.structs.replace(finding, action=action))
+        if unknown:
+            skip(rule.id, list(unknown))
