@@ -164,12 +164,15 @@ def test_every_variant_after_every_other_answers_as_a_fresh_decision() -> None:
 def test_jobs_of_one_shape_share_one_answer_and_a_change_empties_it() -> None:
     store, forgetful = stores()
     job_facts = facts()
-    first = decide(guaranteed().obj(), job_facts, POLICY, store)
+    decide(guaranteed().queue("team-b-queue").obj(), job_facts, POLICY, store)
     memo = store.recall()
-    assert memo is not None and len(memo) == 1
+    assert memo is not None
+    held = len(memo)
+    first = decide(guaranteed().obj(), job_facts, POLICY, store)
+    assert len(memo) == held + 1  # one shape, one answer
     decide(guaranteed().name("another-job").obj(), job_facts, POLICY, store)  # the name is no part of the shape
     decide(guaranteed().request(TPU, 4.0).obj(), job_facts, POLICY, store)  # a float request is never remembered
-    assert store.recall() is memo and len(memo) == 1
+    assert store.recall() is memo and len(memo) == held + 1
     assert first.allowed and not first.findings
 
     # Guaranteed Workloads take all of team-a's 4x4x4 chips: the same job is now beyond its balance.
@@ -190,10 +193,12 @@ def test_a_status_write_that_changes_nothing_kept_keeps_the_memo() -> None:
     store, _ = stores()
     decide(guaranteed().obj(), facts(), POLICY, store)
     memo = store.recall()
+    assert memo is not None
+    held = dict(memo)
     node = copy.deepcopy(next(o for o in OBJECTS if o.get("kind") == "Node"))
     node["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-12-01T00:00:00Z"}]
     store.apply(k.NODES, "MODIFIED", node)
-    assert store.recall() is memo and memo is not None and len(memo) == 1
+    assert store.recall() is memo and memo == held
 
 
 @pytest.mark.parametrize("kind", ["Workloads", "Cohorts", "ClusterQueues"])

@@ -36,8 +36,9 @@ class ClusterState(Protocol):
         """A memo for answers that depend on the cluster only through what this state holds.
 
         Emptied by every change to the objects held (a status write that changes nothing
-        kept changes nothing) or to a kind's availability; ``None`` while some kind cannot be
-        read, when an answer may change with the clock alone (a watch going stale).
+        kept changes nothing) or to a kind's availability; ``None`` while some kind a job
+        rule reads cannot be read, when an answer may change with the clock alone (a watch
+        going stale). So a memo means every such kind can be read now.
         """
 
     def local_queue(self, namespace: str, name: str) -> str | None:

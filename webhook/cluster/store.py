@@ -53,6 +53,8 @@ _CHUNK = 1000
 _MEMO_LIMIT = 4096
 #: the kinds the job rules read (the admin guard's are not among them)
 _JOB_KINDS = tuple(kind.name for kind in k.KINDS)
+#: the key of ``static_topologies`` in ``recall``
+_STATIC_TOPOLOGIES = ("static topologies",)
 
 
 def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
@@ -323,15 +325,17 @@ class ClusterStore:
         return self.namespaces.get(namespace)
 
     def static_topologies(self) -> frozenset[str]:
+        recall = self.recall()  # every request asks (``RuleContext``): kept until the next change
+        if recall is not None:
+            held = recall.get(_STATIC_TOPOLOGIES)
+            if held is None:
+                with self.lock:
+                    held = recall[_STATIC_TOPOLOGIES] = self.node_index.topologies()
+            return held
         if self.availability.reason(k.NODES.name) is not None:
             return frozenset()
-        held = self._memoized("static topologies")  # every request asks (``RuleContext``)
-        if isinstance(held, frozenset):
-            return held
         with self.lock:
-            topologies = self.node_index.topologies()
-        self._remember("static topologies", topologies)
-        return topologies
+            return self.node_index.topologies()
 
     def local_queue(self, namespace: str, name: str) -> str | None:
         return self.local_queues.get((namespace, name))

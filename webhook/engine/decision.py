@@ -229,16 +229,18 @@ def _steps(steps: Plan, workload: Workload, ctx: RuleContext, decision: Decision
 def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
     parts = _parts(plan)
     # Which kinds cannot be read is asked once, for every rule of the request: one answer for
-    # the whole decision, and mostly none (every rule reads a kind that is known).
-    unread = cluster.unavailable(parts.required) if cluster is not None else {}
+    # the whole decision, and mostly none (every rule reads a kind that is known). A memo
+    # to recall answers from says so already.
+    memo = cluster.recall() if cluster is not None and parts.clustered else None
+    unread = cluster.unavailable(parts.required) if cluster is not None and memo is None else {}
     _steps(parts.before, workload, ctx, decision, unread)
     if parts.clustered:
-        memo = cluster.recall() if cluster is not None and not unread else None
         if memo is None:
             _steps(parts.clustered, workload, ctx, decision, unread)
         else:  # jobs of one shape, one state of the cluster: one answer (``webhook.engine.recall``)
             results = recalled(memo, parts.clustered, workload, ctx)
-            replay(parts.clustered, results, decision.findings.append, partial(_skip, decision))
+            if results:
+                replay(results, decision.findings.append, partial(_skip, decision))
     _steps(parts.after, workload, ctx, decision, unread)
 
 

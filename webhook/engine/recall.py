@@ -24,17 +24,19 @@ from webhook.rules.cluster import recall_key
 
 #: the cluster rules of a plan, in order, with their actions
 Steps = tuple[tuple[Rule, Action], ...]
-#: per step: the findings it made and the notes on what it could not know
-Outcomes = tuple[tuple[tuple[Finding, ...], tuple[str, ...]], ...]
+#: the steps that found something, in order: the rule, its action, the findings it made and
+#: the notes on what it could not know (most jobs: none at all, so nothing to hand on)
+Outcomes = tuple[tuple[Rule, Action, tuple[Finding, ...], tuple[str, ...]], ...]
 
 
 def outcomes(steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
     """Run the steps' checks (every kind they require can be read)."""
     out = []
-    for rule, _ in steps:
+    for rule, action in steps:
         findings = tuple(rule.check(workload, ctx))
-        out.append((findings, tuple(ctx.unknown)))
-        ctx.unknown.clear()
+        if findings or ctx.unknown:
+            out.append((rule, action, findings, tuple(ctx.unknown)))
+            ctx.unknown.clear()
     return tuple(out)
 
 
@@ -52,11 +54,9 @@ def recalled(memo: MutableMapping[Any, Any], steps: Steps, workload: Any, ctx: R
     return result
 
 
-def replay(
-    steps: Steps, results: Outcomes, add: Callable[[Finding], None], skip: Callable[[str, list[str]], None]
-) -> None:
+def replay(results: Outcomes, add: Callable[[Finding], None], skip: Callable[[str, list[str]], None]) -> None:
     """Hand each step's findings on, fresh and with the step's action, then its notes (a skip)."""
-    for (rule, action), (findings, unknown) in zip(steps, results, strict=True):
+    for rule, action, findings, unknown in results:
         for finding in findings:
             add(msgspec.structs.replace(finding, action=action))
         if unknown:
