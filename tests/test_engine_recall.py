@@ -161,32 +161,56 @@ def test_every_variant_after_every_other_answers_as_a_fresh_decision() -> None:
             assert answer(decide(b, request_b, POLICY, store)) == expected[second], f"{name_b} after {name_a}"
 
 
-def test_jobs_of_one_shape_share_one_answer_and_a_change_empties_it() -> None:
-    store, forgetful = stores()
+def test_jobs_of_one_shape_share_one_answer() -> None:
+    store, _ = stores()
     job_facts = facts()
     decide(guaranteed().queue("team-b-queue").obj(), job_facts, POLICY, store)
     memo = store.recall()
     assert memo is not None
     held = len(memo)
     first = decide(guaranteed().obj(), job_facts, POLICY, store)
+    assert first.allowed and not first.findings
     assert len(memo) == held + 1  # one shape, one answer
     decide(guaranteed().name("another-job").obj(), job_facts, POLICY, store)  # the name is no part of the shape
     decide(guaranteed().request(TPU, 4.0).obj(), job_facts, POLICY, store)  # a float request is never remembered
     assert store.recall() is memo and len(memo) == held + 1
-    assert first.allowed and not first.findings
 
-    # Guaranteed Workloads take all of team-a's 4x4x4 chips: the same job is now beyond its balance.
-    holder = copy.deepcopy(
-        next(o for o in OBJECTS if o.get("kind") == "Workload" and "running" in o["metadata"]["name"])
-    )
-    holder["metadata"]["name"] = "holds-the-rest"
-    holder["spec"]["podSets"][0]["count"] = 64
+
+def holder(name: str, queue: str, pods: int) -> dict[str, Any]:
+    """A guaranteed Workload holding ``pods`` pods of 4 chips on 4x4x4 through LocalQueue ``queue``."""
+    running = next(o for o in OBJECTS if o.get("kind") == "Workload" and "running" in o["metadata"]["name"])
+    workload = copy.deepcopy(running)
+    workload["metadata"]["name"] = name
+    workload["spec"]["queueName"] = queue
+    workload["spec"]["podSets"][0]["count"] = pods
+    return workload
+
+
+def test_a_workload_event_changes_the_guaranteed_answers_of_its_queue_only() -> None:
+    """Workloads decide one thing, a queue's guaranteed balance: an event keeps the memo, and a
+    guaranteed job of the queue whose chips moved is judged again."""
+    store, forgetful = stores()
+    job_facts = facts()
+    jobs = [guaranteed().obj(), guaranteed().priority("best-effort").obj(), guaranteed("team-b-queue").obj()]
+    before = [decide(job, job_facts, POLICY, store) for job in jobs]
+    memo = store.recall()
+    assert memo is not None and all(d.allowed for d in before)
+    held = dict(memo)
+
+    # Guaranteed Workloads take all of team-a's 4x4x4 chips: its guaranteed job is now beyond its balance.
     for target in (store, forgetful):
-        target.apply(k.WORKLOADS, "ADDED", copy.deepcopy(holder))
-    assert store.recall() is not memo
-    after = decide(guaranteed().obj(), job_facts, POLICY, store)
-    assert answer(after) == answer(decide(guaranteed().obj(), job_facts, POLICY, forgetful))
-    assert [f.rule for f in after.findings] == ["guaranteed-balance-exceeded"]
+        target.apply(k.WORKLOADS, "ADDED", holder("holds-the-rest", "team-a-queue", 64))
+    assert store.recall() is memo and memo == held  # nothing dropped
+    after = [decide(job, job_facts, POLICY, store) for job in jobs]
+    assert [answer(d) for d in after] == [answer(decide(job, job_facts, POLICY, forgetful)) for job in jobs]
+    assert [[f.rule for f in d.findings] for d in after] == [["guaranteed-balance-exceeded"], [], []]
+    assert len(memo) == len(held) + 1  # only team-a's guaranteed job was judged again
+
+    # And when the chips are given back, its first answer is the one remembered.
+    for target in (store, forgetful):
+        target.apply(k.WORKLOADS, "DELETED", holder("holds-the-rest", "team-a-queue", 64))
+    assert answer(decide(jobs[0], job_facts, POLICY, store)) == answer(before[0])
+    assert len(memo) == len(held) + 1
 
 
 def test_a_status_write_that_changes_nothing_kept_keeps_the_memo() -> None:

@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
@@ -192,6 +192,9 @@ class WithoutWorkloads:
 
     def recall(self) -> dict[Any, Any] | None:
         return None  # never the store's memo: these answers leave out one object's Workloads
+
+    def ledger_state(self, cluster_queue: str) -> Hashable:
+        return self.store.ledger_state(cluster_queue), self.keys
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.store.namespace_labels(namespace)

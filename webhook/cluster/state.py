@@ -11,7 +11,7 @@ called once those kinds are known.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
@@ -35,10 +35,11 @@ class ClusterState(Protocol):
     def recall(self) -> dict[Any, Any] | None:
         """A memo for answers that depend on the cluster only through what this state holds.
 
-        Emptied by every change to the objects held (a status write that changes nothing
-        kept changes nothing) or to a kind's availability; ``None`` while some kind a job
-        rule reads cannot be read, when an answer may change with the clock alone (a watch
-        going stale). So a memo means every such kind can be read now.
+        Emptied by every change to the objects held but the Workloads (a status write that
+        changes nothing kept changes nothing) or to a kind's availability; ``None`` while some
+        kind a job rule reads cannot be read, when an answer may change with the clock alone
+        (a watch going stale). So a memo means every such kind can be read now. What the
+        Workloads decide (a queue's guaranteed balance) is a caller's key: ``ledger_state``.
         """
 
     def local_queue(self, namespace: str, name: str) -> str | None:
@@ -64,6 +65,10 @@ class ClusterState(Protocol):
 
     def in_use(self, cluster_queue: str, flavor: str) -> int:
         """TPU chips of the queue's Workloads that hold quota on ``flavor`` now (every priority)."""
+
+    def ledger_state(self, cluster_queue: str) -> Hashable:
+        """All the queue's guaranteed balance reads of the Workloads, as one value: equal values,
+        equal balances (with the queues unchanged)."""
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         """The queue's guaranteed balance of TPU chips on ``flavor``."""

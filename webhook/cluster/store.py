@@ -20,7 +20,7 @@ import sys
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -91,7 +91,7 @@ class ClusterStore:
         self.node_generation = 0
         self._memo: dict[Any, Any] = {}
         self._memo_generation: tuple[int, int, bool] = (-1, -1, False)
-        #: bumped by every write that changes what the store holds (any kind, the ledger included)
+        #: bumped by every write that changes what the store holds of a kind but the Workloads
         self.revision = 0
         self._recall: dict[Any, Any] = {}
         self._recall_stamp: tuple[int, int] = (-1, -1)
@@ -242,7 +242,6 @@ class ClusterStore:
         self.quota.count_workload(key[0], held, -1)
         self.workloads[key] = entry
         self.quota.count_workload(key[0], entry, +1)
-        self.revision += 1
 
     def _remove(self, kind: k.Kind, key: Key) -> None:
         self.keys[kind.name].discard(key)
@@ -272,7 +271,8 @@ class ClusterStore:
         self._bump(kind)
 
     def _bump(self, kind: k.Kind) -> None:
-        self.revision += 1
+        if kind is not k.WORKLOADS:  # what they decide is keyed by ``ledger_state``, not dropped
+            self.revision += 1
         if kind is k.NODES:
             self.node_generation += 1
         elif kind in (k.LOCAL_QUEUES, k.CLUSTER_QUEUES, k.COHORTS, k.RESOURCE_FLAVORS):
@@ -290,8 +290,8 @@ class ClusterStore:
 
     def recall(self) -> dict[Any, Any] | None:
         """The memo of whole answers (``ClusterState.recall``): emptied by every change to what
-        the store holds or to a kind's availability, at most ``_MEMO_LIMIT`` entries; ``None``
-        while a kind the job rules read cannot be read."""
+        the store holds of a kind but the Workloads or to a kind's availability, at most
+        ``_MEMO_LIMIT`` entries; ``None`` while a kind the job rules read cannot be read."""
         availability = self.availability.stamp(_JOB_KINDS)
         if availability is None:
             return None
@@ -361,6 +361,10 @@ class ClusterStore:
 
     def in_use(self, cluster_queue: str, flavor: str) -> int:
         return self.quota.in_use(cluster_queue, flavor)
+
+    def ledger_state(self, cluster_queue: str) -> Hashable:
+        with self.lock:
+            return self.quota.ledger_state(cluster_queue)
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         """The guaranteed balance of the queue's TPU quota on ``flavor`` (see ``webhook.quota.ledger``)."""

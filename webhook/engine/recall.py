@@ -1,14 +1,17 @@
 """The cluster rules' findings, remembered per state of the cluster and shape of the job.
 
-Against one state of the cluster, the cluster rules' findings are a function of what they
-read of the job (``webhook.rules.cluster.recall_key``: its namespace, queue and priority
-labels, each podSet's counts, selector, tolerations, affinity and container requests).
-Jobs made from one template read the same, so the engine keeps each answer in the
-cluster's memo (``ClusterState.recall``), which every change the watch applies empties,
-and the next such job's cluster rules are one lookup. The first job of a shape after a
-change runs the rules as ever; so does every job while some kind cannot be read (its
-answers may change with the clock alone). Findings are kept as made and copied out
-with their action, so a remembered answer is never changed by the request that reads it.
+With the cluster's queues, flavors, namespaces and nodes unchanged, the cluster rules'
+findings are a function of what they read of the job and, for a guaranteed job, of its
+queue's balance (``webhook.rules.cluster.recall_key``: namespace, queue and priority
+labels, each podSet's counts, selector, tolerations, affinity and container requests, and
+the chips the queue's guaranteed Workloads hold and wait for). Jobs made from one template
+read the same, so the engine keeps each answer in the cluster's memo
+(``ClusterState.recall``), which every change to those kinds empties; a Workload event
+drops nothing, it moves the balance in the key of the guaranteed jobs of its queue. The
+first job of a shape after a change runs the rules as ever; so does every job while some
+kind cannot be read (its answers may change with the clock alone). Findings are kept as
+made and copied out with their action, so a remembered answer is never changed by the
+request that reads it.
 """
 
 from __future__ import annotations

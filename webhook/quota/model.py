@@ -154,11 +154,15 @@ class QuotaModel:
         if not isinstance(answers, dict) or len(answers) >= _QUEUE_MEMO_LIMIT:
             answers = {}
             self._remember(key, answers)
+        return answers, (tuple(podsets), self.ledger_state(cluster_queue))
+
+    def ledger_state(self, cluster_queue: str) -> tuple[tuple[int, int], ...]:
+        """What the queue's guaranteed balance reads of the Workloads: per flavor of the queue,
+        its guaranteed chips in use and pending (``guaranteed_balance``)."""
         queue = self.source.cluster_queues.get(cluster_queue)
         holding, pending = self.ledger.holding, self.pending(cluster_queue)
         flavors = queue.flavors if queue is not None else ()
-        chips = tuple((holding.get((cluster_queue, name), 0), pending.get(name, 0)) for name, _ in flavors)
-        return answers, (tuple(podsets), chips)
+        return tuple((holding.get((cluster_queue, name), 0), pending.get(name, 0)) for name, _ in flavors)
 
     # ------------------------------------------------ answers (``ClusterState``'s quota part)
 

@@ -449,10 +449,12 @@ def recall_key(workload: Workload, ctx: RuleContext) -> Hashable | None:
     """Everything the cluster family's rules (these and ``webhook.rules.services``') read of
     the job and of the request, as one hashable value.
 
-    Against one state of the cluster, two jobs with equal keys get the same findings, so
-    the engine remembers them per state (``webhook.engine.recall``). The key holds each
-    field the checks read and nothing else (not the job's name, images or commands): jobs
-    made from one template share it. A check that reads a new field adds it here;
+    Against one state of the cluster's queues, flavors, namespaces and nodes, two jobs with
+    equal keys get the same findings, so the engine remembers them per state
+    (``webhook.engine.recall``). The key holds each field the checks read and nothing else
+    (not the job's name, images or commands): jobs made from one template share it. What
+    the checks read of the Workloads is in it too (``_ledger_key``), so a Workload event
+    need not drop the memo. A check that reads a new field or kind adds it here;
     ``tests/test_engine_recall.py`` varies each field and compares with a fresh decision.
     ``None`` when a part cannot be keyed exactly: a resource value that is neither a
     string nor an integer (``1``, ``1.0`` and ``true`` are equal keys but not equal
@@ -481,6 +483,7 @@ def recall_key(workload: Workload, ctx: RuleContext) -> Hashable | None:
         )
     labels, namespace_labels = ctx.effective_labels, ctx.namespace_labels
     return (
+        _ledger_key(workload, ctx),
         workload.kind,  # (the engine's plan, whose findings these are, is per kind too)
         workload.namespace,
         workload.replicas,  # a Deployment's (``webhook.rules.services``)
@@ -491,6 +494,17 @@ def recall_key(workload: Workload, ctx: RuleContext) -> Hashable | None:
         None if namespace_labels is None else tuple(sorted(namespace_labels.items())),
         tuple(podsets),
     )
+
+
+def _ledger_key(workload: Workload, ctx: RuleContext) -> Hashable:
+    """What ``guaranteed-balance-exceeded``, the one rule that counts Workloads, reads of them:
+    the balance of the job's queue, for a guaranteed job (``None`` for any other)."""
+    if ctx.effective_labels.get(ctx.priority_label) != ctx.policy.guaranteed_priority_class:
+        return None
+    target = _queue(workload, ctx)
+    if target is None or not target[2]:
+        return None
+    return target[0].ledger_state(target[2])
 
 
 def _containers_key(containers: Sequence[Container]) -> tuple[Hashable, ...] | None:
