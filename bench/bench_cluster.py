@@ -14,9 +14,10 @@ the test API server (tests/cluster_apiserver.py, real HTTP) and measures:
    ``/validate/production`` (admitted after every cluster-aware rule) against the full
    cache, compared with the same decision against the small RFC fixture cluster measured
    in the same run (goal ≤ 1.2×); once with the store's memos warm (steady state), once
-   right after a Workload event on the job's own ClusterQueue (what a busy cluster sees),
-   and once with every memo dropped before each decision (the first request after a
-   change to the queues);
+   right after a Workload event on the job's own ClusterQueue (what a busy cluster sees:
+   the recalled answer of a guaranteed job of that queue is keyed by its balance, which
+   the event moved), and once with every memo dropped before each decision (the first
+   request after a change to the queues);
 4. the worst shape for node fit: the same job plus a CPU head (no nodeSelector) whose
    CPU request no node holds, so every node is a candidate and none fits; memos cold;
 5. one watch event applied to the full cache (``store.apply``), median µs per event:
@@ -246,7 +247,9 @@ def latency(state: ClusterStore | None, obj: dict[str, Any], runs: int, before: 
 
 def drop_memos(state: ClusterStore) -> Callable[[], None]:
     def drop() -> None:
-        state.queue_generation += 1  # drops every memo, as any change to the queues does
+        # drops every memo, as any change to the queues does: the quota answers and the recalled ones
+        state.queue_generation += 1
+        state.revision += 1
 
     return drop
 

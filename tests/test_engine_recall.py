@@ -12,6 +12,7 @@ the store empties the memo (their probe decisions are remembered between events)
 from __future__ import annotations
 
 import copy
+import itertools
 from collections.abc import Callable
 from typing import Any
 
@@ -211,6 +212,20 @@ def test_a_workload_event_changes_the_guaranteed_answers_of_its_queue_only() -> 
         target.apply(k.WORKLOADS, "DELETED", holder("holds-the-rest", "team-a-queue", 64))
     assert answer(decide(jobs[0], job_facts, POLICY, store)) == answer(before[0])
     assert len(memo) == len(held) + 1
+
+
+def test_an_answer_worked_out_while_the_workloads_changed_is_handed_on_but_not_kept(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A watch thread may apply a Workload event while a request runs the cluster rules: that
+    answer may have read two states of the Workloads, so it answers the request and is forgotten."""
+    store, forgetful = stores()
+    memo = store.recall()
+    assert memo is not None and not memo
+    monkeypatch.setattr(store, "ledger_changes", itertools.count().__next__)  # an event between any two looks
+    for obj in (guaranteed().obj(), guaranteed().replicas(2).obj()):
+        assert answer(decide(obj, facts(), POLICY, store)) == answer(decide(obj, facts(), POLICY, forgetful))
+    assert store.recall() is memo and not memo
 
 
 def test_a_status_write_that_changes_nothing_kept_keeps_the_memo() -> None:

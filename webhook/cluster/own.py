@@ -196,6 +196,9 @@ class WithoutWorkloads:
     def ledger_state(self, cluster_queue: str) -> Hashable:
         return self.store.ledger_state(cluster_queue), self.keys
 
+    def ledger_changes(self) -> int:
+        return self.store.ledger_changes()
+
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.store.namespace_labels(namespace)
 

@@ -70,6 +70,10 @@ class ClusterState(Protocol):
         """All the queue's guaranteed balance reads of the Workloads, as one value: equal values,
         equal balances (with the queues unchanged)."""
 
+    def ledger_changes(self) -> int:
+        """A count every applied change to the Workloads held moves: an answer worked out while
+        it moved may mix two states of them, and is not remembered."""
+
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         """The queue's guaranteed balance of TPU chips on ``flavor``."""
 

@@ -93,7 +93,11 @@ class ClusterStore:
         self._memo_generation: tuple[int, int, bool] = (-1, -1, False)
         #: bumped by every write that changes what the store holds of a kind but the Workloads
         self.revision = 0
+        #: bumped by every write that changes what the store holds of the Workloads, once applied
+        self.workload_changes = 0
         self._recall: dict[Any, Any] = {}
+        #: the store's own answers of the same lifetime (``_kept``)
+        self._recall_kept: dict[Any, Any] = {}
         self._recall_stamp: tuple[int, int] = (-1, -1)
         self.quota = QuotaModel(self, self.tpu, policy.guaranteed_priority_class, self._memoized, self._remember)
 
@@ -242,6 +246,7 @@ class ClusterStore:
         self.quota.count_workload(key[0], held, -1)
         self.workloads[key] = entry
         self.quota.count_workload(key[0], entry, +1)
+        self.workload_changes += 1
 
     def _remove(self, kind: k.Kind, key: Key) -> None:
         self.keys[kind.name].discard(key)
@@ -271,7 +276,9 @@ class ClusterStore:
         self._bump(kind)
 
     def _bump(self, kind: k.Kind) -> None:
-        if kind is not k.WORKLOADS:  # what they decide is keyed by ``ledger_state``, not dropped
+        if kind is k.WORKLOADS:  # what they decide is keyed by ``ledger_state``, not dropped
+            self.workload_changes += 1
+        else:
             self.revision += 1
         if kind is k.NODES:
             self.node_generation += 1
@@ -297,9 +304,13 @@ class ClusterStore:
             return None
         stamp = (self.revision, availability)
         if stamp != self._recall_stamp or len(self._recall) > _MEMO_LIMIT:
-            self._recall = {}
+            self._recall, self._recall_kept = {}, {}
             self._recall_stamp = stamp
         return self._recall
+
+    def _kept(self) -> dict[Any, Any] | None:
+        """Where the store keeps answers every request asks for, as long as ``recall`` keeps its own."""
+        return self._recall_kept if self.recall() is not None else None
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
         """Per kind, for /metrics: usable now, seconds since last known current, since last event."""
@@ -325,12 +336,12 @@ class ClusterStore:
         return self.namespaces.get(namespace)
 
     def static_topologies(self) -> frozenset[str]:
-        recall = self.recall()  # every request asks (``RuleContext``): kept until the next change
-        if recall is not None:
-            held = recall.get(_STATIC_TOPOLOGIES)
+        kept = self._kept()  # every request asks (``RuleContext``): kept until the next change
+        if kept is not None:
+            held = kept.get(_STATIC_TOPOLOGIES)
             if held is None:
                 with self.lock:
-                    held = recall[_STATIC_TOPOLOGIES] = self.node_index.topologies()
+                    held = kept[_STATIC_TOPOLOGIES] = self.node_index.topologies()
             return held
         if self.availability.reason(k.NODES.name) is not None:
             return frozenset()
@@ -363,8 +374,21 @@ class ClusterStore:
         return self.quota.in_use(cluster_queue, flavor)
 
     def ledger_state(self, cluster_queue: str) -> Hashable:
+        # Every guaranteed job asks (a key of its remembered answer): kept with the count of
+        # Workload changes it was read at, good while the count stays.
+        kept, changes = self._kept(), self.workload_changes
+        key = ("ledger state", cluster_queue)
+        held = kept.get(key) if kept is not None else None
+        if held is not None and held[0] == changes:
+            return held[1]  # type: ignore[no-any-return]
         with self.lock:
-            return self.quota.ledger_state(cluster_queue)
+            state = self.quota.ledger_state(cluster_queue)
+        if kept is not None and changes == self.workload_changes:  # no event was half applied meanwhile
+            kept[key] = (changes, state)
+        return state
+
+    def ledger_changes(self) -> int:
+        return self.workload_changes
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         """The guaranteed balance of the queue's TPU quota on ``flavor`` (see ``webhook.quota.ledger``)."""

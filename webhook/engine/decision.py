@@ -238,7 +238,8 @@ def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, c
         if memo is None:
             _steps(parts.clustered, workload, ctx, decision, unread)
         else:  # jobs of one shape, one state of the cluster: one answer (``webhook.engine.recall``)
-            results = recalled(memo, parts.clustered, workload, ctx)
+            assert cluster is not None  # a memo comes from it
+            results = recalled(memo, parts.clustered, workload, ctx, cluster.ledger_changes)
             if results:
                 replay(results, decision.findings.append, partial(_skip, decision))
     _steps(parts.after, workload, ctx, decision, unread)

@@ -43,17 +43,25 @@ def outcomes(steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
     return tuple(out)
 
 
-def recalled(memo: MutableMapping[Any, Any], steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
+def recalled(
+    memo: MutableMapping[Any, Any], steps: Steps, workload: Any, ctx: RuleContext, changes: Callable[[], int]
+) -> Outcomes:
     """The steps' outcomes for ``workload``: remembered in ``memo`` when a job of its shape came
-    since the last change, else worked out and remembered."""
+    since the last change, else worked out and remembered. ``changes``: the cluster's count of
+    Workload changes (``ClusterState.ledger_changes``); an answer worked out while a watch
+    thread moved it may have read two states of them, so it is handed on but not kept."""
+    before = changes()
     shape = recall_key(workload, ctx)
     if shape is None:
         return outcomes(steps, workload, ctx)
     key: Hashable = (id(steps), shape)  # the value holds the steps, so their id is never reused meanwhile
     held = memo.get(key)
-    if held is None or held[0] is not steps:
-        held = memo[key] = (steps, outcomes(steps, workload, ctx))
-    result: Outcomes = held[1]
+    if held is not None and held[0] is steps:
+        result: Outcomes = held[1]
+        return result
+    result = outcomes(steps, workload, ctx)
+    if changes() == before:
+        memo[key] = (steps, result)
     return result
 
 
