@@ -6,7 +6,8 @@ would hand one job another's answer, so every variant below changes one thing th
 cluster rules read, and each is decided right after every other (the memo holding the
 other's answer) and compared with a decision against a store that remembers nothing.
 The random event sequences of ``tests/test_cluster_store.py`` check that every change to
-the store empties the memo (their probe decisions are remembered between events).
+the store reaches the answers remembered before it (their probe decisions are remembered
+between events and compared with a store built from scratch).
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from admin_fixtures import CASES as ADMIN_CASES
 from admin_fixtures import AdminCase, dynamic_nodes, label, rfc_objects
 from builders import job, jobset
 from cluster_apiserver import FakeApiServer, free_port, wait_until, write_kubeconfig
-from cluster_fixtures import ALL, FAST, load
+from cluster_fixtures import ALL, FAST, OBJECTS, load
 from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
 from cluster_job_cases import ClusterCase
@@ -335,6 +335,44 @@ def test_a_watch_event_changes_the_answer(tmp_path: Path, tls: TlsSettings, clie
         answer = kueue_post(client, server, kueue_review(guaranteed))
         assert answer["allowed"] is False
         assert answer["status"]["message"].startswith("[wpc-default-missing]")
+    finally:
+        if server is not None:
+            server.stop()
+        cache.stop()
+        api.stop()
+
+
+def test_a_remembered_job_answer_follows_the_watch(tmp_path: Path, tls: TlsSettings, client: httpx.Client) -> None:
+    """The same JobSet again and again (its cluster answer remembered): a LocalQueue that
+    arrives admits it, a guaranteed Workload that takes its queue's chips refuses it again
+    for its balance, and the Workload's delete admits it once more."""
+    api = load(FakeApiServer()).start()
+    cache = start_watch_cache(str(write_kubeconfig(tmp_path / "config", api.port)), POLICY, FAST)
+    server = None
+    try:
+        wait_until(lambda: not cache.unavailable(ALL), what="initial sync")
+        server = serve(cache, tls)
+        obj = jobset().queue("team-z-queue").priority("guaranteed").replicas(1).obj()
+
+        def rules() -> list[str]:
+            answer = post(client, server, obj, "/validate/production")
+            lines = answer.get("status", {}).get("message", "").splitlines()
+            return [line.split("]")[0].strip("[") for line in lines if line]
+
+        assert rules() == rules() == ["local-queue-not-found"]
+        queue = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "LocalQueue"}
+        queue |= {"metadata": {"name": "team-z-queue", "namespace": "kubemaker"}, "spec": {"clusterQueue": "team-a"}}
+        api.put(k.LOCAL_QUEUES, queue)
+        wait_until(lambda: rules() == [], what="the LocalQueue")
+
+        running = next(o for o in OBJECTS if o.get("kind") == "Workload" and "running" in o["metadata"]["name"])
+        workload = copy.deepcopy(running)
+        workload["metadata"]["name"] = "takes-the-rest"
+        workload["spec"]["podSets"][0]["count"] = 64
+        api.put(k.WORKLOADS, workload)
+        wait_until(lambda: rules() == ["guaranteed-balance-exceeded"], what="the Workload")
+        api.delete(k.WORKLOADS, "takes-the-rest", "kubemaker")
+        wait_until(lambda: rules() == [], what="its delete")
     finally:
         if server is not None:
             server.stop()
