@@ -242,7 +242,8 @@ def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, c
             results = recalled(memo, parts.clustered, workload, ctx, cluster.ledger_changes)
             if results:
                 replay(results, decision.findings.append, partial(_skip, decision))
-    _steps(parts.after, workload, ctx, decision, unread)
+    if parts.after:
+        _steps(parts.after, workload, ctx, decision, unread)
 
 
 def decide(
