@@ -26,6 +26,8 @@ from webhook.cluster.statefiles import state_from_objects
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.rules.catalog import RULES
+from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
 
 TPU = "google.com/tpu"
 TOPOLOGY = "cloud.google.com/gke-tpu-topology"
@@ -259,3 +261,11 @@ def test_the_admin_guard_kinds_do_not_stop_remembering() -> None:
     store, _ = stores()
     assert any(store.availability.reason(kind.name) is not None for kind in k.ADMIN_KINDS)
     assert store.recall() is not None
+
+
+def test_the_catalog_keeps_the_cluster_family_together() -> None:
+    """The engine recalls the cluster family's findings as one run of its plan."""
+    families = [rule.family for rule in RULES]
+    first, last = families.index(CLUSTER_FAMILY), len(families) - families[::-1].index(CLUSTER_FAMILY)
+    assert set(families[first:last]) == {CLUSTER_FAMILY}
+    assert {rule.id for rule in RULES[first:last]} >= {"guaranteed-balance-exceeded", "replicas-beyond-nominal"}

@@ -53,7 +53,7 @@ _CHUNK = 1000
 _MEMO_LIMIT = 4096
 #: the kinds the job rules read (the admin guard's are not among them)
 _JOB_KINDS = tuple(kind.name for kind in k.KINDS)
-#: the key of ``static_topologies`` in ``recall``
+#: the key of ``static_topologies`` among the answers the store keeps beside ``recall`` (``_kept``)
 _STATIC_TOPOLOGIES = ("static topologies",)
 
 

@@ -201,11 +201,11 @@ def _parts(plan: Plan) -> _Parts:
     if len(_PLAN_PARTS) > 64:  # as many as the plans kept
         _PLAN_PARTS.clear()
     required = frozenset().union(*(rule.requires for rule, _ in plan))
-    # The rules whose reads ``webhook.rules.cluster.recall_key`` names: the cluster family's.
+    # The rules whose reads ``webhook.rules.cluster.recall_key`` names: the cluster family's,
+    # together in the catalog (``tests/test_engine_recall.py``); apart, none are recalled.
     marks = [i for i, (rule, _) in enumerate(plan) if rule.family == CLUSTER_FAMILY]
-    if marks and marks != list(range(marks[0], marks[-1] + 1)):
-        raise AssertionError("the catalog keeps the cluster family's rules together")
-    first, end = (marks[0], marks[-1] + 1) if marks else (len(plan), len(plan))
+    together = bool(marks) and marks == list(range(marks[0], marks[-1] + 1))
+    first, end = (marks[0], marks[-1] + 1) if together else (len(plan), len(plan))
     parts = _Parts(required, plan[:first], plan[first:end], plan[end:])
     _PLAN_PARTS[id(plan)] = (plan, parts)
     return parts
