@@ -23,7 +23,7 @@ from cluster_fixtures import OBJECTS, POLICY
 
 from webhook.cluster import kinds as k
 from webhook.cluster.statefiles import state_from_objects
-from webhook.cluster.store import ClusterStore
+from webhook.cluster.store import ClusterStore, StoreRecall
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.rules.catalog import RULES
@@ -134,7 +134,7 @@ def answer(decision: Decision) -> tuple[Any, ...]:
 class Forgetful(ClusterStore):
     """A store that remembers no whole answer: every decision runs the cluster rules."""
 
-    def recall(self) -> dict[Any, Any] | None:
+    def recall(self) -> None:
         return None
 
 
@@ -158,9 +158,9 @@ def test_every_variant_after_every_other_answers_as_a_fresh_decision() -> None:
     assert len({repr(e) for e in expected}) >= 20  # the variants do lead to different answers
     for first, (name_a, request_a, a) in enumerate(VARIANTS):
         for second, (name_b, request_b, b) in enumerate(VARIANTS):
-            memo = store.recall()
-            assert memo is not None
-            memo.clear()
+            recall = store.recall()
+            assert recall is not None
+            recall.answers.clear()
             assert answer(decide(a, request_a, POLICY, store)) == expected[first]
             assert answer(decide(b, request_b, POLICY, store)) == expected[second], f"{name_b} after {name_a}"
 
@@ -169,15 +169,16 @@ def test_jobs_of_one_shape_share_one_answer() -> None:
     store, _ = stores()
     job_facts = facts()
     decide(guaranteed().queue("team-b-queue").obj(), job_facts, POLICY, store)
-    memo = store.recall()
-    assert memo is not None
+    recall = store.recall()
+    assert recall is not None
+    memo = recall.answers
     held = len(memo)
     first = decide(guaranteed().obj(), job_facts, POLICY, store)
     assert first.allowed and not first.findings
     assert len(memo) == held + 1  # one shape, one answer
     decide(guaranteed().name("another-job").obj(), job_facts, POLICY, store)  # the name is no part of the shape
     decide(guaranteed().request(TPU, 4.0).obj(), job_facts, POLICY, store)  # a float request is never remembered
-    assert store.recall() is memo and len(memo) == held + 1
+    assert store.recall() is recall and len(memo) == held + 1
 
 
 def holder(name: str, queue: str, pods: int) -> dict[str, Any]:
@@ -197,14 +198,15 @@ def test_a_workload_event_changes_the_guaranteed_answers_of_its_queue_only() -> 
     job_facts = facts()
     jobs = [guaranteed().obj(), guaranteed().priority("best-effort").obj(), guaranteed("team-b-queue").obj()]
     before = [decide(job, job_facts, POLICY, store) for job in jobs]
-    memo = store.recall()
-    assert memo is not None and all(d.allowed for d in before)
+    recall = store.recall()
+    assert recall is not None and all(d.allowed for d in before)
+    memo = recall.answers
     held = dict(memo)
 
     # Guaranteed Workloads take all of team-a's 4x4x4 chips: its guaranteed job is now beyond its balance.
     for target in (store, forgetful):
         target.apply(k.WORKLOADS, "ADDED", holder("holds-the-rest", "team-a-queue", 64))
-    assert store.recall() is memo and memo == held  # nothing dropped
+    assert store.recall() is recall and memo == held  # nothing dropped
     after = [decide(job, job_facts, POLICY, store) for job in jobs]
     assert [answer(d) for d in after] == [answer(decide(job, job_facts, POLICY, forgetful)) for job in jobs]
     assert [[f.rule for f in d.findings] for d in after] == [["guaranteed-balance-exceeded"], [], []]
@@ -223,24 +225,25 @@ def test_an_answer_worked_out_while_the_workloads_changed_is_handed_on_but_not_k
     """A watch thread may apply a Workload event while a request runs the cluster rules: that
     answer may have read two states of the Workloads, so it answers the request and is forgotten."""
     store, forgetful = stores()
-    memo = store.recall()
-    assert memo is not None and not memo
-    monkeypatch.setattr(store, "ledger_changes", itertools.count().__next__)  # an event between any two looks
+    recall = store.recall()
+    assert recall is not None and not recall.answers
+    counts = itertools.count()
+    monkeypatch.setattr(StoreRecall, "ledger_changes", lambda self: next(counts))  # an event between any two looks
     for obj in (guaranteed().obj(), guaranteed().replicas(2).obj()):
         assert answer(decide(obj, facts(), POLICY, store)) == answer(decide(obj, facts(), POLICY, forgetful))
-    assert store.recall() is memo and not memo
+    assert store.recall() is recall and not recall.answers
 
 
 def test_a_status_write_that_changes_nothing_kept_keeps_the_memo() -> None:
     store, _ = stores()
     decide(guaranteed().obj(), facts(), POLICY, store)
-    memo = store.recall()
-    assert memo is not None
-    held = dict(memo)
+    recall = store.recall()
+    assert recall is not None
+    held = dict(recall.answers)
     node = copy.deepcopy(next(o for o in OBJECTS if o.get("kind") == "Node"))
     node["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-12-01T00:00:00Z"}]
     store.apply(k.NODES, "MODIFIED", node)
-    assert store.recall() is memo and memo == held
+    assert store.recall() is recall and recall.answers == held
 
 
 @pytest.mark.parametrize("kind", ["Workloads", "Cohorts", "ClusterQueues"])

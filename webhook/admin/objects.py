@@ -20,14 +20,13 @@ from typing import Any, Final, Literal
 
 import yaml
 
+from webhook.cluster.kinds import KUEUE_GROUP, KUEUE_VERSION
 from webhook.kube.fieldpaths import FieldPath
 from webhook.kube.manifestyaml import ManifestLoader
 from webhook.kube.typos import did_you_mean
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
 
-KUEUE_GROUP: Final = "kueue.x-k8s.io"
-KUEUE_VERSION: Final = "v1beta2"
 CONFIG_GROUP: Final = "config.kueue.x-k8s.io"
 
 

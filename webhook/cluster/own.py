@@ -31,7 +31,7 @@ from __future__ import annotations
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Final
 
@@ -190,14 +190,8 @@ class WithoutWorkloads:
 
     # ---------------------------------------------------------------- the store's answers
 
-    def recall(self) -> dict[Any, Any] | None:
-        return None  # never the store's memo: these answers leave out one object's Workloads
-
-    def ledger_state(self, cluster_queue: str) -> Hashable:
-        return self.store.ledger_state(cluster_queue), self.keys
-
-    def ledger_changes(self) -> int:
-        return self.store.ledger_changes()
+    def recall(self) -> None:
+        return None  # never the store's: these answers leave out one object's Workloads
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         return self.store.namespace_labels(namespace)

@@ -22,6 +22,23 @@ from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound
 
 
+class Recall(Protocol):
+    """What the engine keeps the cluster rules' answers in (``webhook.engine.recall``), for one
+    state of everything but the Workloads; what the Workloads decide is part of a key."""
+
+    @property
+    def answers(self) -> dict[Any, Any]:
+        """The answers kept, by the caller's key."""
+
+    def ledger_state(self, cluster_queue: str) -> Hashable:
+        """All the queue's guaranteed balance reads of the Workloads, as one value: equal values,
+        equal balances."""
+
+    def ledger_changes(self) -> int:
+        """A count every applied change to the Workloads held moves: an answer worked out while
+        it moved may mix two states of them, and is not kept."""
+
+
 class ClusterState(Protocol):
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The namespace's labels; ``None`` when the namespace or its kind is not known."""
@@ -32,14 +49,13 @@ class ClusterState(Protocol):
     def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
         """Of ``kinds``, those that cannot be read now, each with the reason."""
 
-    def recall(self) -> dict[Any, Any] | None:
-        """A memo for answers that depend on the cluster only through what this state holds.
+    def recall(self) -> Recall | None:
+        """Where answers that depend on the cluster only through what this state holds are kept.
 
-        Emptied by every change to the objects held but the Workloads (a status write that
+        Renewed by every change to the objects held but the Workloads (a status write that
         changes nothing kept changes nothing) or to a kind's availability; ``None`` while some
         kind a job rule reads cannot be read, when an answer may change with the clock alone
-        (a watch going stale). So a memo means every such kind can be read now. What the
-        Workloads decide (a queue's guaranteed balance) is a caller's key: ``ledger_state``.
+        (a watch going stale). So a ``Recall`` means every such kind can be read now.
         """
 
     def local_queue(self, namespace: str, name: str) -> str | None:
@@ -65,14 +81,6 @@ class ClusterState(Protocol):
 
     def in_use(self, cluster_queue: str, flavor: str) -> int:
         """TPU chips of the queue's Workloads that hold quota on ``flavor`` now (every priority)."""
-
-    def ledger_state(self, cluster_queue: str) -> Hashable:
-        """All the queue's guaranteed balance reads of the Workloads, as one value: equal values,
-        equal balances (with the queues unchanged)."""
-
-    def ledger_changes(self) -> int:
-        """A count every applied change to the Workloads held moves: an answer worked out while
-        it moved may mix two states of them, and is not remembered."""
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         """The queue's guaranteed balance of TPU chips on ``flavor``."""

@@ -53,8 +53,6 @@ _CHUNK = 1000
 _MEMO_LIMIT = 4096
 #: the kinds the job rules read (the admin guard's are not among them)
 _JOB_KINDS = tuple(kind.name for kind in k.KINDS)
-#: the key of ``static_topologies`` among the answers the store keeps beside ``recall`` (``_kept``)
-_STATIC_TOPOLOGIES = ("static topologies",)
 
 
 def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
@@ -95,9 +93,7 @@ class ClusterStore:
         self.revision = 0
         #: bumped by every write that changes what the store holds of the Workloads, once applied
         self.workload_changes = 0
-        self._recall: dict[Any, Any] = {}
-        #: the store's own answers of the same lifetime (``_kept``)
-        self._recall_kept: dict[Any, Any] = {}
+        self._recall = StoreRecall(self)
         self._recall_stamp: tuple[int, int] = (-1, -1)
         self.quota = QuotaModel(self, self.tpu, policy.guaranteed_priority_class, self._memoized, self._remember)
 
@@ -126,8 +122,7 @@ class ClusterStore:
         key = object_key(kind, obj)
         with self.lock:
             if event == "DELETED":
-                self._remove(kind, key)
-                self.documents.remove(kind, key)
+                self._delete(kind, key)
             else:
                 self._put_version(kind, key, obj)
 
@@ -153,8 +148,7 @@ class ClusterStore:
                     time.sleep(0)  # let a waiting request thread take the lock (it is not fair)
             with self.lock:
                 for key in self.keys[kind.name] - seen:
-                    self._remove(kind, key)
-                    self.documents.remove(kind, key)
+                    self._delete(kind, key)
 
     def _unchanged(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> bool:
         """Whether an update leaves everything we keep of the object as it was.
@@ -184,16 +178,14 @@ class ClusterStore:
     def _put_version(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
         """``_put``, skipped for the very object already held (same resourceVersion)."""
         version = (obj.get("metadata") or {}).get("resourceVersion")
-        if not isinstance(version, str) or not version:
-            self.documents.put(kind, key, obj)
-            return self._put(kind, key, obj)
+        version = version if isinstance(version, str) else ""
         versions = self.object_versions[kind.name]
-        if versions.get(key) == version and key in self.keys[kind.name]:
-            return None
+        if version and versions.get(key) == version and key in self.keys[kind.name]:
+            return
         self.documents.put(kind, key, obj)
         self._put(kind, key, obj)
-        versions[key] = version
-        return None
+        if version:
+            versions[key] = version
 
     def _put(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
         if kind is k.WORKLOADS:
@@ -248,6 +240,12 @@ class ClusterStore:
         self.quota.count_workload(key[0], entry, +1)
         self.workload_changes += 1
 
+    def _delete(self, kind: k.Kind, key: Key) -> None:
+        """The object is gone: its indexes and its kept document (``_remove`` alone is also
+        the first half of replacing an object, whose new document is already kept)."""
+        self._remove(kind, key)
+        self.documents.remove(kind, key)
+
     def _remove(self, kind: k.Kind, key: Key) -> None:
         self.keys[kind.name].discard(key)
         self.object_versions[kind.name].pop(key, None)
@@ -295,22 +293,18 @@ class ClusterStore:
     def _remember(self, key: Any, value: Any) -> None:
         self._memo[key] = value
 
-    def recall(self) -> dict[Any, Any] | None:
-        """The memo of whole answers (``ClusterState.recall``): emptied by every change to what
-        the store holds of a kind but the Workloads or to a kind's availability, at most
-        ``_MEMO_LIMIT`` entries; ``None`` while a kind the job rules read cannot be read."""
+    def recall(self) -> StoreRecall | None:
+        """``ClusterState.recall``: a new one after every change to what the store holds of a
+        kind but the Workloads or to a kind's availability, or once it holds ``_MEMO_LIMIT``
+        answers; ``None`` while a kind the job rules read cannot be read."""
         availability = self.availability.stamp(_JOB_KINDS)
         if availability is None:
             return None
         stamp = (self.revision, availability)
-        if stamp != self._recall_stamp or len(self._recall) > _MEMO_LIMIT:
-            self._recall, self._recall_kept = {}, {}
+        if stamp != self._recall_stamp or len(self._recall.answers) > _MEMO_LIMIT:
+            self._recall = StoreRecall(self)
             self._recall_stamp = stamp
         return self._recall
-
-    def _kept(self) -> dict[Any, Any] | None:
-        """Where the store keeps answers every request asks for, as long as ``recall`` keeps its own."""
-        return self._recall_kept if self.recall() is not None else None
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
         """Per kind, for /metrics: usable now, seconds since last known current, since last event."""
@@ -336,13 +330,12 @@ class ClusterStore:
         return self.namespaces.get(namespace)
 
     def static_topologies(self) -> frozenset[str]:
-        kept = self._kept()  # every request asks (``RuleContext``): kept until the next change
-        if kept is not None:
-            held = kept.get(_STATIC_TOPOLOGIES)
-            if held is None:
+        recall = self.recall()  # every request asks (``RuleContext``): kept until the next change
+        if recall is not None:
+            if recall.static_topologies is None:
                 with self.lock:
-                    held = kept[_STATIC_TOPOLOGIES] = self.node_index.topologies()
-            return held
+                    recall.static_topologies = self.node_index.topologies()
+            return recall.static_topologies
         if self.availability.reason(k.NODES.name) is not None:
             return frozenset()
         with self.lock:
@@ -372,23 +365,6 @@ class ClusterStore:
 
     def in_use(self, cluster_queue: str, flavor: str) -> int:
         return self.quota.in_use(cluster_queue, flavor)
-
-    def ledger_state(self, cluster_queue: str) -> Hashable:
-        # Every guaranteed job asks (a key of its remembered answer): kept with the count of
-        # Workload changes it was read at, good while the count stays.
-        kept, changes = self._kept(), self.workload_changes
-        key = ("ledger state", cluster_queue)
-        held = kept.get(key) if kept is not None else None
-        if held is not None and held[0] == changes:
-            return held[1]  # type: ignore[no-any-return]
-        with self.lock:
-            state = self.quota.ledger_state(cluster_queue)
-        if kept is not None and changes == self.workload_changes:  # no event was half applied meanwhile
-            kept[key] = (changes, state)
-        return state
-
-    def ledger_changes(self) -> int:
-        return self.workload_changes
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         """The guaranteed balance of the queue's TPU quota on ``flavor`` (see ``webhook.quota.ledger``)."""
@@ -430,3 +406,33 @@ class ClusterStore:
 
 
 _MISSING = object()
+
+
+class StoreRecall:
+    """The store's ``Recall``: the engine's answers and two the store keeps for it, all for one
+    state of the store but its Workloads (``ClusterStore.recall`` makes a new one after a change)."""
+
+    __slots__ = ("_ledger", "answers", "static_topologies", "store")
+
+    def __init__(self, store: ClusterStore) -> None:
+        self.store = store
+        self.answers: dict[Any, Any] = {}
+        #: ``ClusterStore.static_topologies``, once asked
+        self.static_topologies: frozenset[str] | None = None
+        #: per ClusterQueue, its ``ledger_state`` and the count of Workload changes it was read at
+        self._ledger: dict[str, tuple[int, Hashable]] = {}
+
+    def ledger_state(self, cluster_queue: str) -> Hashable:
+        # Every guaranteed job asks (its answer's key): kept while the count stays.
+        store, changes = self.store, self.store.workload_changes
+        held = self._ledger.get(cluster_queue)
+        if held is not None and held[0] == changes:
+            return held[1]
+        with store.lock:
+            state = store.quota.ledger_state(cluster_queue)
+        if changes == store.workload_changes:  # no event was half applied meanwhile
+            self._ledger[cluster_queue] = (changes, state)
+        return state
+
+    def ledger_changes(self) -> int:
+        return self.store.workload_changes

@@ -229,17 +229,16 @@ def _steps(steps: Plan, workload: Workload, ctx: RuleContext, decision: Decision
 def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
     parts = _parts(plan)
     # Which kinds cannot be read is asked once, for every rule of the request: one answer for
-    # the whole decision, and mostly none (every rule reads a kind that is known). A memo
-    # to recall answers from says so already.
-    memo = cluster.recall() if cluster is not None and parts.clustered else None
-    unread = cluster.unavailable(parts.required) if cluster is not None and memo is None else {}
+    # the whole decision, and mostly none (every rule reads a kind that is known). A
+    # ``Recall`` says so already.
+    recall = cluster.recall() if cluster is not None and parts.clustered else None
+    unread = cluster.unavailable(parts.required) if cluster is not None and recall is None else {}
     _steps(parts.before, workload, ctx, decision, unread)
     if parts.clustered:
-        if memo is None:
+        if recall is None:
             _steps(parts.clustered, workload, ctx, decision, unread)
         else:  # jobs of one shape, one state of the cluster: one answer (``webhook.engine.recall``)
-            assert cluster is not None  # a memo comes from it
-            results = recalled(memo, parts.clustered, workload, ctx, cluster.ledger_changes)
+            results = recalled(recall, parts.clustered, workload, ctx)
             if results:
                 replay(results, decision.findings.append, partial(_skip, decision))
     if parts.after:

@@ -16,11 +16,12 @@ request that reads it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, MutableMapping
+from collections.abc import Callable, Hashable
 from typing import Any
 
 import msgspec
 
+from webhook.cluster.state import Recall
 from webhook.policy.findings import Action, Finding
 from webhook.rules import Rule, RuleContext
 from webhook.rules.cluster import recall_key
@@ -43,25 +44,24 @@ def outcomes(steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
     return tuple(out)
 
 
-def recalled(
-    memo: MutableMapping[Any, Any], steps: Steps, workload: Any, ctx: RuleContext, changes: Callable[[], int]
-) -> Outcomes:
-    """The steps' outcomes for ``workload``: remembered in ``memo`` when a job of its shape came
-    since the last change, else worked out and remembered. ``changes``: the cluster's count of
-    Workload changes (``ClusterState.ledger_changes``); an answer worked out while a watch
-    thread moved it may have read two states of them, so it is handed on but not kept."""
-    before = changes()
-    shape = recall_key(workload, ctx)
+def recalled(recall: Recall, steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
+    """The steps' outcomes for ``workload``: kept in ``recall`` when a job of its shape came
+    since the last change, else worked out and kept. An answer worked out while a watch
+    thread applied a Workload event (``Recall.ledger_changes`` moved) may have read two
+    states of them, so it is handed on but not kept."""
+    before = recall.ledger_changes()
+    shape = recall_key(workload, ctx, recall.ledger_state)
     if shape is None:
         return outcomes(steps, workload, ctx)
     key: Hashable = (id(steps), shape)  # the value holds the steps, so their id is never reused meanwhile
-    held = memo.get(key)
+    answers = recall.answers
+    held = answers.get(key)
     if held is not None and held[0] is steps:
         result: Outcomes = held[1]
         return result
     result = outcomes(steps, workload, ctx)
-    if changes() == before:
-        memo[key] = (steps, result)
+    if recall.ledger_changes() == before:
+        answers[key] = (steps, result)
     return result
 
 

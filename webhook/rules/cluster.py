@@ -12,7 +12,7 @@ The rules do no arithmetic: pods, chips, sums and comparisons are the quota pack
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from typing import Final
 
 from webhook.cluster.state import ClusterState
@@ -445,7 +445,7 @@ INSUFFICIENT_NODE_POOLS: Final = Rule(
 )
 
 
-def recall_key(workload: Workload, ctx: RuleContext) -> Hashable | None:
+def recall_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str], Hashable]) -> Hashable | None:
     """Everything the cluster family's rules (these and ``webhook.rules.services``') read of
     the job and of the request, as one hashable value.
 
@@ -453,9 +453,10 @@ def recall_key(workload: Workload, ctx: RuleContext) -> Hashable | None:
     equal keys get the same findings, so the engine remembers them per state
     (``webhook.engine.recall``). The key holds each field the checks read and nothing else
     (not the job's name, images or commands): jobs made from one template share it. What
-    the checks read of the Workloads is in it too (``_ledger_key``), so a Workload event
-    need not drop the memo. A check that reads a new field or kind adds it here;
-    ``tests/test_engine_recall.py`` varies each field and compares with a fresh decision.
+    the checks read of the Workloads is in it too (``_ledger_key``, through the ``Recall``'s
+    ``ledger_state``), so a Workload event need not drop the answers. A check that reads a
+    new field or kind adds it here; ``tests/test_engine_recall.py`` varies each field and
+    compares with a fresh decision.
     ``None`` when a part cannot be keyed exactly: a resource value that is neither a
     string nor an integer (``1``, ``1.0`` and ``true`` are equal keys but not equal
     quantities), a pod spec that is not JSON text.
@@ -483,7 +484,7 @@ def recall_key(workload: Workload, ctx: RuleContext) -> Hashable | None:
         )
     labels, namespace_labels = ctx.effective_labels, ctx.namespace_labels
     return (
-        _ledger_key(workload, ctx),
+        _ledger_key(workload, ctx, ledger_state),
         workload.kind,  # (the engine's plan, whose findings these are, is per kind too)
         workload.namespace,
         workload.replicas,  # a Deployment's (``webhook.rules.services``)
@@ -496,7 +497,7 @@ def recall_key(workload: Workload, ctx: RuleContext) -> Hashable | None:
     )
 
 
-def _ledger_key(workload: Workload, ctx: RuleContext) -> Hashable:
+def _ledger_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str], Hashable]) -> Hashable:
     """What ``guaranteed-balance-exceeded``, the one rule that counts Workloads, reads of them:
     the balance of the job's queue, for a guaranteed job (``None`` for any other)."""
     if ctx.effective_labels.get(ctx.priority_label) != ctx.policy.guaranteed_priority_class:
@@ -504,7 +505,7 @@ def _ledger_key(workload: Workload, ctx: RuleContext) -> Hashable:
     target = _queue(workload, ctx)
     if target is None or not target[2]:
         return None
-    return target[0].ledger_state(target[2])
+    return ledger_state(target[2])
 
 
 def _containers_key(containers: Sequence[Container]) -> tuple[Hashable, ...] | None:
