@@ -186,10 +186,13 @@ def webhook_server(cert_dir: Path, workdir: Path, *, extra: Sequence[str] = (), 
     return Server(name, argv, port, cert_dir / "ca.crt", workdir / f"{name}.log")
 
 
-def floor_server(cert_dir: Path, workdir: Path) -> Server:
+def floor_server(cert_dir: Path, workdir: Path, *, thin: bool = False) -> Server:
+    """``bench/floor.py``: the no-op Starlette endpoint (the goals' yardstick), or with ``thin``
+    the plain ASGI endpoint dispatched before Starlette's router."""
     port = free_port()
     argv = [PYTHON, str(BENCH / "floor.py"), "--port", str(port), "--cert-dir", str(cert_dir)]
-    return Server("floor", argv, port, cert_dir / "ca.crt", workdir / "floor.log")
+    name = "thin-floor" if thin else "floor"
+    return Server(name, argv if thin else [*argv, "--starlette"], port, cert_dir / "ca.crt", workdir / f"{name}.log")
 
 
 def client_context(ca: Path | Sequence[Path]) -> ssl.SSLContext:

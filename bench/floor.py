@@ -1,11 +1,18 @@
-"""The floor: the thinnest Starlette + uvicorn admission endpoint.
+"""The floors: a no-op Starlette endpoint, and the thinnest admission endpoint.
 
-It reads the body, parses the AdmissionReview with ``json.loads`` and answers allowed,
+Each reads the body, parses the AdmissionReview with ``json.loads`` and answers allowed,
 echoing the uid. Same TLS certificate, same uvicorn settings as the webhook (our own
 ``SSLContext``, no access log, no lifespan, no server header), so the difference between
-the two is exactly what the webhook does per request.
+a floor and the webhook is what the webhook does per request.
 
-    python bench/floor.py --port 9443 --cert-dir certs [--guarded]
+    python bench/floor.py --port 9443 --cert-dir certs [--starlette] [--guarded]
+
+Without ``--starlette`` (the *thin* floor) a POST to an admission path is a plain ASGI
+callable dispatched before Starlette's router, the shape of the webhook's own endpoints:
+the least any admission server on this stack can do. ``--starlette`` serves the paths as
+a Starlette application is usually written, the speed goals' yardstick: a ``Route`` per
+path, an endpoint that takes a ``Request``, ``await request.json()`` and answers with a
+``JSONResponse``, behind Starlette's default middleware.
 
 ``--guarded`` wraps uvicorn's protocol in the webhook's connection guard (deadlines,
 header and connection caps, ``webhook.serving.runner._guarded``) with its default settings, so
@@ -22,7 +29,7 @@ from pathlib import Path
 import uvicorn
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
@@ -64,6 +71,22 @@ router = Starlette(
 admit = Admit()
 
 
+async def admit_request(request: Request) -> Response:
+    """The no-op endpoint as a Starlette application writes it."""
+    review = await request.json()
+    answer = {"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}
+    return JSONResponse({**answer, "response": {"uid": review["request"]["uid"], "allowed": True}})
+
+
+starlette_app = Starlette(
+    routes=[
+        Route("/mutate", admit_request, methods=["POST"]),
+        Route("/validate", admit_request, methods=["POST"]),
+        Route("/readyz", ok, methods=["GET"]),
+    ]
+)
+
+
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
     """The webhook's shape: POST to an admission path skips Starlette's router."""
     if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in ("/mutate", "/validate"):
@@ -75,13 +98,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert-dir", type=Path, required=True)
+    parser.add_argument("--starlette", action="store_true", help="routed, Request in, JSONResponse out")
     parser.add_argument("--guarded", action="store_true", help="wrap the protocol in the webhook's connection guard")
     args = parser.parse_args()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
     context.load_cert_chain(args.cert_dir / "tls.crt", args.cert_dir / "tls.key")
     config = uvicorn.Config(
-        app,
+        starlette_app if args.starlette else app,
         host="127.0.0.1",
         port=args.port,
         ssl_certfile=str(args.cert_dir / "tls.crt"),

@@ -6,8 +6,9 @@
 Starts the test API server (tests/cluster_apiserver.py, real HTTP) twice in this process,
 one holding the fixture cluster (tests/fixtures/cluster) and one the big cluster of
 bench/bench_cluster.py (``--workloads`` Workloads, ``--queues`` ClusterQueues, ``--nodes``
-Nodes), and beside them three servers: the floor (bench/floor.py), and the webhook as
-``serve --kubeconfig`` against each API server. Once each cache has synced (the answer
+Nodes), and beside them the floors (bench/floor.py: the no-op Starlette endpoint the goals
+are judged against, and the thin one beside it) and the webhook as ``serve --kubeconfig``
+against each API server. Once each cache has synced (the answer
 carries no "skipped" warning), ``wrk`` loads every server in turn, rows interleaved
 round by round, with a guaranteed one-slice RFC-0033 4.6 JobSet on
 ``/validate/production``: it is admitted after every cluster rule, so the answer is the
@@ -15,7 +16,8 @@ bare ``"allowed":true`` (any warning makes the row count a failure). A fourth ro
 webhook without a cluster (structural rules only), for reference.
 
 Prints one markdown table: req/s, p50, p99 and server CPU per request per row, and the
-throughput and p99 ratios to the floor, paired per round, median over rounds.
+throughput and p99 ratios to the floor (and throughput to the thin floor), paired per
+round, median over rounds.
 """
 
 from __future__ import annotations
@@ -122,7 +124,7 @@ def wait_synced(server: Server, body: bytes, timeout: float) -> float:
 
 def load(server: Server, file: Path, seconds: float, connections: int) -> LoadResult:
     """One wrk run; the floor answers allowed without judging anything, so only that is expected of it."""
-    floor = server.name == "floor"
+    floor = server.name in ("floor", "thin-floor")
     expect, path = ('"allowed":true', FLOOR_PATH) if floor else (EXPECT, PATH)
     before = cpu_seconds(server.pid)
     result = run_wrk(server.url + path, file, expect, seconds=seconds, connections=connections)
@@ -130,10 +132,11 @@ def load(server: Server, file: Path, seconds: float, connections: int) -> LoadRe
     return result
 
 
-def table(rows: Iterable[str], results: dict[str, list[LoadResult]], base: str) -> list[str]:
+def table(rows: Iterable[str], results: dict[str, list[LoadResult]], base: str, thin: str) -> list[str]:
     lines = [
-        "| server | req/s | p50 ms | p99 ms | server CPU µs/req | req/s ÷ floor | p99 ÷ floor | failures |",
-        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
+        "| server | req/s | p50 ms | p99 ms | server CPU µs/req | req/s ÷ floor | p99 ÷ floor | req/s ÷ thin floor "
+        "| failures |",
+        "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for label in rows:
         runs, floor = results[label], results[base]
@@ -143,10 +146,11 @@ def table(rows: Iterable[str], results: dict[str, list[LoadResult]], base: str) 
 
         rps = statistics.median(a.rps / b.rps for a, b in zip(runs, floor, strict=True))
         p99 = statistics.median(a.p99_ms / b.p99_ms for a, b in zip(runs, floor, strict=True))
+        to_thin = statistics.median(a.rps / b.rps for a, b in zip(runs, results[thin], strict=True))
         failures = sum(r.failures for r in runs)
         lines.append(
             f"| {label} | {med('rps'):.0f} | {med('p50_ms'):.2f} | {med('p99_ms'):.2f} | {med('server_cpu_us'):.0f} "
-            f"| {rps:.2f} | {p99:.2f} | {failures} |"
+            f"| {rps:.2f} | {p99:.2f} | {to_thin:.2f} | {failures} |"
         )
     return lines
 
@@ -180,6 +184,7 @@ def main() -> int:
         certs = work / "certs"
         make_certs(certs)
         servers["floor"] = floor_server(certs, work)
+        servers["thin floor"] = floor_server(certs, work, thin=True)
         servers["webhook, no cluster"] = webhook_server(certs, work, name="webhook-structural")
         for name, api in apis.items():
             api.start()
@@ -214,10 +219,11 @@ def main() -> int:
     print(
         f"wrk, {args.connections} keep-alive connections, {args.rounds} rounds × {args.seconds:g} s per row, rows "
         f"interleaved; guaranteed one-slice RFC-0033 4.6 JobSet on {PATH} (admitted after every cluster rule); "
-        f"ratios paired per round, medians. Goals: req/s ≥ {THROUGHPUT_GOAL}× and p99 ≤ {P99_GOAL}× the floor."
+        f"ratios paired per round, medians. Goals: req/s ≥ {THROUGHPUT_GOAL}× and p99 ≤ {P99_GOAL}× the floor "
+        "(the no-op Starlette endpoint)."
     )
     print()
-    for line in table(servers, results, "floor"):
+    for line in table(servers, results, "floor", "thin floor"):
         print(line)
     print()
     print("RSS after the load: " + ", ".join(f"{label} {kib / 1024:.0f} MiB" for label, kib in rss.items()))
