@@ -272,3 +272,32 @@ def test_the_catalog_keeps_the_cluster_family_together() -> None:
     first, last = families.index(CLUSTER_FAMILY), len(families) - families[::-1].index(CLUSTER_FAMILY)
     assert set(families[first:last]) == {CLUSTER_FAMILY}
     assert {rule.id for rule in RULES[first:last]} >= {"guaranteed-balance-exceeded", "replicas-beyond-nominal"}
+
+
+class Counting(ClusterStore):
+    """The fixture store, counting how often it is asked for its Recall."""
+
+    asked = 0
+
+    def recall(self) -> StoreRecall | None:
+        self.asked += 1
+        return super().recall()
+
+
+def test_a_request_asks_for_the_recall_once_and_reads_the_pool_topologies_from_it() -> None:
+    """One Recall per request: the rules' answers and the static topologies the node pools
+    advertise come from one state of the store."""
+    store, forgetful = stores()
+    counting = Counting(POLICY)
+    for kind in k.KINDS:
+        counting.replace(kind, [obj for obj in OBJECTS if obj.get("kind") == kind.kind])
+        counting.availability.mark_synced(kind.name)
+    for _, request, obj in VARIANTS:
+        counting.asked = 0
+        assert answer(decide(obj, request, POLICY, counting)) == answer(decide(obj, request, POLICY, forgetful))
+        assert counting.asked == 1
+    recall = store.recall()
+    assert recall is not None
+    known = POLICY.static_topology_set
+    assert recall.static_topologies(known) == known | forgetful.static_topologies() == known | {"4x4x8", "4x8x8"}
+    assert recall.static_topologies(frozenset()) == store.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}

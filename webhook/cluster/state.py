@@ -38,6 +38,10 @@ class Recall(Protocol):
         """A count every applied change to the Workloads held moves: an answer worked out while
         it moved may mix two states of them, and is not kept."""
 
+    def static_topologies(self, known: frozenset[str]) -> frozenset[str]:
+        """``known`` and the static pool topologies the node labels advertise
+        (``ClusterState.static_topologies``), worked out once per ``known``."""
+
 
 class ClusterState(Protocol):
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:

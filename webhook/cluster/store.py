@@ -330,12 +330,9 @@ class ClusterStore:
         return self.namespaces.get(namespace)
 
     def static_topologies(self) -> frozenset[str]:
-        recall = self.recall()  # every request asks (``RuleContext``): kept until the next change
+        recall = self.recall()
         if recall is not None:
-            if recall.static_topologies is None:
-                with self.lock:
-                    recall.static_topologies = self.node_index.topologies()
-            return recall.static_topologies
+            return recall.static_topologies(frozenset())
         if self.availability.reason(k.NODES.name) is not None:
             return frozenset()
         with self.lock:
@@ -412,15 +409,23 @@ class StoreRecall:
     """The store's ``Recall``: the engine's answers and two the store keeps for it, all for one
     state of the store but its Workloads (``ClusterStore.recall`` makes a new one after a change)."""
 
-    __slots__ = ("_ledger", "answers", "static_topologies", "store")
+    __slots__ = ("_ledger", "_topologies", "answers", "store")
 
     def __init__(self, store: ClusterStore) -> None:
         self.store = store
         self.answers: dict[Any, Any] = {}
-        #: ``ClusterStore.static_topologies``, once asked
-        self.static_topologies: frozenset[str] | None = None
+        #: ``static_topologies`` per set of known ones (a server asks with its policy's only)
+        self._topologies: dict[frozenset[str], frozenset[str]] = {}
         #: per ClusterQueue, its ``ledger_state`` and the count of Workload changes it was read at
         self._ledger: dict[str, tuple[int, Hashable]] = {}
+
+    def static_topologies(self, known: frozenset[str]) -> frozenset[str]:
+        # Every request asks (``RuleContext``): kept until the next change, which brings a new Recall.
+        held = self._topologies.get(known)
+        if held is None:
+            with self.store.lock:
+                held = self._topologies[known] = known | self.store.node_index.topologies()
+        return held
 
     def ledger_state(self, cluster_queue: str) -> Hashable:
         # Every guaranteed job asks (its answer's key): kept while the count stays.

@@ -125,11 +125,24 @@ Plan = tuple[tuple[Rule, Action], ...]
 #: on the validating path, where other mutating webhooks have written the user's fields.
 #: ``changes``: any other UPDATE, judged only for what the rules marked ``on_update``.
 Scope = Literal["all", "final", "changes"]
-_PLANS: Final[dict[tuple[int, Scope, str, bool], tuple[Policy, Plan]]] = {}
 
 
-def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> Plan:
-    """The rules that apply, with their actions, worked out once per policy, scope and kind.
+class _Parts(NamedTuple):
+    """A plan cut where its cluster rules are (the catalog keeps them together)."""
+
+    #: every kind the plan's rules require: asked of the cluster once per request
+    required: frozenset[str]
+    before: Plan
+    clustered: Plan
+    after: Plan
+
+
+_PLANS: Final[dict[tuple[int, Scope, str, bool], tuple[Policy, _Parts]]] = {}
+
+
+def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> _Parts:
+    """The rules that apply, with their actions, cut where the cluster rules are (``_Parts``),
+    worked out once per policy, scope and kind.
 
     The request path then only runs checks; mode, stage, operation, kind, the configured
     action and (without cluster state, ``clustered`` false) the cluster rules are not
@@ -157,8 +170,18 @@ def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> Plan:
             steps.append((rule, action))
     if len(_PLANS) > 64:  # tests build many policies; a server has one
         _PLANS.clear()
-    _PLANS[key] = (policy, tuple(steps))
+    _PLANS[key] = (policy, _cut(tuple(steps)))
     return _PLANS[key][1]
+
+
+def _cut(plan: Plan) -> _Parts:
+    required = frozenset().union(*(rule.requires for rule, _ in plan))
+    # The rules whose reads ``webhook.rules.cluster.recall_key`` names: the cluster family's,
+    # together in the catalog (``tests/test_engine_recall.py``); apart, none are recalled.
+    marks = [i for i, (rule, _) in enumerate(plan) if rule.family == CLUSTER_FAMILY]
+    together = bool(marks) and marks == list(range(marks[0], marks[-1] + 1))
+    first, end = (marks[0], marks[-1] + 1) if together else (len(plan), len(plan))
+    return _Parts(required, plan[:first], plan[first:end], plan[end:])
 
 
 def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: str) -> None:
@@ -180,37 +203,6 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
     decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
 
 
-class _Parts(NamedTuple):
-    """A plan cut where its cluster rules are (the catalog keeps them together)."""
-
-    #: every kind the plan's rules require: asked of the cluster once per request
-    required: frozenset[str]
-    before: Plan
-    clustered: Plan
-    after: Plan
-
-
-#: per plan (by identity: plans are kept in ``_PLANS``), its parts
-_PLAN_PARTS: Final[dict[int, tuple[Plan, _Parts]]] = {}
-
-
-def _parts(plan: Plan) -> _Parts:
-    cached = _PLAN_PARTS.get(id(plan))
-    if cached is not None and cached[0] is plan:
-        return cached[1]
-    if len(_PLAN_PARTS) > 64:  # as many as the plans kept
-        _PLAN_PARTS.clear()
-    required = frozenset().union(*(rule.requires for rule, _ in plan))
-    # The rules whose reads ``webhook.rules.cluster.recall_key`` names: the cluster family's,
-    # together in the catalog (``tests/test_engine_recall.py``); apart, none are recalled.
-    marks = [i for i, (rule, _) in enumerate(plan) if rule.family == CLUSTER_FAMILY]
-    together = bool(marks) and marks == list(range(marks[0], marks[-1] + 1))
-    first, end = (marks[0], marks[-1] + 1) if together else (len(plan), len(plan))
-    parts = _Parts(required, plan[:first], plan[first:end], plan[end:])
-    _PLAN_PARTS[id(plan)] = (plan, parts)
-    return parts
-
-
 def _steps(steps: Plan, workload: Workload, ctx: RuleContext, decision: Decision, unread: dict[str, str]) -> None:
     for rule, action in steps:
         if unread and rule.requires:  # the plan has cluster rules only with a cluster
@@ -226,12 +218,11 @@ def _steps(steps: Plan, workload: Workload, ctx: RuleContext, decision: Decision
             ctx.unknown.clear()
 
 
-def _run(plan: Plan, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
-    parts = _parts(plan)
+def _run(parts: _Parts, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
     # Which kinds cannot be read is asked once, for every rule of the request: one answer for
     # the whole decision, and mostly none (every rule reads a kind that is known). A
     # ``Recall`` says so already.
-    recall = cluster.recall() if cluster is not None and parts.clustered else None
+    recall = ctx.recall if parts.clustered else None
     unread = cluster.unavailable(parts.required) if cluster is not None and recall is None else {}
     _steps(parts.before, workload, ctx, decision, unread)
     if parts.clustered:
@@ -309,15 +300,16 @@ def decide(
         old=old,
         cluster=cluster,
         namespace_labels=facts.namespace_labels,
+        recall=cluster.recall() if cluster is not None else None,
     )
-    plan = _plan(policy, scope, facts.kind, cluster is not None)
+    parts = _plan(policy, scope, facts.kind, cluster is not None)
     if cluster is None:
-        _run(plan, workload, ctx, decision, cluster)
+        _run(parts, workload, ctx, decision, cluster)
     else:
         # The cluster rules sum and multiply quantities (quota, node fit): in the quantities'
         # own context, where every value the parser gives stays exact.
         with localcontext(CONTEXT):
-            _run(plan, workload, ctx, decision, cluster)
+            _run(parts, workload, ctx, decision, cluster)
 
     decision.max_line = policy.limits.max_line_chars
     if decision.findings:  # most requests have none: nothing to except, count or bound

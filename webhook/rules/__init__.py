@@ -12,7 +12,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Generic, Literal, TypeVar
 
-from webhook.cluster.state import ClusterState
+from webhook.cluster.state import ClusterState, Recall
 from webhook.kube.fieldpaths import FieldPath
 from webhook.objects.kinds import ALL as ALL_KINDS
 from webhook.objects.kinds import JOB, JOBSET
@@ -50,6 +50,9 @@ class RuleContext:
     cluster: ClusterState | None = None
     #: the namespace's labels when the caller gave them (CLI ``--namespace-labels``): they beat the cache
     namespace_labels: Mapping[str, str] | None = None
+    #: ``cluster.recall()``, asked once for the whole request (the engine keeps the cluster
+    #: rules' answers in it); ``None`` without a cluster or while it has none
+    recall: Recall | None = None
     #: ``policy.tpu`` (frozen)
     tpu: TpuPolicy = field(init=False)
     #: ``policy.queueLabel`` and ``policy.priorityLabel``
@@ -70,7 +73,12 @@ class RuleContext:
         self.queue_label = policy.queue_label
         self.priority_label = policy.priority_label
         known = policy.static_topology_set
-        self.static_topologies = known | cluster.static_topologies() if cluster is not None else known
+        if self.recall is not None:
+            self.static_topologies = self.recall.static_topologies(known)
+        elif cluster is not None:
+            self.static_topologies = known | cluster.static_topologies()
+        else:
+            self.static_topologies = known
 
     def label_in_scope(self, key: str) -> bool:
         return self.changed_labels is None or key in self.changed_labels

@@ -12,12 +12,12 @@ The rules do no arithmetic: pods, chips, sums and comparisons are the quota pack
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator
 from typing import Final
 
 from webhook.cluster.state import ClusterState
 from webhook.kube.fieldpaths import LABELS
-from webhook.objects.workload import Container, PodSet, Workload
+from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding
 from webhook.quota.amounts import format_amount, format_amounts
 from webhook.quota.flavorassigner import Assignment, Attempt, PodSetAssignment, uncovered_requests
@@ -453,21 +453,33 @@ def recall_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str
     equal keys get the same findings, so the engine remembers them per state
     (``webhook.engine.recall``). The key holds each field the checks read and nothing else
     (not the job's name, images or commands): jobs made from one template share it. What
-    the checks read of the Workloads is in it too (``_ledger_key``, through the ``Recall``'s
-    ``ledger_state``), so a Workload event need not drop the answers. A check that reads a
-    new field or kind adds it here; ``tests/test_engine_recall.py`` varies each field and
-    compares with a fresh decision.
+    the checks read of the Workloads is in it too: for a guaranteed job, its queue's
+    balance (``ledger_state``, what ``guaranteed-balance-exceeded`` counts), so a Workload
+    event need not drop the answers. A check that reads a new field or kind adds it here;
+    ``tests/test_engine_recall.py`` varies each field and compares with a fresh decision.
     ``None`` when a part cannot be keyed exactly: a resource value that is neither a
     string nor an integer (``1``, ``1.0`` and ``true`` are equal keys but not equal
     quantities), a pod spec that is not JSON text.
+
+    Every request with a cluster computes it, so it is one function with its loops
+    written out: no helper's code to fetch on the way.
     """
     podsets = []
     for podset in workload.podsets:
         placement = podset.placement_text()
-        containers = _containers_key(podset.containers)
-        init_containers = _containers_key(podset.init_containers)
-        if placement is None or containers is None or init_containers is None:
+        if placement is None:
             return None
+        groups = []
+        for containers in (podset.containers, podset.init_containers):
+            # what ``pod_requests`` and ``uncovered_requests`` read of each container, in order
+            keyed = []
+            for container in containers:
+                requests, limits = container.requests, container.limits
+                for value in (*requests.values(), *limits.values()):
+                    if type(value) is not str and type(value) is not int:
+                        return None
+                keyed.append((tuple(requests.items()), tuple(limits.items()), container.restartable))
+            groups.append(tuple(keyed))
         podsets.append(
             (
                 podset.index,  # with the kind, every field path a finding names (the position says it too)
@@ -477,47 +489,29 @@ def recall_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str
                 podset.is_tpu,
                 asks_for_tas(podset),
                 tuple(podset.node_selector.items()),
-                containers,
-                init_containers,
+                *groups,
                 placement,
             )
         )
     labels, namespace_labels = ctx.effective_labels, ctx.namespace_labels
+    queue, priority = labels.get(ctx.queue_label), labels.get(ctx.priority_label)
+    balance: Hashable = None  # read of a guaranteed job whose LocalQueue points to a ClusterQueue only
+    if priority == ctx.policy.guaranteed_priority_class and queue and ctx.cluster is not None:
+        cluster_queue = ctx.cluster.local_queue(workload.namespace, queue)
+        if cluster_queue:
+            balance = ledger_state(cluster_queue)
     return (
-        _ledger_key(workload, ctx, ledger_state),
+        balance,
         workload.kind,  # (the engine's plan, whose findings these are, is per kind too)
         workload.namespace,
         workload.replicas,  # a Deployment's (``webhook.rules.services``)
         ctx.tier_name,  # whether the tier names a default queue (``webhook.rules.services``)
-        labels.get(ctx.queue_label),
+        queue,
         ctx.queue_label in workload.labels,  # whether the queue is the injected default (its wording)
-        labels.get(ctx.priority_label),
+        priority,
         None if namespace_labels is None else tuple(sorted(namespace_labels.items())),
         tuple(podsets),
     )
-
-
-def _ledger_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str], Hashable]) -> Hashable:
-    """What ``guaranteed-balance-exceeded``, the one rule that counts Workloads, reads of them:
-    the balance of the job's queue, for a guaranteed job (``None`` for any other)."""
-    if ctx.effective_labels.get(ctx.priority_label) != ctx.policy.guaranteed_priority_class:
-        return None
-    target = _queue(workload, ctx)
-    if target is None or not target[2]:
-        return None
-    return ledger_state(target[2])
-
-
-def _containers_key(containers: Sequence[Container]) -> tuple[Hashable, ...] | None:
-    """What ``pod_requests`` and ``uncovered_requests`` read of each container, in order."""
-    out = []
-    for container in containers:
-        requests, limits = container.requests, container.limits
-        for value in (*requests.values(), *limits.values()):
-            if type(value) is not str and type(value) is not int:
-                return None
-        out.append((tuple(requests.items()), tuple(limits.items()), container.restartable))
-    return tuple(out)
 
 
 RULES: Final[tuple[Rule, ...]] = (
