@@ -38,8 +38,12 @@ PODSET_ANNOTATION_PREFIX: Final = "kueue.x-k8s.io/podset-"
 # ------------------------------------------------------------------ suspend-forbidden
 
 
+#: (a FieldPath is immutable: built once, not on every request that has nothing to report)
+_SUSPEND: Final = SPEC.child("suspend")
+
+
 def _suspend(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
-    path = SPEC.child("suspend")
+    path = _SUSPEND
     if ctx.operation == "CREATE":
         if workload.suspend_set:
             yield SUSPEND_FORBIDDEN.finding(path, value=str(workload.suspend).lower())
@@ -61,7 +65,7 @@ def _suspend(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
 def _suspend_cel(policy: Policy) -> Iterator[Validation]:
     # Narrowed: Kueue's webhook sets spec.suspend: true on every job it manages, so only
     # false can be known to be the user's (see the rule's VAP note).
-    line = SUSPEND_FORBIDDEN.finding(SPEC.child("suspend"), value="false").line()
+    line = SUSPEND_FORBIDDEN.finding(_SUSPEND, value="false").line()
     yield SUSPEND_FORBIDDEN.validation(
         policy, "object.?spec.?suspend.orValue(true) != false", line.removeprefix("[suspend-forbidden] ")
     )
