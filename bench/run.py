@@ -112,7 +112,12 @@ def http_section(args: argparse.Namespace, work: Path, certs: Path, env: dict[st
         ("thin floor /validate, large", thin, "/validate", "large", '"allowed":true', "floor /validate, large"),
         ("webhook /validate, large", hook, "/validate", "large", '"allowed":true', "floor /validate, large"),
     ]  # fmt: skip
-    goals = {"webhook /mutate, denied (4 findings)": (DENIED_GOAL, None)}
+    # the goals: /validate and /mutate (the dev tier's patch included) at 0.85 of the floor;
+    # a denial words four findings, and a 20-podSet JobSet is no goal's
+    goals: dict[str, tuple[float | None, float | None]] = {
+        "webhook /mutate, denied (4 findings)": (DENIED_GOAL, None),
+        "webhook /validate, large": (None, None),
+    }
     runs = [(conns, row) for conns in args.connections for row in rows]
     results: dict[tuple[int, str], list[LoadResult]] = {(conns, label): [] for conns, (label, *_) in runs}
     tool = "wrk" if have_wrk() and not args.python_client else "python asyncio client"
@@ -174,7 +179,7 @@ def http_section(args: argparse.Namespace, work: Path, certs: Path, env: dict[st
             rps_ratio, p99_ratio = fmt(rr), fmt(pr)
             cpu_ratio = fmt(1 / paired(key, (conns, base), "server_cpu_us"))
             rps_goal, p99_goal = goals.get(label, (THROUGHPUT_GOAL, P99_GOAL))
-            goal = f"rps ≥ {rps_goal}× {verdict(rr >= rps_goal)}"
+            goal = "reported" if rps_goal is None else f"rps ≥ {rps_goal}× {verdict(rr >= rps_goal)}"
             if p99_goal is not None:
                 goal += f", p99 ≤ {p99_goal}× {verdict(pr <= p99_goal)}"
             if label.startswith("thin floor"):
