@@ -57,26 +57,20 @@ def _cases(tree: Path) -> tuple[dict[str, Callable[[], object]], Callable[[], No
     sys.path[:0] = [str(tree), str(HERE), str(ROOT / "tests")]
     import msgspec
     from bench_cluster import one_slice_job
-    from cluster_apiserver import FakeApiServer, write_kubeconfig
+    from cluster_apiserver import write_kubeconfig
     from common import dev_review, dumps, example_review, review_around
-    from support import FIXTURES
+    from served_cluster import fixture_api
 
     from webhook.cluster import kinds as k
     from webhook.cluster.watch import WatchSettings, start_watch_cache
     from webhook.engine.decision import decide
-    from webhook.objects.sources import load_documents
     from webhook.policy.config import Policy
     from webhook.serving.app import admission_facts, decision_line
     from webhook.wire.jsonwire import encode
     from webhook.wire.reviews import parse_review, review_response
 
     policy = Policy()
-    api = FakeApiServer()
-    api.bookmark_interval = 60.0  # the API server's: a test server's quick bookmarks would wake the threads
-    for document in load_documents([str(FIXTURES / "cluster")]):
-        kind = k.BY_KIND.get(document.data.get("kind", ""))
-        if kind is not None:
-            api.put(kind, document.data)
+    api = fixture_api()  # bookmarks once a minute, as an API server's: quicker ones would wake the threads
     api.start()
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", api.port)

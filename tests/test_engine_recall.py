@@ -138,18 +138,21 @@ class Forgetful(ClusterStore):
         return None
 
 
-def stores() -> tuple[ClusterStore, ClusterStore]:
-    """(the fixture cluster, the same cluster remembering nothing); every kind a job rule reads is known."""
-    remembering = state_from_objects(OBJECTS, POLICY)
-    forgetful = Forgetful(POLICY)
+def filled(store: ClusterStore) -> ClusterStore:
+    """``store`` holding the fixtures, every kind a job rule reads synced."""
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in OBJECTS:
         if obj.get("kind") in k.BY_KIND:
             by_kind.setdefault(obj["kind"], []).append(obj)
     for kind in k.KINDS:
-        forgetful.replace(kind, by_kind.get(kind.kind, []))
-        forgetful.availability.mark_synced(kind.name)
-    return remembering, forgetful
+        store.replace(kind, by_kind.get(kind.kind, []))
+        store.availability.mark_synced(kind.name)
+    return store
+
+
+def stores() -> tuple[ClusterStore, ClusterStore]:
+    """(the fixture cluster, the same cluster remembering nothing); every kind a job rule reads is known."""
+    return state_from_objects(OBJECTS, POLICY), filled(Forgetful(POLICY))
 
 
 def test_every_variant_after_every_other_answers_as_a_fresh_decision() -> None:
@@ -288,10 +291,7 @@ def test_a_request_asks_for_the_recall_once_and_reads_the_pool_topologies_from_i
     """One Recall per request: the rules' answers and the static topologies the node pools
     advertise come from one state of the store."""
     store, forgetful = stores()
-    counting = Counting(POLICY)
-    for kind in k.KINDS:
-        counting.replace(kind, [obj for obj in OBJECTS if obj.get("kind") == kind.kind])
-        counting.availability.mark_synced(kind.name)
+    counting = filled(Counting(POLICY))
     for _, request, obj in VARIANTS:
         counting.asked = 0
         assert answer(decide(obj, request, POLICY, counting)) == answer(decide(obj, request, POLICY, forgetful))

@@ -116,9 +116,8 @@ class Availability:
     def stamp(self, kinds: Iterable[str]) -> int | None:
         """While every one of ``kinds`` can be read, a number that changes with every change of
         state; ``None`` otherwise (then answers that read them may change with the clock alone)."""
-        now = self.clock()
-        if now < self._clear_until or self._clear(now) or all(self.reason(kind) is None for kind in kinds):
-            return self._changes  # (the first test is ``_clear``'s own, without its call: every request asks)
+        if self._clear(self.clock()) or all(self.reason(kind) is None for kind in kinds):
+            return self._changes
         return None
 
     def reason(self, kind: str) -> str | None:

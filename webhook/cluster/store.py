@@ -406,8 +406,9 @@ _MISSING = object()
 
 
 class StoreRecall:
-    """The store's ``Recall``: the engine's answers and two the store keeps for it, all for one
-    state of the store but its Workloads (``ClusterStore.recall`` makes a new one after a change)."""
+    """The store's ``Recall``: the engine's answers, and the static topologies and queue
+    balances the store works out for it, all for one state of the store but its Workloads
+    (``ClusterStore.recall`` makes a new one after a change)."""
 
     __slots__ = ("_ledger", "_topologies", "answers", "store")
 

@@ -222,7 +222,7 @@ def _run(parts: _Parts, workload: Workload, ctx: RuleContext, decision: Decision
     # Which kinds cannot be read is asked once, for every rule of the request: one answer for
     # the whole decision, and mostly none (every rule reads a kind that is known). A
     # ``Recall`` says so already.
-    recall = ctx.recall if parts.clustered else None
+    recall = ctx.recall
     unread = cluster.unavailable(parts.required) if cluster is not None and recall is None else {}
     _steps(parts.before, workload, ctx, decision, unread)
     if parts.clustered:

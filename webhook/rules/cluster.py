@@ -461,8 +461,8 @@ def recall_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str
     string nor an integer (``1``, ``1.0`` and ``true`` are equal keys but not equal
     quantities), a pod spec that is not JSON text.
 
-    Every request with a cluster computes it, so it is one function with its loops
-    written out: no helper's code to fetch on the way.
+    Every request with a cluster computes it, so the containers' part is written out here
+    rather than in a helper of its own.
     """
     podsets = []
     for podset in workload.podsets:
@@ -496,10 +496,10 @@ def recall_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str
     labels, namespace_labels = ctx.effective_labels, ctx.namespace_labels
     queue, priority = labels.get(ctx.queue_label), labels.get(ctx.priority_label)
     balance: Hashable = None  # read of a guaranteed job whose LocalQueue points to a ClusterQueue only
-    if priority == ctx.policy.guaranteed_priority_class and queue and ctx.cluster is not None:
-        cluster_queue = ctx.cluster.local_queue(workload.namespace, queue)
-        if cluster_queue:
-            balance = ledger_state(cluster_queue)
+    if priority == ctx.policy.guaranteed_priority_class:
+        target = _queue(workload, ctx)
+        if target is not None and target[2]:
+            balance = ledger_state(target[2])
     return (
         balance,
         workload.kind,  # (the engine's plan, whose findings these are, is per kind too)
