@@ -18,7 +18,8 @@ Cases: the RFC-0033 example on ``/validate`` (structural rules only); the dev-ti
 on ``/mutate`` (the label patch); a guaranteed one-slice 4.6 JobSet on
 ``/validate/production`` against the fixture cluster (tests/fixtures/cluster) held by a
 watch cache on the test API server, as ``serve --kubeconfig`` has it (every cluster rule
-runs, or is remembered).
+runs, or is remembered), and the same job without a cluster: the difference of the two is
+what the cluster costs a request.
 
 ``--against TREE`` (a source tree: ``git archive main | tar -x -C /tmp/main``) measures
 that tree's package and this one's in alternating processes, ``--rounds`` each, and
@@ -94,6 +95,7 @@ def _cases(tree: Path) -> tuple[dict[str, Callable[[], object]], Callable[[], No
     cases = {
         "structural, /validate": request(dumps(example_review()), "validate", None, None),
         "dev tier, /mutate (patch)": request(dumps(dev_review()), "mutate", None, None),
+        "the same job, no cluster": request(guaranteed, "validate", "production", None),
         "fixture cluster, /validate/production": request(guaranteed, "validate", "production", cache),
     }
     answer = cases["fixture cluster, /validate/production"]()[0]

@@ -186,6 +186,15 @@ def webhook_server(cert_dir: Path, workdir: Path, *, extra: Sequence[str] = (), 
     return Server(name, argv, port, cert_dir / "ca.crt", workdir / f"{name}.log")
 
 
+def webhook_from(tree: Path, certs: Path, work: Path, name: str, *, extra: Sequence[str] = ()) -> Server:
+    """``tpu-admission serve`` with ``webhook`` imported from another source ``tree``."""
+    port = free_port()
+    # Not ``-m webhook``: that puts the working directory (this tree) first on sys.path.
+    start = f"import sys; sys.path.insert(0, {str(tree)!r}); from webhook.cli.main import main; sys.exit(main())"
+    argv = [PYTHON, "-c", start, "serve", "--port", str(port), "--cert-dir", str(certs), *extra]
+    return Server(name, argv, port, certs / "ca.crt", work / f"{name}.log")
+
+
 def floor_server(cert_dir: Path, workdir: Path, *, thin: bool = False) -> Server:
     """``bench/floor.py``: the no-op Starlette endpoint (the goals' yardstick), or with ``thin``
     the plain ASGI endpoint dispatched before Starlette's router."""

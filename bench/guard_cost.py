@@ -34,6 +34,7 @@ from common import (
     make_certs,
     run_python_load,
     run_wrk,
+    webhook_from,
     workspace,
 )
 
@@ -43,15 +44,6 @@ def floor(certs: Path, work: Path, guarded: bool) -> Server:
     name = "floor-guarded" if guarded else "floor-plain"
     argv = [PYTHON, str(BENCH / "floor.py"), "--port", str(port), "--cert-dir", str(certs)]
     return Server(name, [*argv, "--guarded"] if guarded else argv, port, certs / "ca.crt", work / f"{name}.log")
-
-
-def webhook_from(tree: Path, certs: Path, work: Path, name: str) -> Server:
-    """``tpu-admission serve`` with ``webhook`` imported from ``tree``."""
-    port = free_port()
-    # Not ``-m webhook``: that puts the working directory (this tree) first on sys.path.
-    start = f"import sys; sys.path.insert(0, {str(tree)!r}); from webhook.cli.main import main; sys.exit(main())"
-    argv = [PYTHON, "-c", start, "serve", "--port", str(port), "--cert-dir", str(certs)]
-    return Server(name, argv, port, certs / "ca.crt", work / f"{name}.log")
 
 
 def main() -> int:

@@ -1,7 +1,7 @@
 """The webhook with a cluster behind it, served over TLS, side by side with the floor.
 
     .venv/bin/python bench/served_cluster.py [--seconds 4] [--rounds 3] [--connections 4]
-        [--workloads 100000] [--queues 1000] [--nodes 5000] [--no-big]
+        [--workloads 100000] [--queues 1000] [--nodes 5000] [--no-big] [--against TREE]
 
 Starts the test API server (tests/cluster_apiserver.py, real HTTP) twice in this process,
 one holding the fixture cluster (tests/fixtures/cluster) and one the big cluster of
@@ -13,7 +13,9 @@ carries no "skipped" warning), ``wrk`` loads every server in turn, rows interlea
 round by round, with a guaranteed one-slice RFC-0033 4.6 JobSet on
 ``/validate/production``: it is admitted after every cluster rule, so the answer is the
 bare ``"allowed":true`` (any warning makes the row count a failure). A fourth row is the
-webhook without a cluster (structural rules only), for reference.
+webhook without a cluster (structural rules only), for reference. ``--against TREE`` (a
+source tree: ``git archive main | tar -x -C /tmp/main``) adds that tree's webhook against
+the fixture cluster, so a change is priced beside the same floor in the same run.
 
 Prints one markdown table: req/s, p50, p99 and server CPU per request per row, and the
 throughput and p99 ratios to the floor (and throughput to the thin floor), paired per
@@ -49,6 +51,7 @@ from common import (  # noqa: E402
     review_around,
     rss_kib,
     run_wrk,
+    webhook_from,
     webhook_server,
     workspace,
 )
@@ -164,6 +167,7 @@ def main() -> int:
     parser.add_argument("--queues", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--no-big", action="store_true", help="the fixture cluster only")
+    parser.add_argument("--against", type=Path, help="another source tree's webhook, against the fixture cluster")
     args = parser.parse_args()
     if not have_wrk():
         print("wrk is not installed (apt-get install wrk)", file=sys.stderr)
@@ -191,6 +195,10 @@ def main() -> int:
             kubeconfig = write_kubeconfig(Path(tmp) / f"kubeconfig-{name}", api.port)
             label = f"webhook, {name} cluster"
             servers[label] = webhook_server(certs, work, extra=["--kubeconfig", str(kubeconfig)], name=f"wh-{name}")
+            if name == "fixture" and args.against is not None:
+                servers[f"{args.against}, fixture cluster"] = webhook_from(
+                    args.against.resolve(), certs, work, "wh-against", extra=["--kubeconfig", str(kubeconfig)]
+                )
         for name, body in bodies.items():
             files[name] = work / f"{name}.json"
             files[name].write_bytes(body)
@@ -199,10 +207,11 @@ def main() -> int:
         try:
             for server in servers.values():
                 server.start()
-            for name in apis:
-                label = f"webhook, {name} cluster"
-                synced[name] = wait_synced(servers[label], bodies[name], timeout=600)
-                print(f"{label}: synced in {synced[name]:.1f}s", flush=True)
+            for label in servers:
+                if "cluster" in label and "no cluster" not in label:
+                    name = "big" if "big" in label else "fixture"
+                    synced[label] = wait_synced(servers[label], bodies[name], timeout=600)
+                    print(f"{label}: synced in {synced[label]:.1f}s", flush=True)
             for label, file in plan:  # warm-up, not recorded
                 load(servers[label], file, 1, args.connections)
             for _ in range(args.rounds):
