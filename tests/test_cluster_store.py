@@ -13,6 +13,7 @@ from scratch from the objects then held.
 from __future__ import annotations
 
 import copy
+import json
 import random
 from collections import defaultdict
 from collections.abc import Iterator
@@ -327,6 +328,7 @@ def probes() -> list[dict[str, Any]]:
 
 
 PROBES = probes()
+PROBE_TEXTS = [json.dumps(job).encode() for job in PROBES]
 FACTS = AdmissionFacts(namespace="kubemaker", stage="validate", path_tier="production")
 
 
@@ -342,7 +344,9 @@ def answers(store: ClusterStore) -> list[Any]:
             demands = demands_of(read_workload("JobSet", job, POLICY, "kubemaker"))
             out += [store.assign(queue, demands), store.assign(queue, demands, within_balance=True)]
     out += [store.accelerator_chips(), store.static_topologies(), [store.node_pools(t) for t in TOPOLOGIES]]
-    for job in PROBES:
+    # decoded (the general reader: the podSets keyed field by field) and as the API server
+    # sends them (the typed reader: keyed by their text), each remembered between events
+    for job in (*PROBES, *PROBE_TEXTS):
         decision = decide(job, FACTS, POLICY, store)
         out.append(([f.line() for f in decision.findings], decision.warnings))
     return out

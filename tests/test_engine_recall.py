@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import copy
 import itertools
+import json
 from collections.abc import Callable
 from typing import Any
 
@@ -22,6 +23,8 @@ from builders import deployment, job, jobset
 from cluster_fixtures import OBJECTS, POLICY
 
 from webhook.cluster import kinds as k
+from webhook.cluster import store as store_module
+from webhook.cluster.availability import Availability
 from webhook.cluster.statefiles import state_from_objects
 from webhook.cluster.store import ClusterStore, StoreRecall
 from webhook.engine.decision import AdmissionFacts, Decision, decide
@@ -155,12 +158,16 @@ def stores() -> tuple[ClusterStore, ClusterStore]:
     return state_from_objects(OBJECTS, POLICY), filled(Forgetful(POLICY))
 
 
-def test_every_variant_after_every_other_answers_as_a_fresh_decision() -> None:
+@pytest.mark.parametrize("as_text", [False, True], ids=["decoded", "as text"])
+def test_every_variant_after_every_other_answers_as_a_fresh_decision(as_text: bool) -> None:
+    """Decoded, a JobSet's podSets are keyed field by field; as the API server sends it, its
+    text, by the typed reader's text of them (``Source.podsets_text``)."""
     store, forgetful = stores()
-    expected = [answer(decide(obj, request, POLICY, forgetful)) for _, request, obj in VARIANTS]
+    variants = [(name, request, json.dumps(obj).encode() if as_text else obj) for name, request, obj in VARIANTS]
+    expected = [answer(decide(obj, request, POLICY, forgetful)) for _, request, obj in variants]
     assert len({repr(e) for e in expected}) >= 20  # the variants do lead to different answers
-    for first, (name_a, request_a, a) in enumerate(VARIANTS):
-        for second, (name_b, request_b, b) in enumerate(VARIANTS):
+    for first, (name_a, request_a, a) in enumerate(variants):
+        for second, (name_b, request_b, b) in enumerate(variants):
             recall = store.recall()
             assert recall is not None
             recall.answers.clear()
@@ -260,6 +267,40 @@ def test_nothing_is_remembered_while_a_kind_the_rules_read_is_unknown(kind: str)
     assert answer(decision) == answer(decide(guaranteed().obj(), job_facts, POLICY, forgetful))
     if kind != "Cohorts":  # the queue's own nominal decides it without the tree above
         assert decision.skipped or decision.warnings  # unknown is not zero: it says what it could not judge
+
+
+def test_a_recall_is_handed_on_while_every_kind_is_heard_from_and_not_after() -> None:
+    """``ClusterStore.recall`` answers at once while the clock is below the moment some kind
+    could go silent and nothing changed; a kind gone silent turns the memo off with the
+    clock alone, and a kind turned unreadable at once."""
+    now = [1000.0]
+    store = filled(ClusterStore(POLICY))
+    kinds = [kind.name for kind in k.WATCHED]
+    store.availability = Availability(kinds, stale_after=60, clock=lambda: now[0], silent_after=120)
+    for kind in kinds:
+        store.availability.listed(kind)
+        store.availability.watching(kind)
+    recall = store.recall()
+    assert recall is not None and store.recall() is recall
+    now[0] += 100  # every kind heard from 100 s ago: within the 120 s bound
+    assert store.recall() is recall
+    now[0] += 30
+    assert store.recall() is None  # silent for 130 s: the API server may be hung
+    for kind in kinds:
+        store.availability.bookmark(kind)
+    assert store.recall() is recall  # heard from again, and nothing changed meanwhile
+    store.availability.broken("Nodes", "watch failed: 403", fatal=True)
+    assert store.recall() is None
+
+
+def test_the_memo_holds_a_bounded_number_of_answers(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(store_module, "_MEMO_LIMIT", 3)
+    store, forgetful = stores()
+    for replicas in range(1, 9):
+        obj = json.dumps(guaranteed().replicas(replicas).obj()).encode()
+        assert answer(decide(obj, facts(), POLICY, store)) == answer(decide(obj, facts(), POLICY, forgetful))
+        recall = store.recall()
+        assert recall is not None and 1 <= len(recall.answers) <= 3
 
 
 def test_the_admin_guard_kinds_do_not_stop_remembering() -> None:

@@ -28,7 +28,7 @@ from support import load_jobset, review
 
 from webhook.cluster.statefiles import state_from_objects
 from webhook.engine.decision import Stage, decide
-from webhook.objects.fastjobset import read_typed_jobset
+from webhook.objects.fastjobset import _ReplicatedJob, _Text, read_typed_jobset
 from webhook.objects.kinds import JOB, JOBSET
 from webhook.objects.readers import read_workload
 from webhook.objects.sources import load_documents
@@ -158,6 +158,80 @@ def placement_values(podset: PodSet) -> list[Any]:
     text = podset.placement_text()
     assert text is not None
     return [json.loads(part) if part else "absent" for part in text]
+
+
+def podsets_text(obj: Any, policy: Policy | None = None) -> bytes:
+    """The typed reader's text of ``obj``'s podSets (``Source.podsets_text``); it must take ``obj``."""
+    workload = read_typed_jobset(json.dumps(obj).encode(), policy or POLICIES["static"], "ns")
+    assert workload is not None and workload.source is not None
+    return workload.source.podsets_text()
+
+
+def test_the_podsets_text_reads_back_as_the_structs_it_was_written_from() -> None:
+    """Why equal texts mean equal podSets: the text is the structs' own, and reads back as them."""
+    toleration = {"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}
+    built = [
+        jobset().tolerations([toleration]).required_affinity("pool", "In", ["a"]).obj(),
+        jobset().init_containers([{"name": "s", "restartPolicy": "Always"}]).request("cpu", 3).obj(),
+    ]
+    for obj in [*(load_jobset(name) for name in FIXTURES), *built]:
+        for policy in POLICIES.values():
+            workload = read_typed_jobset(json.dumps(obj).encode(), policy, "ns")
+            assert workload is not None and isinstance(workload.source, _Text)
+            text = workload.source.podsets_text()
+            assert msgspec.json.decode(text, type=list[_ReplicatedJob]) == workload.source.jobs
+
+
+def with_pod_spec(change: Any) -> dict[str, Any]:
+    obj = jobset().obj()
+    change(obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"])
+    return obj
+
+
+def test_jobs_of_one_template_share_the_podsets_text() -> None:
+    """What no rule reads (the job's name and labels, images, commands, env) is not in it."""
+    other = jobset().name("another-job").queue("other-queue").obj()
+    container = other["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
+    container.update(image="elsewhere/jax:2", command=["python", "-m", "other"], env=[{"name": "RUN", "value": "7"}])
+    assert podsets_text(other) == podsets_text(jobset().obj())
+
+
+@pytest.mark.parametrize(
+    "changed",
+    [
+        jobset().request("google.com/tpu", 4).request("google.com/tpu", 4, kind="limits").obj(),  # "4" and 4
+        jobset().replicas(7).obj(),
+        jobset().parallelism(64).obj(),
+        jobset().node_selector("pool", "blue").obj(),
+        jobset().tolerations([]).obj(),  # written empty, not absent
+        with_pod_spec(lambda spec: spec.update(affinity={})),
+        with_pod_spec(lambda spec: spec.update(initContainers=[])),
+        with_pod_spec(lambda spec: spec["containers"][0].update(restartPolicy="Always")),
+        with_pod_spec(lambda spec: spec["containers"][0].update(name="other")),
+    ],
+    ids=[
+        "a number",
+        "replicas",
+        "parallelism",
+        "selector",
+        "no tolerations",
+        "empty affinity",
+        "no init",
+        "restart",
+        "name",
+    ],
+)
+def test_any_change_to_what_the_podsets_are_built_from_changes_the_podsets_text(changed: dict[str, Any]) -> None:
+    assert podsets_text(changed) != podsets_text(jobset().obj())
+
+
+@pytest.mark.parametrize("value", [4.0, 4.5, True, None, {"n": 4}])
+def test_a_quantity_that_is_not_a_string_or_an_integer_is_the_general_readers(value: Any) -> None:
+    """``4.0`` and ``4`` read alike as JSON numbers but not as text: no float reaches the structs."""
+    obj = with_pod_spec(lambda spec: spec["containers"][0]["resources"]["requests"].update({"cpu": value}))
+    raw = json.dumps(obj).encode()
+    assert read_typed_jobset(raw, POLICIES["static"], "ns") is None
+    assert read_workload(JOBSET, raw, POLICIES["static"], "ns").source is None  # the general reader's
 
 
 def test_an_update_answers_alike() -> None:

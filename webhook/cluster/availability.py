@@ -67,32 +67,33 @@ class Availability:
         self._lock = threading.Lock()
         now = clock()
         self.status: dict[str, KindStatus] = {kind: KindStatus(broken_since=now) for kind in kinds}
-        #: every kind can be read while the clock is below this
-        self._clear_until = _NEVER
+        #: every kind can be read while the clock is below this (``_clear``; a reader that finds
+        #: the clock below it and ``changes`` as it was knows nothing changed)
+        self.clear_until = _NEVER
         #: some kind could not be read: the next try of the fast answer is not before this
         self._recheck_at = _NEVER
         #: bumped by every change of state but events and bookmarks
-        self._changes = 0
+        self.changes = 0
 
     def _changed(self) -> None:
         """A change of state: the fast answer is worked out again (called under ``_lock``)."""
-        self._changes += 1
-        self._clear_until = self._recheck_at = _NEVER
+        self.changes += 1
+        self.clear_until = self._recheck_at = _NEVER
 
     def _clear(self, now: float) -> bool:
         """Whether every kind can certainly be read at ``now``; ``False`` also when unsure."""
-        if now < self._clear_until:
+        if now < self.clear_until:
             return True
         if now < self._recheck_at:
             return False
-        changes = self._changes
+        changes = self.changes
         until = self._deadline(now)
         with self._lock:
-            if changes == self._changes:  # no change of state meanwhile: the answer stands
+            if changes == self.changes:  # no change of state meanwhile: the answer stands
                 if until is None:
                     self._recheck_at = now + _RECHECK
                 else:
-                    self._clear_until = until
+                    self.clear_until = until
         return until is not None
 
     def _deadline(self, now: float) -> float | None:
@@ -117,7 +118,7 @@ class Availability:
         """While every one of ``kinds`` can be read, a number that changes with every change of
         state; ``None`` otherwise (then answers that read them may change with the clock alone)."""
         if self._clear(self.clock()) or all(self.reason(kind) is None for kind in kinds):
-            return self._changes
+            return self.changes
         return None
 
     def reason(self, kind: str) -> str | None:

@@ -30,9 +30,13 @@ class Recall(Protocol):
     def answers(self) -> dict[Any, Any]:
         """The answers kept, by the caller's key."""
 
-    def ledger_state(self, cluster_queue: str) -> Hashable:
-        """All the queue's guaranteed balance reads of the Workloads, as one value: equal values,
-        equal balances."""
+    def queue_balance(self, namespace: str, queue: str) -> Hashable:
+        """All the guaranteed balance reads of the Workloads, for the ClusterQueue the LocalQueue
+        ``namespace/queue`` points to, as one value: equal values, equal balances (``None``
+        when it points to none)."""
+
+    def keep(self, key: Hashable, answer: Any) -> None:
+        """Keep ``answer`` under ``key`` in ``answers``, which holds a bounded number."""
 
     def ledger_changes(self) -> int:
         """A count every applied change to the Workloads held moves: an answer worked out while

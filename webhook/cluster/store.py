@@ -24,6 +24,8 @@ from collections.abc import Hashable, Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
+import msgspec
+
 from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
@@ -94,7 +96,8 @@ class ClusterStore:
         #: bumped by every write that changes what the store holds of the Workloads, once applied
         self.workload_changes = 0
         self._recall = StoreRecall(self)
-        self._recall_stamp: tuple[int, int] = (-1, -1)
+        #: the availability stamp and the revision ``_recall`` was made at
+        self._recall_availability = self._recall_revision = -1
         self.quota = QuotaModel(self, self.tpu, policy.guaranteed_priority_class, self._memoized, self._remember)
 
     @property
@@ -295,15 +298,21 @@ class ClusterStore:
 
     def recall(self) -> StoreRecall | None:
         """``ClusterState.recall``: a new one after every change to what the store holds of a
-        kind but the Workloads or to a kind's availability, or once it holds ``_MEMO_LIMIT``
-        answers; ``None`` while a kind the job rules read cannot be read."""
-        availability = self.availability.stamp(_JOB_KINDS)
-        if availability is None:
+        kind but the Workloads or to a kind's availability; ``None`` while a kind the job rules
+        read cannot be read."""
+        availability = self.availability
+        if (
+            availability.clock() < availability.clear_until
+            and availability.changes == self._recall_availability
+            and self.revision == self._recall_revision
+        ):
+            return self._recall  # every request asks: nothing changed, and every kind can be read
+        stamp = availability.stamp(_JOB_KINDS)
+        if stamp is None:
             return None
-        stamp = (self.revision, availability)
-        if stamp != self._recall_stamp or len(self._recall.answers) > _MEMO_LIMIT:
+        if stamp != self._recall_availability or self.revision != self._recall_revision:
             self._recall = StoreRecall(self)
-            self._recall_stamp = stamp
+            self._recall_availability, self._recall_revision = stamp, self.revision
         return self._recall
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
@@ -403,6 +412,8 @@ class ClusterStore:
 
 
 _MISSING = object()
+#: a queue's ledger state (per flavor, guaranteed chips in use and pending) as JSON text
+_ENCODE = msgspec.json.Encoder().encode
 
 
 class StoreRecall:
@@ -410,15 +421,16 @@ class StoreRecall:
     balances the store works out for it, all for one state of the store but its Workloads
     (``ClusterStore.recall`` makes a new one after a change)."""
 
-    __slots__ = ("_ledger", "_topologies", "answers", "store")
+    __slots__ = ("_balances", "_topologies", "answers", "store")
 
     def __init__(self, store: ClusterStore) -> None:
         self.store = store
         self.answers: dict[Any, Any] = {}
         #: ``static_topologies`` per set of known ones (a server asks with its policy's only)
         self._topologies: dict[frozenset[str], frozenset[str]] = {}
-        #: per ClusterQueue, its ``ledger_state`` and the count of Workload changes it was read at
-        self._ledger: dict[str, tuple[int, Hashable]] = {}
+        #: per LocalQueue (namespace, name), its ``queue_balance`` and the count of Workload
+        #: changes it was read at
+        self._balances: dict[tuple[str, str], tuple[int, bytes | None]] = {}
 
     def static_topologies(self, known: frozenset[str]) -> frozenset[str]:
         # Every request asks (``RuleContext``): kept until the next change, which brings a new Recall.
@@ -428,17 +440,32 @@ class StoreRecall:
                 held = self._topologies[known] = known | self.store.node_index.topologies()
         return held
 
-    def ledger_state(self, cluster_queue: str) -> Hashable:
-        # Every guaranteed job asks (its answer's key): kept while the count stays.
+    def queue_balance(self, namespace: str, queue: str) -> Hashable:
+        # Every guaranteed job asks (its answer's key): one lookup while the count stays. The
+        # LocalQueue's target is the store's answer for this Recall's whole life (a change
+        # to a LocalQueue brings a new one). The state is kept as its JSON text, one bytes
+        # object per count: its hash is worked out once, and a remembered key holding the
+        # same object compares by identity.
         store, changes = self.store, self.store.workload_changes
-        held = self._ledger.get(cluster_queue)
+        held = self._balances.get((namespace, queue))
         if held is not None and held[0] == changes:
             return held[1]
-        with store.lock:
-            state = store.quota.ledger_state(cluster_queue)
+        cluster_queue = store.local_queue(namespace, queue)
+        if cluster_queue is None:
+            state = None
+        else:
+            with store.lock:
+                state = _ENCODE(store.quota.ledger_state(cluster_queue))
         if changes == store.workload_changes:  # no event was half applied meanwhile
-            self._ledger[cluster_queue] = (changes, state)
+            self._balances[namespace, queue] = (changes, state)
         return state
 
     def ledger_changes(self) -> int:
         return self.store.workload_changes
+
+    def keep(self, key: Hashable, answer: Any) -> None:
+        # At most ``_MEMO_LIMIT`` answers: one past it drops those kept so far.
+        answers = self.answers
+        if len(answers) >= _MEMO_LIMIT:
+            answers.clear()
+        answers[key] = answer

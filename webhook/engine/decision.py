@@ -227,7 +227,10 @@ def _run(parts: _Parts, workload: Workload, ctx: RuleContext, decision: Decision
     _steps(parts.before, workload, ctx, decision, unread)
     if parts.clustered:
         if recall is None:
-            _steps(parts.clustered, workload, ctx, decision, unread)
+            # The cluster rules sum and multiply quantities (quota, node fit): in the
+            # quantities' own context, where every value the parser gives stays exact.
+            with localcontext(CONTEXT):
+                _steps(parts.clustered, workload, ctx, decision, unread)
         else:  # jobs of one shape, one state of the cluster: one answer (``webhook.engine.recall``)
             results = recalled(recall, parts.clustered, workload, ctx)
             if results:
@@ -302,14 +305,7 @@ def decide(
         namespace_labels=facts.namespace_labels,
         recall=cluster.recall() if cluster is not None else None,
     )
-    parts = _plan(policy, scope, facts.kind, cluster is not None)
-    if cluster is None:
-        _run(parts, workload, ctx, decision, cluster)
-    else:
-        # The cluster rules sum and multiply quantities (quota, node fit): in the quantities'
-        # own context, where every value the parser gives stays exact.
-        with localcontext(CONTEXT):
-            _run(parts, workload, ctx, decision, cluster)
+    _run(_plan(policy, scope, facts.kind, cluster is not None), workload, ctx, decision, cluster)
 
     decision.max_line = policy.limits.max_line_chars
     if decision.findings:  # most requests have none: nothing to except, count or bound

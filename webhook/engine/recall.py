@@ -16,12 +16,14 @@ request that reads it.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
+from decimal import localcontext
 from typing import Any
 
 import msgspec
 
 from webhook.cluster.state import Recall
+from webhook.kube.quantity import CONTEXT
 from webhook.policy.findings import Action, Finding
 from webhook.rules import Rule, RuleContext
 from webhook.rules.cluster import recall_key
@@ -34,34 +36,40 @@ Outcomes = tuple[tuple[Rule, Action, tuple[Finding, ...], tuple[str, ...]], ...]
 
 
 def outcomes(steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
-    """Run the steps' checks (every kind they require can be read)."""
+    """Run the steps' checks (every kind they require can be read), in the quantities' own
+    context (they sum and multiply quantities: quota, node fit), where every value the
+    parser gives stays exact. A remembered answer needs no context at all."""
     out = []
-    for rule, action in steps:
-        findings = tuple(rule.check(workload, ctx))
-        if findings or ctx.unknown:
-            out.append((rule, action, findings, tuple(ctx.unknown)))
-            ctx.unknown.clear()
+    with localcontext(CONTEXT):
+        for rule, action in steps:
+            findings = tuple(rule.check(workload, ctx))
+            if findings or ctx.unknown:
+                out.append((rule, action, findings, tuple(ctx.unknown)))
+                ctx.unknown.clear()
     return tuple(out)
 
 
 def recalled(recall: Recall, steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
     """The steps' outcomes for ``workload``: kept in ``recall`` when a job of its shape came
-    since the last change, else worked out and kept. An answer worked out while a watch
-    thread applied a Workload event (``Recall.ledger_changes`` moved) may have read two
-    states of them, so it is handed on but not kept."""
+    since the last change, else worked out and kept.
+
+    A kept answer was worked out against one state of the Workloads it reads, the one its
+    key names, so finding it needs no other test. An answer worked out now is kept under a
+    key read after the count of Workload changes (``Recall.ledger_changes``), and only if
+    the count has not moved by its end: a watch thread that applied an event meanwhile may
+    have let it read two states, so it is handed on but not kept.
+    """
+    shape = recall_key(workload, ctx, recall.queue_balance)
+    if shape is not None:
+        held = recall.answers.get((id(steps), shape))
+        if held is not None and held[0] is steps:  # the value holds the steps: their id is not reused meanwhile
+            result: Outcomes = held[1]
+            return result
     before = recall.ledger_changes()
-    shape = recall_key(workload, ctx, recall.ledger_state)
-    if shape is None:
-        return outcomes(steps, workload, ctx)
-    key: Hashable = (id(steps), shape)  # the value holds the steps, so their id is never reused meanwhile
-    answers = recall.answers
-    held = answers.get(key)
-    if held is not None and held[0] is steps:
-        result: Outcomes = held[1]
-        return result
+    shape = recall_key(workload, ctx, recall.queue_balance)  # again, after the count: what the answer read
     result = outcomes(steps, workload, ctx)
-    if recall.ledger_changes() == before:
-        answers[key] = (steps, result)
+    if shape is not None and recall.ledger_changes() == before:
+        recall.keep((id(steps), shape), (steps, result))
     return result
 
 

@@ -8,10 +8,12 @@ and ``read_typed_jobset`` builds the ``Workload`` from the structs. In pure Pyth
 saves ~5 µs of a JobSet request's 18-31 µs of decoding, deciding and answering
 (``python bench/run.py --only reader`` measures it).
 
-The structs type each field exactly as tightly as ``parse_jobset`` requires it (a string
-map is ``dict[str, str]``, a count is ``int``), and ``read_typed_jobset`` gives up
-(returns ``None``) wherever ``parse_jobset`` would report a problem or reads something a
-struct cannot tell apart (``{}`` versus ``{"x": null}``). Giving up is always safe: the
+The structs type each field at least as tightly as ``parse_jobset`` requires it (a string
+map is ``dict[str, str]``, a count is ``int``; tighter still, a quantity is a string or an
+integer and a name or a restart policy a string, so no float or boolean is ever in them),
+and ``read_typed_jobset`` gives up (returns ``None``) wherever ``parse_jobset`` would
+report a problem, reads something a struct cannot tell apart (``{}`` versus
+``{"x": null}``) or meets a value typed tighter than it requires. Giving up is always safe: the
 caller, ``webhook.objects.readers.read_workload`` (the only one), then decodes the same
 bytes to plain JSON for ``parse_jobset``. So this reader answers only what the general
 one would answer identically; ``tests/test_objects_fastjobset.py`` compares the two on the
@@ -31,54 +33,59 @@ from webhook.objects.kinds import JOBSET
 from webhook.objects.workload import Container, PodSet, Workload, container_paths, controller_is_jobset, jobset_paths
 from webhook.policy.config import Policy
 
+#: A quantity as the structs take it: a JSON string or integer. A float (``4.0``, ``1e400``)
+#: or anything else is left to ``parse_jobset``, so no float is in the structs, and the
+#: podSets' JSON text (``_Text.podsets_text``) says exactly what was read.
+_Quantity = str | int
 
-class _Resources(Struct):
-    requests: dict[str, Any] | None = None
-    limits: dict[str, Any] | None = None
+
+class _Resources(Struct, omit_defaults=True):
+    requests: dict[str, _Quantity] | None = None
+    limits: dict[str, _Quantity] | None = None
 
 
-class _Container(Struct, rename="camel"):
-    name: Any = None
+class _Container(Struct, rename="camel", omit_defaults=True):
+    name: str | None = None
     resources: _Resources | None = None
-    restart_policy: Any = None
+    restart_policy: str | None = None
 
 
 #: a field the text did not have: ``placement_text``'s ``b""``
 _ABSENT = msgspec.Raw()
 
 
-class _PodSpec(Struct, rename="camel"):
+class _PodSpec(Struct, rename="camel", omit_defaults=True):
     containers: list[_Container] | None = None
     init_containers: list[_Container] | None = None
     node_selector: dict[str, str] | None = None
-    priority_class_name: Any = None
+    priority_class_name: str | None = None
     #: kept as text: the cluster rules read them (``PodSet.placement_text``), most requests never decode them
     tolerations: msgspec.Raw = _ABSENT
     affinity: msgspec.Raw = _ABSENT
 
 
-class _Annotated(Struct):
+class _Annotated(Struct, omit_defaults=True):
     annotations: dict[str, str] | None = None
 
 
-class _PodTemplate(Struct):
+class _PodTemplate(Struct, omit_defaults=True):
     metadata: _Annotated | None = None
     spec: _PodSpec | None = None
 
 
-class _JobSpec(Struct):
+class _JobSpec(Struct, omit_defaults=True):
     parallelism: int | None = None
     completions: int | None = None
     template: _PodTemplate | None = None
 
 
-class _JobTemplate(Struct):
+class _JobTemplate(Struct, omit_defaults=True):
     metadata: _Annotated | None = None
     spec: _JobSpec | None = None
 
 
-class _ReplicatedJob(Struct):
-    name: Any = None
+class _ReplicatedJob(Struct, omit_defaults=True):
+    name: str | None = None
     replicas: int | None = None
     template: _JobTemplate | None = None
 
@@ -105,15 +112,33 @@ class _JobSet(Struct):
 _DECODER = msgspec.json.Decoder(_JobSet)
 
 
+_ENCODER = msgspec.json.Encoder()
+
+
 class _Text:
     """The JobSet's JSON text, decoded to plain JSON the first time a rule asks for a part
-    the structs skipped (``spec``, a pod spec's tolerations): most requests never ask."""
+    the structs skipped (``spec``, a pod spec's tolerations): most requests never ask. And
+    the replicatedJobs as the structs hold them, for ``podsets_text``."""
 
-    __slots__ = ("_plain", "text")
+    __slots__ = ("_plain", "jobs", "text")
 
-    def __init__(self, text: bytes) -> None:
+    def __init__(self, text: bytes, jobs: list[_ReplicatedJob]) -> None:
         self.text = text
+        self.jobs = jobs
         self._plain: Any = None
+
+    def podsets_text(self) -> bytes:
+        """The replicatedJobs as the structs hold them, as JSON text: every field the podSets
+        are built from (names, counts, annotations, selectors, container requests, limits and
+        restart policies, tolerations and affinity as written) and none the structs skip
+        (images, commands, env). The podSets are a function of it and the policy, and it is
+        exact: the structs hold no float (whose text could round), a field at its default
+        is left out (``omit_defaults``: an absent ``tolerations`` is no text at all), and
+        what is written is one JSON document, which reads back as the same structs. So
+        equal texts, equal podSets, and jobs of one template share it (a key of remembered
+        answers, ``webhook.rules.cluster.recall_key``). Writing it cannot fail: the decoder
+        refuses a lone surrogate, so every string it gave is UTF-8 again."""
+        return _ENCODER.encode(self.jobs)
 
     def plain(self) -> Any:
         if self._plain is None:
@@ -145,7 +170,8 @@ def read_typed_jobset(text: bytes, policy: Policy, namespace: str) -> Workload |
         name = generate if isinstance(generate, str) else ""
         generated_suffix = 5 if name else 0
     ns = metadata.namespace
-    source = _Text(text)
+    jobs = spec.replicated_jobs or []
+    source = _Text(text, jobs)
     workload = Workload(
         namespace=ns if isinstance(ns, str) and ns else namespace,
         name=name,
@@ -161,7 +187,6 @@ def read_typed_jobset(text: bytes, policy: Policy, namespace: str) -> Workload |
         source=source,
     )
     tpu = policy.tpu
-    jobs = spec.replicated_jobs or []
     limits = policy.limits
     if len(jobs) > limits.max_replicated_jobs:
         return None  # over policy.limits: parse_jobset refuses it without walking the list

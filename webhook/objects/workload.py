@@ -117,6 +117,11 @@ class Source(Protocol):
         """The pod spec of podSet ``index``."""
         ...
 
+    def podsets_text(self) -> bytes:
+        """Everything the podSets are built from, as one exact text: equal texts, equal
+        podSets under one policy."""
+        ...
+
 
 class Container(msgspec.Struct):
     name: str

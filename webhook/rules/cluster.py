@@ -445,7 +445,7 @@ INSUFFICIENT_NODE_POOLS: Final = Rule(
 )
 
 
-def recall_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str], Hashable]) -> Hashable | None:
+def recall_key(workload: Workload, ctx: RuleContext, queue_balance: Callable[[str, str], Hashable]) -> Hashable | None:
     """Everything the cluster family's rules (these and ``webhook.rules.services``') read of
     the job and of the request, as one hashable value.
 
@@ -454,16 +454,43 @@ def recall_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str
     (``webhook.engine.recall``). The key holds each field the checks read and nothing else
     (not the job's name, images or commands): jobs made from one template share it. What
     the checks read of the Workloads is in it too: for a guaranteed job, its queue's
-    balance (``ledger_state``, what ``guaranteed-balance-exceeded`` counts), so a Workload
+    balance (``queue_balance``, what ``guaranteed-balance-exceeded`` counts), so a Workload
     event need not drop the answers. A check that reads a new field or kind adds it here;
     ``tests/test_engine_recall.py`` varies each field and compares with a fresh decision.
-    ``None`` when a part cannot be keyed exactly: a resource value that is neither a
-    string nor an integer (``1``, ``1.0`` and ``true`` are equal keys but not equal
-    quantities), a pod spec that is not JSON text.
+    ``None`` when a part cannot be keyed exactly (``_podsets_key``).
 
-    Every request with a cluster computes it, so the containers' part is written out here
-    rather than in a helper of its own.
+    The podSets' part is, for a JobSet the typed reader read, the text it was built from
+    (``Source.podsets_text``: one bytes value, hashed and compared in C); for any other
+    object, the fields the checks read (``_podsets_key``).
     """
+    source = workload.source
+    podsets: Hashable | None = source.podsets_text() if source is not None else _podsets_key(workload)
+    if podsets is None:
+        return None
+    labels, namespace_labels = ctx.effective_labels, ctx.namespace_labels
+    queue, priority = labels.get(ctx.queue_label), labels.get(ctx.priority_label)
+    # read of a guaranteed job whose LocalQueue points to a ClusterQueue only (``_queue``'s reading)
+    balance = (
+        queue_balance(workload.namespace, queue) if queue and priority == ctx.policy.guaranteed_priority_class else None
+    )
+    return (
+        balance,
+        workload.kind,  # (the engine's plan, whose findings these are, is per kind too)
+        workload.namespace,
+        workload.replicas,  # a Deployment's (``webhook.rules.services``)
+        ctx.tier_name,  # whether the tier names a default queue (``webhook.rules.services``)
+        queue,
+        ctx.queue_label in workload.labels,  # whether the queue is the injected default (its wording)
+        priority,
+        None if namespace_labels is None else tuple(sorted(namespace_labels.items())),
+        podsets,
+    )
+
+
+def _podsets_key(workload: Workload) -> tuple[Hashable, ...] | None:
+    """What the checks read of each podSet, field by field; ``None`` when a resource value is
+    neither a string nor an integer (``1``, ``1.0`` and ``true`` are equal keys but not equal
+    quantities) or a pod spec is not JSON text."""
     podsets = []
     for podset in workload.podsets:
         placement = podset.placement_text()
@@ -493,25 +520,7 @@ def recall_key(workload: Workload, ctx: RuleContext, ledger_state: Callable[[str
                 placement,
             )
         )
-    labels, namespace_labels = ctx.effective_labels, ctx.namespace_labels
-    queue, priority = labels.get(ctx.queue_label), labels.get(ctx.priority_label)
-    balance: Hashable = None  # read of a guaranteed job whose LocalQueue points to a ClusterQueue only
-    if priority == ctx.policy.guaranteed_priority_class:
-        target = _queue(workload, ctx)
-        if target is not None and target[2]:
-            balance = ledger_state(target[2])
-    return (
-        balance,
-        workload.kind,  # (the engine's plan, whose findings these are, is per kind too)
-        workload.namespace,
-        workload.replicas,  # a Deployment's (``webhook.rules.services``)
-        ctx.tier_name,  # whether the tier names a default queue (``webhook.rules.services``)
-        queue,
-        ctx.queue_label in workload.labels,  # whether the queue is the injected default (its wording)
-        priority,
-        None if namespace_labels is None else tuple(sorted(namespace_labels.items())),
-        tuple(podsets),
-    )
+    return tuple(podsets)
 
 
 RULES: Final[tuple[Rule, ...]] = (
