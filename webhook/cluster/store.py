@@ -451,7 +451,7 @@ class StoreRecall:
         if held is not None and held[0] == changes:
             return held[1]
         cluster_queue = store.local_queue(namespace, queue)
-        if cluster_queue is None:
+        if not cluster_queue:  # no such LocalQueue, or one that names no ClusterQueue: no balance read
             state = None
         else:
             with store.lock:
