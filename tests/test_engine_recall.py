@@ -303,6 +303,18 @@ def test_the_memo_holds_a_bounded_number_of_answers(monkeypatch: pytest.MonkeyPa
         assert recall is not None and 1 <= len(recall.answers) <= 3
 
 
+def test_queue_names_no_local_queue_has_keep_no_balance() -> None:
+    """What a request names cannot grow what the memo keeps beyond its bound: a balance is
+    kept per LocalQueue the store holds, not per queue label sent."""
+    store, _ = stores()
+    for number in range(50):
+        decide(json.dumps(guaranteed(f"nowhere-{number}").obj()).encode(), facts(), POLICY, store)
+    decide(json.dumps(guaranteed().obj()).encode(), facts(), POLICY, store)
+    recall = store.recall()
+    assert isinstance(recall, StoreRecall)
+    assert list(recall._balances) == [("kubemaker", "team-a-queue")]
+
+
 def test_the_admin_guard_kinds_do_not_stop_remembering() -> None:
     """Kueue's ConfigMap or controller unreadable (RBAC) says nothing of jobs: the memo still works."""
     store, _ = stores()

@@ -428,9 +428,9 @@ class StoreRecall:
         self.answers: dict[Any, Any] = {}
         #: ``static_topologies`` per set of known ones (a server asks with its policy's only)
         self._topologies: dict[frozenset[str], frozenset[str]] = {}
-        #: per LocalQueue (namespace, name), its ``queue_balance`` and the count of Workload
-        #: changes it was read at
-        self._balances: dict[tuple[str, str], tuple[int, bytes | None]] = {}
+        #: per LocalQueue held (namespace, name), its ``queue_balance`` and the count of
+        #: Workload changes it was read at
+        self._balances: dict[tuple[str, str], tuple[int, bytes]] = {}
 
     def static_topologies(self, known: frozenset[str]) -> frozenset[str]:
         # Every request asks (``RuleContext``): kept until the next change, which brings a new Recall.
@@ -451,11 +451,12 @@ class StoreRecall:
         if held is not None and held[0] == changes:
             return held[1]
         cluster_queue = store.local_queue(namespace, queue)
-        if not cluster_queue:  # no such LocalQueue, or one that names no ClusterQueue: no balance read
-            state = None
-        else:
-            with store.lock:
-                state = _ENCODE(store.quota.ledger_state(cluster_queue))
+        if not cluster_queue:
+            # No such LocalQueue, or one that names no ClusterQueue: no balance read, and
+            # nothing kept, so queue names no LocalQueue has cannot grow what is kept.
+            return None
+        with store.lock:
+            state = _ENCODE(store.quota.ledger_state(cluster_queue))
         if changes == store.workload_changes:  # no event was half applied meanwhile
             self._balances[namespace, queue] = (changes, state)
         return state
