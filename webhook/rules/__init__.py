@@ -12,6 +12,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Final, Generic, Literal, TypeVar
 
+import msgspec
+
 from webhook.cluster.state import ClusterState, Recall
 from webhook.kube.fieldpaths import FieldPath
 from webhook.objects.kinds import ALL as ALL_KINDS
@@ -31,9 +33,18 @@ if TYPE_CHECKING:
 Subject = Literal["submitted", "final"]
 
 
-@dataclass(slots=True)
-class RuleContext:
-    """Everything a rule may read besides the workload. Built once per request; rules only read it."""
+#: ``RuleContext.tpu`` until ``__post_init__`` sets the policy's own
+_UNSET_TPU: Final = TpuPolicy()
+
+
+class RuleContext(msgspec.Struct):
+    """Everything a rule may read besides the workload. Built once per request; rules only read it.
+
+    A msgspec struct, as the request's other records (``webhook.objects.workload``): it is
+    built in C, where a dataclass's ``__init__`` ran some fifty bytecodes per request. The
+    fields after ``recall`` are the policy's and the cluster's, set by ``__post_init__``
+    (what the constructor is given for them is replaced).
+    """
 
     policy: Policy
     tier_name: str | None
@@ -54,18 +65,18 @@ class RuleContext:
     #: rules' answers in it); ``None`` without a cluster or while it has none
     recall: Recall | None = None
     #: ``policy.tpu`` (frozen)
-    tpu: TpuPolicy = field(init=False)
+    tpu: TpuPolicy = _UNSET_TPU
     #: ``policy.queueLabel`` and ``policy.priorityLabel``
-    queue_label: str = field(init=False)
-    priority_label: str = field(init=False)
+    queue_label: str = ""
+    priority_label: str = ""
     #: the static topologies a node selector may name: the policy's and, with cluster
     #: state, those the node pools advertise
-    static_topologies: frozenset[str] = field(init=False)
+    static_topologies: frozenset[str] = frozenset()
     #: filled by a cluster rule that found part of its state unknown: the engine turns it into
     #: a "skipped" warning (unknown is not zero)
-    unknown: list[str] = field(init=False, default_factory=list)
+    unknown: list[str] = msgspec.field(default_factory=list)
     #: the judged workload's podSets as Kueue's quota reads them, once per request (``demands``)
-    _demands: tuple[Workload, list[PodSetDemand]] | None = field(init=False, default=None)
+    _demands: tuple[Workload, list[PodSetDemand]] | None = None
 
     def __post_init__(self) -> None:
         policy, cluster = self.policy, self.cluster
