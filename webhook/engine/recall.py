@@ -51,25 +51,21 @@ def outcomes(steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
 
 def recalled(recall: Recall, steps: Steps, workload: Any, ctx: RuleContext) -> Outcomes:
     """The steps' outcomes for ``workload``: kept in ``recall`` when a job of its shape came
-    since the last change, else worked out and kept.
-
-    A kept answer was worked out against one state of the Workloads it reads, the one its
-    key names, so finding it needs no other test. An answer worked out now is kept under a
-    key read after the count of Workload changes (``Recall.ledger_changes``), and only if
-    the count has not moved by its end: a watch thread that applied an event meanwhile may
-    have let it read two states, so it is handed on but not kept.
-    """
-    shape = recall_key(workload, ctx, recall.queue_balance)
-    if shape is not None:
-        held = recall.answers.get((id(steps), shape))
-        if held is not None and held[0] is steps:  # the value holds the steps: their id is not reused meanwhile
-            result: Outcomes = held[1]
-            return result
+    since the last change, else worked out and kept. An answer worked out while a watch
+    thread applied a Workload event (``Recall.ledger_changes`` moved) may have read two
+    states of them, so it is handed on but not kept."""
     before = recall.ledger_changes()
-    shape = recall_key(workload, ctx, recall.queue_balance)  # again, after the count: what the answer read
+    shape = recall_key(workload, ctx, recall.queue_balance)
+    if shape is None:
+        return outcomes(steps, workload, ctx)
+    key = (id(steps), shape)  # the value holds the steps, so their id is never reused meanwhile
+    held = recall.answers.get(key)
+    if held is not None and held[0] is steps:
+        result: Outcomes = held[1]
+        return result
     result = outcomes(steps, workload, ctx)
-    if shape is not None and recall.ledger_changes() == before:
-        recall.keep((id(steps), shape), (steps, result))
+    if recall.ledger_changes() == before:
+        recall.keep(key, (steps, result))
     return result
 
 
