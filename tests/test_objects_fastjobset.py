@@ -160,9 +160,9 @@ def placement_values(podset: PodSet) -> list[Any]:
     return [json.loads(part) if part else "absent" for part in text]
 
 
-def podsets_text(obj: Any, policy: Policy | None = None) -> bytes:
+def podsets_text(obj: Any) -> bytes:
     """The typed reader's text of ``obj``'s podSets (``Source.podsets_text``); it must take ``obj``."""
-    workload = read_typed_jobset(json.dumps(obj).encode(), policy or POLICIES["static"], "ns")
+    workload = read_typed_jobset(json.dumps(obj).encode(), POLICIES["static"], "ns")
     assert workload is not None and workload.source is not None
     return workload.source.podsets_text()
 
@@ -182,17 +182,19 @@ def test_the_podsets_text_reads_back_as_the_structs_it_was_written_from() -> Non
             assert msgspec.json.decode(text, type=list[_ReplicatedJob]) == workload.source.jobs
 
 
-def with_pod_spec(change: Any) -> dict[str, Any]:
-    obj = jobset().obj()
+def with_pod_spec(change: Any, build: Any = None) -> dict[str, Any]:
+    """``build`` (the builder's JobSet by default) with its first pod spec changed by ``change``."""
+    obj: dict[str, Any] = (build or jobset()).obj()
     change(obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"])
     return obj
 
 
 def test_jobs_of_one_template_share_the_podsets_text() -> None:
     """What no rule reads (the job's name and labels, images, commands, env) is not in it."""
-    other = jobset().name("another-job").queue("other-queue").obj()
-    container = other["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]["containers"][0]
-    container.update(image="elsewhere/jax:2", command=["python", "-m", "other"], env=[{"name": "RUN", "value": "7"}])
+    run = {"image": "elsewhere/jax:2", "command": ["python", "-m", "other"], "env": [{"name": "RUN", "value": "7"}]}
+    other = with_pod_spec(
+        lambda spec: spec["containers"][0].update(run), jobset().name("another-job").queue("other-queue")
+    )
     assert podsets_text(other) == podsets_text(jobset().obj())
 
 
