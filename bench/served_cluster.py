@@ -182,6 +182,8 @@ def main() -> int:
         print(f"building {args.workloads} Workloads, {args.queues} ClusterQueues, {args.nodes} Nodes ...", flush=True)
         apis["big"] = big_api(args.workloads, args.queues, args.nodes)
     servers: dict[str, Server] = {}
+    #: the servers with a cluster behind them, each with the cluster (its API server and body)
+    clustered: dict[str, str] = {}
     files: dict[str, Path] = {}
     synced: dict[str, float] = {}
     with workspace() as work, tempfile.TemporaryDirectory() as tmp:
@@ -195,23 +197,24 @@ def main() -> int:
             kubeconfig = write_kubeconfig(Path(tmp) / f"kubeconfig-{name}", api.port)
             label = f"webhook, {name} cluster"
             servers[label] = webhook_server(certs, work, extra=["--kubeconfig", str(kubeconfig)], name=f"wh-{name}")
+            clustered[label] = name
             if name == "fixture" and args.against is not None:
-                servers[f"{args.against}, fixture cluster"] = webhook_from(
+                label = f"{args.against}, fixture cluster"
+                servers[label] = webhook_from(
                     args.against.resolve(), certs, work, "wh-against", extra=["--kubeconfig", str(kubeconfig)]
                 )
+                clustered[label] = name
         for name, body in bodies.items():
             files[name] = work / f"{name}.json"
             files[name].write_bytes(body)
-        plan = [(label, files["big" if "big" in label else "fixture"]) for label in servers]
+        plan = [(label, files[clustered.get(label, "fixture")]) for label in servers]
         results: dict[str, list[LoadResult]] = {label: [] for label in servers}
         try:
             for server in servers.values():
                 server.start()
-            for label in servers:
-                if "cluster" in label and "no cluster" not in label:
-                    name = "big" if "big" in label else "fixture"
-                    synced[label] = wait_synced(servers[label], bodies[name], timeout=600)
-                    print(f"{label}: synced in {synced[label]:.1f}s", flush=True)
+            for label, name in clustered.items():
+                synced[label] = wait_synced(servers[label], bodies[name], timeout=600)
+                print(f"{label}: synced in {synced[label]:.1f}s", flush=True)
             for label, file in plan:  # warm-up, not recorded
                 load(servers[label], file, 1, args.connections)
             for _ in range(args.rounds):
