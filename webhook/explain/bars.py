@@ -63,7 +63,11 @@ def bar(amounts: Amounts, scale: Decimal, width: int) -> str:
 
 
 def table(
-    rows: Sequence[tuple[str, Amounts | None]], resource: str, indent: str = "  ", width: int = WIDTH
+    rows: Sequence[tuple[str, Amounts | None]],
+    resource: str,
+    indent: str = "  ",
+    width: int = WIDTH,
+    header: str = "team",
 ) -> list[str]:
     """The table of ``rows`` (label, amounts) for one resource, header first (see the module).
 
@@ -82,14 +86,14 @@ def table(
         else [""] * len(HEADERS)
         for _, a in rows
     ]
-    name_width = max([len("team"), *(len(label) for label in labels)])
+    name_width = max([len(header), *(len(label) for label in labels)])
     widths = [max([len(header), *(len(row[i]) for row in cells)]) for i, header in enumerate(HEADERS)]
     used = len(indent) + name_width + sum(w + 2 for w in widths)
     bar_width = width - used - 2
     if bar_width < MIN_BAR:
         bar_width = 0
     scale = max((max(a.nominal + a.borrowed, a.in_use) for _, a in rows if a is not None), default=Decimal(0))
-    lines = [_line(indent, "team", name_width, list(HEADERS), widths, "")]
+    lines = [_line(indent, header, name_width, list(HEADERS), widths, "")]
     for label, row, (_, amounts) in zip(labels, cells, rows, strict=True):
         drawn = bar(amounts, scale, bar_width) if bar_width and amounts is not None else ""
         lines.append(_line(indent, label, name_width, row, widths, drawn))

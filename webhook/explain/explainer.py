@@ -132,7 +132,8 @@ def explain(request: ExplainRequest) -> Explanation:
                 "kueue.x-k8s.io/job-uid), so give the object as stored (kubectl get -o yaml)"
             )
         workloads = job_workloads(request.kind, request.job, request.workloads)
-        job_kind, job = request.kind, request.job
+        # a Deployment's status counts all its pods; each Workload is one pod's (its PodsReady)
+        job_kind, job = request.kind, (None if request.kind == DEPLOYMENT else request.job)
     if not workloads:
         return _not_managed(request, namespace, name)
     decided = [(s.decide(w, job_kind, job), w) for w in workloads]
@@ -207,6 +208,10 @@ def _map(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else {}
 
 
+def _sentence(text: str) -> str:
+    return text.rstrip().rstrip(".") + "."
+
+
 def _since(decided: s.Decided) -> str:
     return f" since {decided.since}" if decided.since else ""
 
@@ -239,33 +244,33 @@ def _points(
     elif state == s.QUEUED:
         points.append(f"Queued{team}{_since(decided)}: it holds no quota yet.")
         if decided.evicted_for:
-            points.append(f"Kueue evicted it ({decided.evicted_for}): {decided.detail}".rstrip(": ") + ".")
+            points.append(_sentence(f"Kueue evicted it ({decided.evicted_for}): {decided.detail}".rstrip(": ")))
         if decided.requeue_at:
             points.append(f"It goes back in the queue at {decided.requeue_at} (backoff after the eviction).")
         elif decided.detail and not decided.evicted_for:
-            points.append(f"Kueue says: {decided.detail}")
+            points.append(_sentence(f"Kueue says: {decided.detail}"))
     elif state == s.PROVISIONING_SLICE:
         points.append(f"Provisioning its slice{_since(decided)}: quota is reserved{team}; {decided.deciding}.")
         if decided.detail:
-            points.append(f"The check says: {decided.detail}")
+            points.append(_sentence(f"The check says: {decided.detail}"))
     elif state == s.STARTING:
         points.append(f"Starting{_since(decided)}: admitted{team}, its pods are coming up ({decided.deciding}).")
         if decided.detail:
-            points.append(f"Kueue says: {decided.detail}")
+            points.append(_sentence(f"Kueue says: {decided.detail}"))
     elif state == s.RUNNING:
         points.append(f"Running{_since(decided)}{team}: every replica is ready.")
     elif state in (s.FINISHED, s.FAILED):
         word = "Failed" if state == s.FAILED else "Finished"
         points.append(f"{word}{_since(decided)} ({decided.deciding}).")
         if decided.detail:
-            points.append(decided.detail.rstrip(".") + ".")
+            points.append(_sentence(decided.detail))
     elif state == s.DEACTIVATED:
         points.append(
             f"Deactivated{_since(decided)}: spec.active is false, so Kueue will not admit it until it is set "
             "back to true."
         )
         if decided.detail:
-            points.append(f"Kueue says: {decided.detail}")
+            points.append(_sentence(f"Kueue says: {decided.detail}"))
     if simulation is not None:
         points += simulation.points()
     return tuple(points)

@@ -57,6 +57,6 @@ def quota_lines(explanation: Explanation, width: int = WIDTH) -> list[str]:
                 if amounts is not None:
                     rows.append(((MARK if team.name == own else "  ") + team.name, amounts))
             lines += wrap(f"{flavor} {resource}", width, "  ", "  ")
-            lines += table(rows, resource, "  ", width)
+            lines += table(rows, resource, "    ", width, header="  team")
     lines += wrap(LEGEND, width, "  ", "  ")
     return lines
