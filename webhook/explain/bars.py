@@ -9,7 +9,7 @@ be compared at a glance::
 The scale is the largest ``nominal + borrowed`` of the table; the segments' ends are
 rounded, so the bar's length always matches its numbers' sum. Names longer than
 ``NAME_WIDTH`` are cut with ``…``; when the numbers leave too little room the bar is
-left out rather than the line made longer than ``width``.
+left out, then the names are cut shorter, rather than the line made longer than ``width``.
 """
 
 from __future__ import annotations
@@ -88,16 +88,20 @@ def table(
     ]
     name_width = max([len(header), *(len(label) for label in labels)])
     widths = [max([len(header), *(len(row[i]) for row in cells)]) for i, header in enumerate(HEADERS)]
-    used = len(indent) + name_width + sum(w + 2 for w in widths)
-    bar_width = width - used - 2
+    numbers = sum(w + 2 for w in widths)
+    # the names give way before the numbers do (down to 4 characters), and the bar before both
+    name_width = max(min(name_width, width - len(indent) - numbers), min(name_width, 4))
+    labels = [cut(label, name_width) for label in labels]
+    bar_width = width - len(indent) - name_width - numbers - 2
     if bar_width < MIN_BAR:
         bar_width = 0
     scale = max((max(a.nominal + a.borrowed, a.in_use) for _, a in rows if a is not None), default=Decimal(0))
-    lines = [_line(indent, header, name_width, list(HEADERS), widths, "")]
+    lines = [_line(indent, cut(header, name_width), name_width, list(HEADERS), widths, "")]
     for label, row, (_, amounts) in zip(labels, cells, rows, strict=True):
         drawn = bar(amounts, scale, bar_width) if bar_width and amounts is not None else ""
         lines.append(_line(indent, label, name_width, row, widths, drawn))
-    return lines
+    # only amounts of 1e31 and more get here: cut, rather than past the width
+    return [cut(line, width) for line in lines]
 
 
 def _line(indent: str, label: str, name_width: int, cells: list[str], widths: list[int], drawn: str) -> str:

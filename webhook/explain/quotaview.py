@@ -10,7 +10,6 @@ bars for 80 columns (``render_quota``) and JSON (``quota_document``), the same t
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 from webhook.explain.bars import LEGEND, WIDTH, table, wrap
@@ -18,31 +17,50 @@ from webhook.explain.inputs import Amounts, FlavorAmounts, QueueQuota, QuotaPict
 from webhook.explain.result import number
 from webhook.quota.amounts import format_amount
 
-#: a row of the tree: depth, label, the amounts per flavor and resource
-Row = tuple[int, str, FlavorAmounts, QueueQuota | None]
+#: a row of the tree: depth, label, its amounts for the table's flavor and resource (``None``:
+#: a cohort shown for the queues below it), and the ClusterQueue (``None`` for a cohort)
+Row = tuple[int, str, Amounts | None, QueueQuota | None]
 
 
-def _tree(picture: QuotaPicture, cohort: str, depth: int, seen: set[str]) -> Iterator[Row]:
+def _amounts(flavors: FlavorAmounts, flavor: str, resource: str) -> Amounts | None:
+    return flavors.get(flavor, {}).get(resource)
+
+
+def _rows(picture: QuotaPicture, cohort: str, flavor: str, resource: str, depth: int, seen: set[str]) -> list[Row]:
+    """The rows of ``cohort``'s subtree that have this flavor and resource; a cohort row only
+    when it has quota of its own or something below it does."""
     if cohort in seen:
-        return
+        return []
     seen.add(cohort)
-    yield depth, f"{cohort}/", picture.cohort(cohort).flavors, None
+    below: list[Row] = []
     for queue in picture.member_queues(cohort):
-        yield depth + 1, queue.name, queue.flavors, queue
+        amounts = _amounts(queue.flavors, flavor, resource)
+        if amounts is not None:
+            below.append((depth + 1, queue.name, amounts, queue))
     for child in picture.child_cohorts(cohort):
-        yield from _tree(picture, child, depth + 1, seen)
+        below += _rows(picture, child, flavor, resource, depth + 1, seen)
+    own = _amounts(picture.cohort(cohort).flavors, flavor, resource)
+    return [(depth, f"{cohort}/", own, None), *below] if below or own is not None else []
 
 
-def _pairs(rows: list[Row]) -> list[tuple[str, str]]:
-    return sorted(
-        {(flavor, resource) for _, _, flavors, _ in rows for flavor in flavors for resource in flavors[flavor]}
-    )
+def _pairs(picture: QuotaPicture, queues: list[QueueQuota], cohorts: list[str]) -> list[tuple[str, str]]:
+    flavors = [q.flavors for q in queues] + [picture.cohort(name).flavors for name in cohorts]
+    return sorted({(flavor, resource) for each in flavors for flavor in each for resource in each[flavor]})
 
 
-def _limits(rows: list[Row], flavor: str, resource: str) -> list[str]:
+def _subtree_cohorts(picture: QuotaPicture, root: str) -> list[str]:
+    names, todo = [], [root]
+    while todo:
+        current = todo.pop()
+        if current not in names:
+            names.append(current)
+            todo += picture.child_cohorts(current)
+    return names
+
+
+def _limits(rows: list[Row], resource: str) -> list[str]:
     said = []
-    for _, _, flavors, queue in rows:
-        amounts = flavors.get(flavor, {}).get(resource)
+    for _, _, amounts, queue in rows:
         if queue is None or amounts is None:
             continue
         parts = []
@@ -55,18 +73,11 @@ def _limits(rows: list[Row], flavor: str, resource: str) -> list[str]:
     return [f"limits: {'; '.join(said)}"] if said else []
 
 
-def _section(title: str, rows: list[Row], width: int) -> list[str]:
-    lines = wrap(title, width)
-    for flavor, resource in _pairs(rows):
-        lines += wrap(f"{flavor} {resource}", width, "  ", "  ")
-        shown: list[tuple[str, Amounts | None]] = [
-            ("  " * depth + label, flavors.get(flavor, {}).get(resource)) for depth, label, flavors, _ in rows
-        ]
-        lines += table(shown, resource, "  ", width)
-        for line in _limits(rows, flavor, resource):
-            lines += wrap(line, width, "  ", "    ")
-    if not _pairs(rows):
-        lines += wrap("no quota", width, "  ", "  ")
+def _table(rows: list[Row], flavor: str, resource: str, width: int) -> list[str]:
+    lines = wrap(f"{flavor} {resource}", width, "  ", "  ")
+    lines += table([("  " * depth + label, amounts) for depth, label, amounts, _ in rows], resource, "    ", width)
+    for line in _limits(rows, resource):
+        lines += wrap(line, width, "    ", "      ")
     return lines
 
 
@@ -74,10 +85,16 @@ def render_quota(picture: QuotaPicture, width: int = WIDTH) -> str:
     """The cohort tree as text (see the module)."""
     lines: list[str] = []
     for root in picture.roots():
-        lines += _section(f"cohort {root}", list(_tree(picture, root, 0, set())), width)
+        lines += wrap(f"cohort {root}", width)
+        cohorts = _subtree_cohorts(picture, root)
+        for flavor, resource in _pairs(picture, picture.queues_under(root), cohorts):
+            lines += _table(_rows(picture, root, flavor, resource, 0, set()), flavor, resource, width)
         lines.append("")
     for queue in picture.standalone():
-        lines += _section(f"ClusterQueue {queue.name} (no cohort)", [(0, queue.name, queue.flavors, queue)], width)
+        lines += wrap(f"ClusterQueue {queue.name} (no cohort)", width)
+        for flavor, resource in _pairs(picture, [queue], []):
+            amounts = _amounts(queue.flavors, flavor, resource)
+            lines += _table([(0, queue.name, amounts, queue)], flavor, resource, width)
         lines.append("")
     if not lines:
         return "no ClusterQueues\n"
