@@ -257,3 +257,16 @@ def test_a_deployment_explains_the_pod_workload_that_needs_it_and_counts_them() 
 def test_a_job_that_cannot_be_looked_up_is_an_error_naming_the_field(job: dict[str, Any], field: str) -> None:
     with pytest.raises(ExplainError, match=field):
         explain(ExplainRequest("JobSet", job, WorkloadList([rfc_example_one().obj()])))
+
+
+@pytest.mark.parametrize(
+    ("kind", "message"),
+    [
+        ("Jobset", "kind 'Jobset': not one explain answers for; did you mean JobSet? use one of JobSet, Job"),
+        ("Pod", "kind 'Pod': not one explain answers for; use one of JobSet, Job, Deployment, Workload"),
+    ],
+)
+def test_a_kind_explain_does_not_answer_for_is_an_error(kind: str, message: str) -> None:
+    with pytest.raises(ExplainError) as raised:
+        explain(ExplainRequest(kind, StoredJobSet().obj(), WorkloadList([])))
+    assert str(raised.value).startswith(message)

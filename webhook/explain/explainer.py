@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 from webhook.explain import state as s
 from webhook.explain.inputs import Document, QuotaPicture, Simulate, WorkloadIndex, metadata, text_field
@@ -25,9 +25,12 @@ from webhook.explain.preemptor import Preemptor, admitted_cluster_queue, resolve
 from webhook.explain.result import ExplainResult, PreemptorJson, QuotaJson, quota_numbers, simulation_json
 from webhook.explain.simulation import SimulationView, read_simulation
 from webhook.explain.workloads import WORKLOAD, job_workloads, name_of, owner_job
-from webhook.objects.kinds import DEPLOYMENT
+from webhook.kube.typos import did_you_mean
+from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: the kinds ``explain`` answers for (SPEC §13)
+KINDS: Final = (JOBSET, JOB, DEPLOYMENT, WORKLOAD)
 
 
 class ExplainError(ValueError):
@@ -117,6 +120,10 @@ class Explanation:
 
 def explain(request: ExplainRequest) -> Explanation:
     """Explain one job (see the module)."""
+    if request.kind not in KINDS:
+        guess = did_you_mean(request.kind, KINDS)
+        hint = f"did you mean {guess}? " if guess else ""
+        raise ExplainError(f"kind {request.kind!r}: not one explain answers for; {hint}use one of {', '.join(KINDS)}")
     meta = metadata(request.job)
     namespace, name = text_field(meta, "namespace"), text_field(meta, "name")
     if not name:
