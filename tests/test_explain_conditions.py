@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from webhook.explain.conditions import (
+    MAX_MESSAGE,
     AdmissionCheckState,
     Condition,
     is_deactivation,
@@ -61,3 +62,10 @@ def test_admission_checks_in_order_malformed_skipped() -> None:
 )
 def test_deactivation_reasons(reason: str, expected: bool) -> None:
     assert is_deactivation(reason) is expected
+
+
+def test_messages_are_kept_short_enough_to_quote() -> None:
+    long = "m" * 5000
+    condition = read_conditions([{"type": "Evicted", "status": "True", "message": long}])["Evicted"]
+    check = read_admission_checks([{"name": "tpu7x-slice", "message": long}])[0]
+    assert condition.message == check.message == "m" * (MAX_MESSAGE - 1) + "…"

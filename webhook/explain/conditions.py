@@ -4,7 +4,8 @@ The names are Kueue's (``apis/kueue/v1beta2/workload_types.go``), kept here as c
 the state machine reads as the RFC's table does. A condition list as stored is untrusted
 JSON: ``read_conditions`` keeps the well-formed entries and skips the rest (a condition
 without a string ``type`` says nothing), and when a type repeats the last one wins, as
-``apimeta.FindStatusCondition`` would find only one.
+``apimeta.FindStatusCondition`` would find only one. Messages are kept to
+``MAX_MESSAGE`` characters: the API server allows 32768, and an answer quotes them.
 """
 
 from __future__ import annotations
@@ -54,6 +55,8 @@ KEP_10852_REASONS: Final[tuple[str, ...]] = (
     "PendingEvaluation",
 )
 
+MAX_MESSAGE: Final = 1024
+
 #: AdmissionCheck state that lets a Workload be admitted
 CHECK_READY: Final = "Ready"
 
@@ -87,6 +90,11 @@ def _text(value: Any) -> str:
     return value if isinstance(value, str) else ""
 
 
+def _message(value: Any) -> str:
+    text = _text(value)
+    return text if len(text) <= MAX_MESSAGE else text[: MAX_MESSAGE - 1] + "…"
+
+
 def _time(value: Any) -> str | None:
     return value if isinstance(value, str) and value else None
 
@@ -101,7 +109,7 @@ def read_conditions(entries: Any) -> dict[str, Condition]:
             entry["type"],
             _text(entry.get("status")),
             _text(entry.get("reason")),
-            _text(entry.get("message")),
+            _message(entry.get("message")),
             _time(entry.get("lastTransitionTime")),
         )
     return found
@@ -113,7 +121,7 @@ def read_admission_checks(entries: Any) -> list[AdmissionCheckState]:
         AdmissionCheckState(
             entry["name"],
             _text(entry.get("state")),
-            _text(entry.get("message")),
+            _message(entry.get("message")),
             _time(entry.get("lastTransitionTime")),
         )
         for entry in (entries if isinstance(entries, list) else ())

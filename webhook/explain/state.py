@@ -118,7 +118,7 @@ def decide(workload: Document, kind: str, job: Document | None) -> Decided:
             evicted.since,
             "Evicted=True with reason Preempted",
             reason=preempted.reason or None if preempted is not None and preempted.true else None,
-            detail=(preempted.message if preempted is not None and preempted.message else evicted.message),
+            detail=(preempted.message if preempted is not None and preempted.true else "") or evicted.message,
             requeued=requeued is not None and requeued.true,
         )
     reserved = found.get(c.QUOTA_RESERVED)
