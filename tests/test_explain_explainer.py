@@ -116,6 +116,8 @@ def test_each_preemption_reason_is_the_answer_and_in_words(reason: str, words: s
     [
         (None, "WaitingForQuota"),  # no simulation: the Workload's own QuotaReserved reason
         (simulation("admit"), "PendingEvaluation"),  # nothing blocks it
+        (simulation("admit", ""), "PendingEvaluation"),
+        (simulation("wait", "StrictFIFO"), "WaitingForQuota"),  # a reason that is no KEP-10852 token
         (simulation("preempt"), "PendingEvaluation"),
         (simulation("wait"), "WaitingForQuota"),
         (simulation("wait", "TopologyPlacementFailed"), "TopologyPlacementFailed"),
