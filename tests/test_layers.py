@@ -20,6 +20,7 @@ STAGES = (
     "objects",
     "quota",
     "cluster",
+    "explain",
     "rules",
     "engine",
     "admin",
