@@ -375,15 +375,45 @@ def test_documents_before_a_syntax_error_are_still_judged(tmp_path: Path) -> Non
 # --- --cluster-state ------------------------------------------------------------------
 
 
-def test_cluster_state_takes_one_path_and_may_stand_anywhere() -> None:
+def test_cluster_state_takes_one_or_more_paths_and_may_be_repeated() -> None:
     state = FIXTURES / "cluster"
     job = str(JOBSETS / "rfc-4.6-static.yaml")
-    before = cli("check", "--cluster-state", str(state), job, "--output", "json")
+    before = cli("check", job, "--cluster-state", str(state), "--output", "json")
     assert before.returncode == 0, before.stderr
     assert results(before)[0]["warnings"] == []
     files = sorted(str(p) for p in state.glob("*.yaml"))
+    listed = cli("check", job, "--cluster-state", *files, "--output", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert results(listed) == results(before)
     repeated = cli("check", job, *[arg for f in files for arg in ("--cluster-state", f)], "--output", "json")
     assert repeated.returncode == 0 and results(repeated) == results(before)
+    ended = cli("check", "--output", "json", "--cluster-state", *files, "--", job)
+    assert ended.returncode == 0 and results(ended) == results(before)
+
+
+def test_cluster_state_that_took_the_manifests_says_so() -> None:
+    state = str(FIXTURES / "cluster")
+    job = str(JOBSETS / "rfc-4.6-static.yaml")
+    proc = cli("check", "--cluster-state", state, job)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (
+        "tpu-admission check: error: the following arguments are required: PATH (--cluster-state takes every "
+        "path up to the next flag: give the manifests before it, or end its paths with --; "
+        f"it took {state}, {job})"
+    )
+
+
+@pytest.mark.parametrize("command", [["check", "JOB"], ["audit"], ["lint-queues", "KUEUE"]])
+def test_every_command_reads_cluster_state_paths_alike(command: list[str]) -> None:
+    """``--cluster-state a b`` is one flag with two paths in each command that takes it."""
+    mapping = {"JOB": str(JOBSETS / "rfc-4.6-static.yaml"), "KUEUE": str(FIXTURES / "kueue")}
+    files = sorted(str(p) for p in (FIXTURES / "cluster").glob("*.yaml"))
+    args = [mapping.get(a, a) for a in command]
+    listed = cli(*args, "--cluster-state", *files, "--output", "json")
+    repeated = cli(*args, *[arg for f in files for arg in ("--cluster-state", f)], "--output", "json")
+    assert listed.returncode in (0, 1), listed.stderr
+    assert (listed.returncode, listed.stdout) == (repeated.returncode, repeated.stdout)
+    assert "--cluster-state PATH [PATH ...]" in cli(command[0], "--help").stdout
 
 
 # --- policy exceptions through check ------------------------------------------------------------
@@ -446,7 +476,7 @@ def test_an_unknown_rule_in_an_exception_stops_check_and_serve(tmp_path: Path) -
         (["--config", "CONFIG", "JOB"], "subSlicing: Input should be a valid boolean"),
         (["--output", "xml", "JOB"], "invalid choice"),
         (["--cluster-state", "MISSING", "JOB"], "--cluster-state"),
-        (["--cluster-state"], "expected one argument"),
+        (["--cluster-state"], "expected at least one argument"),
     ],
 )
 def test_bad_usage_exits_2_with_a_message(tmp_path: Path, args: list[str], stderr: str) -> None:
@@ -456,6 +486,18 @@ def test_bad_usage_exits_2_with_a_message(tmp_path: Path, args: list[str], stder
     proc = cli("check", *[mapping.get(a, a) for a in args])
     assert proc.returncode == 2
     assert stderr in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["check", "JOB"], ["audit"], ["lint-queues", "JOB"], ["certs", "generate"], ["export", "vap"]]
+)
+def test_an_unknown_flag_prints_the_subcommands_usage(command: list[str]) -> None:
+    args = [str(JOBSETS / "rfc-4.6-static.yaml") if a == "JOB" else a for a in command]
+    proc = cli(*args, "--bogus")
+    assert proc.returncode == 2
+    name = " ".join(command[:2] if command[0] in ("certs", "export") else command[:1])
+    assert proc.stderr.startswith(f"usage: tpu-admission {name} "), proc.stderr
+    assert proc.stderr.splitlines()[-1] == f"tpu-admission {name}: error: unrecognized arguments: --bogus"
 
 
 def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:

@@ -22,7 +22,7 @@ from typing import Any
 from webhook import __version__
 from webhook.admin.catalog import load_policy
 from webhook.cli import lint_queues
-from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, subparser
+from webhook.cli.arguments import EXIT_USAGE_LINE, Parser, add_judging_flags, subparser
 from webhook.cli.audit import add_audit
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
@@ -375,7 +375,7 @@ examples:
   tpu-admission check jobs/ --mode dynamic
   tpu-admission check job.yaml --tier production --output json
   kubectl get localqueues,clusterqueues,namespaces -A -o yaml > state.yaml
-  tpu-admission check jobs/ --cluster-state state.yaml --cluster-state nodes.yaml
+  tpu-admission check jobs/ --cluster-state state.yaml nodes.yaml
   tpu-admission check jobs/ --strict --output sarif > tpu-admission.sarif
   tpu-admission check jobs/ --output junit > tpu-admission.xml
 
@@ -521,7 +521,7 @@ def _add_check(commands: Any) -> None:
     add_judging_flags(
         check,
         config="policy config YAML",
-        cluster_state="kubectl get -o yaml output (a file or directory); repeat the flag for more",
+        cluster_state="kubectl get -o yaml or tpu-admission snapshot output: files or directories",
         strict="fail (exit 1) on warnings too: an unknown tier, skipped cluster checks, warn-level findings, "
         "a skipped document that looks like a mistake, nothing checked",
     )
@@ -629,9 +629,7 @@ SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tpu-admission", description=_MAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = Parser(prog="tpu-admission", description=_MAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in SUBCOMMANDS:
