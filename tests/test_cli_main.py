@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -742,3 +743,37 @@ def test_serve_on_a_port_in_use_says_so_exits_2_and_announces_nothing(tmp_path: 
         "port: stop it or choose another --port\n"
     )
     assert "listened on (a port in use)" in cli("serve", "--help").stdout
+
+
+# --- who submits: --user, --group ------------------------------------------------------------
+
+
+def test_the_readmes_policy_in_ci_judges_the_submitter_check_is_told(tmp_path: Path) -> None:
+    """The README's policy example sets queuePermissions: a dry run with no submitter skips
+    that rule with a warning naming the flags (never "user '' may not submit"); --user and
+    --group decide it as the API server's userInfo would."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "queuePermissions:" in b)
+    config = tmp_path / "policy.yaml"
+    config.write_text(block)
+    job = str(JOBSETS / "rfc-4.6-static.yaml")  # production, queue team-a-queue
+    base = ["check", job, "--config", str(config), "--mode", "static", "--output", "json"]
+    nobody = cli(*base)
+    assert nobody.returncode == 0, nobody.stdout
+    (record,) = results(nobody)
+    assert record["violations"] == []
+    assert record["warnings"] == [
+        "[queue-not-permitted] skipped: the submitter is unknown (no user name or group); "
+        "check takes them as --user NAME and --group G"
+    ]
+    assert cli(*base, "--strict").returncode == 1  # a skipped rule is a warning
+    for allowed in (["--group", "team-a"], ["--user", "system:serviceaccount:aistudio:submitter"]):
+        proc = cli(*base, "--strict", *allowed)
+        assert proc.returncode == 0, proc.stdout
+        assert results(proc)[0]["warnings"] == []
+    denied = cli(*base, "--user", "bob", "--group", "team-b", "--group", "team-c")
+    assert denied.returncode == 1
+    assert [v["message"] for v in results(denied)[0]["violations"]] == [
+        "user 'bob' may not submit to queue 'team-a-queue'; submit to your own team's queue, or ask the cluster "
+        "admins to grant access"
+    ]

@@ -400,3 +400,18 @@ def test_a_finding_quoting_a_huge_value_is_cut() -> None:
     assert not decision.allowed
     assert max(len(line) for line in decision.deny_message().split("\n")) <= STATIC.limits.max_line_chars
     assert "more characters)" in decision.deny_message()
+
+
+def test_an_unknown_submitter_skips_queue_permissions_with_a_warning_and_is_never_denied() -> None:
+    policy = policy_from_mapping({"queuePermissions": {"team-a-queue": {"groups": ["team-a"]}}})
+    job = load_jobset("rfc-4.6-static")
+    nobody = run(job, policy)
+    assert nobody.allowed and nobody.findings == []
+    assert nobody.skipped == ["queue-not-permitted"]
+    assert nobody.warnings == [
+        "[queue-not-permitted] skipped: the submitter is unknown (no user name or group); "
+        "check takes them as --user NAME and --group G"
+    ]
+    assert run(job, policy, user=ALICE).warnings == []
+    bob = run(job, policy, user=UserInfo("bob", ("team-b",)))
+    assert rules(bob) == {"queue-not-permitted"} and not bob.allowed

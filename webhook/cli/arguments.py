@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any, Final, NoReturn
 
 from webhook.cli.formatters import FORMATTERS
+from webhook.objects.request import UserInfo
 
 #: the exit-code line every judging command's help ends its list with
 EXIT_USAGE_LINE: Final = "  2  bad usage, an invalid policy config, or a file that cannot be read"
@@ -75,6 +76,31 @@ def add_cluster_state(parser: Any, what: str, *, after_paths: bool = True) -> No
     """
     end = STATE_PATHS_END if after_paths else "one or more; the flag may be repeated"
     parser.add_argument("--cluster-state", nargs="+", action=_StatePaths, metavar="PATH", help=f"{what} ({end})")
+
+
+def add_submitter_flags(parser: argparse.ArgumentParser) -> None:
+    """``--user NAME`` and ``--group G``: who submits, as the API server's ``userInfo`` would say.
+
+    Read by ``queue-not-permitted``; without either, that rule is skipped with a warning
+    naming these flags (a dry run does not know its submitter, and unknown is not nobody).
+    """
+    parser.add_argument(
+        "--user",
+        metavar="NAME",
+        help="the submitting user, as the API server names it (e.g. system:serviceaccount:NS:NAME), for "
+        "queuePermissions; without --user or --group that rule is skipped with a warning",
+    )
+    parser.add_argument(
+        "--group",
+        action="append",
+        metavar="G",
+        help="a group of the submitting user, for queuePermissions (repeatable)",
+    )
+
+
+def submitter(args: argparse.Namespace) -> UserInfo:
+    """The ``userInfo`` ``--user`` and ``--group`` give (empty: unknown)."""
+    return UserInfo(username=args.user or "", groups=tuple(dict.fromkeys(args.group or ())))
 
 
 def add_judging_flags(parser: argparse.ArgumentParser, *, config: str, cluster_state: str, strict: str) -> None:

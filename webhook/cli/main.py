@@ -22,7 +22,7 @@ from typing import Any
 from webhook import __version__
 from webhook.admin.catalog import load_policy
 from webhook.cli import lint_queues
-from webhook.cli.arguments import EXIT_USAGE_LINE, Parser, add_judging_flags, subparser
+from webhook.cli.arguments import EXIT_USAGE_LINE, Parser, add_judging_flags, add_submitter_flags, submitter, subparser
 from webhook.cli.audit import add_audit
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
@@ -77,6 +77,7 @@ def run_check(args: argparse.Namespace) -> int:
         raise UsageError(f"--tier {args.tier!r} is not a configured tier ({', '.join(policy.tiers)}){hint}")
     labels = _parse_labels(args.namespace_labels) if args.namespace_labels is not None else None
     cluster = _load_cluster_state(args.cluster_state, policy) if args.cluster_state else None
+    user = submitter(args)
     left_out: list[str] = []
     documents, errors = read_documents(args.paths, left_out)
 
@@ -111,6 +112,7 @@ def run_check(args: argparse.Namespace) -> int:
             tier_override=args.tier,
             namespace_labels=labels,
             kind=judged,
+            user=user,
         )
         decision = decide(data, facts, policy, cluster)
         report.results.append(CheckResult(document, kind, namespace, name, decision, mode=policy.mode))
@@ -378,6 +380,10 @@ examples:
   tpu-admission check jobs/ --cluster-state state.yaml nodes.yaml
   tpu-admission check jobs/ --strict --output sarif > tpu-admission.sarif
   tpu-admission check jobs/ --output junit > tpu-admission.xml
+  tpu-admission check jobs/ --config policy.yaml --user alice --group team-a
+
+Who submits (--user, --group) decides queue-not-permitted when the policy sets
+queuePermissions; without either flag that rule is skipped with a warning.
 
 exit codes:
   0  everything admitted (with --strict: and no warnings, and something was checked)
@@ -527,6 +533,7 @@ def _add_check(commands: Any) -> None:
     )
     check.add_argument("--tier", help="treat every namespace as this tier")
     check.add_argument("--namespace-labels", help="the namespace's labels, k=v,...")
+    add_submitter_flags(check)
     check.set_defaults(run=run_check)
 
 
