@@ -777,3 +777,53 @@ def test_the_readmes_policy_in_ci_judges_the_submitter_check_is_told(tmp_path: P
         "user 'bob' may not submit to queue 'team-a-queue'; submit to your own team's queue, or ask the cluster "
         "admins to grant access"
     ]
+
+
+# --- certs, export: what the usage and the messages say ------------------------------------
+
+
+def test_certs_generate_usage_says_where_to_write_is_required_and_the_names_are_not() -> None:
+    usage = cli("certs", "generate", "--help").stdout.split("\n\n")[0]
+    assert usage.startswith(
+        "usage: tpu-admission certs generate (--out DIR | --secret-manifest FILE)... [--service NAME]"
+    )
+    assert "[--namespace NS]" in usage and "[--out" not in usage and "[--secret-manifest" not in usage
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert (
+        "`tpu-admission certs generate (--out DIR \\| --secret-manifest FILE)... [--service S] [--namespace N]"
+        in readme
+    )
+    nothing = cli("certs", "generate", "--service", "adm")
+    assert (nothing.returncode, nothing.stdout) == (2, "")
+    assert nothing.stderr == (
+        "tpu-admission: certs generate: nothing to write: give --out DIR and/or --secret-manifest FILE (- for stdout)\n"
+    )
+
+
+def test_ca_bundle_refuses_a_file_that_is_not_a_pem_certificate(tmp_path: Path) -> None:
+    assert cli("certs", "generate", "--out", str(tmp_path)).returncode == 0
+    for name, text in [("junk.crt", "garbage\n"), ("tls.key", (tmp_path / "tls.key").read_text())]:
+        path = tmp_path / name
+        path.write_text(text)
+        proc = cli("certs", "ca-bundle", "--ca", str(path))
+        assert (proc.returncode, proc.stdout) == (2, "")
+        assert proc.stderr == (
+            f"tpu-admission: {path}: not a PEM certificate (a caBundle is the CA's -----BEGIN CERTIFICATE----- "
+            "text, e.g. the ca.crt certs generate wrote)\n"
+        )
+
+
+@pytest.mark.parametrize(
+    ("actions", "stderr"),
+    [
+        ("Dny", "'Dny' is not a validation action; did you mean 'Deny'?"),
+        ("warn,Audit", "'warn' is not a validation action; did you mean 'Warn'?"),
+        ("Block", "'Block' is not a validation action; use Deny, Warn, Audit"),
+        ("Warn,Warn", "'Warn,Warn' names an action twice; name each once"),
+        ("Deny,Warn", "Deny and Warn do not go together (Deny already tells the user); use Deny, or Warn,Audit"),
+    ],
+)
+def test_export_vap_names_the_action_it_does_not_know(actions: str, stderr: str) -> None:
+    proc = cli("export", "vap", "--validation-actions", actions)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"tpu-admission: --validation-actions: {stderr}\n"
