@@ -174,9 +174,10 @@ def _audit_cluster(kubeconfig: str | None, policy: Policy, audit: Audit) -> Any:
     from webhook.cluster.listing import ListError, judged_objects, load_state
 
     try:
-        api_client = client.ApiClient(load_configuration(kubeconfig))
+        configuration = load_configuration(kubeconfig)
     except ClusterConfigError as exc:
         raise AuditError(str(exc)) from None
+    api_client = client.ApiClient(configuration)
     try:
         store, owners = load_state(api_client, policy)
         for document in _live_documents(judged_objects(api_client, audit.namespaces)):
@@ -184,7 +185,7 @@ def _audit_cluster(kubeconfig: str | None, policy: Policy, audit: Audit) -> Any:
             document.data = None  # judged: the object goes, its result stays
     except ListError as exc:
         api_client.close()  # type: ignore[no-untyped-call]
-        raise AuditError(f"the cluster could not be listed: {exc}") from None
+        raise AuditError(f"the cluster at {configuration.host} could not be listed: {exc}") from None
     return api_client
 
 
