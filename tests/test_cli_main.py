@@ -771,6 +771,11 @@ def test_the_readmes_policy_in_ci_judges_the_submitter_check_is_told(tmp_path: P
         proc = cli(*base, "--strict", *allowed)
         assert proc.returncode == 0, proc.stdout
         assert results(proc)[0]["warnings"] == []
+    named = cli(*base, "--user", "bob")  # team-a-queue also admits a group: bob's are unknown
+    assert named.returncode == 0 and results(named)[0]["warnings"] == [
+        "[queue-not-permitted] skipped: the submitter's groups are unknown and user 'bob' is not permitted on "
+        "queue 'team-a-queue' by name; check takes them as --group G"
+    ]
     denied = cli(*base, "--user", "bob", "--group", "team-b", "--group", "team-c")
     assert denied.returncode == 1
     assert [v["message"] for v in results(denied)[0]["violations"]] == [

@@ -81,14 +81,16 @@ def add_cluster_state(parser: Any, what: str, *, after_paths: bool = True) -> No
 def add_submitter_flags(parser: argparse.ArgumentParser) -> None:
     """``--user NAME`` and ``--group G``: who submits, as the API server's ``userInfo`` would say.
 
-    Read by ``queue-not-permitted``; without either, that rule is skipped with a warning
-    naming these flags (a dry run does not know its submitter, and unknown is not nobody).
+    Read by ``queue-not-permitted``: where what they leave out (the name, the groups) could
+    permit the job, that rule is skipped with a warning naming the flag (a dry run does not
+    know its submitter, and unknown is not nobody).
     """
     parser.add_argument(
         "--user",
         metavar="NAME",
         help="the submitting user, as the API server names it (e.g. system:serviceaccount:NS:NAME), for "
-        "queuePermissions; without --user or --group that rule is skipped with a warning",
+        "queuePermissions; where the name or groups left out could permit the job, that rule is skipped with a "
+        "warning",
     )
     parser.add_argument(
         "--group",

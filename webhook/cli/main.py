@@ -414,7 +414,8 @@ examples:
   tpu-admission check jobs/ --config policy.yaml --user alice --group team-a
 
 Who submits (--user, --group) decides queue-not-permitted when the policy sets
-queuePermissions; without either flag that rule is skipped with a warning.
+queuePermissions; where the name or groups left out could permit the job, that rule
+is skipped with a warning naming the flag.
 
 exit codes:
   0  everything admitted (with --strict: and no warnings, and something was checked)
