@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 from pathlib import Path
@@ -87,3 +88,21 @@ def test_the_readme_says_where_the_upstream_crds_come_from() -> None:
         if sources.is_file():
             (commit,) = re.findall(rf"^\| {re.escape(name)} \|.*\| ([0-9a-f]{{40}}) \|$", sources.read_text(), re.M)
             assert f"`{commit[:7]}`" in development, f"README names another commit than {commit[:7]} for {name}"
+
+
+def test_every_flag_in_the_command_table_is_one_the_command_takes() -> None:
+    """The synopses of the README's command table name only flags the commands have."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    rows = re.findall(r"^\| `tpu-admission ([^`]+)` \|", README, re.M)
+    assert len(rows) >= 10
+    for synopsis in rows:
+        words = synopsis.replace("\\|", "|").split()
+        command = commands.choices[words[0]]
+        if words[0] in ("certs", "export"):
+            nested = next(a for a in command._actions if isinstance(a, argparse._SubParsersAction))
+            command = nested.choices[words[1]]
+        flags = {flag.strip("[]()|.") for word in words for flag in word.split("|") if flag.strip("[(").startswith("-")}
+        assert flags, synopsis
+        unknown = flags - set(command._option_string_actions)
+        assert not unknown, f"README's `tpu-admission {synopsis}` names {sorted(unknown)}, which it does not take"
