@@ -307,8 +307,10 @@ def _validation_actions(text: str, known: Sequence[str]) -> list[str]:
     if len(set(actions)) < len(actions):
         raise UsageError(f"--validation-actions: {text!r} names an action twice; name each once")
     if "Deny" in actions and "Warn" in actions:
-        raise UsageError("--validation-actions: Deny and Warn do not go together (Deny already tells the user); "
-                         "use Deny, or Warn,Audit")  # fmt: skip
+        raise UsageError(
+            "--validation-actions: Deny and Warn do not go together (Deny already tells the user); "
+            "use Deny, or Warn,Audit"
+        )
     return actions
 
 
