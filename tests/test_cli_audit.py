@@ -371,9 +371,14 @@ def test_live_namespaces_and_unreachable(api: FakeApiServer, tmp_path: Path) -> 
     assert {r["namespace"] for r in json.loads(done.stdout)["results"]} == {"falcon-jobs"}
     judged = [path for path in api.paths if path.rpartition("/")[2] in ("jobsets", "jobs", "deployments")]
     assert judged == [f"{kind.path.rpartition('/')[0]}/namespaces/falcon-jobs/{kind.plural}" for kind in JUDGED_KINDS]
-    gone = write_kubeconfig(tmp_path / "gone", free_port())
+    port = free_port()  # closed: nothing listens there
+    gone = write_kubeconfig(tmp_path / "gone", port)
     done = run_cli("audit", "--kubeconfig", str(gone))
-    assert done.returncode == 2 and "unreachable" in done.stderr and done.stdout == ""
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (  # the server and the cause, whole (it was cut at "...Failed to establish")
+        f"tpu-admission audit: the cluster at http://127.0.0.1:{port} could not be listed: "
+        "Namespaces: API server unreachable: Connection refused\n"
+    )
     api.errors = {"Deployments": 403}
     done = run_cli("audit", "--kubeconfig", kubeconfig(api, tmp_path))
     assert done.returncode == 2 and "Deployments: forbidden (403)" in done.stderr and done.stdout == ""

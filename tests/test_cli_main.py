@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -375,15 +376,45 @@ def test_documents_before_a_syntax_error_are_still_judged(tmp_path: Path) -> Non
 # --- --cluster-state ------------------------------------------------------------------
 
 
-def test_cluster_state_takes_one_path_and_may_stand_anywhere() -> None:
+def test_cluster_state_takes_one_or_more_paths_and_may_be_repeated() -> None:
     state = FIXTURES / "cluster"
     job = str(JOBSETS / "rfc-4.6-static.yaml")
-    before = cli("check", "--cluster-state", str(state), job, "--output", "json")
+    before = cli("check", job, "--cluster-state", str(state), "--output", "json")
     assert before.returncode == 0, before.stderr
     assert results(before)[0]["warnings"] == []
     files = sorted(str(p) for p in state.glob("*.yaml"))
+    listed = cli("check", job, "--cluster-state", *files, "--output", "json")
+    assert listed.returncode == 0, listed.stderr
+    assert results(listed) == results(before)
     repeated = cli("check", job, *[arg for f in files for arg in ("--cluster-state", f)], "--output", "json")
     assert repeated.returncode == 0 and results(repeated) == results(before)
+    ended = cli("check", "--output", "json", "--cluster-state", *files, "--", job)
+    assert ended.returncode == 0 and results(ended) == results(before)
+
+
+def test_cluster_state_that_took_the_manifests_says_so() -> None:
+    state = str(FIXTURES / "cluster")
+    job = str(JOBSETS / "rfc-4.6-static.yaml")
+    proc = cli("check", "--cluster-state", state, job)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines()[-1] == (
+        "tpu-admission check: error: the following arguments are required: PATH (--cluster-state takes every "
+        "path up to the next flag: give the manifests before it, or end its paths with --; "
+        f"it took {state}, {job})"
+    )
+
+
+@pytest.mark.parametrize("command", [["check", "JOB"], ["audit"], ["lint-queues", "KUEUE"]])
+def test_every_command_reads_cluster_state_paths_alike(command: list[str]) -> None:
+    """``--cluster-state a b`` is one flag with two paths in each command that takes it."""
+    mapping = {"JOB": str(JOBSETS / "rfc-4.6-static.yaml"), "KUEUE": str(FIXTURES / "kueue")}
+    files = sorted(str(p) for p in (FIXTURES / "cluster").glob("*.yaml"))
+    args = [mapping.get(a, a) for a in command]
+    listed = cli(*args, "--cluster-state", *files, "--output", "json")
+    repeated = cli(*args, *[arg for f in files for arg in ("--cluster-state", f)], "--output", "json")
+    assert listed.returncode in (0, 1), listed.stderr
+    assert (listed.returncode, listed.stdout) == (repeated.returncode, repeated.stdout)
+    assert "--cluster-state PATH [PATH ...]" in cli(command[0], "--help").stdout
 
 
 # --- policy exceptions through check ------------------------------------------------------------
@@ -446,7 +477,7 @@ def test_an_unknown_rule_in_an_exception_stops_check_and_serve(tmp_path: Path) -
         (["--config", "CONFIG", "JOB"], "subSlicing: Input should be a valid boolean"),
         (["--output", "xml", "JOB"], "invalid choice"),
         (["--cluster-state", "MISSING", "JOB"], "--cluster-state"),
-        (["--cluster-state"], "expected one argument"),
+        (["--cluster-state"], "expected at least one argument"),
     ],
 )
 def test_bad_usage_exits_2_with_a_message(tmp_path: Path, args: list[str], stderr: str) -> None:
@@ -456,6 +487,18 @@ def test_bad_usage_exits_2_with_a_message(tmp_path: Path, args: list[str], stder
     proc = cli("check", *[mapping.get(a, a) for a in args])
     assert proc.returncode == 2
     assert stderr in proc.stderr
+
+
+@pytest.mark.parametrize(
+    "command", [["check", "JOB"], ["audit"], ["lint-queues", "JOB"], ["certs", "generate"], ["export", "vap"]]
+)
+def test_an_unknown_flag_prints_the_subcommands_usage(command: list[str]) -> None:
+    args = [str(JOBSETS / "rfc-4.6-static.yaml") if a == "JOB" else a for a in command]
+    proc = cli(*args, "--bogus")
+    assert proc.returncode == 2
+    name = " ".join(command[:2] if command[0] in ("certs", "export") else command[:1])
+    assert proc.stderr.startswith(f"usage: tpu-admission {name} "), proc.stderr
+    assert proc.stderr.splitlines()[-1] == f"tpu-admission {name}: error: unrecognized arguments: --bogus"
 
 
 def _parsers(parser: argparse.ArgumentParser) -> Iterator[argparse.ArgumentParser]:
@@ -700,3 +743,92 @@ def test_serve_on_a_port_in_use_says_so_exits_2_and_announces_nothing(tmp_path: 
         "port: stop it or choose another --port\n"
     )
     assert "listened on (a port in use)" in cli("serve", "--help").stdout
+
+
+# --- who submits: --user, --group ------------------------------------------------------------
+
+
+def test_the_readmes_policy_in_ci_judges_the_submitter_check_is_told(tmp_path: Path) -> None:
+    """The README's policy example sets queuePermissions: a dry run with no submitter skips
+    that rule with a warning naming the flags (never "user '' may not submit"); --user and
+    --group decide it as the API server's userInfo would."""
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    block = next(b for b in re.findall(r"```yaml\n(.*?)```", readme, re.S) if "queuePermissions:" in b)
+    config = tmp_path / "policy.yaml"
+    config.write_text(block)
+    job = str(JOBSETS / "rfc-4.6-static.yaml")  # production, queue team-a-queue
+    base = ["check", job, "--config", str(config), "--mode", "static", "--output", "json"]
+    nobody = cli(*base)
+    assert nobody.returncode == 0, nobody.stdout
+    (record,) = results(nobody)
+    assert record["violations"] == []
+    assert record["warnings"] == [
+        "[queue-not-permitted] skipped: the submitter is unknown (no user name or group); "
+        "check takes them as --user NAME and --group G"
+    ]
+    assert cli(*base, "--strict").returncode == 1  # a skipped rule is a warning
+    for allowed in (["--group", "team-a"], ["--user", "system:serviceaccount:aistudio:submitter"]):
+        proc = cli(*base, "--strict", *allowed)
+        assert proc.returncode == 0, proc.stdout
+        assert results(proc)[0]["warnings"] == []
+    named = cli(*base, "--user", "bob")  # team-a-queue also admits a group: bob's are unknown
+    assert named.returncode == 0 and results(named)[0]["warnings"] == [
+        "[queue-not-permitted] skipped: the submitter's groups are unknown and user 'bob' is not permitted on "
+        "queue 'team-a-queue' by name; check takes them as --group G"
+    ]
+    denied = cli(*base, "--user", "bob", "--group", "team-b", "--group", "team-c")
+    assert denied.returncode == 1
+    assert [v["message"] for v in results(denied)[0]["violations"]] == [
+        "user 'bob' may not submit to queue 'team-a-queue'; submit to your own team's queue, or ask the cluster "
+        "admins to grant access"
+    ]
+
+
+# --- certs, export: what the usage and the messages say ------------------------------------
+
+
+def test_certs_generate_usage_says_where_to_write_is_required_and_the_names_are_not() -> None:
+    usage = cli("certs", "generate", "--help").stdout.split("\n\n")[0]
+    assert usage.startswith(
+        "usage: tpu-admission certs generate (--out DIR | --secret-manifest FILE)... [--service NAME]"
+    )
+    assert "[--namespace NS]" in usage and "[--out" not in usage and "[--secret-manifest" not in usage
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert (
+        "`tpu-admission certs generate (--out DIR \\| --secret-manifest FILE)... [--service S] [--namespace N]"
+        in readme
+    )
+    nothing = cli("certs", "generate", "--service", "adm")
+    assert (nothing.returncode, nothing.stdout) == (2, "")
+    assert nothing.stderr == (
+        "tpu-admission: certs generate: nothing to write: give --out DIR and/or --secret-manifest FILE (- for stdout)\n"
+    )
+
+
+def test_ca_bundle_refuses_a_file_that_is_not_a_pem_certificate(tmp_path: Path) -> None:
+    assert cli("certs", "generate", "--out", str(tmp_path)).returncode == 0
+    for name, text in [("junk.crt", "garbage\n"), ("tls.key", (tmp_path / "tls.key").read_text())]:
+        path = tmp_path / name
+        path.write_text(text)
+        proc = cli("certs", "ca-bundle", "--ca", str(path))
+        assert (proc.returncode, proc.stdout) == (2, "")
+        assert proc.stderr == (
+            f"tpu-admission: {path}: not a PEM certificate (a caBundle is the CA's -----BEGIN CERTIFICATE----- "
+            "text, e.g. the ca.crt certs generate wrote)\n"
+        )
+
+
+@pytest.mark.parametrize(
+    ("actions", "stderr"),
+    [
+        ("Dny", "'Dny' is not a validation action; did you mean 'Deny'?"),
+        ("warn,Audit", "'warn' is not a validation action; did you mean 'Warn'?"),
+        ("Block", "'Block' is not a validation action; use Deny, Warn, Audit"),
+        ("Warn,Warn", "'Warn,Warn' names an action twice; name each once"),
+        ("Deny,Warn", "Deny and Warn do not go together (Deny already tells the user); use Deny, or Warn,Audit"),
+    ],
+)
+def test_export_vap_names_the_action_it_does_not_know(actions: str, stderr: str) -> None:
+    proc = cli("export", "vap", "--validation-actions", actions)
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"tpu-admission: --validation-actions: {stderr}\n"

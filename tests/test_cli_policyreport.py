@@ -299,3 +299,59 @@ def test_the_formatter_prints_yaml_documents_kubectl_applies() -> None:
     for document in documents:
         validate(document)
     assert policyreport(Report()).startswith("#")  # nothing audited: a comment, no object
+
+
+def test_a_rule_that_fires_on_two_podsets_is_one_result_per_object_and_rule() -> None:
+    """Kyverno and Policy Reporter key a result by (policy, rule, resource): two ``fail`` results
+    for one rule and one object read as two failures of two checks."""
+    jobset = load_jobset("falcon-migration")  # static mode: two rules deny, one warns, per podSet
+    second = copy.deepcopy(jobset["spec"]["replicatedJobs"][0])
+    second["name"] = "evaluators"
+    jobset["spec"]["replicatedJobs"].append(second)
+    [report] = policy_reports([audited(jobset, JOBSET, Policy(), "u-two")], now=1_800_000_000)
+    validate(report)
+    results = report["results"]
+    assert [(r["rule"], r["result"]) for r in results] == [
+        ("static-topology-selector-missing", "fail"),
+        ("tas-annotation-missing", "fail"),
+        ("slice-topology-ignored", "warn"),
+    ]
+    assert report["summary"] == {"pass": 0, "fail": 2, "warn": 1, "error": 0, "skip": 0}
+    selector = results[0]
+    paths = [
+        f'spec.replicatedJobs[{i}].template.spec.template.spec.nodeSelector["cloud.google.com/gke-tpu-topology"]'
+        for i in (0, 1)
+    ]
+    assert selector["properties"]["path"] == ", ".join(paths)
+    single = object_results(audited(load_jobset("falcon-migration"), JOBSET, Policy()), {"seconds": 1, "nanos": 0})
+    first = single[0]["message"]
+    assert "podSet 'workers'" in first
+    assert selector["message"].split("\n") == [
+        f"{paths[0]}: {first}",
+        f"{paths[1]}: " + first.replace("podSet 'workers'", "podSet 'evaluators'"),
+    ]
+
+
+def test_a_rule_that_found_something_and_was_skipped_elsewhere_is_one_result() -> None:
+    """A cluster rule may judge one podSet and find another's state unknown: one ``fail`` that
+    says so, not a ``fail`` and a ``skip`` for the same rule and object."""
+    from webhook.engine.decision import Decision
+    from webhook.kube.fieldpaths import ROOT
+    from webhook.policy.findings import Finding
+
+    rule = "exceeds-node-capacity"
+    skipped = f"[{rule}] skipped: cluster state unknown (Nodes: not listed yet)"
+    finding = Finding(rule, ROOT.child("spec", "replicas"), "too big", "ask for less")
+    result = AuditResult(
+        Document("cluster", 0, None),
+        "JobSet",
+        "kubemaker",
+        "big",
+        Decision(allowed=False, findings=[finding], warnings=[skipped], tier="production", skipped=[rule]),
+        mode="static",
+    )
+    [entry] = object_results(result, {"seconds": 1, "nanos": 0})
+    assert (entry["rule"], entry["result"]) == (rule, "fail")
+    assert (
+        entry["message"] == "too big; ask for less\n(elsewhere skipped: cluster state unknown (Nodes: not listed yet))"
+    )

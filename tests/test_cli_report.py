@@ -80,6 +80,11 @@ def test_summary_counts_and_line() -> None:
     assert report.summary_line() == "3 checked, 2 admitted, 1 denied, 1 warned, 1 skipped, 1 errors; mode dynamic"
     default = Report([result(ADMITTED)])
     assert default.summary_line().endswith("mode static (the default; use --mode dynamic for dynamic-mode jobs)")
+    queues = Report([result(ADMITTED)], command="lint-queues")  # it judges queues: no word about jobs
+    assert (
+        queues.summary_line()
+        == "1 checked, 1 admitted, 0 denied, 0 warned, 0 skipped, 0 errors; mode static (the default)"
+    )
     assert [r.label for r in (result(ADMITTED), skipped())] == [
         "JobSet/kubemaker/llm-pretrain-a3f8",
         "Service/default/web",

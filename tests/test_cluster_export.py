@@ -119,11 +119,14 @@ def test_an_unreachable_cluster_is_exit_2_and_leaves_no_file(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     """It exited 1 and left a 27-byte file (the header line) behind."""
-    kubeconfig = write_kubeconfig(tmp_path / "config", free_port())  # nothing listens there
+    port = free_port()
+    kubeconfig = write_kubeconfig(tmp_path / "config", port)  # nothing listens there
     out = tmp_path / "state.yaml"
     assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 2
-    stderr = capsys.readouterr().err
-    assert "API server unreachable" in stderr and stderr.endswith("; nothing written\n")
+    assert capsys.readouterr().err == (  # the server and the cause (the message was cut mid-sentence)
+        f"tpu-admission snapshot: the API server at http://127.0.0.1:{port}: API server unreachable: "
+        "Connection refused; nothing written\n"
+    )
     assert sorted(tmp_path.iterdir()) == [kubeconfig]  # no file, no temporary one
     out.write_text("yesterday's snapshot\n")
     assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 2

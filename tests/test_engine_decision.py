@@ -400,3 +400,64 @@ def test_a_finding_quoting_a_huge_value_is_cut() -> None:
     assert not decision.allowed
     assert max(len(line) for line in decision.deny_message().split("\n")) <= STATIC.limits.max_line_chars
     assert "more characters)" in decision.deny_message()
+
+
+def test_an_unknown_submitter_skips_queue_permissions_with_a_warning_and_is_never_denied() -> None:
+    """The API server always names the user and its groups; a caller that knows neither (check
+    without --user or --group) or only one gets a skip where the other could permit it."""
+    open_to = {"groups": ["team-a"], "users": ["alice"]}
+    policy = policy_from_mapping({"queuePermissions": {"team-a-queue": open_to}})
+    job = load_jobset("rfc-4.6-static")  # queue team-a-queue
+
+    def outcome(user: UserInfo, on: Policy = policy) -> tuple[bool, list[str], list[str], list[str]]:
+        decision = run(job, on, user=user)
+        return decision.allowed, [f.line() for f in decision.findings], decision.skipped, decision.warnings
+
+    fix = "submit to your own team's queue, or ask the cluster admins to grant access"
+    path = '[queue-not-permitted] metadata.labels["kueue.x-k8s.io/queue-name"]'
+    skipped = "[queue-not-permitted] skipped: "
+    assert outcome(UserInfo()) == (
+        True,
+        [],
+        ["queue-not-permitted"],
+        [skipped + "the submitter is unknown (no user name or group); check takes them as --user NAME and --group G"],
+    )
+    assert outcome(UserInfo("", ("team-b",))) == (
+        True,
+        [],
+        ["queue-not-permitted"],
+        [
+            skipped + "the submitter's user name is unknown and its groups (team-b) are not permitted on queue "
+            "'team-a-queue'; check takes the name as --user NAME"
+        ],
+    )
+    assert outcome(UserInfo("bob")) == (
+        True,
+        [],
+        ["queue-not-permitted"],
+        [
+            skipped + "the submitter's groups are unknown and user 'bob' is not permitted on queue 'team-a-queue' "
+            "by name; check takes them as --group G"
+        ],
+    )
+    assert outcome(UserInfo("", ("team-a",))) == (True, [], [], [])
+    assert outcome(UserInfo("alice")) == (True, [], [], [])
+    assert outcome(UserInfo("bob", ("team-b",))) == (
+        False,
+        [f"{path}: user 'bob' may not submit to queue 'team-a-queue'; {fix}"],
+        [],
+        [],
+    )
+    # what is unknown could not permit it: refused on what is known
+    by_group = policy_from_mapping({"queuePermissions": {"team-a-queue": {"groups": ["team-a"]}}})
+    assert outcome(UserInfo("", ("team-b", "team-c")), by_group) == (
+        False,
+        [f"{path}: groups team-b, team-c may not submit to queue 'team-a-queue'; {fix}"],
+        [],
+        [],
+    )
+    by_name = policy_from_mapping({"queuePermissions": {"team-a-queue": {"users": ["alice"]}}})
+    assert outcome(UserInfo("bob"), by_name)[:2] == (
+        False,
+        [f"{path}: user 'bob' may not submit to queue 'team-a-queue'; {fix}"],
+    )

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import re
 import shlex
 from pathlib import Path
 
 import yaml
+from support import CRDS
 
 from webhook.cli.main import build_parser
 from webhook.rules.catalog import markdown_table
@@ -69,3 +71,38 @@ def test_the_readme_stays_a_guide_for_users() -> None:
     """Design notes live in docs/, benchmark figures in bench/README.md: the guide stays short."""
     assert len(README.encode()) <= 35_000, "move detail to docs/ instead of growing the README"
     assert "SPEC" not in README and "§" not in README, "name sources by what they say, not by section numbers"
+
+
+def test_the_readme_says_where_the_upstream_crds_come_from() -> None:
+    """A fresh clone has no ``../shared/crds``, and the tests that need an upstream CRD skip:
+    the README names each file they read, the upstream commit, and how to point them at it."""
+    read: set[str] = set()
+    for path in (ROOT / "tests").glob("*.py"):
+        read |= set(re.findall(r'upstream_crd\("([^"]+)"\)', path.read_text()))
+    assert read, "the tests read an upstream CRD"
+    development = README[README.index("## Development") :]
+    assert "TPU_ADMISSION_CRDS=" in development and "config/components/crd/bases" in development
+    sources = CRDS / "README.md"  # the snapshot's own table of files and commits, when at hand
+    for name in read:
+        assert f"`{name}`" in development, f"README's Development section does not name {name}"
+        if sources.is_file():
+            (commit,) = re.findall(rf"^\| {re.escape(name)} \|.*\| ([0-9a-f]{{40}}) \|$", sources.read_text(), re.M)
+            assert f"`{commit[:7]}`" in development, f"README names another commit than {commit[:7]} for {name}"
+
+
+def test_every_flag_in_the_command_table_is_one_the_command_takes() -> None:
+    """The synopses of the README's command table name only flags the commands have."""
+    parser = build_parser()
+    commands = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    rows = re.findall(r"^\| `tpu-admission ([^`]+)` \|", README, re.M)
+    assert len(rows) >= 10
+    for synopsis in rows:
+        words = synopsis.replace("\\|", "|").split()
+        command = commands.choices[words[0]]
+        if words[0] in ("certs", "export"):
+            nested = next(a for a in command._actions if isinstance(a, argparse._SubParsersAction))
+            command = nested.choices[words[1]]
+        flags = {flag.strip("[]()|.") for word in words for flag in word.split("|") if flag.strip("[(").startswith("-")}
+        assert flags, synopsis
+        unknown = flags - set(command._option_string_actions)
+        assert not unknown, f"README's `tpu-admission {synopsis}` names {sorted(unknown)}, which it does not take"

@@ -35,7 +35,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from webhook.admin.catalog import load_policy
-from webhook.cli.arguments import subparser
+from webhook.cli.arguments import add_cluster_state, subparser
 from webhook.cli.formatters import FORMATTERS, verdict_lines
 from webhook.cli.policyreport import MANAGED_BY, AuditResult, policy_reports, policyreport
 from webhook.cli.report import EXIT_USAGE, Report
@@ -174,9 +174,10 @@ def _audit_cluster(kubeconfig: str | None, policy: Policy, audit: Audit) -> Any:
     from webhook.cluster.listing import ListError, judged_objects, load_state
 
     try:
-        api_client = client.ApiClient(load_configuration(kubeconfig))
+        configuration = load_configuration(kubeconfig)
     except ClusterConfigError as exc:
         raise AuditError(str(exc)) from None
+    api_client = client.ApiClient(configuration)
     try:
         store, owners = load_state(api_client, policy)
         for document in _live_documents(judged_objects(api_client, audit.namespaces)):
@@ -184,7 +185,7 @@ def _audit_cluster(kubeconfig: str | None, policy: Policy, audit: Audit) -> Any:
             document.data = None  # judged: the object goes, its result stays
     except ListError as exc:
         api_client.close()  # type: ignore[no-untyped-call]
-        raise AuditError(f"the cluster could not be listed: {exc}") from None
+        raise AuditError(f"the cluster at {configuration.host} could not be listed: {exc}") from None
     return api_client
 
 
@@ -274,7 +275,7 @@ examples:
   tpu-admission audit --output policyreport --apply       (in the CronJob overlay)
   tpu-admission snapshot -o state.yaml
   kubectl get jobsets,jobs,deployments -A -o yaml > objects.yaml
-  tpu-admission audit --cluster-state state.yaml --cluster-state objects.yaml --mode dynamic
+  tpu-admission audit --cluster-state state.yaml objects.yaml --mode dynamic
 
 exit codes:
   0  nothing would be denied (with --strict: and no warnings, and something was judged)
@@ -289,11 +290,10 @@ def add_audit(commands: Any) -> None:
     audit = subparser(commands, "audit", "judge the JobSets, Jobs and Deployments that exist now", _HELP)
     source = audit.add_mutually_exclusive_group()
     source.add_argument("--kubeconfig", help="the cluster (default: in a pod the in-cluster config, else $KUBECONFIG)")
-    source.add_argument(
-        "--cluster-state",
-        action="append",
-        metavar="PATH",
-        help="judge the JobSets/Jobs/Deployments in these files against the state in them (repeatable)",
+    add_cluster_state(
+        source,
+        "judge the JobSets/Jobs/Deployments in these files or directories against the state in them",
+        after_paths=False,
     )
     audit.add_argument("--config", help="policy config YAML (the server's)")
     audit.add_argument("--mode", choices=["static", "dynamic"], help="override the config's mode")

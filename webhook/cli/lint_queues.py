@@ -61,8 +61,7 @@ def add_parser(commands: Any) -> None:
     add_judging_flags(
         parser,
         config="policy config YAML (tiers, mode, the kueue: section, rule actions)",
-        cluster_state="the live objects (kubectl get -o yaml, or tpu-admission snapshot): a file or directory; "
-        "repeatable",
+        cluster_state="the live objects (kubectl get -o yaml, or tpu-admission snapshot): files or directories",
         strict="fail (exit 1) on warnings too: warn-level findings, skipped rules, a skipped document that looks "
         "like a mistake, nothing judged",
     )

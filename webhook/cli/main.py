@@ -22,7 +22,7 @@ from typing import Any
 from webhook import __version__
 from webhook.admin.catalog import load_policy
 from webhook.cli import lint_queues
-from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, subparser
+from webhook.cli.arguments import EXIT_USAGE_LINE, Parser, add_judging_flags, add_submitter_flags, submitter, subparser
 from webhook.cli.audit import add_audit
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
@@ -77,6 +77,7 @@ def run_check(args: argparse.Namespace) -> int:
         raise UsageError(f"--tier {args.tier!r} is not a configured tier ({', '.join(policy.tiers)}){hint}")
     labels = _parse_labels(args.namespace_labels) if args.namespace_labels is not None else None
     cluster = _load_cluster_state(args.cluster_state, policy) if args.cluster_state else None
+    user = submitter(args)
     left_out: list[str] = []
     documents, errors = read_documents(args.paths, left_out)
 
@@ -111,6 +112,7 @@ def run_check(args: argparse.Namespace) -> int:
             tier_override=args.tier,
             namespace_labels=labels,
             kind=judged,
+            user=user,
         )
         decision = decide(data, facts, policy, cluster)
         report.results.append(CheckResult(document, kind, namespace, name, decision, mode=policy.mode))
@@ -220,7 +222,9 @@ def _start_cluster(args: argparse.Namespace, policy: Policy) -> ClusterState | N
 
 def run_certs_generate(args: argparse.Namespace) -> int:
     if not args.out and not args.secret_manifest:
-        raise UsageError("certs generate: give --out DIR and/or --secret-manifest FILE|-")
+        raise UsageError(
+            "certs generate: nothing to write: give --out DIR and/or --secret-manifest FILE (- for stdout)"
+        )
     names = certs.service_names(args.service, args.namespace) + list(args.dns_name or [])
     ca_pem, cert_pem, key_pem = certs.generate(names, days=args.days)
     if args.previous_ca:
@@ -263,11 +267,22 @@ def run_certs_generate(args: argparse.Namespace) -> int:
 
 
 def run_certs_ca_bundle(args: argparse.Namespace) -> int:
+    from cryptography import x509
+
     path = Path(args.ca) if args.ca else Path(args.cert_dir) / certs.CA_FILE
     try:
-        print(base64.b64encode(path.read_bytes()).decode())
+        data = path.read_bytes()
     except OSError as exc:
         raise UsageError(f"{path}: cannot read the CA certificate: {exc.strerror}") from None
+    try:
+        # every certificate the file holds (after a rotation, the new CA and the previous one)
+        x509.load_pem_x509_certificates(data)
+    except ValueError:
+        raise UsageError(
+            f"{path}: not a PEM certificate (a caBundle is the CA's -----BEGIN CERTIFICATE----- text, "
+            "e.g. the ca.crt certs generate wrote)"
+        ) from None
+    print(base64.b64encode(data).decode())
     return EXIT_OK
 
 
@@ -280,11 +295,31 @@ def run_config(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
+def _validation_actions(text: str, known: Sequence[str]) -> list[str]:
+    """``--validation-actions``: the binding's actions, each named as Kubernetes spells it, no
+    action twice (the API server refuses a duplicate), Deny not with Warn; a typo gets a did-you-mean."""
+    actions = [part.strip() for part in text.split(",")]
+    for action in actions:
+        if action not in known:
+            meant = did_you_mean(action, known)
+            hint = f"; did you mean {meant!r}?" if meant else f"; use {', '.join(known)}"
+            raise UsageError(f"--validation-actions: {action!r} is not a validation action{hint}")
+    if len(set(actions)) < len(actions):
+        raise UsageError(f"--validation-actions: {text!r} names an action twice; name each once")
+    if "Deny" in actions and "Warn" in actions:
+        raise UsageError(
+            "--validation-actions: Deny and Warn do not go together (Deny already tells the user); "
+            "use Deny, or Warn,Audit"
+        )
+    return actions
+
+
 def run_export_vap(args: argparse.Namespace) -> int:
     from webhook.export import vap
 
+    actions = _validation_actions(args.validation_actions, vap.VALIDATION_ACTIONS)
     try:
-        print(vap.render(load_policy(args.config), args.validation_actions.split(",")), end="")
+        print(vap.render(load_policy(args.config), actions), end="")
     except ValueError as exc:
         raise UsageError(f"--validation-actions: {exc}") from None
     return EXIT_OK
@@ -375,9 +410,14 @@ examples:
   tpu-admission check jobs/ --mode dynamic
   tpu-admission check job.yaml --tier production --output json
   kubectl get localqueues,clusterqueues,namespaces -A -o yaml > state.yaml
-  tpu-admission check jobs/ --cluster-state state.yaml --cluster-state nodes.yaml
+  tpu-admission check jobs/ --cluster-state state.yaml nodes.yaml
   tpu-admission check jobs/ --strict --output sarif > tpu-admission.sarif
   tpu-admission check jobs/ --output junit > tpu-admission.xml
+  tpu-admission check jobs/ --config policy.yaml --user alice --group team-a
+
+Who submits (--user, --group) decides queue-not-permitted when the policy sets
+queuePermissions; where the name or groups left out could permit the job, that rule
+is skipped with a warning naming the flag.
 
 exit codes:
   0  everything admitted (with --strict: and no warnings, and something was checked)
@@ -388,7 +428,7 @@ exit codes:
      (every other file is still judged and reported first)
 """
 
-_CERTS_HELP = f"""\
+_CERTS_HELP = """\
 Certificates for the webhook's Service: a CA and serving certificate, and the caBundle
 the webhook configurations need.
 
@@ -399,7 +439,14 @@ examples:
 
 exit codes:
   0  written or printed
-{EXIT_USAGE_LINE}
+  2  bad usage (generate: neither --out nor --secret-manifest), a file that cannot be
+     read or written, or (ca-bundle) a CA file that is not a PEM certificate
+"""
+
+_GENERATE_USAGE = """\
+%(prog)s (--out DIR | --secret-manifest FILE)... [--service NAME]
+       [--namespace NS] [--dns-name NAME]... [--days DAYS] [--secret-name NAME]
+       [--previous-ca FILE]
 """
 
 _CONFIG_HELP = """\
@@ -521,12 +568,13 @@ def _add_check(commands: Any) -> None:
     add_judging_flags(
         check,
         config="policy config YAML",
-        cluster_state="kubectl get -o yaml output (a file or directory); repeat the flag for more",
+        cluster_state="kubectl get -o yaml or tpu-admission snapshot output: files or directories",
         strict="fail (exit 1) on warnings too: an unknown tier, skipped cluster checks, warn-level findings, "
         "a skipped document that looks like a mistake, nothing checked",
     )
     check.add_argument("--tier", help="treat every namespace as this tier")
     check.add_argument("--namespace-labels", help="the namespace's labels, k=v,...")
+    add_submitter_flags(check)
     check.set_defaults(run=run_check)
 
 
@@ -548,13 +596,17 @@ def _add_certs(commands: Any) -> None:
     cert_cmd = subparser(commands, "certs", "certificate helpers for admins", _CERTS_HELP)
     cert_sub = cert_cmd.add_subparsers(dest="certs_command", required=True, metavar="COMMAND")
     generate = subparser(cert_sub, "generate", "a CA and a serving certificate for a Service", _CERTS_HELP)
+    # Where the files go is what must be said (one or both); the names have defaults.
+    generate.usage = _GENERATE_USAGE
     generate.add_argument(
         "--service",
+        metavar="NAME",
         default="tpu-admission",
         help="the webhook's Service name, for the DNS names (default: %(default)s)",
     )
     generate.add_argument(
         "--namespace",
+        metavar="NS",
         default="tpu-admission",
         help="the Service's namespace, for the DNS names and the Secret (default: %(default)s)",
     )
@@ -565,11 +617,17 @@ def _add_certs(commands: Any) -> None:
         default=365,
         help=f"how long the CA and certificate are valid, {certs.MIN_DAYS} to {certs.MAX_DAYS} (default: 365)",
     )
-    generate.add_argument("--out", metavar="DIR", help="write ca.crt, tls.crt, tls.key here")
     generate.add_argument(
-        "--secret-manifest", metavar="FILE", help="write a kubernetes.io/tls Secret manifest (- for stdout)"
+        "--out", metavar="DIR", help="write ca.crt, tls.crt, tls.key here (this, --secret-manifest, or both)"
     )
-    generate.add_argument("--secret-name", default="tpu-admission-tls", help="the Secret's name (default: %(default)s)")
+    generate.add_argument(
+        "--secret-manifest",
+        metavar="FILE",
+        help="write a kubernetes.io/tls Secret manifest (- for stdout) (this, --out, or both)",
+    )
+    generate.add_argument(
+        "--secret-name", metavar="NAME", default="tpu-admission-tls", help="the Secret's name (default: %(default)s)"
+    )
     generate.add_argument(
         "--previous-ca",
         metavar="FILE",
@@ -629,9 +687,7 @@ SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="tpu-admission", description=_MAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
+    parser = Parser(prog="tpu-admission", description=_MAIN_HELP, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for add in SUBCOMMANDS:

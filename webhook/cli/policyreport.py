@@ -5,19 +5,23 @@ the three judged kinds are all namespaced, so an audit makes none), named
 ``tpu-admission`` and labelled ``app.kubernetes.io/managed-by: tpu-admission`` (how
 ``audit --apply`` finds the reports it wrote before). Its ``results``:
 
-- one per finding of an audited object, per (object, rule): ``fail`` for a deny-level
-  finding, ``warn`` for a warn-level one (a finding a policy exception let through is a
-  ``warn`` carrying the exception's reason);
-- ``skip`` for a cluster rule that could not judge the object because part of the
-  cluster state it reads is unknown (the PolicyReport's own word for it);
+- one per (object, rule) that found something, as Kyverno and Policy Reporter count
+  them (one result per policy, rule and resource): ``fail`` for a deny-level rule,
+  ``warn`` for a warn-level one (a finding a policy exception let through is a ``warn``
+  carrying the exception's reason). A rule that fires more than once on the object (on
+  two podSets) gives one result: its message lists each finding with its field path, and
+  ``properties.path`` every path;
+- ``skip`` for a rule that could not judge the object because what decides it is
+  unknown (part of the cluster state; the submitter), the PolicyReport's own word for
+  it, unless the rule found something too: then its result says so;
 - ``pass`` for an object with no finding (its message carries any warning that is not
   a finding, such as "runs outside every quota").
 
 Each result has ``policy: tpu-admission``, the rule ID, the message (what is wrong and
 how to fix it), ``source: tpu-admission``, the rule's family as ``category``, the
 object as ``resources[0]`` (apiVersion, kind, name, namespace, uid), and ``properties``:
-the offending field's path, the tier and the mode. The ``summary`` counts the results,
-so its counts always equal them.
+the offending field's path, the tier and the mode. The ``summary`` counts the results
+(objects × rules), so its counts always equal them.
 
 A namespace with very many objects is split over ``tpu-admission``, ``tpu-admission-2``
 ... so that no report grows past what the API server stores in one object (etcd's
@@ -35,7 +39,7 @@ from typing import Any, Final
 import yaml
 
 from webhook.cli.report import CheckResult, Report
-from webhook.policy.findings import Action
+from webhook.policy.findings import Action, Finding
 from webhook.rules.catalog import RULES
 
 API_VERSION: Final = "wgpolicyk8s.io/v1alpha2"
@@ -100,15 +104,25 @@ def object_results(result: CheckResult, timestamp: dict[str, int]) -> list[dict[
         out.update(scored=True, timestamp=timestamp, resources=resources, properties={**properties, **(extra or {})})
         return out
 
-    out = []
+    by_rule: dict[str, list[Finding]] = {}
     for finding in result.reported:
-        extra = {"path": str(finding.path)}
-        if finding.excepted:
-            extra["exception"] = finding.excepted
-        outcome = "fail" if finding.action is Action.DENY else "warn"
-        out.append(entry(finding.rule, outcome, finding.message, extra))
+        by_rule.setdefault(finding.rule, []).append(finding)
     skipped = _skipped(result)
-    out.extend(entry(rule, "skip", message) for rule, message in skipped)
+    also = dict(skipped)
+    out = []
+    for rule, findings in by_rule.items():
+        extra = {"path": ", ".join(dict.fromkeys(str(f.path) for f in findings))}
+        excepted = next((f.excepted for f in findings if f.excepted), None)
+        if excepted:
+            extra["exception"] = excepted
+        outcome = "fail" if any(f.action is Action.DENY for f in findings) else "warn"
+        # one finding: its path is properties.path; several: each message names its own
+        several = len(findings) > 1
+        message = "\n".join(f"{f.path}: {f.message}" if several else f.message for f in findings)
+        if rule in also:
+            message += f"\n(elsewhere {also[rule]})"
+        out.append(entry(rule, outcome, message, extra))
+    out.extend(entry(rule, "skip", message) for rule, message in skipped if rule not in by_rule)
     if not result.reported:
         skipped_lines = {f"[{rule}] {message}" for rule, message in skipped}
         notes = [notice for notice in result.notices if notice not in skipped_lines]

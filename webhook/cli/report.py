@@ -130,7 +130,9 @@ class Report:
         counts = self.summary()
         text = ", ".join(f"{value} {key}" for key, value in counts.items())
         mode = f"mode {self.mode}"
-        if self.mode_source == "default":
+        if self.mode_source == "default" and self.command == "lint-queues":
+            mode += " (the default)"  # it judges the cluster's queues, not jobs
+        elif self.mode_source == "default":
             other = "dynamic" if self.mode == "static" else "static"
             mode += f" (the default; use --mode {other} for {other}-mode jobs)"
         text += f"; {mode}"

@@ -103,8 +103,29 @@ def describe_error(exc: BaseException) -> str:
     if isinstance(status, int) and status:
         reason = getattr(exc, "reason", "") or ""
         return f"API error {status}: {reason}".rstrip(": ")
-    text = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
-    return f"API server unreachable: {text[:200]}"
+    return f"API server unreachable: {transport_problem(exc)}"
+
+
+def transport_problem(exc: BaseException) -> str:
+    """Why no answer came, in the operating system's words when it has them.
+
+    The HTTP client wraps the cause twice (``MaxRetryError`` → ``NewConnectionError`` →
+    ``ConnectionRefusedError``), and its message repeats the pool, the URL and the cause's
+    own text; cut to a bounded length it lost the cause (``…Failed to establish``). The
+    innermost ``OSError`` with a reason says it whole: ``Connection refused``, ``Name or
+    service not known``, a TLS verification failure.
+    """
+    reason = getattr(exc, "reason", None)  # urllib3's MaxRetryError keeps the last attempt's error
+    error = reason if isinstance(reason, BaseException) else exc
+    cause: BaseException | None = error
+    for _ in range(8):  # a chain is a few links; never walk a cycle
+        if cause is None:
+            break
+        if isinstance(cause, OSError) and cause.strerror:
+            return str(cause.strerror)[:300]
+        cause = cause.__cause__ or cause.__context__
+    text = str(error).splitlines()[0] if str(error) else type(error).__name__
+    return text[:300]
 
 
 class WatchCache(ClusterStore):

@@ -197,10 +197,15 @@ def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: 
             decision.excepted.append(finding.rule)
 
 
-def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
-    """A cluster rule not judged because part of its state is unknown: a warning, never a pass."""
+def _skip(decision: Decision, rule_id: str, reasons: list[str], cluster: bool = True) -> None:
+    """A rule not judged because what decides it is unknown: a warning, never a pass.
+
+    A cluster rule's reasons name the kinds it could not read; any other rule's reasons
+    say in full what is unknown (``queue-not-permitted``: the submitter).
+    """
     decision.skipped.append(rule_id)
-    decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
+    why = f"cluster state unknown ({'; '.join(reasons)})" if cluster else "; ".join(reasons)
+    decision.warnings.append(f"[{rule_id}] skipped: {why}")
 
 
 def _steps(steps: Plan, workload: Workload, ctx: RuleContext, decision: Decision, unread: dict[str, str]) -> None:
@@ -214,7 +219,7 @@ def _steps(steps: Plan, workload: Workload, ctx: RuleContext, decision: Decision
             finding.action = action  # a fresh finding each request: set in place
             decision.findings.append(finding)
         if ctx.unknown:
-            _skip(decision, rule.id, ctx.unknown)
+            _skip(decision, rule.id, ctx.unknown, rule.family == CLUSTER_FAMILY)
             ctx.unknown.clear()
 
 

@@ -72,8 +72,9 @@ class RuleContext(msgspec.Struct):
     #: the static topologies a node selector may name: the policy's and, with cluster
     #: state, those the node pools advertise
     static_topologies: frozenset[str] = frozenset()
-    #: filled by a cluster rule that found part of its state unknown: the engine turns it into
-    #: a "skipped" warning (unknown is not zero)
+    #: filled by a rule that found what decides it unknown (a cluster rule: part of its state;
+    #: ``queue-not-permitted``: the submitter): the engine turns it into a "skipped" warning
+    #: (unknown is not zero)
     unknown: list[str] = msgspec.field(default_factory=list)
     #: the judged workload's podSets as Kueue's quota reads them, once per request (``demands``)
     _demands: tuple[Workload, list[PodSetDemand]] | None = None

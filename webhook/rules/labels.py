@@ -280,6 +280,19 @@ PRIORITY_CLASS_NOT_ALLOWED: Final = Rule(
 
 # ------------------------------------------------------------------ queue-not-permitted
 
+#: why ``queue-not-permitted`` is skipped, by what is unknown: the API server always names
+#: the user and its groups (every authenticated user is in ``system:authenticated``), so an
+#: empty one is a caller that does not know (``check`` without ``--user`` or ``--group``)
+_NOBODY: Final = "the submitter is unknown (no user name or group); check takes them as --user NAME and --group G"
+_NO_NAME: Final = (
+    "the submitter's user name is unknown and its groups ({groups}) are not permitted on queue {queue!r}; "
+    "check takes the name as --user NAME"
+)
+_NO_GROUPS: Final = (
+    "the submitter's groups are unknown and user {user!r} is not permitted on queue {queue!r} by name; "
+    "check takes them as --group G"
+)
+
 
 def _queue_not_permitted(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     key = ctx.queue_label
@@ -289,9 +302,20 @@ def _queue_not_permitted(workload: Workload, ctx: RuleContext) -> Iterator[Findi
     permission = ctx.policy.queue_permissions.get(queue)
     if permission is None:
         return
-    if ctx.user.username in permission.users or set(ctx.user.groups) & set(permission.groups):
+    user, groups = ctx.user.username, ctx.user.groups
+    if user in permission.users or set(groups) & set(permission.groups):
         return
-    yield QUEUE_NOT_PERMITTED.finding(LABELS.key(key), user=ctx.user.username, queue=queue)
+    # Not permitted by what is known; refused only if what is not known could not permit it.
+    if not user and not groups and (permission.users or permission.groups):
+        ctx.unknown.append(_NOBODY)
+    elif not user and permission.users:
+        ctx.unknown.append(_NO_NAME.format(groups=", ".join(groups), queue=queue))
+    elif not groups and permission.groups:
+        ctx.unknown.append(_NO_GROUPS.format(user=user, queue=queue))
+    elif groups and not user:
+        yield QUEUE_NOT_PERMITTED.finding(LABELS.key(key), "groups", groups=", ".join(groups), queue=queue)
+    else:
+        yield QUEUE_NOT_PERMITTED.finding(LABELS.key(key), user=user, queue=queue)
 
 
 def _queue_not_permitted_cel(policy: Policy) -> Iterator[Validation]:
@@ -323,7 +347,12 @@ QUEUE_NOT_PERMITTED: Final = Rule(
         "": Message(
             "user {user!r} may not submit to queue {queue!r}",
             "submit to your own team's queue, or ask the cluster admins to grant access",
-        )
+        ),
+        # a caller that knows only the groups (check --group) and a queue that names no user
+        "groups": Message(
+            "groups {groups} may not submit to queue {queue!r}",
+            "submit to your own team's queue, or ask the cluster admins to grant access",
+        ),
     },
     VapExport("from request.userInfo; exported only when queuePermissions is set", _queue_not_permitted_cel),
     subject="submitted",
