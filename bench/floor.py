@@ -14,9 +14,10 @@ a Starlette application is usually written, the speed goals' yardstick: a ``Rout
 path, an endpoint that takes a ``Request``, ``await request.json()`` and answers with a
 ``JSONResponse``, behind Starlette's default middleware.
 
-``--guarded`` wraps uvicorn's protocol in the webhook's connection guard (deadlines,
-header and connection caps, ``webhook.serving.runner._guarded``) with its default settings, so
-``bench/guard_cost.py`` can price the guard alone as a same-run ratio.
+``--guarded`` serves the same app on the webhook's serving stack instead
+(``webhook.serving.runner.build_server``: our listener and connection guard with their
+default settings, the drain), so ``bench/guard_cost.py`` can price that stack alone as a
+same-run ratio.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 class Admit:
@@ -116,14 +117,26 @@ def main() -> None:
         lifespan="off",
         http="httptools",
     )
+    if args.guarded:
+        guarded(starlette_app if args.starlette else app, args.port, args.cert_dir)
+        return
     config.load()
     config.ssl = context
-    if args.guarded:
-        from webhook.policy.config import ServerPolicy
-        from webhook.serving.runner import _guarded
-
-        config.http_protocol_class = _guarded(config.http_protocol_class, ServerPolicy(), False, frozenset())
     uvicorn.Server(config).run()
+
+
+def guarded(served: ASGIApp, port: int, cert_dir: Path) -> None:
+    """``served`` on the webhook's serving stack, default policy."""
+    import asyncio
+
+    from webhook.policy.config import Policy
+    from webhook.serving.app import ServerState
+    from webhook.serving.runner import TlsSettings, build_server, loop_factory, run_server
+
+    tls = TlsSettings(cert=cert_dir / "tls.crt", key=cert_dir / "tls.key")
+    server, reloader = build_server(ServerState(policy=Policy()), "127.0.0.1", port, tls, app=served)
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(run_server(server, reloader))
 
 
 if __name__ == "__main__":

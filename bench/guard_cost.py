@@ -2,9 +2,10 @@
 
     python bench/guard_cost.py [--seconds 4] [--rounds 3] [--connections 16] [--against TREE]
 
-The guard (``webhook.serving.runner._guarded``: handshake/header/body deadlines, header and
-connection caps) hooks uvicorn's parser callbacks. To price it alone, the floor server
-(``bench/floor.py``: the thinnest admission endpoint) runs plain and with ``--guarded``;
+The guard (``webhook.serving.guard`` behind ``webhook.serving.listener``: handshake,
+header and body deadlines, header and connection caps) sits in front of uvicorn's HTTP
+protocol. To price it alone, the floor server (``bench/floor.py``: the thinnest
+admission endpoint) runs plain and with ``--guarded``;
 rounds alternate between the two so that the noise of a shared machine falls on both,
 and the result is the median of the per-round ratios of requests per second.
 

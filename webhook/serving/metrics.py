@@ -114,6 +114,12 @@ class Metrics:
             "Findings a policy exception turned into warnings, by rule (also in tpu_admission_findings_total as warn).",
             ("rule",),
         )
+        self.connections = LabelledCounter(
+            "tpu_admission_connections_at_limit",
+            "New connections at server.maxConnections: an idle kept-alive connection closed to make room "
+            "(closed_idle), or the new one closed because every connection was busy (refused).",
+            ("outcome",),
+        )
         self.registry.register(_RequestCollector(self))
         self.ready = Gauge("tpu_admission_ready", "1 when the server is ready.", registry=self.registry)
 
@@ -157,6 +163,7 @@ class _RequestCollector:
         yield metrics.latency.family()
         yield metrics.skipped.family()
         yield metrics.excepted.family()
+        yield metrics.connections.family()
 
 
 class _ClusterCollector:
