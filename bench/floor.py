@@ -8,8 +8,8 @@ a floor and the webhook is what the webhook does per request.
     python bench/floor.py --port 9443 --cert-dir certs [--starlette] [--guarded]
 
 Without ``--starlette`` (the *thin* floor) a POST to an admission path is a plain ASGI
-callable dispatched before Starlette's router, the shape of the webhook's own endpoints:
-the least any admission server on this stack can do. ``--starlette`` serves the paths as
+callable dispatched before Starlette's router: the least any admission server on this
+stack can do. ``--starlette`` serves the paths as
 a Starlette application is usually written, the speed goals' yardstick: a ``Route`` per
 path, an endpoint that takes a ``Request``, ``await request.json()`` and answers with a
 ``JSONResponse``, behind Starlette's default middleware.
@@ -36,8 +36,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 class Admit:
-    """A plain ASGI endpoint, the same shape as the webhook's admission endpoints (no
-    Request/Response objects, dispatched before Starlette's router), so the floor stays the thinnest."""
+    """A plain ASGI endpoint (no Request/Response objects, dispatched before Starlette's
+    router), so the floor stays the thinnest."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         chunks = []
@@ -89,7 +89,7 @@ starlette_app = Starlette(
 
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
-    """The webhook's shape: POST to an admission path skips Starlette's router."""
+    """The thin floor: POST to an admission path skips Starlette's router."""
     if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in ("/mutate", "/validate"):
         return await admit(scope, receive, send)
     await router(scope, receive, send)
@@ -100,7 +100,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert-dir", type=Path, required=True)
     parser.add_argument("--starlette", action="store_true", help="routed, Request in, JSONResponse out")
-    parser.add_argument("--guarded", action="store_true", help="wrap the protocol in the webhook's connection guard")
+    parser.add_argument(
+        "--guarded", action="store_true", help="serve on the webhook's serving stack (listener, connection guard)"
+    )
     args = parser.parse_args()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
