@@ -87,8 +87,8 @@ def ensure_open_files(limits: ServerPolicy) -> str | None:
 
     The soft limit is raised to what is needed where the hard limit allows (a container's
     default soft limit is often 1024, or lower); over the hard limit it is a ``ConfigError``
-    naming both numbers. (With 1000 connections allowed under a soft limit of 200, the
-    descriptors ran out first: new clients got resets and nothing was logged.)
+    naming both numbers. Otherwise the descriptors could run out before the connection
+    cap is reached, and new clients would get resets with nothing logged.
     """
     try:
         import resource
@@ -112,12 +112,13 @@ class Listener:
     """Accepts the TLS connections itself, so that each socket counts from ``accept`` on.
 
     ``loop.create_server`` hands the app a connection only once its handshake is done and
-    says nothing of one that fails, so a count in the app missed every socket still in its
-    handshake (120 raw TCP connections over a limit of 40 all stayed until the handshake
-    deadline). Here a socket over ``server.maxConnections`` (``ConnectionGate``) is closed
-    as it is accepted; the others get their handshake (``connect_accepted_socket``, with
-    its deadline) and, once it is done, the HTTP protocol. Quacks like ``asyncio.Server``
-    as far as uvicorn and ``bound_port`` look (``sockets``, ``close``, ``wait_closed``).
+    says nothing of one that fails, so a count in the app would miss every socket still in
+    its handshake, and raw TCP connections over the cap would all stay until the handshake
+    deadline. Here a socket over ``server.maxConnections`` (``ConnectionGate``) is closed
+    as it is accepted (unless an idle connection can make room); the others get their
+    handshake (``connect_accepted_socket``, with its deadline) and, once it is done, the
+    HTTP protocol. Quacks like ``asyncio.Server`` as far as uvicorn and ``bound_port``
+    look (``sockets``, ``close``, ``wait_closed``).
     """
 
     def __init__(
