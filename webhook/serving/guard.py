@@ -160,6 +160,8 @@ class GuardedConnection(asyncio.Protocol):
     #: no client certificate (mTLS): the probes only
     anonymous = False
     key: tuple[str, int] | None = None
+    #: the event loop's clock
+    now: Callable[[], float]
 
     def __init__(self, guard: Guard) -> None:
         self.guard = guard
@@ -198,6 +200,7 @@ class GuardedConnection(asyncio.Protocol):
                         ", ".join(sorted(names)) or "nothing",
                         ", ".join(sorted(guard.allowed)),
                     )
+                    self.ended = True
                     transport.abort()
                     return
         self.parser = parser = httptools.HttpRequestParser(self)
@@ -207,7 +210,8 @@ class GuardedConnection(asyncio.Protocol):
         self.inner = guard.inner_factory()
         self.inner.connection_made(self.writer)
         # Until the first request's headers are in: a connection that never sends one ends.
-        self.since = guard.loop.time()
+        self.now = guard.loop.time
+        self.since = self.now()
         peer = transport.get_extra_info("peername")
         if isinstance(peer, (tuple, list)) and len(peer) >= 2:
             self.key = (str(peer[0]), int(peer[1]))
@@ -236,7 +240,7 @@ class GuardedConnection(asyncio.Protocol):
             self.head_read += len(data)
             if self.phase == IDLE:  # the first bytes of a later request on a kept-alive connection
                 self.phase = HEADERS
-                self.since = self.guard.loop.time()
+                self.since = self.now()
                 self.idle_since = None
         try:
             self.parser.feed_data(data)
@@ -257,15 +261,13 @@ class GuardedConnection(asyncio.Protocol):
 
     # --- the parser's callbacks ------------------------------------------------------
 
-    def on_message_begin(self) -> None:
+    def on_url(self, url: bytes) -> None:
+        # The first callback of every request (a request line has a target), so it also
+        # begins a request that came behind another in the same read.
         if self.phase == IDLE:
             self.phase = HEADERS
-            self.since = self.guard.loop.time()
+            self.since = self.now()
             self.idle_since = None
-        self.url = b""
-        self.header_bytes = 0
-
-    def on_url(self, url: bytes) -> None:
         self.url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
@@ -282,7 +284,7 @@ class GuardedConnection(asyncio.Protocol):
             self.refused = (403, "a client certificate is required for this path")
             raise _Refused()
         self.phase = BODY
-        self.since = self.guard.loop.time()
+        self.since = self.now()
         self.head_read = 0
         self.pending += 1
         self.heads.append(self.parser.get_method() == b"HEAD")
@@ -290,8 +292,10 @@ class GuardedConnection(asyncio.Protocol):
     def on_message_complete(self) -> None:
         self.phase = IDLE
         self.since = None
+        self.url = b""
+        self.header_bytes = 0
         if self.pending == 0:
-            self.idle_since = self.guard.loop.time()
+            self.idle_since = self.now()
 
     # --- ours ------------------------------------------------------------------------
 
@@ -299,7 +303,7 @@ class GuardedConnection(asyncio.Protocol):
         """The app's call for one request returned: its answer is out (or never will be)."""
         self.pending -= 1
         if self.pending == 0 and self.phase == IDLE:
-            self.idle_since = self.guard.loop.time()
+            self.idle_since = self.now()
 
     def idle(self) -> bool:
         return self.pending == 0 and self.phase == IDLE and not self.ended
