@@ -607,7 +607,7 @@ def test_readiness_is_off_before_start_and_after_stop(server_files: certs.Certif
     assert state.ready is False
 
 
-# --- connection deadlines and caps (issue #9) ------------------------------------------
+# --- connection deadlines and caps -----------------------------------------------------
 
 STRICT = policy_from_mapping(
     {
@@ -977,3 +977,42 @@ def test_metrics_on_their_own_port_and_not_on_the_https_one(server_files: certs.
         with socket.create_connection(("127.0.0.1", port), timeout=20) as slow:
             slow.sendall(b"GET /metrics HTTP/1.1\r\n")
             assert read_until_closed(slow) == b""
+
+
+# --- uvicorn's public surface -------------------------------------------------------------
+
+
+def test_serving_reads_no_private_name_of_uvicorn() -> None:
+    """A private name of uvicorn (an attribute or import starting with one underscore) can
+    change in any patch release; the serving code reads none, so uvicorn takes a normal
+    version range. A private attribute is read only on ``self`` of a class of ours that
+    does not derive from one of uvicorn's."""
+    import ast
+
+    import webhook.serving
+
+    found = []
+    for path in sorted(Path(webhook.serving.__file__).parent.glob("*.py")):
+        tree = ast.parse(path.read_text())
+        uvicorn_classes = {
+            node.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ClassDef) and any("uvicorn" in ast.unparse(base) for base in node.bases)
+        }
+        for cls in [n for n in ast.walk(tree) if isinstance(n, ast.ClassDef) and n.name in uvicorn_classes]:
+            found += [
+                f"{path.name}:{n.lineno} {ast.unparse(n)}"
+                for n in ast.walk(cls)
+                if isinstance(n, ast.Attribute) and n.attr.startswith("_") and not n.attr.startswith("__")
+            ]
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+                if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                    found.append(f"{path.name}:{node.lineno} {ast.unparse(node)}")
+            elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("uvicorn"):
+                found += [
+                    f"{path.name}:{node.lineno} {node.module}.{a.name}" for a in node.names if "._" in f".{a.name}"
+                ]
+                if "._" in f".{node.module}":
+                    found.append(f"{path.name}:{node.lineno} {node.module}")
+    assert found == []
