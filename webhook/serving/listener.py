@@ -2,7 +2,7 @@
 from ``accept`` on, TLS handshake included, and the open-files limit is made to fit them.
 
 At the limit, the connection idle the longest (kept alive, every request answered, none
-begun) is closed to make room for the new one; only when every connection is busy is
+begun) is reset to make room for the new one; only when every connection is busy is
 the new one closed as it is accepted. Both are counted
 (``tpu_admission_connections_at_limit_total``). An idle keep-alive connection costs the
 client nothing to lose (it opens another, as it would after ``keepAliveSeconds``), while
@@ -47,6 +47,7 @@ class ConnectionGate:
         self.refused = 0
         self.closed_idle = 0
         self._logged = -math.inf
+        self._logged_room = -math.inf
 
     def admit(self) -> bool:
         if self.open < self.limit:
@@ -56,6 +57,15 @@ class ConnectionGate:
             self.closed_idle += 1
             if self.counted is not None:
                 self.counted.inc("closed_idle")
+            now = time.monotonic()
+            if now - self._logged_room > 10:
+                self._logged_room = now
+                log.info(
+                    "at server.maxConnections=%d: closing the connection idle the longest for each new one "
+                    "(%d closed so far)",
+                    self.limit,
+                    self.closed_idle,
+                )
             return True
         self.refused += 1
         if self.counted is not None:
