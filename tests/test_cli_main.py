@@ -349,7 +349,7 @@ def test_partial_failures_in_text_and_github(mixed: Path) -> None:
 
 
 def test_a_value_yaml_cannot_build_is_an_error_entry_and_the_file_beside_it_is_judged(tmp_path: Path) -> None:
-    """A 5000-digit integer used to end the run with a ValueError traceback (exit 1)."""
+    """A 5000-digit integer is an error entry for its file, not a traceback."""
     huge = load_jobset("rfc-4.6-static")
     huge["spec"]["replicatedJobs"][0]["replicas"] = 7
     (tmp_path / "a-huge.yaml").write_text(yaml.safe_dump(huge).replace("replicas: 7", "replicas: " + "9" * 5000))
@@ -680,7 +680,7 @@ def test_a_closed_pipe_ends_quietly() -> None:
 
 
 def test_serve_on_a_port_in_use_says_so_exits_2_and_announces_nothing(tmp_path: Path) -> None:
-    """It exited 3 (help: 0 and 2) after a "serving ... on https://..." line for a port it never got."""
+    """Exit 2 (as help promises), and no "serving ... on https://..." line for a port it never got."""
     import socket
 
     with socket.socket() as taken:
@@ -714,8 +714,8 @@ def serve_fails(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]
 
 
 def test_serve_with_a_kubeconfig_that_cannot_be_read_refuses_to_start(tmp_path: Path) -> None:
-    """It logged an error and served with every cluster rule skipped: a typo in a
-    Deployment's args became a webhook that quietly skips every quota gate."""
+    """Serving on with every cluster rule skipped would turn a typo in a Deployment's args
+    into a webhook that quietly skips every quota gate."""
     missing = tmp_path / "missing"
     proc = serve_fails(tmp_path, "--port", "0", "--kubeconfig", str(missing))
     assert (proc.returncode, proc.stdout) == (2, "")
@@ -751,7 +751,7 @@ def test_serve_with_a_kubeconfig_that_is_no_kubeconfig_refuses_to_start(tmp_path
     ids=["port too big", "port negative", "metrics port too big", "metrics port is the port"],
 )
 def test_serve_with_a_bad_port_says_so_in_one_line(tmp_path: Path, flags: tuple[str, ...], said: str) -> None:
-    """These were tracebacks (``OverflowError``; ``OSError`` after "serving" was logged)."""
+    """One line, exit 2, before anything is bound or announced: never a traceback."""
     proc = serve_fails(tmp_path, *flags)
     assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"tpu-admission: {said}\n")
 

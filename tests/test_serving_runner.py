@@ -792,9 +792,9 @@ def at_limit(server: RunningServer) -> dict[tuple[str, ...], int]:
 
 
 def test_at_the_connection_limit_the_oldest_idle_connection_makes_room(server_files: certs.CertificateFiles) -> None:
-    """Idle kept-alive connections held every slot until their idle time ran out, and a
-    new one (the API server's next call) was closed on arrival. Now the one idle the
-    longest is closed for it; the others stay, and /metrics counts it."""
+    """Idle kept-alive connections must not hold every slot until their idle time runs
+    out while a new one (the API server's next call) is closed on arrival: the one idle
+    the longest is closed for it, the others stay, and /metrics counts it."""
     policy = policy_from_mapping({"server": {"maxConnections": 3, "keepAliveSeconds": 60}})
     with running_server(policy, TlsSettings(cert=server_files.cert, key=server_files.key)) as server:
         held = [answered_once(server.port, server_files.ca) for _ in range(3)]
