@@ -69,7 +69,7 @@ def main() -> int:
             names = (f"webhook from {args.against}", "webhook from this tree")
         else:
             servers = {False: floor(certs, work, False).start(), True: floor(certs, work, True).start()}
-            names = ("floor, plain uvicorn protocol", "floor, guarded protocol")
+            names = ("floor on plain uvicorn", "floor on the webhook's serving stack")
         rps: dict[bool, list[float]] = {False: [], True: []}
         failures = 0
         try:
