@@ -8,15 +8,16 @@ a floor and the webhook is what the webhook does per request.
     python bench/floor.py --port 9443 --cert-dir certs [--starlette] [--guarded]
 
 Without ``--starlette`` (the *thin* floor) a POST to an admission path is a plain ASGI
-callable dispatched before Starlette's router, the shape of the webhook's own endpoints:
-the least any admission server on this stack can do. ``--starlette`` serves the paths as
+callable dispatched before Starlette's router: the least any admission server on this
+stack can do. ``--starlette`` serves the paths as
 a Starlette application is usually written, the speed goals' yardstick: a ``Route`` per
 path, an endpoint that takes a ``Request``, ``await request.json()`` and answers with a
 ``JSONResponse``, behind Starlette's default middleware.
 
-``--guarded`` wraps uvicorn's protocol in the webhook's connection guard (deadlines,
-header and connection caps, ``webhook.serving.runner._guarded``) with its default settings, so
-``bench/guard_cost.py`` can price the guard alone as a same-run ratio.
+``--guarded`` serves the same app on the webhook's serving stack instead
+(``webhook.serving.runner.build_server``: our listener and connection guard with their
+default settings, the drain), so ``bench/guard_cost.py`` can price that stack alone as a
+same-run ratio.
 """
 
 from __future__ import annotations
@@ -31,12 +32,12 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 
 class Admit:
-    """A plain ASGI endpoint, the same shape as the webhook's admission endpoints (no
-    Request/Response objects, dispatched before Starlette's router), so the floor stays the thinnest."""
+    """A plain ASGI endpoint (no Request/Response objects, dispatched before Starlette's
+    router), so the floor stays the thinnest."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         chunks = []
@@ -88,7 +89,7 @@ starlette_app = Starlette(
 
 
 async def app(scope: Scope, receive: Receive, send: Send) -> None:
-    """The webhook's shape: POST to an admission path skips Starlette's router."""
+    """The thin floor: POST to an admission path skips Starlette's router."""
     if scope["type"] == "http" and scope["method"] == "POST" and scope["path"] in ("/mutate", "/validate"):
         return await admit(scope, receive, send)
     await router(scope, receive, send)
@@ -99,7 +100,9 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cert-dir", type=Path, required=True)
     parser.add_argument("--starlette", action="store_true", help="routed, Request in, JSONResponse out")
-    parser.add_argument("--guarded", action="store_true", help="wrap the protocol in the webhook's connection guard")
+    parser.add_argument(
+        "--guarded", action="store_true", help="serve on the webhook's serving stack (listener, connection guard)"
+    )
     args = parser.parse_args()
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.minimum_version = ssl.TLSVersion.TLSv1_2
@@ -116,14 +119,26 @@ def main() -> None:
         lifespan="off",
         http="httptools",
     )
+    if args.guarded:
+        guarded(starlette_app if args.starlette else app, args.port, args.cert_dir)
+        return
     config.load()
     config.ssl = context
-    if args.guarded:
-        from webhook.policy.config import ServerPolicy
-        from webhook.serving.runner import _guarded
-
-        config.http_protocol_class = _guarded(config.http_protocol_class, ServerPolicy(), False, frozenset())
     uvicorn.Server(config).run()
+
+
+def guarded(served: ASGIApp, port: int, cert_dir: Path) -> None:
+    """``served`` on the webhook's serving stack, default policy."""
+    import asyncio
+
+    from webhook.policy.config import Policy
+    from webhook.serving.app import ServerState
+    from webhook.serving.runner import TlsSettings, build_server, loop_factory, run_server
+
+    tls = TlsSettings(cert=cert_dir / "tls.crt", key=cert_dir / "tls.key")
+    server, reloader = build_server(ServerState(policy=Policy()), "127.0.0.1", port, tls, app=served)
+    with asyncio.Runner(loop_factory=loop_factory()) as runner:
+        runner.run(run_server(server, reloader))
 
 
 if __name__ == "__main__":

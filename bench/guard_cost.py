@@ -2,9 +2,10 @@
 
     python bench/guard_cost.py [--seconds 4] [--rounds 3] [--connections 16] [--against TREE]
 
-The guard (``webhook.serving.runner._guarded``: handshake/header/body deadlines, header and
-connection caps) hooks uvicorn's parser callbacks. To price it alone, the floor server
-(``bench/floor.py``: the thinnest admission endpoint) runs plain and with ``--guarded``;
+The guard (``webhook.serving.guard`` behind ``webhook.serving.listener``: handshake,
+header and body deadlines, header and connection caps) sits in front of uvicorn's HTTP
+protocol. To price it alone, the floor server (``bench/floor.py``: the thinnest
+admission endpoint) runs plain and with ``--guarded``;
 rounds alternate between the two so that the noise of a shared machine falls on both,
 and the result is the median of the per-round ratios of requests per second.
 
@@ -68,7 +69,7 @@ def main() -> int:
             names = (f"webhook from {args.against}", "webhook from this tree")
         else:
             servers = {False: floor(certs, work, False).start(), True: floor(certs, work, True).start()}
-            names = ("floor, plain uvicorn protocol", "floor, guarded protocol")
+            names = ("floor on plain uvicorn", "floor on the webhook's serving stack")
         rps: dict[bool, list[float]] = {False: [], True: []}
         failures = 0
         try:

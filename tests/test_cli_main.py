@@ -350,7 +350,7 @@ def test_partial_failures_in_text_and_github(mixed: Path) -> None:
 
 
 def test_a_value_yaml_cannot_build_is_an_error_entry_and_the_file_beside_it_is_judged(tmp_path: Path) -> None:
-    """A 5000-digit integer used to end the run with a ValueError traceback (exit 1)."""
+    """A 5000-digit integer is an error entry for its file, not a traceback."""
     huge = load_jobset("rfc-4.6-static")
     huge["spec"]["replicatedJobs"][0]["replicas"] = 7
     (tmp_path / "a-huge.yaml").write_text(yaml.safe_dump(huge).replace("replicas: 7", "replicas: " + "9" * 5000))
@@ -723,7 +723,7 @@ def test_a_closed_pipe_ends_quietly() -> None:
 
 
 def test_serve_on_a_port_in_use_says_so_exits_2_and_announces_nothing(tmp_path: Path) -> None:
-    """It exited 3 (help: 0 and 2) after a "serving ... on https://..." line for a port it never got."""
+    """Exit 2 (as help promises), and no "serving ... on https://..." line for a port it never got."""
     import socket
 
     with socket.socket() as taken:
@@ -739,10 +739,79 @@ def test_serve_on_a_port_in_use_says_so_exits_2_and_announces_nothing(tmp_path: 
         )
     assert proc.returncode == 2
     assert proc.stderr == (
-        f"tpu-admission: cannot listen on 127.0.0.1:{port}: Address already in use; another process holds the "
+        f"tpu-admission: cannot listen on 127.0.0.1:{port} (--port): Address already in use; another process holds the "
         "port: stop it or choose another --port\n"
     )
-    assert "listened on (a port in use)" in cli("serve", "--help").stdout
+    assert "listened on (a port in use or out" in cli("serve", "--help").stdout
+
+
+def serve_fails(tmp_path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """``serve`` with ``flags``, expected to stop before serving (bounded by a timeout, not awaited forever)."""
+    return subprocess.run(
+        [sys.executable, "-m", "webhook", "serve", "--cert-dir", str(tmp_path / "tls"), *flags],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+
+
+def test_serve_with_a_kubeconfig_that_cannot_be_read_refuses_to_start(tmp_path: Path) -> None:
+    """Serving on with every cluster rule skipped would turn a typo in a Deployment's args
+    into a webhook that quietly skips every quota gate."""
+    missing = tmp_path / "missing"
+    proc = serve_fails(tmp_path, "--port", "0", "--kubeconfig", str(missing))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == f"tpu-admission: --kubeconfig {missing} cannot be read: No such file or directory\n"
+
+
+def test_serve_with_a_kubeconfig_that_is_no_kubeconfig_refuses_to_start(tmp_path: Path) -> None:
+    garbage = tmp_path / "kubeconfig"
+    garbage.write_text("not: a kubeconfig\n")
+    proc = serve_fails(tmp_path, "--port", "0", "--kubeconfig", str(garbage))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr.startswith(
+        f"tpu-admission: --kubeconfig {garbage} cannot be used: "
+        f"cluster configuration could not be loaded from {garbage}: "
+    )
+    assert proc.stderr.count("\n") == 1 and "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize(
+    ("flags", "said"),
+    [
+        (("--port", "99999"), "--port 99999 is not a TCP port: give 1 to 65535 (or 0 for any free one)"),
+        (("--port", "-1"), "--port -1 is not a TCP port: give 1 to 65535 (or 0 for any free one)"),
+        (
+            ("--port", "0", "--metrics-port", "70000"),
+            "--metrics-port 70000 is not a TCP port: give 1 to 65535 (or 0 for any free one)",
+        ),
+        (
+            ("--port", "8443", "--metrics-port", "8443"),
+            "--metrics-port 8443 is the --port too: give /metrics a port of its own",
+        ),
+    ],
+    ids=["port too big", "port negative", "metrics port too big", "metrics port is the port"],
+)
+def test_serve_with_a_bad_port_says_so_in_one_line(tmp_path: Path, flags: tuple[str, ...], said: str) -> None:
+    """One line, exit 2, before anything is bound or announced: never a traceback."""
+    proc = serve_fails(tmp_path, *flags)
+    assert (proc.returncode, proc.stdout, proc.stderr) == (2, "", f"tpu-admission: {said}\n")
+
+
+def test_serve_with_a_metrics_port_in_use_says_so_before_serving(tmp_path: Path) -> None:
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        proc = serve_fails(tmp_path, "--port", "0", "--metrics-port", str(port))
+    assert (proc.returncode, proc.stdout) == (2, "")
+    assert proc.stderr == (
+        f"tpu-admission: cannot listen on 127.0.0.1:{port} (--metrics-port): Address already in use; another process "
+        "holds the port: stop it or choose another --metrics-port\n"
+    )
 
 
 # --- who submits: --user, --group ------------------------------------------------------------

@@ -28,7 +28,7 @@ from support import RunningServer, load_jobset, review, running_server
 
 from webhook.policy.config import Policy
 from webhook.serving import certs
-from webhook.serving.runner import TlsSettings
+from webhook.serving.tls import TlsSettings
 
 FUZZ = settings(
     max_examples=120,

@@ -26,7 +26,7 @@ from support import (
 
 from webhook.policy.findings import Action
 from webhook.rules.catalog import RULES_BY_ID, policy_from_mapping
-from webhook.serving.runner import TlsSettings
+from webhook.serving.tls import TlsSettings
 
 
 def post(server: RunningServer, client: httpx.Client, path: str, body: Any, **kwargs: Any) -> httpx.Response:

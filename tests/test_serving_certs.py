@@ -19,7 +19,7 @@ from support import run_cli, running_server
 
 from webhook.policy.config import Policy
 from webhook.serving import certs
-from webhook.serving.runner import TlsSettings
+from webhook.serving.tls import TlsSettings
 
 SERVICE_NAME = "tpu-admission.tpu-admission.svc"
 

@@ -30,7 +30,7 @@ from webhook.cluster.watch import WatchCache, start_watch_cache
 from webhook.policy.config import Policy
 from webhook.serving import certs
 from webhook.serving.app import ServerState
-from webhook.serving.runner import TlsSettings
+from webhook.serving.tls import TlsSettings
 from webhook.wire.reviews import review_response
 
 POLICY = Policy()

@@ -39,6 +39,9 @@ def test_exposition_matches_prometheus_client() -> None:
     excepted = Counter(
         "tpu_admission_excepted_findings_total", ours.excepted.documentation, ["rule"], registry=reference
     )
+    connections = Counter(
+        "tpu_admission_connections_at_limit_total", ours.connections.documentation, ["outcome"], registry=reference
+    )
 
     for seconds in OBSERVATIONS:
         ours.latency.observe("validate", seconds)
@@ -52,6 +55,9 @@ def test_exposition_matches_prometheus_client() -> None:
     findings.labels("suspend-forbidden", "deny").inc()
     ours.excepted.inc("suspend-forbidden")
     excepted.labels("suspend-forbidden").inc()
+    for outcome in ("closed_idle", "closed_idle", "refused"):
+        ours.connections.inc(outcome)
+        connections.labels(outcome).inc()
 
     expected = _without_created(generate_latest(reference))
     got = _without_created(ours.render())

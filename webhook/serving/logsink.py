@@ -5,12 +5,9 @@ appended; other records are encoded as they come. The buffer is a deque of encod
 lines that writers append to without a lock (an append is atomic) and that is emptied
 from the other end under the write lock, so a request never waits for the flusher.
 
-Encoding at the append rather than at the write was measured (interleaved A/B of the
-two against the floor, ``/validate`` at 4 connections, 8 rounds): the same throughput
-within the noise, and a p99 of 1.22× the floor's against 1.47×. A buffer of structs
-keeps each request's strings and lists alive until the write; the request path then
-runs in colder memory, and the write itself, encoding ~190 lines at once, holds the
-event loop for longer.
+Lines are encoded at the append rather than at the write: a buffer of structs would
+keep each request's strings and lists alive until the write, and the write, encoding a
+whole batch at once, would hold the event loop for longer.
 
 The buffer is written:
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 from collections.abc import Callable
 
 log = logging.getLogger("tpu_admission.serving")
@@ -38,12 +39,11 @@ class MetricsListener:
         self.open = 0
         self.server: asyncio.Server | None = None
 
-    async def start(self, host: str, port: int) -> int:
-        """Listen; returns the bound port (``port=0`` picks one)."""
-        self.server = await asyncio.start_server(self._handle, host, port, limit=MAX_REQUEST_BYTES)
-        bound = int(self.server.sockets[0].getsockname()[1])
-        log.info("serving /metrics on http://%s:%d", host, bound)
-        return bound
+    async def start(self, sock: socket.socket) -> None:
+        """Serve on ``sock``, bound already (``listen_socket``), so a port in use was found at start."""
+        self.server = await asyncio.start_server(self._handle, sock=sock, limit=MAX_REQUEST_BYTES)
+        host, port = sock.getsockname()[:2]
+        log.info("serving /metrics on http://%s:%d", host, port)
 
     async def close(self) -> None:
         if self.server is not None:
