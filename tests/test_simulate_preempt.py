@@ -1,0 +1,387 @@
+"""The victims Kueue's preemptor picks, restated from Kueue's own tests as facts.
+
+Each case cites its source in kubernetes-sigs/kueue (``pkg/scheduler/preemption``) and
+asserts the exact victim set with Kueue's reasons. Like Kueue's tests, the assignment is
+given (resource -> flavor in Preempt or Fit mode) and ``GetTargets`` is asked; the tree
+must be unchanged afterwards (Kueue's tests compare the snapshot before and after).
+
+Kueue's cases left out, and why:
+- ``preemption_test.go`` cases with ``AdmissionFairSharing`` (LocalQueue usage ordering),
+  TAS (topology) or workload slices: the simulator does not model those features.
+- ``evicted workload first`` and the ordering table (``TestCandidatesOrdering``) are covered
+  by ``test_ordering_*`` below without the priority boost annotation, which we do not read.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from tests.simulate_builders import NOW, admitted, cluster_queue, state, targets
+from webhook.simulate.preempt import ordering_key
+from webhook.simulate.workloads import from_document
+
+IN_CQ, RECLAIM, FAIR, WHILE_BORROWING = (
+    "InClusterQueue",
+    "InCohortReclamation",
+    "InCohortFairSharing",
+    "InCohortReclaimWhileBorrowing",
+)
+
+# ---------------------------------------------------------------- preemption_test.go, TestPreemption
+
+_SHARED = {"within": "Never", "reclaim": "LowerPriority", "borrow_within": "LowerPriority", "threshold": 0}
+DEFAULT_QUEUES = [
+    cluster_queue(
+        "standalone",
+        {"default": {"cpu": "6"}},
+        {"alpha": {"memory": "3Gi"}, "beta": {"memory": "3Gi"}},
+        within="LowerPriority",
+    ),
+    cluster_queue(
+        "c1",
+        {"default": {"cpu": ("6", "6"), "memory": ("3Gi", "3Gi")}},
+        cohort="cohort",
+        within="LowerPriority",
+        reclaim="LowerPriority",
+    ),
+    cluster_queue(
+        "c2", {"default": {"cpu": ("6", "6"), "memory": ("3Gi", "3Gi")}}, cohort="cohort", within="Never", reclaim="Any"
+    ),
+    cluster_queue("preventStarvation", {"default": {"cpu": "6"}}, within="LowerOrNewerEqualPriority"),
+    cluster_queue("a_standard", {"default": {"cpu": ("1", "12")}}, cohort="with_shared_cq", **_SHARED),  # type: ignore[arg-type]
+    cluster_queue(
+        "b_standard",
+        {"default": {"cpu": ("1", "12")}},
+        cohort="with_shared_cq",
+        within="LowerPriority",
+        reclaim="Any",
+        borrow_within="LowerPriority",
+        threshold=0,
+    ),
+    cluster_queue("a_best_effort", {"default": {"cpu": ("1", "12")}}, cohort="with_shared_cq", **_SHARED),  # type: ignore[arg-type]
+    cluster_queue("b_best_effort", {"default": {"cpu": ("0", "13")}}, cohort="with_shared_cq", **_SHARED),  # type: ignore[arg-type]
+    cluster_queue("shared", {"default": {"cpu": "10"}}, cohort="with_shared_cq"),
+    cluster_queue(
+        "lend1",
+        {"default": {"cpu": ("6", None, "4")}},
+        cohort="cohort-lend",
+        within="LowerPriority",
+        reclaim="LowerPriority",
+    ),
+    cluster_queue(
+        "lend2",
+        {"default": {"cpu": ("6", None, "2")}},
+        cohort="cohort-lend",
+        within="LowerPriority",
+        reclaim="LowerPriority",
+    ),
+]
+
+
+def _cpu(name: str, queue: str, cpu: str, priority: int = 0, **kw: object) -> dict[str, object]:
+    return admitted(name, queue, {"cpu": cpu}, priority=priority, **kw)  # type: ignore[arg-type]
+
+
+_STANDALONE_3 = [_cpu("low", "standalone", "2", -1), _cpu("mid", "standalone", "2"), _cpu("high", "standalone", "2", 1)]
+
+CLASSICAL = {
+    "preempt lowest priority": (_STANDALONE_3, "standalone", "2", 1, {("low", IN_CQ)}),
+    "preempt multiple": (_STANDALONE_3, "standalone", "3", 1, {("low", IN_CQ), ("mid", IN_CQ)}),
+    "no preemption for low priority": (
+        [_cpu("low", "standalone", "3", -1), _cpu("mid", "standalone", "3")],
+        "standalone",
+        "1",
+        -1,
+        set(),
+    ),
+    "not enough low priority workloads": (
+        [_cpu("low", "standalone", "3", -1), _cpu("mid", "standalone", "3")],
+        "standalone",
+        "4",
+        0,
+        set(),
+    ),
+    "some free quota, preempt low priority": (
+        [_cpu("low", "standalone", "1", -1), _cpu("mid", "standalone", "1"), _cpu("high", "standalone", "3", 1)],
+        "standalone",
+        "2",
+        1,
+        {("low", IN_CQ)},
+    ),
+    "minimal set excludes low priority": (
+        [_cpu("low", "standalone", "1", -1), _cpu("mid", "standalone", "2"), _cpu("high", "standalone", "3", 1)],
+        "standalone",
+        "2",
+        1,
+        {("mid", IN_CQ)},
+    ),
+    "reclaim quota from borrower": (
+        [_cpu("c1-low", "c1", "3", -1), _cpu("c2-mid", "c2", "3"), _cpu("c2-high", "c2", "6", 1)],
+        "c1",
+        "3",
+        1,
+        {("c2-mid", RECLAIM)},
+    ),
+    "no workloads borrowing": (
+        [_cpu("c1-high", "c1", "4", 1), _cpu("c2-low-1", "c2", "4", -1)],
+        "c1",
+        "4",
+        1,
+        set(),
+    ),
+    "not enough workloads borrowing": (
+        [_cpu("c1-high", "c1", "4", 1), _cpu("c2-low-1", "c2", "4", -1), _cpu("c2-low-2", "c2", "4", -1)],
+        "c1",
+        "4",
+        1,
+        set(),
+    ),
+    "do not reclaim borrowed quota from same priority for withinCohort=ReclaimFromLowerPriority": (
+        [_cpu("c1", "c1", "2"), _cpu("c2-1", "c2", "4"), _cpu("c2-2", "c2", "4")],
+        "c1",
+        "4",
+        0,
+        set(),
+    ),
+    "reclaim borrowed quota from same priority for withinCohort=ReclaimFromAny": (
+        [_cpu("c1-1", "c1", "4"), _cpu("c1-2", "c1", "4", 1), _cpu("c2", "c2", "2")],
+        "c2",
+        "4",
+        0,
+        {("c1-1", RECLAIM)},
+    ),
+    "preempt from all ClusterQueues in cohort": (
+        [
+            _cpu("c1-low", "c1", "3", -1),
+            _cpu("c1-mid", "c1", "2"),
+            _cpu("c2-low", "c2", "3", -1),
+            _cpu("c2-mid", "c2", "4"),
+        ],
+        "c1",
+        "4",
+        0,
+        {("c1-low", IN_CQ), ("c2-low", RECLAIM)},
+    ),
+    "can't preempt workloads in ClusterQueue for withinClusterQueue=Never": (
+        [_cpu("c2-low", "c2", "3", -1)],
+        "c2",
+        "4",
+        1,
+        set(),
+    ),
+    "use BorrowWithinCohort; allow preempting a lower-priority workload from another ClusterQueue while borrowing": (
+        [_cpu("a_best_effort_low", "a_best_effort", "10", -1), _cpu("b_best_effort_low", "b_best_effort", "1", -1)],
+        "a_standard",
+        "10",
+        0,
+        {("a_best_effort_low", WHILE_BORROWING)},
+    ),
+    "use BorrowWithinCohort; don't allow preempting a lower-priority workload with priority above "
+    "MaxPriorityThreshold, if borrowing is required even after the preemption": (
+        [_cpu("b_standard", "b_standard", "10", 1)],
+        "a_standard",
+        "10",
+        2,
+        set(),
+    ),
+    "use BorrowWithinCohort; allow preempting a lower-priority workload with priority above "
+    "MaxPriorityThreshold, if borrowing is not required after the preemption": (
+        [_cpu("b_standard", "b_standard", "13", 1)],
+        "a_standard",
+        "1",
+        2,
+        {("b_standard", RECLAIM)},
+    ),
+    "reclaim quota from lender": (
+        [_cpu("lend1-low", "lend1", "3", -1), _cpu("lend2-mid", "lend2", "3"), _cpu("lend2-high", "lend2", "4", 1)],
+        "lend1",
+        "3",
+        1,
+        {("lend2-mid", RECLAIM)},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CLASSICAL))
+def test_classical_preemption_as_kueue_preemption_test(case: str) -> None:
+    workloads, queue, cpu, priority, want = CLASSICAL[case]
+    st = state(DEFAULT_QUEUES, workloads=workloads)
+    assert targets(st, queue, {"cpu": cpu}, {"cpu": "default"}, priority=priority) == want
+
+
+def test_only_preempt_workloads_using_the_chosen_flavor() -> None:
+    """preemption_test.go "only preempt workloads using the chosen flavor": cpu Fit on default, memory Preempt on beta."""
+    workloads = [
+        admitted("low", "standalone", {"memory": "2Gi"}, flavor="alpha", priority=-1),
+        admitted("mid", "standalone", {"memory": "1Gi"}, flavor="beta"),
+        admitted("high", "standalone", {"memory": "1Gi"}, flavor="beta", priority=1),
+    ]
+    st = state(DEFAULT_QUEUES, workloads=workloads)
+    got = targets(
+        st, "standalone", {"cpu": "1", "memory": "2Gi"}, {"memory": "beta"}, fit={"cpu": "default"}, priority=1
+    )
+    assert got == {("mid", IN_CQ)}
+
+
+def test_preempt_newer_workloads_with_the_same_priority() -> None:
+    """preemption_test.go "preempt newer workloads with the same priority" (LowerOrNewerEqualPriority):
+    the incoming was created before wl2 and wl3; the most recently admitted of them goes."""
+    workloads = [
+        _cpu("wl1", "preventStarvation", "2", 2),
+        _cpu("wl2", "preventStarvation", "2", 1, at=NOW + timedelta(seconds=1), created=NOW),
+        _cpu("wl3", "preventStarvation", "2", 1, created=NOW),
+    ]
+    st = state(DEFAULT_QUEUES, workloads=workloads)
+    got = targets(
+        st, "preventStarvation", {"cpu": "2"}, {"cpu": "default"}, priority=1, created=NOW - timedelta(seconds=15)
+    )
+    assert got == {("wl2", IN_CQ)}
+
+
+# ---------------------------------------------------------------- preemption_test.go, TestCandidatesOrdering
+
+
+def test_ordering_evicted_first_then_other_queues_then_priority_then_newest() -> None:
+    docs = [
+        _cpu("old-low", "c1", "1", -1, at=NOW),
+        _cpu("new-low", "c1", "1", -1, at=NOW + timedelta(seconds=5)),
+        _cpu("other-high", "c2", "1", 5),
+        _cpu("evicted-high", "c1", "1", 9, evicted=True),
+        _cpu("own-lowest", "c1", "1", -9),
+    ]
+    workloads = [from_document(d) for d in docs]
+    key = ordering_key("c1", NOW)
+    ordered = sorted(workloads, key=key)  # type: ignore[arg-type]
+    assert [w.key for w in ordered] == [  # type: ignore[union-attr]
+        "/evicted-high",
+        "/other-high",
+        "/own-lowest",
+        "/new-low",
+        "/old-low",
+    ]
+
+
+# ---------------------------------------------------------------- preemption_fair_test.go, TestFairPreemptions
+
+_FAIR = {"within": "LowerPriority", "reclaim": "Any", "borrow_within": "LowerPriority", "threshold": -3}
+FAIR_QUEUES = [
+    cluster_queue("a", {"default": {"cpu": "3"}}, cohort="all", **_FAIR),  # type: ignore[arg-type]
+    cluster_queue("b", {"default": {"cpu": "3"}}, cohort="all", **_FAIR),  # type: ignore[arg-type]
+    cluster_queue("c", {"default": {"cpu": "3"}}, cohort="all", **_FAIR),  # type: ignore[arg-type]
+    cluster_queue("preemptible", {"default": {"cpu": "0"}}, cohort="all"),
+]
+
+
+def _units(queue: str, count: int, start: int = 1) -> list[dict[str, object]]:
+    return [_cpu(f"{queue}{i}", queue, "1") for i in range(start, start + count)]
+
+
+FAIR_CASES = {
+    "reclaim nominal from user using the most": (
+        [*_units("a", 3), *_units("b", 5), *_units("c", 1)],
+        "c",
+        "1",
+        {("b1", RECLAIM)},
+    ),
+    "can reclaim from queue using less, if taking the latest workload from user using the most isn't enough": (
+        [_cpu("a1", "a", "3"), _cpu("a2", "a", "1"), _cpu("b1", "b", "2"), _cpu("b2", "b", "3")],
+        "c",
+        "3",
+        {("a1", RECLAIM)},
+    ),
+    "reclaim borrowable quota from user using the most": (
+        [*_units("a", 3), *_units("b", 5), *_units("c", 1)],
+        "a",
+        "1",
+        {("b1", FAIR)},
+    ),
+    "preempt one from each CQ borrowing": (
+        [
+            _cpu("a1", "a", "0.5"),
+            _cpu("a2", "a", "0.5"),
+            _cpu("a3", "a", "3"),
+            _cpu("b1", "b", "0.5"),
+            _cpu("b2", "b", "0.5"),
+            _cpu("b3", "b", "3"),
+        ],
+        "c",
+        "2",
+        {("a1", RECLAIM), ("b1", RECLAIM)},
+    ),
+    "can't preempt when everyone under nominal": (
+        [*_units("a", 3), *_units("b", 3), *_units("c", 3)],
+        "c",
+        "1",
+        set(),
+    ),
+    "can't preempt when it would switch the imbalance": ([*_units("a", 3), *_units("b", 5)], "a", "2", set()),
+    "can preempt lower priority workloads from same CQ": (
+        [
+            _cpu("a1_low", "a", "1", -1),
+            _cpu("a2_low", "a", "1", -1),
+            _cpu("a3", "a", "1"),
+            _cpu("a4", "a", "1"),
+            *_units("b", 5),
+        ],
+        "a",
+        "2",
+        {("a1_low", IN_CQ), ("a2_low", IN_CQ)},
+    ),
+    "can preempt a combination of same CQ and highest user": (
+        [_cpu("a_low", "a", "1", -1), _cpu("a2", "a", "1"), _cpu("a3", "a", "1"), *_units("b", 6)],
+        "a",
+        "2",
+        {("a_low", IN_CQ), ("b1", FAIR)},
+    ),
+    "preempt huge workload if there is no other option, as long as the target CQ gets a lower share": (
+        [_cpu("b1", "b", "9")],
+        "a",
+        "2",
+        {("b1", RECLAIM)},
+    ),
+    "can't preempt huge workload if the incoming is also huge": (
+        [_cpu("a1", "a", "2"), _cpu("b1", "b", "7")],
+        "a",
+        "5",
+        set(),
+    ),
+    "can't preempt 2 smaller workloads if the incoming is huge": (
+        [_cpu("b1", "b", "2"), _cpu("b2", "b", "2"), _cpu("b3", "b", "3")],
+        "a",
+        "6",
+        set(),
+    ),
+    "preempt from target and others even if over nominal": (
+        [_cpu("a1_low", "a", "2", -1), _cpu("a2_low", "a", "1", -1), _cpu("b1", "b", "3"), _cpu("b2", "b", "3")],
+        "a",
+        "4",
+        {("a1_low", IN_CQ), ("b1", FAIR)},
+    ),
+    "prefer to preempt workloads that don't make the target CQ have the biggest share": (
+        [_cpu("b1", "b", "2"), _cpu("b2", "b", "1"), _cpu("b3", "b", "2"), _cpu("c1", "c", "1")],
+        "a",
+        "3.5",
+        {("b2", FAIR)},
+    ),
+    "preempt from different cluster queues if the end result has a smaller max share": (
+        [_cpu("b1", "b", "2"), _cpu("b2", "b", "2.5"), _cpu("c1", "c", "2"), _cpu("c2", "c", "2.5")],
+        "a",
+        "3.5",
+        {("b1", FAIR), ("c1", FAIR)},
+    ),
+    "scenario above does not flap": (
+        [_cpu("a1", "a", "3.5"), _cpu("b2", "b", "2.5"), _cpu("c2", "c", "2.5")],
+        "b",
+        "2",
+        set(),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAIR_CASES))
+def test_fair_preemption_as_kueue_preemption_fair_test(case: str) -> None:
+    workloads, queue, cpu, want = FAIR_CASES[case]
+    st = state(FAIR_QUEUES, workloads=workloads, fair=True)
+    assert targets(st, queue, {"cpu": cpu}, {"cpu": "default"}) == want
