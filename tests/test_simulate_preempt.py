@@ -18,7 +18,7 @@ from datetime import timedelta
 
 import pytest
 
-from tests.simulate_builders import NOW, admitted, cluster_queue, state, targets
+from tests.simulate_builders import NOW, admitted, cluster_queue, cohort, state, targets
 from webhook.simulate.preempt import ordering_key
 from webhook.simulate.workloads import from_document
 
@@ -212,7 +212,9 @@ def test_classical_preemption_as_kueue_preemption_test(case: str) -> None:
 
 
 def test_only_preempt_workloads_using_the_chosen_flavor() -> None:
-    """preemption_test.go "only preempt workloads using the chosen flavor": cpu Fit on default, memory Preempt on beta."""
+    """preemption_test.go "only preempt workloads using the chosen flavor".
+
+    cpu is assigned in Fit mode on default, memory in Preempt mode on beta."""
     workloads = [
         admitted("low", "standalone", {"memory": "2Gi"}, flavor="alpha", priority=-1),
         admitted("mid", "standalone", {"memory": "1Gi"}, flavor="beta"),
@@ -385,3 +387,196 @@ def test_fair_preemption_as_kueue_preemption_fair_test(case: str) -> None:
     workloads, queue, cpu, want = FAIR_CASES[case]
     st = state(FAIR_QUEUES, workloads=workloads, fair=True)
     assert targets(st, queue, {"cpu": cpu}, {"cpu": "default"}) == want
+
+
+# ---------------------------------------------------------------- preemption_hierarchical_test.go
+
+_ANY = {"within": "LowerPriority", "reclaim": "Any"}
+_BORROW0 = {**_ANY, "borrow_within": "LowerPriority", "threshold": 0}
+EMPTY: dict[str, dict[str, str]] = {"default": {}}
+
+
+def _q(name: str, parent: str, cpu: str | tuple[str, None, str] | None = None, **policy: object) -> dict[str, object]:
+    group = {"default": {"cpu": cpu}} if cpu is not None else EMPTY
+    return cluster_queue(name, group, cohort=parent, **{**_ANY, **policy})  # type: ignore[arg-type]
+
+
+def _c(name: str, parent: str | None = None, cpu: str | None = None, memory: str | None = None) -> dict[str, object]:
+    resources = {k: v for k, v in (("cpu", cpu), ("memory", memory)) if v is not None}
+    return cohort(name, *([{"default": resources}] if resources else []), parent=parent)
+
+
+HIERARCHICAL = {
+    "preempt with hierarchical advantage": (
+        [_c("r"), _c("c", "r", "2")],
+        [_q("q", "c"), _q("q_borrowing", "r")],
+        [_cpu("admitted2", "q_borrowing", "2")],
+        ("q", "2", 0),
+        {("admitted2", RECLAIM)},
+    ),
+    "avoid queues within nominal quota": (
+        [_c("r"), _c("c", "r", "2")],
+        [_q("q_nominal", "r", "2"), _q("q", "c"), _q("q_borrowing", "r")],
+        [_cpu("admitted1", "q_nominal", "2", -10), _cpu("admitted2", "q_borrowing", "2")],
+        ("q", "2", 0),
+        {("admitted2", RECLAIM)},
+    ),
+    "preempt multiple with hierarchical advantage": (
+        [_c("r"), _c("c", "r", "2")],
+        [_q("q", "c"), _q("q_borrowing", "r")],
+        [_cpu("admitted1", "q_borrowing", "1", 1), _cpu("admitted2", "q_borrowing", "1", 2)],
+        ("q", "2", 0),
+        {("admitted1", RECLAIM), ("admitted2", RECLAIM)},
+    ),
+    "preempt in cohort and own CQ": (
+        [_c("r"), _c("c", "r", "3")],
+        [_q("q", "c", **_BORROW0), _q("q_same_cohort", "c")],
+        [
+            _cpu("admitted_not_preemptible", "q_same_cohort", "1", 1),
+            _cpu("admitted_preemptible", "q_same_cohort", "2", 0),
+            _cpu("admitted_own_queue", "q", "1", -1),
+        ],
+        ("q", "2", 1),
+        {("admitted_own_queue", IN_CQ), ("admitted_preemptible", WHILE_BORROWING)},
+    ),
+    "prefer to preempt hierarchical candidate": (
+        [_c("r"), _c("c", "r", "2")],
+        [_q("q", "c"), _q("q_borrowing", "r")],
+        [_cpu("admitted_borrowing", "q_borrowing", "1", 1), _cpu("admitted_same_queue", "q", "1", -2)],
+        ("q", "1", 0),
+        {("admitted_borrowing", RECLAIM)},
+    ),
+    "forced to preempt priority candidate": (
+        [_c("r"), _c("c", "r", "2")],
+        [_q("q", "c", **_BORROW0), _q("q_nominal", "r", "2"), _q("q_same_cohort", "c")],
+        [_cpu("admitted_nominal", "q_nominal", "2", -10), _cpu("admitted_same_cohort", "q_same_cohort", "2", -1)],
+        ("q", "2", 0),
+        {("admitted_same_cohort", WHILE_BORROWING)},
+    ),
+    "incoming workload fits in CQ nominal quota": (
+        [_c("r"), _c("c", "r", "2")],
+        [_q("q", "c", "4"), _q("q_borrowing", "r"), _q("q_same_cohort", "c")],
+        [_cpu("admitted_borrowing", "q_borrowing", "3", 10), _cpu("admitted_same_cohort", "q_same_cohort", "3", 10)],
+        ("q", "4", 0),
+        {("admitted_borrowing", RECLAIM), ("admitted_same_cohort", RECLAIM)},
+    ),
+    "preempt hierarchical and priority candidates": (
+        [_c("r", None, "1"), _c("c", "r", "4")],
+        [
+            _q("q", "c", **{**_BORROW0, "reclaim": "LowerPriority"}),
+            _q("q_borrowing", "r"),
+            _q("q_same_cohort", "c"),
+        ],
+        [
+            _cpu("admitted_borrowing", "q_borrowing", "2", -1),
+            _cpu("admitted_same_cohort_preemptible", "q_same_cohort", "1", -1),
+            _cpu("admitted_borrowing_not_preemptible", "q_borrowing", "2", 1),
+        ],
+        ("q", "3", 0),
+        {("admitted_borrowing", RECLAIM), ("admitted_same_cohort_preemptible", WHILE_BORROWING)},
+    ),
+    "preempt hierarchical candidates and inside CQ": (
+        [_c("r", None, "1"), _c("c", "r", "4")],
+        [
+            _q("q", "c", **{**_BORROW0, "reclaim": "LowerPriority"}),
+            _q("q_borrowing", "r"),
+            _q("q_same_cohort", "c"),
+        ],
+        [
+            _cpu("admitted_borrowing", "q_borrowing", "2", -1),
+            _cpu("admitted_same_queue_preemptible", "q", "1", -1),
+            _cpu("admitted_borrowing_not_preemptible", "q_borrowing", "2", 1),
+        ],
+        ("q", "3", 0),
+        {("admitted_borrowing", RECLAIM), ("admitted_same_queue_preemptible", IN_CQ)},
+    ),
+    "reclaim nominal quota from lowest priority workload, excluding non-borrowing": (
+        [_c("r"), _c("c", "r", "3")],
+        [_q("q", "c"), _q("q_borrowing", "r"), _q("q_nominal", "r", "2")],
+        [
+            _cpu("admitted_borrowing_prio_8", "q_borrowing", "1", 8),
+            _cpu("admitted_borrowing_prio_9", "q_borrowing", "1", 9),
+            _cpu("admitted_borrowing_prio_10", "q_borrowing", "1", 9),
+            _cpu("admitted_nominal", "q_nominal", "2", -2),
+        ],
+        ("q", "1", 0),
+        {("admitted_borrowing_prio_8", RECLAIM)},
+    ),
+    "infeasible preemption all available workloads in pruned subtrees": (
+        [_c("r"), _c("c", "r", "2"), _c("c_other", "r", "2")],
+        [_q("q_other", "c_other"), _q("q", "c"), _q("q_same_cohort", "c")],
+        [
+            _cpu("admitted_other_1", "q_other", "1", -10),
+            _cpu("admitted_other_2", "q_other", "1", -10),
+            _cpu("admitted_same_cohort", "q_same_cohort", "2", 0),
+        ],
+        ("q", "2", 0),
+        set(),
+    ),
+    "respect lending limits": (
+        [_c("r"), _c("c", "r", "2")],
+        [_q("q", "c", ("3", None, "2")), _q("q_borrowing", "r")],
+        [_cpu("admitted_borrowing", "q_borrowing", "4", 0)],
+        ("q", "5", -2),
+        {("admitted_borrowing", RECLAIM)},
+    ),
+    # Kueue counts the already evicted one as a preemption under way (wantPreempted 1).
+    "prefer to preempt evicted workloads": (
+        [_c("r"), _c("c", "r", "2")],
+        [_q("q", "c", **_BORROW0), _q("q_borrowing", "r"), _q("q_same_cohort", "c")],
+        [
+            _cpu("admitted_borrowing", "q_borrowing", "1", -10),
+            _cpu("evicted_same_cohort", "q_same_cohort", "1", -1, evicted=True),
+        ],
+        ("q", "1", 0),
+        {("evicted_same_cohort", WHILE_BORROWING)},
+    ),
+    "reclaim in complex hierarchy": (
+        [
+            _c("r"),
+            _c("c11", "r", "4"),
+            _c("c12", "r", "4"),
+            _c("c21", "c11", "4"),
+            _c("c22", "c11", "4"),
+            _c("c23", "c11", "4"),
+            _c("c31", "c21", "4"),
+            _c("c32", "c21", "4"),
+        ],
+        [_q("q1", "c12"), _q("q2", "c23"), _q("q3", "c22"), _q("q4", "c32"), _q("q5", "c31")],
+        [
+            _cpu("admitted_borrowing_1", "q1", "4", -6),
+            _cpu("admitted_borrowing_2", "q1", "4", -5),
+            _cpu("admitted_borrowing_3", "q2", "4", -9),
+            _cpu("admitted_borrowing_4", "q2", "4", -10),
+            _cpu("admitted_borrowing_5", "q3", "4", -4),
+            _cpu("admitted_borrowing_6", "q3", "3", -3),
+            _cpu("admitted_borrowing_7", "q4", "2", 4),
+            _cpu("admitted_borrowing_8", "q4", "3", 2),
+        ],
+        ("q5", "7", -2),
+        {("admitted_borrowing_1", RECLAIM), ("admitted_borrowing_4", RECLAIM)},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(HIERARCHICAL))
+def test_hierarchical_preemption_as_kueue_preemption_hierarchical_test(case: str) -> None:
+    cohorts, queues, workloads, (queue, cpu, priority), want = HIERARCHICAL[case]
+    st = state(queues, cohorts=cohorts, workloads=workloads)
+    assert targets(st, queue, {"cpu": cpu}, {"cpu": "default"}, priority=priority) == want
+
+
+def test_hierarchical_preemption_with_multiple_resources() -> None:
+    """preemption_hierarchical_test.go "hiearchical preemption with multiple resources"."""
+    cohorts = [_c("r", None, "3"), _c("c", "r", "4", "4Gi")]
+    queues = [
+        cluster_queue(name, {"default": {}}, cohort=parent, **_ANY)  # type: ignore[arg-type]
+        for name, parent in (("q", "c"), ("q_borrowing", "r"), ("q_same_cohort", "c"))
+    ]
+    workloads = [
+        admitted("admitted_borrowing", "q_borrowing", {"cpu": "3", "memory": "1Gi"}),
+        admitted("admitted_same_cohort", "q_same_cohort", {"cpu": "1", "memory": "3Gi"}, priority=-2),
+    ]
+    st = state(queues, cohorts=cohorts, workloads=workloads)
+    got = targets(st, "q", {"cpu": "2", "memory": "1Gi"}, {"cpu": "default", "memory": "default"}, priority=-2)
+    assert got == {("admitted_borrowing", RECLAIM)}
