@@ -14,6 +14,7 @@ from typing import Any
 from webhook.kube.quantity import parse_quantity
 from webhook.quota.objects import FlavorInfo, parse_cluster_queue, parse_cohort, parse_flavor
 from webhook.quota.podsets import podset_demand
+from webhook.simulate.assign import Assignment, FlavorAssigner
 from webhook.simulate.engine import Simulator
 from webhook.simulate.preempt import Preemptor, Simulation
 from webhook.simulate.result import Result
@@ -269,3 +270,16 @@ def targets(
         k: {fr: v for fr, v in u.items() if v} for k, u in before.items()
     }
     return {(v.workload.key.rpartition("/")[2], v.reason) for v in found}
+
+
+def assign(st: State, queue: str, incoming: PendingWorkload) -> Assignment:
+    """The flavor assignment alone, as Kueue's ``TestAssignFlavors`` asks for it."""
+    tree = build_tree(st)
+    return FlavorAssigner(Simulation(st, tree), tree.queues[queue], incoming.priority, incoming.created).assign(
+        incoming.podsets
+    )
+
+
+def chosen(assignment: Assignment) -> list[dict[str, tuple[str, str]]]:
+    """Per podSet: resource -> (flavor, mode)."""
+    return [{r: (p.flavors[r], p.modes[r]) for r in sorted(p.flavors)} for p in assignment.podsets]

@@ -1,0 +1,254 @@
+"""Flavor assignment with usage, restated from Kueue's ``TestAssignFlavors`` as facts.
+
+Source: kubernetes-sigs/kueue ``pkg/scheduler/flavorassigner/flavorassigner_test.go``,
+the cases with usage (``clusterQueueUsage``, ``secondaryClusterQueueUsage``), cited by
+name. Kueue's test sets usage directly and stubs the preemption oracle (it answers
+Preempt unless told otherwise); here usage is an admitted Workload of lower priority in a
+queue that may preempt it (``withinClusterQueue: LowerPriority``), so our real preemptor
+gives the oracle's answer. Each case asserts the flavor and mode per resource.
+
+Not restated: podSet groups (LeaderWorkerSet cases), reclaimable pods, workload slices,
+TAS and the nomination mapping (features the simulator does not model), and the cases
+that only compare internal attempt records.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.simulate_builders import admitted, assign, chosen, cluster_queue, job, state
+from webhook.quota.objects import FlavorFungibility, FlavorInfo, Taint
+from webhook.simulate.assign import (
+    EXCEEDS_MAX_QUOTA,
+    FIT,
+    NO_MATCHING_FLAVOR,
+    NOFIT,
+    PREEMPT,
+    WAITING_FOR_QUOTA,
+    Granular,
+    is_preferred,
+    should_try_next,
+)
+
+LOWER = {"within": "LowerPriority"}
+TWO_FLAVORS = ({"one": {"pods": "10", "cpu": "10"}, "two": {"pods": "10", "cpu": "10"}},)
+
+
+def _usage(queue: str, flavor: str, cpu: str) -> dict[str, object]:
+    return admitted(f"usage-{queue}", queue, {"cpu": cpu}, flavor=flavor, priority=-1)
+
+
+def test_single_flavor_used_resources_does_not_fit() -> None:
+    """ "single flavor, used resources, doesn't fit": 3 of 4 cpu used, 2 asked: Preempt."""
+    st = state([cluster_queue("q", {"default": {"cpu": "4"}}, **LOWER)], workloads=[_usage("q", "default", "3")])
+    got = assign(st, "q", job("q", {"cpu": "2"}))
+    assert (chosen(got), got.mode) == ([{"cpu": ("default", PREEMPT)}], PREEMPT)
+
+
+def test_preempt_before_try_next_flavor() -> None:
+    """ "preempt before try next flavor": MayStopSearch on both stops at flavor one, in Preempt mode."""
+    queue = cluster_queue("q", *TWO_FLAVORS, when_can_borrow="MayStopSearch", when_can_preempt="MayStopSearch", **LOWER)
+    st = state([queue], workloads=[_usage("q", "one", "2")])
+    got = assign(st, "q", job("q", {"cpu": "9"}))
+    assert chosen(got) == [{"cpu": ("one", PREEMPT), "pods": ("one", FIT)}]
+
+
+def test_preempt_try_next_flavor() -> None:
+    """ "preempt try next flavor": the default whenCanPreempt TryNextFlavor moves on to two, which fits."""
+    st = state([cluster_queue("q", *TWO_FLAVORS, **LOWER)], workloads=[_usage("q", "one", "2")])
+    got = assign(st, "q", job("q", {"cpu": "9"}))
+    assert (chosen(got), got.mode) == ([{"cpu": ("two", FIT), "pods": ("two", FIT)}], FIT)
+
+
+def _borrowing_queues(**fungibility: str) -> list[dict[str, object]]:
+    return [
+        cluster_queue(
+            "q",
+            {"one": {"pods": "10", "cpu": ("10", "1")}, "two": {"pods": "10", "cpu": "10"}},
+            cohort="test-cohort",
+            **fungibility,
+        ),
+        cluster_queue("secondary", {"one": {"cpu": "1"}}, cohort="test-cohort"),
+    ]
+
+
+def test_borrow_try_next_flavor_found_the_second_flavor() -> None:
+    """ "borrow try next flavor, found the second flavor": whenCanBorrow TryNextFlavor skips borrowing on one."""
+    queues = _borrowing_queues(when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor")
+    st = state(queues, workloads=[_usage("q", "one", "2")])
+    assert chosen(assign(st, "q", job("q", {"cpu": "9"}))) == [{"cpu": ("two", FIT), "pods": ("two", FIT)}]
+
+
+def test_borrow_before_try_next_flavor() -> None:
+    """ "borrow before try next flavor": with the default whenCanBorrow MayStopSearch, one fits by borrowing."""
+    st = state(_borrowing_queues(), workloads=[_usage("q", "one", "2")])
+    assert chosen(assign(st, "q", job("q", {"cpu": "9"}))) == [{"cpu": ("one", FIT), "pods": ("one", FIT)}]
+
+
+def test_not_enough_space_to_borrow() -> None:
+    """ "not enough space to borrow": the other queue lends nothing (lendingLimit 0): NoFit, beyond max capacity."""
+    queues = [
+        cluster_queue("q", {"one": {"cpu": "1"}}, cohort="test-cohort"),
+        cluster_queue("secondary", {"one": {"cpu": ("10", None, "0")}}, cohort="test-cohort"),
+    ]
+    st = state(queues, workloads=[_usage("secondary", "one", "9")])
+    got = assign(st, "q", job("q", {"cpu": "2"}))
+    assert (chosen(got), got.mode, got.reason) == ([{}], NOFIT, EXCEEDS_MAX_QUOTA)
+
+
+def test_multiple_specs_fit_borrowing() -> None:
+    """ "multiple specs, fits borrowing": two podSets, both on default, borrowing from the cohort."""
+    queues = [
+        cluster_queue("q", {"default": {"cpu": ("2", "98"), "memory": "2Gi"}}, cohort="test-cohort"),
+        cluster_queue("secondary", {"default": {"cpu": "198", "memory": "198Gi"}}, cohort="test-cohort"),
+    ]
+    incoming = job(
+        "q", {}, podsets=[("driver", 1, {"cpu": "4", "memory": "1Gi"}), ("worker", 1, {"cpu": "6", "memory": "4Gi"})]
+    )
+    got = assign(state(queues), "q", incoming)
+    both = {"cpu": ("default", FIT), "memory": ("default", FIT)}
+    assert (chosen(got), got.mode) == ([both, both], FIT)
+
+
+def test_lend_try_next_flavor_found_the_second_flavor() -> None:
+    """ "lend try next flavor, found the second flavor": one would borrow beyond its lending-limited local quota."""
+    queues = [
+        cluster_queue(
+            "q",
+            {"one": {"pods": "10", "cpu": ("10", None, "1")}, "two": {"pods": "10", "cpu": ("10", None, "0")}},
+            cohort="test-cohort",
+            when_can_borrow="TryNextFlavor",
+            when_can_preempt="TryNextFlavor",
+        ),
+        cluster_queue("secondary", {"one": {"cpu": "1"}}, cohort="test-cohort"),
+    ]
+    st = state(queues, workloads=[_usage("q", "one", "2")])
+    assert chosen(assign(st, "q", job("q", {"cpu": "9"}))) == [{"cpu": ("two", FIT), "pods": ("two", FIT)}]
+
+
+def test_past_max_but_can_preempt_in_cluster_queue() -> None:
+    """ "past max, but can preempt in ClusterQueue": 9 used against nominal 2 + borrowing 8; 2 more: Preempt."""
+    queues = [
+        cluster_queue("q", {"one": {"cpu": ("2", "8")}}, cohort="test-cohort", **LOWER),
+        cluster_queue("secondary", {"one": {"cpu": "98"}}, cohort="test-cohort"),
+    ]
+    st = state(queues, workloads=[_usage("q", "one", "9"), _usage("secondary", "one", "9")])
+    got = assign(st, "q", job("q", {"cpu": "2"}))
+    assert (chosen(got), got.mode) == ([{"cpu": ("one", PREEMPT)}], PREEMPT)
+
+
+def test_num_pods_do_not_fit() -> None:
+    """ "num pods don't fit": the queue covers pods (2) and the podSet has 3."""
+    st = state([cluster_queue("q", {"default": {"pods": "2", "cpu": "10"}})])
+    got = assign(st, "q", job("q", {"cpu": "1"}, count=3))
+    assert (got.mode, got.reason) == (NOFIT, EXCEEDS_MAX_QUOTA)
+
+
+def test_resource_not_listed_in_cluster_queue() -> None:
+    """ "resource not listed in clusterQueue": NoFit; Kueue resolves a podSet without attempts to NoMatchingFlavor."""
+    st = state([cluster_queue("q", {"one": {"cpu": "4"}})])
+    got = assign(st, "q", job("q", {"example.com/gpu": "2"}))
+    assert (got.mode, got.reason) == (NOFIT, NO_MATCHING_FLAVOR)
+
+
+def test_zero_resource_request_not_in_cluster_queue_succeeds() -> None:
+    """ "zero resource request not in clusterQueue should succeed"."""
+    st = state([cluster_queue("q", {"one": {"cpu": "4"}})])
+    got = assign(st, "q", job("q", {"cpu": "1", "example.com/gpu": "0"}))
+    assert (chosen(got), got.mode) == ([{"cpu": ("one", FIT)}], FIT)
+
+
+def test_multiple_flavors_fit_while_skipping_tainted_flavor() -> None:
+    """ "multiple flavors, fits while skipping tainted flavor"."""
+    st = state([cluster_queue("q", {"tainted": {"cpu": "4"}, "two": {"cpu": "4"}})])
+    flavors = {
+        "tainted": FlavorInfo("tainted", {}, (Taint("instance", "spot", "NoSchedule"),)),
+        "two": FlavorInfo("two", {}),
+    }
+    st = type(st)(st.cluster_queues, st.cohorts, flavors, st.local_queues, now=st.now)
+    got = assign(st, "q", job("q", {"cpu": "3"}))
+    assert chosen(got) == [{"cpu": ("two", FIT)}]
+    assert [t.flavor for t in got.podsets[0].tries[0]] == ["tainted", "two"]
+    assert got.podsets[0].tries[0][0].reason == NO_MATCHING_FLAVOR
+
+
+def test_waiting_for_quota_when_no_preemption_allowed_while_borrowing() -> None:
+    """Past nominal, no reclaim in the tree and no borrowWithinCohort: NoFit with WaitingForQuota
+    (``fitsResourceQuota``'s last branch), not ExceedsMaxQuota: it fits once usage goes."""
+    queues = [
+        cluster_queue("q", {"one": {"cpu": ("2", "8")}}, cohort="c"),
+        cluster_queue("other", {"one": {"cpu": "8"}}, cohort="c"),
+    ]
+    st = state(queues, workloads=[_usage("other", "one", "8")])
+    got = assign(st, "q", job("q", {"cpu": "4"}))
+    assert (got.mode, got.reason) == (NOFIT, WAITING_FOR_QUOTA)
+
+
+# ---------------------------------------------------------------- TestIsPreferred (flavorassigner_test.go)
+
+NOFIT_M, NONE_M, PREEMPT_M, FIT_M = 0, 1, 2, 4
+TRY = ("TryNextFlavor", "TryNextFlavor")
+IS_PREFERRED = {
+    "feature gate disabled prioritises preemption": ((FIT_M, 0), (PREEMPT_M, 0), FlavorFungibility(*TRY), True),
+    "explicit BorrowingOverPreemption prioritises borrowing distance": (
+        (PREEMPT_M, 1),
+        (FIT_M, 2),
+        FlavorFungibility(*TRY, "BorrowingOverPreemption"),
+        False,
+    ),
+    "explicit PreemptionOverBorrowing prioritises lower preemption": (
+        (PREEMPT_M, 1),
+        (FIT_M, 2),
+        FlavorFungibility(*TRY, "PreemptionOverBorrowing"),
+        True,
+    ),
+    "explicit PreemptionOverBorrowing breaks borrowing ties with preemption": (
+        (PREEMPT_M, 1),
+        (FIT_M, 1),
+        FlavorFungibility(*TRY, "PreemptionOverBorrowing"),
+        False,
+    ),
+    "explicit PreemptionOverBorrowing rejects no-candidate flavor before borrowing comparison": (
+        (NONE_M, 1),
+        (FIT_M, 2),
+        FlavorFungibility(*TRY, "PreemptionOverBorrowing"),
+        False,
+    ),
+    "explicit PreemptionOverBorrowing prefers fit over shallower-borrowing no-candidate flavor": (
+        (FIT_M, 2),
+        (NONE_M, 1),
+        FlavorFungibility(*TRY, "PreemptionOverBorrowing"),
+        True,
+    ),
+    "no-candidate flavor remains preferable to no-fit flavor": ((NONE_M, 1), (NOFIT_M, 0), FlavorFungibility(), True),
+    "no-fit flavor remains worse than no-candidate flavor": ((NOFIT_M, 0), (NONE_M, 1), FlavorFungibility(), False),
+    "no-candidate flavors retain borrowing preference": (
+        (NONE_M, 1),
+        (NONE_M, 2),
+        FlavorFungibility(preference="PreemptionOverBorrowing"),
+        True,
+    ),
+    "no-candidate flavors retain borrowing preference in reverse": (
+        (NONE_M, 2),
+        (NONE_M, 1),
+        FlavorFungibility(preference="PreemptionOverBorrowing"),
+        False,
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(IS_PREFERRED))
+def test_is_preferred_as_kueue_table(case: str) -> None:
+    a, b, fungibility, want = IS_PREFERRED[case]
+    assert is_preferred(Granular(*a), Granular(*b), fungibility) is want
+
+
+def test_should_try_next_flavor() -> None:
+    """``shouldTryNextFlavor``: no fit or no candidates always; preempting or borrowing per policy."""
+    default = FlavorFungibility()
+    assert not should_try_next(Granular(FIT_M, 0), default)
+    assert not should_try_next(Granular(FIT_M, 2), default)
+    assert should_try_next(Granular(FIT_M, 2), FlavorFungibility(*TRY))
+    assert should_try_next(Granular(PREEMPT_M, 0), default)
+    assert not should_try_next(Granular(PREEMPT_M, 0), FlavorFungibility("MayStopSearch", "MayStopSearch"))
+    assert should_try_next(Granular(NONE_M, 0), FlavorFungibility("MayStopSearch", "MayStopSearch"))
