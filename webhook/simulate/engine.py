@@ -40,6 +40,7 @@ from webhook.simulate.result import (
     Position,
     PreemptionResult,
     Result,
+    plural,
 )
 from webhook.simulate.result import PREEMPT as PREEMPT_OUTCOME
 from webhook.simulate.state import COHORTS, FLAVORS, LOCAL_QUEUES, WORKLOADS, PendingWorkload, State
@@ -140,7 +141,10 @@ class Simulator:
                     PreemptionResult(v.workload.key, v.workload.cluster_queue, v.workload.priority, v.reason)
                     for v in sorted(victims, key=lambda v: (v.workload.cluster_queue, v.workload.key))
                 )
-                message = f"fits in ClusterQueue {queue.name} once {len(victims)} Workload(s) are preempted"
+                gone = plural(len(victims), "Workload")
+                message = (
+                    f"fits in ClusterQueue {queue.name} once {gone} {'is' if len(victims) == 1 else 'are'} preempted"
+                )
                 result = Result(PREEMPT_OUTCOME, "", queue.name, message, podsets, preemptions, position)
             else:
                 result = self._wait(assignment, node, position, "no preemption Kueue would make frees enough")
@@ -172,12 +176,12 @@ class Simulator:
             return result
         ahead = result.position.ahead
         if strategy == "StrictFIFO":
-            message = f"{ahead} Workload(s) ahead of it in StrictFIFO ClusterQueue {result.cluster_queue} go first"
+            message = f"behind {plural(ahead, 'Workload')} in StrictFIFO ClusterQueue {result.cluster_queue}"
             return Result(WAIT, "StrictFIFO", result.cluster_queue, message, result.podsets, (), result.position)
         pending = self._ahead(job, result.cluster_queue)
         if len(pending) > AHEAD_CHECKED:
             message = (
-                f"{ahead} Workloads are ahead of it in ClusterQueue {result.cluster_queue};"
+                f"{plural(ahead, 'Workload')} ahead of it in ClusterQueue {result.cluster_queue};"
                 " whether they go first is not worked out"
             )
             return Result(UNKNOWN, "", result.cluster_queue, message, result.podsets, (), result.position)

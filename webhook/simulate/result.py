@@ -165,12 +165,16 @@ class Result:
                 parts.append(f"{self.cluster_queue} uses {used} {n.flavor} chips{cohort}")
             else:
                 parts.append(self.message)
-            if ahead:
-                parts.append(f"{ahead} Workload{'s' if ahead != 1 else ''} ahead")
+            if ahead and self.reason != "StrictFIFO":
+                parts.append(f"{plural(ahead, 'Workload')} ahead")
             return "[simulate] will wait: " + "; ".join(parts)
         if self.outcome == NEVER:
             return f"[simulate] will not start: {self.message}"
         return f"[simulate] cannot tell: {self.message}"
+
+
+def plural(count: int, noun: str) -> str:
+    return f"{count} {noun}{'s' if count != 1 else ''}"
 
 
 _WHY = {
@@ -187,7 +191,7 @@ def _victims(victims: tuple[PreemptionResult, ...]) -> str:
     for v in victims:
         groups[(v.cluster_queue, v.reason)] = groups.get((v.cluster_queue, v.reason), 0) + 1
     parts = [
-        f"{count} Workload{'s' if count != 1 else ''} of {queue} {_WHY.get(reason, reason)}"
+        f"{plural(count, 'Workload')} of {queue} {_WHY.get(reason, reason)}"
         for (queue, reason), count in groups.items()
     ]
     return ", ".join(parts)
