@@ -215,6 +215,7 @@ def state(
     strategies: Sequence[str] = (),
     missing: Iterable[str] = (),
     local_queues: Mapping[tuple[str, str], LocalQueueInfo] | None = None,
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
 ) -> State:
     """The engine's state; each ClusterQueue gets a LocalQueue of its name in the default namespace,
     and every flavor the queues name exists without labels unless ``flavors`` are given."""
@@ -236,7 +237,8 @@ def state(
         tuple(w for w in docs if isinstance(w, PendingWorkload)),
         fair_sharing,
         frozenset(missing),
-        NOW + timedelta(hours=1),
+        namespace_labels=namespace_labels,
+        now=NOW + timedelta(hours=1),
     )
 
 

@@ -203,6 +203,24 @@ def test_stopped_queue_is_suspended() -> None:
     assert result.message == "ClusterQueue team-a is stopped (stopPolicy HoldAndDrain)"
 
 
+def test_namespace_selector_decides_when_the_labels_are_known() -> None:
+    tiered = team("team-a")
+    tiered["spec"]["namespaceSelector"] = {"matchLabels": {"tier": "production"}}  # type: ignore[index]
+    open_state = state([tiered], flavors=[TPU7X])
+    assert simulate(open_state, tpu_job("team-a", 8, GUARANTEED)).outcome == "admit"  # labels unknown: the rule decides
+    labelled = state([tiered], flavors=[TPU7X], namespace_labels={"default": {"tier": "dev"}})
+    result = simulate(labelled, tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.reason, result.message) == (
+        "never",
+        "Misconfigured",
+        "namespace default does not match ClusterQueue team-a's namespaceSelector {tier=production}",
+    )
+    closed = team("team-a")
+    del closed["spec"]["namespaceSelector"]  # type: ignore[attr-defined]
+    result = simulate(state([closed], flavors=[TPU7X]), tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.reason) == ("never", "Misconfigured")
+
+
 # ---------------------------------------------------------------- never and unknown
 
 

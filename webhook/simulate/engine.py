@@ -19,6 +19,7 @@ from decimal import Decimal, localcontext
 
 from webhook.kube.quantity import CONTEXT
 from webhook.quota.amounts import format_amount
+from webhook.quota.objects import ClusterQueueInfo, describe_selector, selector_matches
 from webhook.simulate.assign import (
     EXCEEDS_MAX_QUOTA,
     FIT,
@@ -101,6 +102,9 @@ class Simulator:
             return Result(
                 NEVER, "Misconfigured", local.cluster_queue, f"ClusterQueue {local.cluster_queue} does not exist"
             )
+        selector = self._selector(queue, job.namespace)
+        if selector is not None:
+            return Result(NEVER, "Misconfigured", queue.name, selector)
         if node.cyclic:
             message = f"ClusterQueue {queue.name} is inactive: its cohort tree has a cycle"
             return Result(NEVER, "Misconfigured", queue.name, message)
@@ -151,6 +155,17 @@ class Simulator:
         else:
             result = self._wait(assignment, node, position, _why_not(assignment))
         return self._behind(job, result, queue.queueing_strategy)
+
+    def _selector(self, queue: ClusterQueueInfo, namespace: str) -> str | None:
+        """Why ``queue``'s namespaceSelector refuses ``namespace``; ``None`` when it admits it or the
+        namespace's labels are not in the state (the ``namespace-not-selected`` rule decides that)."""
+        if queue.namespace_selector is None:
+            return f"ClusterQueue {queue.name} has no namespaceSelector: it matches no namespace"
+        labels = (self.state.namespace_labels or {}).get(namespace)
+        if labels is None or selector_matches(queue.namespace_selector, labels):
+            return None
+        selector = describe_selector(queue.namespace_selector)
+        return f"namespace {namespace} does not match ClusterQueue {queue.name}'s namespaceSelector {selector}"
 
     # ------------------------------------------------------------ the queue in front
 

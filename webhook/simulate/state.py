@@ -88,6 +88,8 @@ class State:
     fair_sharing: FairSharing = FairSharing()
     #: the kinds the state does not hold (``WORKLOADS``, ``COHORTS``, ...)
     missing: frozenset[str] = frozenset()
+    #: namespace -> its labels, for ClusterQueue ``namespaceSelector``s; ``None``: not in the state
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None
     now: datetime = field(default_factory=lambda: datetime.now().astimezone())
     #: ClusterQueue -> its admitted Workloads (Kueue's ``ClusterQueueSnapshot.Workloads``)
     admitted_by_queue: Mapping[str, tuple[AdmittedWorkload, ...]] = field(init=False)
