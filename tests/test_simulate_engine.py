@@ -390,3 +390,13 @@ def test_flavor_the_job_cannot_use_is_never_no_matching_flavor() -> None:
     result = simulate(st, tpu_job("team-a", 8, GUARANTEED))
     assert (result.outcome, result.reason) == ("never", "NoMatchingFlavor")
     assert "does not tolerate" in result.message
+
+
+def test_a_workload_already_holding_quota_is_admitted_as_it_is() -> None:
+    """Simulating a stored Workload that already holds quota counts it once, not twice."""
+    held = admitted("in", "team-a", {TPU: "256"}, flavor="tpu7x", namespace="default")
+    result = simulate(rfc_state(held), tpu_job("team-a", 256, GUARANTEED))
+    assert (result.outcome, result.message) == (
+        "admit",
+        "Workload default/in already holds quota in ClusterQueue team-a",
+    )

@@ -108,6 +108,9 @@ class Simulator:
         if node.cyclic:
             message = f"ClusterQueue {queue.name} is inactive: its cohort tree has a cycle"
             return Result(NEVER, "Misconfigured", queue.name, message)
+        holding = next((w for w in state.admitted_by_queue.get(queue.name, ()) if w.key == job.key), None)
+        if holding is not None:
+            return Result(ADMIT, "", queue.name, f"Workload {job.key} already holds quota in ClusterQueue {queue.name}")
         for kind, policy in (
             ("ClusterQueue " + queue.name, queue.stop_policy),
             ("LocalQueue " + local.name, local.stop_policy),

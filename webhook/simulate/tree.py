@@ -37,6 +37,7 @@ class Node:
         "child_queues",
         "cyclic",
         "info",
+        "lendable",
         "name",
         "parent",
         "quotas",
@@ -58,6 +59,9 @@ class Node:
         self.info: ClusterQueueInfo | None = None
         #: the node is in (or under) a cohort cycle: Kueue leaves it inactive
         self.cyclic = False
+        #: per resource, what this Cohort could lend a child (``calculateLendable``): quota only,
+        #: so worked out once
+        self.lendable: dict[str, Decimal] | None = None
 
     def __repr__(self) -> str:
         return f"Node({self.name})"
@@ -222,9 +226,12 @@ def dominant_resource_share(node: Node, request: Mapping[FlavorResource, Decimal
             borrowed[fr[1]] = borrowed.get(fr[1], ZERO) + amount
     if not borrowed:
         return DRS(node.weight)
-    lendable: dict[str, Decimal] = {}
-    for fr in node.root().subtree:
-        lendable[fr[1]] = lendable.get(fr[1], ZERO) + potential_available(node.parent, fr)
+    lendable = node.parent.lendable
+    if lendable is None:
+        lendable = {}
+        for fr in node.root().subtree:
+            lendable[fr[1]] = lendable.get(fr[1], ZERO) + potential_available(node.parent, fr)
+        node.parent.lendable = lendable
     ratio, dominant = ZERO, ""
     for resource, amount in sorted(borrowed.items()):
         lend = lendable.get(resource, ZERO)
