@@ -29,7 +29,10 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
+from functools import partial
+from itertools import chain
 
+from webhook.simulate.candidates import Peekable, QueueIndex, eligible, merged
 from webhook.simulate.state import AdmittedWorkload, FlavorResource, State
 from webhook.simulate.tree import (
     DRS,
@@ -76,21 +79,6 @@ class Preemptor:
     usage: Usage
     #: the (flavor, resource)s whose assignment mode is Preempt
     need: frozenset[FlavorResource]
-
-
-def satisfies_policy(preemptor: Preemptor, candidate: AdmittedWorkload, policy: str) -> bool:
-    """``SatisfiesPreemptionPolicy``: Never, LowerPriority, LowerOrNewerEqualPriority, Any."""
-    lower = preemptor.priority > candidate.priority
-    if policy == "LowerPriority":
-        return lower
-    if policy == "LowerOrNewerEqualPriority":
-        return lower or (preemptor.priority == candidate.priority and preemptor.created < candidate.created)
-    return policy == "Any"
-
-
-def uses(candidate: AdmittedWorkload, need: frozenset[FlavorResource]) -> bool:
-    """``WorkloadUsesResources``."""
-    return any(fr in need for fr in candidate.usage)
 
 
 def ordering_key(queue: str, now: datetime) -> Callable[[AdmittedWorkload], tuple[int, int, int, float, str]]:
@@ -174,10 +162,8 @@ class Simulation:
 
     def _fair(self, job: Preemptor) -> list[Victim]:
         candidates = self._fair_candidates(job)
-        if not candidates:
+        if not candidates.any():
             return []
-        key = ordering_key(job.queue.name, self.state.now)
-        candidates.sort(key=key)
         self.tree.add(job.queue.name, job.usage)  # SimulateUsageAddition
         strategies = self.state.fair_sharing.strategies or ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
         fits, victims, retry = self._first_strategy(job, candidates, strategies[0])
@@ -191,25 +177,22 @@ class Simulation:
         self.restore(victims)
         return victims
 
-    def _fair_candidates(self, job: Preemptor) -> list[AdmittedWorkload]:
-        """``findCandidates``: the job's queue, and the borrowing queues of its cohort tree."""
+    def _fair_candidates(self, job: Preemptor) -> _Lazy:
+        """``findCandidates``: the job's queue, and the borrowing queues of its cohort tree, each
+        queue's candidates in order, read only when the ordering reaches the queue."""
         info = job.queue.info
         assert info is not None
-        found: list[AdmittedWorkload] = []
-        by_queue = self.state.admitted_by_queue
+        sources: list[tuple[Node, str]] = []
         if info.preemption.within_cluster_queue != "Never":
-            policy = info.preemption.within_cluster_queue
-            found += [
-                w for w in by_queue.get(job.queue.name, ()) if satisfies_policy(job, w, policy) and uses(w, job.need)
-            ]
+            sources.append((job.queue, info.preemption.within_cluster_queue))
         if job.queue.parent is not None and info.preemption.reclaim_within_cohort != "Never":
-            policy = info.preemption.reclaim_within_cohort
             for queue in _subtree_queues(job.queue.parent.root()):
-                if queue is job.queue or not any(queue.borrowing_with(fr, Decimal(0)) for fr in job.need):
-                    continue
-                found += [
-                    w for w in by_queue.get(queue.name, ()) if satisfies_policy(job, w, policy) and uses(w, job.need)
-                ]
+                if queue is not job.queue and any(queue.borrowing_with(fr, Decimal(0)) for fr in job.need):
+                    sources.append((queue, info.preemption.reclaim_within_cohort))
+        found = _Lazy()
+        for queue, policy in sources:
+            index = self.state.candidates.get(queue.name)
+            found.sources[queue.name] = partial(_queue_candidates, index, policy, job)
         return found
 
     def _fits_fair(self, job: Preemptor) -> bool:
@@ -221,7 +204,7 @@ class Simulation:
             self.tree.add(job.queue.name, job.usage)
 
     def _first_strategy(
-        self, job: Preemptor, candidates: list[AdmittedWorkload], strategy: str
+        self, job: Preemptor, candidates: _Lazy, strategy: str
     ) -> tuple[bool, list[Victim], list[AdmittedWorkload]]:
         ordering = _TargetOrdering(self, job, candidates)
         victims: list[Victim] = []
@@ -253,7 +236,12 @@ class Simulation:
         return False, victims, retry
 
     def _second_strategy(self, job: Preemptor, retry: list[AdmittedWorkload], victims: list[Victim]) -> bool:
-        ordering = _TargetOrdering(self, job, retry)
+        by_queue: dict[str, list[AdmittedWorkload]] = {}
+        for workload in retry:
+            by_queue.setdefault(workload.cluster_queue, []).append(workload)
+        lazy = _Lazy()
+        lazy.sources = {q: partial(Peekable, iter(ws)) for q, ws in by_queue.items()}
+        ordering = _TargetOrdering(self, job, lazy)
         for target in ordering:
             preemptor_share, target_old = ordering.shares(target)
             workload = ordering.pop(target)
@@ -283,8 +271,13 @@ def _subtree_queues(cohort: Node) -> Iterator[Node]:
         yield from _subtree_queues(child)
 
 
+#: where classical candidates come from: a queue, the subtree root it was found under, and
+#: whether the preemptor has hierarchical advantage over it
+_Source = tuple[Node, Node | None, bool]
+
+
 class _Candidates:
-    """``candidateIterator``: classical candidates in Kueue's order, each with its variant."""
+    """``candidateIterator``: classical candidates in Kueue's order, each with its variant, read lazily."""
 
     def __init__(self, sim: Simulation, job: Preemptor) -> None:
         self.sim = sim
@@ -292,73 +285,51 @@ class _Candidates:
         info = job.queue.info
         assert info is not None
         self.policy = info.preemption
-        key = ordering_key(job.queue.name, sim.state.now)
-        same: list[tuple[AdmittedWorkload, Node | None, int]] = []
+        self.same: list[_Source] = []
         if self.policy.within_cluster_queue != "Never":
-            same = self._from_queue(job.queue, None, False)
-        hierarchy: list[tuple[AdmittedWorkload, Node | None, int]] = []
-        lower: list[tuple[AdmittedWorkload, Node | None, int]] = []
+            self.same = [(job.queue, None, False)]
+        self.hierarchy: list[_Source] = []
+        self.lower: list[_Source] = []
         if job.queue.parent is not None and self.policy.reclaim_within_cohort != "Never":
-            self._hierarchical(hierarchy, lower)
-        ordered = [sorted(group, key=lambda c: key(c[0])) for group in (hierarchy, lower, same)]
-        evicted = [c for group in ordered for c in group if c[0].evicted]
-        rest = [c for group in ordered for c in group if not c[0].evicted]
-        self.candidates = evicted + rest
-        self.none_from_others = not hierarchy and not lower
-        self.none_hierarchical = not hierarchy
+            self._hierarchical()
+        self.none_from_others = not self._any(self.hierarchy) and not self._any(self.lower)
+        self.none_hierarchical = not self._any(self.hierarchy)
 
-    def _variant(self, workload: AdmittedWorkload, advantage: bool) -> int:
-        """``classifyPreemptionVariant``."""
-        job = self.job
-        if not uses(workload, job.need):
-            return NEVER
-        own = workload.cluster_queue == job.queue.name
+    def _eligible(self, source: _Source, evicted: bool) -> Iterator[AdmittedWorkload]:
+        queue = source[0]
+        own = queue is self.job.queue
         policy = self.policy.within_cluster_queue if own else self.policy.reclaim_within_cohort
-        if not satisfies_policy(job, workload, policy):
-            return NEVER
-        if own:
+        job = self.job
+        return eligible(self.sim.state.candidates.get(queue.name), policy, job.priority, job.created, job.need, evicted)
+
+    def _any(self, sources: list[_Source]) -> bool:
+        return any(next(self._eligible(s, evicted), None) is not None for s in sources for evicted in (True, False))
+
+    def _variant(self, workload: AdmittedWorkload, source: _Source) -> int:
+        """``classifyPreemptionVariant`` for a Workload that uses a needed resource and passes the policy."""
+        queue, _, advantage = source
+        if queue is self.job.queue:
             return WITHIN_CQ
         if advantage:
             return HIERARCHICAL
         if self.policy.borrow_within_cohort == "Never":
             return WITHOUT_BORROWING
         threshold = self.policy.max_priority_threshold
-        if workload.priority >= job.priority or (threshold is not None and workload.priority > threshold):
+        if workload.priority >= self.job.priority or (threshold is not None and workload.priority > threshold):
             return WITHOUT_BORROWING
         return WHILE_BORROWING
 
-    def _from_queue(
-        self, queue: Node, lca: Node | None, advantage: bool
-    ) -> list[tuple[AdmittedWorkload, Node | None, int]]:
-        found = []
-        for workload in self.sim.state.admitted_by_queue.get(queue.name, ()):
-            variant = self._variant(workload, advantage)
-            if variant != NEVER:
-                found.append((workload, lca, variant))
-        return found
-
-    def _hierarchical(
-        self,
-        hierarchy: list[tuple[AdmittedWorkload, Node | None, int]],
-        lower: list[tuple[AdmittedWorkload, Node | None, int]],
-    ) -> None:
+    def _hierarchical(self) -> None:
         """``collectCandidatesForHierarchicalReclaim``: subtree by subtree up from the job's queue."""
         advantage, remaining = fits_in_quota(self.job.queue, self.job.usage)
         previous: Node | None = None
         for root in self.job.queue.ancestors():
-            self._in_subtree(root, root, previous, advantage, hierarchy if advantage else lower)
+            self._in_subtree(root, root, previous, advantage, self.hierarchy if advantage else self.lower)
             fits, remaining = fits_in_quota(root, remaining)
             advantage = advantage or fits
             previous = root
 
-    def _in_subtree(
-        self,
-        cohort: Node,
-        root: Node,
-        skip: Node | None,
-        advantage: bool,
-        out: list[tuple[AdmittedWorkload, Node | None, int]],
-    ) -> None:
+    def _in_subtree(self, cohort: Node, root: Node, skip: Node | None, advantage: bool, out: list[_Source]) -> None:
         need = self.job.need
         for child in cohort.child_cohorts:
             if child is skip or child.within_nominal(need):
@@ -366,21 +337,56 @@ class _Candidates:
             self._in_subtree(child, root, skip, advantage, out)
         for queue in cohort.child_queues:
             if queue is not self.job.queue and not queue.within_nominal(need):
-                out.extend(self._from_queue(queue, root, advantage))
+                out.append((queue, root, advantage))
+
+    def _ordered(self) -> Iterator[tuple[AdmittedWorkload, _Source]]:
+        """Evicted first (hierarchy, lower priority, own queue), then the rest in the same groups."""
+        now = self.sim.state.now
+        for evicted in (True, False):
+            for sources in (self.hierarchy, self.lower, self.same):
+                by_queue = {s[0].name: s for s in sources}
+                for workload in merged((self._eligible(s, evicted) for s in sources), now):
+                    yield workload, by_queue[workload.cluster_queue]
 
     def valid(self, borrowing: bool) -> Iterator[tuple[AdmittedWorkload, str]]:
         """``Next``: each candidate still valid given the removals before it, with its reason."""
         need = self.job.need
-        for workload, lca, variant in self.candidates:
+        for workload, source in self._ordered():
+            variant = self._variant(workload, source)
             if workload.cluster_queue != self.job.queue.name:
                 if borrowing and variant == WITHOUT_BORROWING:
                     continue
                 queue = self.sim.tree.queues[workload.cluster_queue]
                 if queue.within_nominal(need):
                     continue
-                if any(node.within_nominal(need) for node in _up_to(queue, lca)):
+                if any(node.within_nominal(need) for node in _up_to(queue, source[1])):
                     continue
             yield workload, _REASON[variant]
+
+
+def _queue_candidates(index: QueueIndex | None, policy: str, job: Preemptor) -> Peekable[AdmittedWorkload]:
+    evicted_first = (eligible(index, policy, job.priority, job.created, job.need, e) for e in (True, False))
+    return Peekable(chain.from_iterable(evicted_first))
+
+
+class _Lazy:
+    """Per queue, its candidates, made into an iterator only when first asked for."""
+
+    def __init__(self) -> None:
+        self.sources: dict[str, Callable[[], Peekable[AdmittedWorkload]]] = {}
+        self._made: dict[str, Peekable[AdmittedWorkload]] = {}
+
+    def get(self, queue: str) -> Peekable[AdmittedWorkload] | None:
+        made = self._made.get(queue)
+        if made is None:
+            source = self.sources.get(queue)
+            if source is None:
+                return None
+            made = self._made[queue] = source()
+        return made
+
+    def any(self) -> bool:
+        return any(self.get(queue) for queue in self.sources)
 
 
 def _up_to(queue: Node, lca: Node | None) -> Iterator[Node]:
@@ -393,13 +399,11 @@ def _up_to(queue: Node, lca: Node | None) -> Iterator[Node]:
 class _TargetOrdering:
     """``TargetClusterQueueOrdering``: from the root, the child with the highest share, down to a queue."""
 
-    def __init__(self, sim: Simulation, job: Preemptor, candidates: list[AdmittedWorkload]) -> None:
+    def __init__(self, sim: Simulation, job: Preemptor, by_queue: _Lazy) -> None:
         self.sim = sim
         self.job = job
         self.ancestors = set(map(id, job.queue.ancestors()))
-        self.by_queue: dict[str, list[AdmittedWorkload]] = {}
-        for workload in candidates:
-            self.by_queue.setdefault(workload.cluster_queue, []).append(workload)
+        self.by_queue = by_queue
         self.pruned_queues: set[int] = set()
         self.pruned_cohorts: set[int] = set()
         self.key = ordering_key(job.queue.name, sim.state.now)
@@ -408,7 +412,14 @@ class _TargetOrdering:
         return bool(self.by_queue.get(queue.name))
 
     def pop(self, queue: Node) -> AdmittedWorkload:
-        return self.by_queue[queue.name].pop(0)
+        found = self.by_queue.get(queue.name)
+        assert found is not None
+        return found.pop()
+
+    def _head(self, queue: Node) -> AdmittedWorkload:
+        found = self.by_queue.get(queue.name)
+        assert found is not None
+        return found.peek()
 
     def drop(self, queue: Node) -> None:
         self.pruned_queues.add(id(queue))
@@ -431,12 +442,15 @@ class _TargetOrdering:
         for queue in cohort.child_queues:
             if id(queue) in self.pruned_queues:
                 continue
+            if not self.has(queue):
+                self.pruned_queues.add(id(queue))
+                continue
             drs = dominant_resource_share(queue)
             compared = compare_drs(drs, best_queue_drs)
-            if (not drs.borrowing and queue is not self.job.queue) or not self.has(queue):
+            if not drs.borrowing and queue is not self.job.queue:
                 self.pruned_queues.add(id(queue))
             elif compared == 0 and best_queue is not None:
-                if self.key(self.by_queue[queue.name][0]) < self.key(self.by_queue[best_queue.name][0]):
+                if self.key(self._head(queue)) < self.key(self._head(best_queue)):
                     best_queue = queue
             elif compared == 1:
                 best_queue, best_queue_drs = queue, drs

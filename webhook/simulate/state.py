@@ -18,6 +18,7 @@ from decimal import Decimal
 
 from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo
 from webhook.quota.podsets import PodSetDemand
+from webhook.simulate.candidates import QueueIndex, build_index
 
 #: Kueue's ``FlavorResource``: (flavor, resource)
 FlavorResource = tuple[str, str]
@@ -95,6 +96,8 @@ class State:
     admitted_by_queue: Mapping[str, tuple[AdmittedWorkload, ...]] = field(init=False)
     #: ClusterQueue -> its pending Workloads, through their LocalQueue
     pending_by_queue: Mapping[str, tuple[PendingWorkload, ...]] = field(init=False)
+    #: ClusterQueue -> its admitted Workloads in Kueue's candidate order (``candidates``)
+    candidates: Mapping[str, QueueIndex] = field(init=False)
 
     def __post_init__(self) -> None:
         admitted: defaultdict[str, list[AdmittedWorkload]] = defaultdict(list)
@@ -107,3 +110,4 @@ class State:
                 pending[queue.cluster_queue].append(waiting)
         object.__setattr__(self, "admitted_by_queue", {k: tuple(v) for k, v in admitted.items()})
         object.__setattr__(self, "pending_by_queue", {k: tuple(v) for k, v in pending.items()})
+        object.__setattr__(self, "candidates", {k: build_index(v, self.now) for k, v in admitted.items()})

@@ -36,6 +36,7 @@ class Node:
         "child_cohorts",
         "child_queues",
         "cyclic",
+        "drs",
         "info",
         "lendable",
         "name",
@@ -43,6 +44,7 @@ class Node:
         "quotas",
         "subtree",
         "usage",
+        "version",
         "weight",
     )
 
@@ -62,6 +64,9 @@ class Node:
         #: per resource, what this Cohort could lend a child (``calculateLendable``): quota only,
         #: so worked out once
         self.lendable: dict[str, Decimal] | None = None
+        #: moves with every usage change; the share below is kept for the version it was worked out at
+        self.version = 0
+        self.drs: tuple[int, DRS] | None = None
 
     def __repr__(self) -> str:
         return f"Node({self.name})"
@@ -131,6 +136,7 @@ def potential_available(node: Node, fr: FlavorResource) -> Decimal:
 def add_usage(node: Node, fr: FlavorResource, value: Decimal) -> None:
     free_here = node.local_available(fr)
     node.usage[fr] = node.usage.get(fr, ZERO) + value
+    node.version += 1
     if node.parent is not None and value > free_here:
         add_usage(node.parent, fr, value - free_here)
 
@@ -138,6 +144,7 @@ def add_usage(node: Node, fr: FlavorResource, value: Decimal) -> None:
 def remove_usage(node: Node, fr: FlavorResource, value: Decimal) -> None:
     stored_above = node.usage.get(fr, ZERO) - node.local_quota(fr)
     node.usage[fr] = node.usage.get(fr, ZERO) - value
+    node.version += 1
     if stored_above > 0 and node.parent is not None:
         remove_usage(node.parent, fr, min(value, stored_above))
 
@@ -217,6 +224,15 @@ def compare_drs(a: DRS, b: DRS) -> int:
 def dominant_resource_share(node: Node, request: Mapping[FlavorResource, Decimal] | None = None) -> DRS:
     """``dominantResourceShare``: per resource, what the node borrows (with ``request`` added) over
     what its parent could lend of it across flavors; the largest ratio wins, ties by name."""
+    if request is None and node.drs is not None and node.drs[0] == node.version:
+        return node.drs[1]
+    share = _dominant_resource_share(node, request)
+    if request is None:
+        node.drs = (node.version, share)
+    return share
+
+
+def _dominant_resource_share(node: Node, request: Mapping[FlavorResource, Decimal] | None) -> DRS:
     if node.parent is None:
         return DRS(node.weight)
     borrowed: dict[str, Decimal] = {}
