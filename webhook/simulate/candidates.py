@@ -80,6 +80,20 @@ def eligible(
             yield workload
 
 
+def may_have(index: QueueIndex | None, policy: str, priority: int) -> bool:
+    """Whether ``eligible`` could yield anything, from the lowest priorities alone (no scan)."""
+    if index is None:
+        return False
+    lowest = [p.priorities[0] for p in (index.evicted, index.running) if p.priorities]
+    if not lowest or policy == "Never":
+        return False
+    if policy == "LowerPriority":
+        return min(lowest) < priority
+    if policy == "LowerOrNewerEqualPriority":
+        return min(lowest) <= priority
+    return policy == "Any"
+
+
 def merged(sources: Iterable[Iterator[AdmittedWorkload]], now: datetime) -> Iterator[AdmittedWorkload]:
     """Several queues' candidates as one sequence in candidate order."""
     return heapq.merge(*sources, key=lambda w: order(w, now))

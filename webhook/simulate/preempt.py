@@ -32,7 +32,7 @@ from decimal import Decimal
 from functools import partial
 from itertools import chain
 
-from webhook.simulate.candidates import Peekable, QueueIndex, eligible, merged
+from webhook.simulate.candidates import Peekable, QueueIndex, eligible, may_have, merged
 from webhook.simulate.state import AdmittedWorkload, FlavorResource, State
 from webhook.simulate.tree import (
     DRS,
@@ -192,7 +192,8 @@ class Simulation:
         found = _Lazy()
         for queue, policy in sources:
             index = self.state.candidates.get(queue.name)
-            found.sources[queue.name] = partial(_queue_candidates, index, policy, job)
+            if may_have(index, policy, job.priority):
+                found.sources[queue.name] = partial(_queue_candidates, index, policy, job)
         return found
 
     def _fits_fair(self, job: Preemptor) -> bool:
@@ -296,14 +297,22 @@ class _Candidates:
         self.none_hierarchical = not self._any(self.hierarchy)
 
     def _eligible(self, source: _Source, evicted: bool) -> Iterator[AdmittedWorkload]:
-        queue = source[0]
-        own = queue is self.job.queue
-        policy = self.policy.within_cluster_queue if own else self.policy.reclaim_within_cohort
         job = self.job
-        return eligible(self.sim.state.candidates.get(queue.name), policy, job.priority, job.created, job.need, evicted)
+        index = self.sim.state.candidates.get(source[0].name)
+        return eligible(index, self._policy(source), job.priority, job.created, job.need, evicted)
+
+    def _policy(self, source: _Source) -> str:
+        own = source[0] is self.job.queue
+        return self.policy.within_cluster_queue if own else self.policy.reclaim_within_cohort
 
     def _any(self, sources: list[_Source]) -> bool:
-        return any(next(self._eligible(s, evicted), None) is not None for s in sources for evicted in (True, False))
+        candidates = self.sim.state.candidates
+        return any(
+            next(self._eligible(s, evicted), None) is not None
+            for s in sources
+            if may_have(candidates.get(s[0].name), self._policy(s), self.job.priority)
+            for evicted in (True, False)
+        )
 
     def _variant(self, workload: AdmittedWorkload, source: _Source) -> int:
         """``classifyPreemptionVariant`` for a Workload that uses a needed resource and passes the policy."""
