@@ -2,6 +2,8 @@
 
 - ``state``: the engine's input (queues, cohorts, flavors, Workloads admitted and pending);
 - ``workloads``: a stored Workload document as the engine's input Workload;
+- ``documents``: the state from Kueue's objects as stored, and fair sharing from its Configuration;
+- ``candidates``: each queue's admitted Workloads kept in Kueue's candidate order;
 - ``tree``: quota and usage through the cohort tree (``pkg/cache/scheduler``);
 - ``preempt``: the victims Kueue's preemptor picks (``pkg/scheduler/preemption``);
 - ``assign``: flavor assignment with the current usage (``pkg/scheduler/flavorassigner``);
