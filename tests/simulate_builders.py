@@ -259,14 +259,20 @@ def targets(
     fit: Mapping[str, str] | None = None,
     priority: int = 0,
     created: datetime = NOW,
+    usage: Mapping[tuple[str, str], str] | None = None,
 ) -> set[tuple[str, str]]:
     """Kueue's ``GetTargets`` as its tests call it: an assignment given (resource -> flavor, Preempt
-    or Fit mode) and the victims asked for, as (name, reason); the tree is checked unchanged after."""
+    or Fit mode) and the victims asked for, as (name, reason); the tree is checked unchanged after.
+    ``usage`` ((flavor, resource) -> amount) replaces ``requests`` when podSets use several flavors."""
     tree = build_tree(st)
     before = {name: dict(node.usage) for name, node in (*tree.queues.items(), *tree.cohorts.items())}
-    usage = {(flavor, r): parse_quantity(requests[r]) for r, flavor in {**preempt, **(fit or {})}.items()}
-    need = frozenset((flavor, r) for r, flavor in preempt.items())
-    found = Simulation(st, tree).targets(Preemptor(tree.queues[queue], priority, created, usage, need))
+    if usage is None:
+        total = {(flavor, r): parse_quantity(requests[r]) for r, flavor in {**preempt, **(fit or {})}.items()}
+        need = frozenset((flavor, r) for r, flavor in preempt.items())
+    else:
+        total = {fr: parse_quantity(v) for fr, v in usage.items()}
+        need = frozenset(total)
+    found = Simulation(st, tree).targets(Preemptor(tree.queues[queue], priority, created, total, need))
     after = {name: dict(node.usage) for name, node in (*tree.queues.items(), *tree.cohorts.items())}
     assert {k: {fr: v for fr, v in u.items() if v} for k, u in after.items()} == {
         k: {fr: v for fr, v in u.items() if v} for k, u in before.items()

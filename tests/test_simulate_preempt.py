@@ -77,6 +77,28 @@ DEFAULT_QUEUES = [
         within="LowerPriority",
         reclaim="LowerPriority",
     ),
+    cluster_queue(
+        "d1",
+        {"default": {"cpu": "6", "memory": "3Gi"}},
+        cohort="cohort-no-limits",
+        within="LowerPriority",
+        reclaim="LowerPriority",
+    ),
+    cluster_queue(
+        "d2", {"default": {"cpu": "6", "memory": "3Gi"}}, cohort="cohort-no-limits", within="Never", reclaim="Any"
+    ),
+    cluster_queue(
+        "l1",
+        {"default": {"cpu": ("6", "12"), "memory": ("3Gi", "6Gi")}},
+        cohort="legion",
+        within="LowerPriority",
+        reclaim="LowerPriority",
+    ),
+    cluster_queue(
+        "a", {"default": {"cpu": "2", "memory": "2"}}, cohort="cohort-three", within="LowerPriority", reclaim="Any"
+    ),
+    cluster_queue("b", {"default": {"cpu": "2", "memory": "2"}}, cohort="cohort-three"),
+    cluster_queue("c", {"default": {"cpu": "2", "memory": "2"}}, cohort="cohort-three"),
 ]
 
 
@@ -204,6 +226,111 @@ CLASSICAL = {
 }
 
 
+CLASSICAL.update(
+    {
+        "preempting locally and borrowing same resource in cohort": (
+            [_cpu("c1-med", "c1", "4"), _cpu("c1-low", "c1", "4", -1), _cpu("c2-low-1", "c2", "4", -1)],
+            "c1",
+            "4",
+            1,
+            {("c1-low", IN_CQ)},
+        ),
+        "preempting locally and borrowing same resource in cohort; no borrowing limit in the cohort": (
+            [_cpu("d1-med", "d1", "4"), _cpu("d1-low", "d1", "4", -1), _cpu("d2-low-1", "d2", "4", -1)],
+            "d1",
+            "4",
+            1,
+            {("d1-low", IN_CQ)},
+        ),
+        "preempting locally and not borrowing same resource in 1-queue cohort": (
+            [_cpu("l1-med", "l1", "4"), _cpu("l1-low", "l1", "2", -1)],
+            "l1",
+            "4",
+            1,
+            {("l1-med", IN_CQ)},
+        ),
+        "use BorrowWithinCohort; don't allow for preemption of lower-priority workload from the same ClusterQueue": (
+            [_cpu("a_standard", "a_standard", "13", 1)],
+            "a_standard",
+            "1",
+            2,
+            set(),
+        ),
+        "use BorrowWithinCohort; only preempt from CQ if no workloads below threshold and already above nominal": (
+            [
+                _cpu("a_standard_1", "a_standard", "10", 1),
+                _cpu("a_standard_2", "a_standard", "1", 1),
+                _cpu("b_standard_1", "b_standard", "1", 1),
+                _cpu("b_standard_2", "b_standard", "1", 2),
+            ],
+            "b_standard",
+            "1",
+            3,
+            {("b_standard_1", IN_CQ)},
+        ),
+        "use BorrowWithinCohort; preempt from CQ and from other CQs with workloads below threshold": (
+            [
+                _cpu("b_standard_high", "b_standard", "10", 2),
+                _cpu("b_standard_mid", "b_standard", "1", 1),
+                _cpu("a_best_effort_low", "a_best_effort", "1", -1),
+                _cpu("a_best_effort_lower", "a_best_effort", "1", -2),
+            ],
+            "b_standard",
+            "2",
+            2,
+            {("a_best_effort_lower", WHILE_BORROWING), ("b_standard_mid", IN_CQ)},
+        ),
+        "preempt from all ClusterQueues in cohort-lend": (
+            [
+                _cpu("lend1-low", "lend1", "3", -1),
+                _cpu("lend1-mid", "lend1", "2"),
+                _cpu("lend2-low", "lend2", "3", -1),
+                _cpu("lend2-mid", "lend2", "4"),
+            ],
+            "lend1",
+            "4",
+            0,
+            {("lend1-low", IN_CQ), ("lend2-low", RECLAIM)},
+        ),
+        "cannot preempt from other ClusterQueues if exceeds requestable quota including lending limit": (
+            [_cpu("lend2-low", "lend2", "10", -1)],
+            "lend1",
+            "9",
+            0,
+            set(),
+        ),
+        "preemptions from cq when target queue is exhausted for the single requested resource": (
+            [
+                _cpu("a1", "a", "1", -2),
+                _cpu("a2", "a", "1", -2),
+                _cpu("a3", "a", "1", -1),
+                _cpu("b1", "b", "1"),
+                _cpu("b2", "b", "1"),
+                _cpu("b3", "b", "1"),
+            ],
+            "a",
+            "2",
+            0,
+            {("a1", IN_CQ), ("a2", IN_CQ)},
+        ),
+        "allow preemption from other cluster queues if target cq is not exhausted for the requested resource": (
+            [
+                _cpu("a1", "a", "1", -1),
+                _cpu("b1", "b", "1"),
+                _cpu("b2", "b", "1"),
+                _cpu("b3", "b", "1"),
+                _cpu("b4", "b", "1"),
+                _cpu("b5", "b", "1", -1),
+            ],
+            "a",
+            "2",
+            0,
+            {("a1", IN_CQ), ("b5", RECLAIM)},
+        ),
+    }
+)
+
+
 @pytest.mark.parametrize("case", sorted(CLASSICAL))
 def test_classical_preemption_as_kueue_preemption_test(case: str) -> None:
     workloads, queue, cpu, priority, want = CLASSICAL[case]
@@ -225,6 +352,84 @@ def test_only_preempt_workloads_using_the_chosen_flavor() -> None:
         st, "standalone", {"cpu": "1", "memory": "2Gi"}, {"memory": "beta"}, fit={"cpu": "default"}, priority=1
     )
     assert got == {("mid", IN_CQ)}
+
+
+def test_reclaim_quota_if_workload_requests_0_resources_for_a_resource_at_nominal_quota() -> None:
+    """preemption_test.go "reclaim quota if workload requests 0 resources for a resource at nominal quota"."""
+    workloads = [
+        admitted("c1-low", "c1", {"cpu": "3", "memory": "3Gi"}, priority=-1),
+        _cpu("c2-mid", "c2", "3"),
+        _cpu("c2-high", "c2", "6", 1),
+    ]
+    st = state(DEFAULT_QUEUES, workloads=workloads)
+    got = targets(st, "c1", {"cpu": "3", "memory": "0"}, {"cpu": "default"}, fit={"memory": "default"}, priority=1)
+    assert got == {("c2-mid", RECLAIM)}
+
+
+@pytest.mark.parametrize(
+    ("case", "workloads", "memory", "want"),
+    [
+        (
+            "preempting locally and borrowing other resources in cohort, without cohort candidates",
+            [_cpu("c1-low", "c1", "4", -1), _cpu("c2-low-1", "c2", "4", -1), _cpu("c2-high-2", "c2", "4", 1)],
+            "5Gi",
+            {("c1-low", IN_CQ)},
+        ),
+        (
+            "preempting locally and borrowing other resources in cohort, with cohort candidates",
+            [
+                _cpu("c1-med", "c1", "4"),
+                _cpu("c2-low-1", "c2", "5", -1),
+                _cpu("c2-low-2", "c2", "1", -1),
+                _cpu("c2-low-3", "c2", "1", -1),
+            ],
+            "5Gi",
+            {("c1-med", IN_CQ)},
+        ),
+    ],
+)
+def test_preempting_locally_and_borrowing_other_resources(
+    case: str, workloads: list[dict[str, object]], memory: str, want: set[tuple[str, str]]
+) -> None:
+    """preemption_test.go, the cases named: cpu and memory both in Preempt mode on default."""
+    st = state(DEFAULT_QUEUES, workloads=workloads)
+    cpu = "4" if "without" in case else "2"
+    got = targets(st, "c1", {"cpu": cpu, "memory": memory}, {"cpu": "default", "memory": "default"}, priority=1)
+    assert got == want
+
+
+@pytest.mark.parametrize("memory", [True, False])
+def test_preemptions_from_cq_when_target_queue_is_exhausted(memory: bool) -> None:
+    """preemption_test.go "preemptions from cq when target queue is exhausted for two requested resources"
+    and "... for one requested resource, but not the other": a1 and a2 go in both."""
+    usage = {"cpu": "1", "memory": "1"} if memory else {"cpu": "1"}
+    names = (("a1", "a", -2), ("a2", "a", -2), ("a3", "a", -1), ("b1", "b", 0), ("b2", "b", 0), ("b3", "b", 0))
+    workloads = [admitted(n, q, usage, priority=p) for n, q, p in names]
+    st = state(DEFAULT_QUEUES, workloads=workloads)
+    got = targets(st, "a", {"cpu": "2", "memory": "2"}, {"cpu": "default", "memory": "default"})
+    assert got == {("a1", IN_CQ), ("a2", IN_CQ)}
+
+
+def test_each_podset_preempts_a_different_flavor() -> None:
+    """preemption_test.go "each podset preempts a different flavor": launcher on alpha, workers on beta."""
+    workloads = [
+        admitted("low-alpha", "standalone", {"memory": "2Gi"}, flavor="alpha", priority=-1),
+        admitted("low-beta", "standalone", {"memory": "2Gi"}, flavor="beta", priority=-1),
+    ]
+    st = state(DEFAULT_QUEUES, workloads=workloads)
+    got = targets(st, "standalone", {}, {}, usage={("alpha", "memory"): "2Gi", ("beta", "memory"): "2Gi"})
+    assert got == {("low-alpha", IN_CQ), ("low-beta", IN_CQ)}
+
+
+def test_long_range_preemption() -> None:
+    """preemption_test.go "long range preemption": reclaim across the root, two cohorts away."""
+    queues = [
+        cluster_queue("cq-left", {"default": {"cpu": "10"}}, cohort="cohort-left", reclaim="Any"),
+        cluster_queue("cq-right", {"default": {"cpu": "0"}}, cohort="cohort-right"),
+    ]
+    cohorts = [cohort("cohort-left", parent="root"), cohort("cohort-right", parent="root")]
+    st = state(queues, cohorts=cohorts, workloads=[_cpu("to-be-preempted", "cq-right", "5")])
+    assert targets(st, "cq-left", {"cpu": "8"}, {"cpu": "default"}) == {("to-be-preempted", RECLAIM)}
 
 
 def test_preempt_newer_workloads_with_the_same_priority() -> None:
