@@ -785,3 +785,203 @@ def test_hierarchical_preemption_with_multiple_resources() -> None:
     st = state(queues, cohorts=cohorts, workloads=workloads)
     got = targets(st, "q", {"cpu": "2", "memory": "1Gi"}, {"cpu": "default", "memory": "default"}, priority=-2)
     assert got == {("admitted_borrowing", RECLAIM)}
+
+
+# ---------------------------------------------------------------- preemption_fair_test.go, queues of their own
+
+
+def _fq(
+    name: str, cohort_name: str | None, cpu: str | None, weight: str | None = None, **policy: object
+) -> dict[str, object]:
+    groups = ({"default": {"cpu": cpu}},) if cpu is not None else ()
+    return cluster_queue(name, *groups, cohort=cohort_name, weight=weight, **policy)  # type: ignore[arg-type]
+
+
+def _prio(name: str, queue: str, priority: int, cpu: str = "1", flavor: str = "default") -> dict[str, object]:
+    return admitted(name, queue, {"cpu": cpu}, flavor=flavor, priority=priority)
+
+
+_LA = {"within": "LowerPriority", "reclaim": "Any"}
+_THREE = [_fq(n, "all", "3", w, **_LA) for n, w in (("a", "2"), ("b", None), ("c", None))]
+_ZERO_B = [_fq("a", "all", "3", None, **_LA), _fq("b", "all", "3", "0", **_LA), _fq("c", "all", "3", None, **_LA)]
+
+FAIR_OWN = {
+    "cannot preempt if it would make the candidate CQ go under nominal after preempting one element": (
+        FAIR_QUEUES,
+        [],
+        [_cpu("b1", "b", "3"), _cpu("b2", "b", "3"), _cpu("c1", "c", "3")],
+        ("a", "4", 0, ()),
+        set(),
+    ),
+    "workloads under priority threshold not capriciously preempted": (
+        FAIR_QUEUES,
+        [],
+        [*_units("a", 3), *_units("b", 3), *[_prio(f"preemptible{i}", "preemptible", -3) for i in (1, 2, 3)]],
+        ("a", "2", 0, ()),
+        set(),
+    ),
+    "preempt lower priority first, even if big": (
+        FAIR_QUEUES,
+        [],
+        [_cpu("a1", "a", "3"), _cpu("b_low", "b", "5", 0), _cpu("b_high", "b", "1", 1)],
+        ("a", "1", 0, ("LessThanInitialShare",)),
+        {("b_low", FAIR)},
+    ),
+    "preempt workload that doesn't transfer the imbalance, even if high priority": (
+        FAIR_QUEUES,
+        [],
+        [_cpu("a1", "a", "3"), _cpu("b_low", "b", "5", 0), _cpu("b_high", "b", "1", 1)],
+        ("a", "1", 0, ("LessThanOrEqualToFinalShare",)),
+        {("b_high", FAIR)},
+    ),
+    "CQ with higher weight can preempt more": (
+        _THREE,
+        [],
+        [*_units("a", 3), *_units("b", 6)],
+        ("a", "2", 0, ()),
+        {("b1", FAIR), ("b2", FAIR)},
+    ),
+    "can preempt anything borrowing from CQ with 0 weight": (
+        _ZERO_B,
+        [],
+        [*_units("a", 3), *_units("b", 6)],
+        ("a", "3", 0, ()),
+        {("b1", FAIR), ("b2", FAIR), ("b3", FAIR)},
+    ),
+    "can't preempt nominal from CQ with 0 weight": (
+        _ZERO_B[:2],
+        [],
+        [*_units("a", 3), *_units("b", 3)],
+        ("a", "1", 0, ()),
+        set(),
+    ),
+    "can't preempt nominal from Cohort with 0 weight": (
+        [_fq("left-cq", "root", "0", reclaim="Any"), _fq("right-cq", "right-cohort", "0", "0", reclaim="Any")],
+        [cohort("right-cohort", {"default": {"cpu": "1"}}, parent="root", weight="0")],
+        [_cpu("right-1", "right-cq", "1")],
+        ("left-cq", "1", 0, ()),
+        set(),
+    ),
+    "can preempt within cluster queue when no cohort": (
+        [_fq("a", None, "1", within="LowerPriority")],
+        [],
+        [_cpu("a1", "a", "1")],
+        ("a", "1", 1000, ()),
+        {("a1", IN_CQ)},
+    ),
+    "hierarchical preemption": (
+        [
+            _fq("a", "LEFT", "1", "2", reclaim="Any"),
+            _fq("b", "LEFT", "1"),
+            _fq("c", "ROOT", "1"),
+            _fq("d", "RIGHT", "1"),
+            _fq("e", "RIGHT", "1", "0.99"),
+        ],
+        [
+            cohort("ROOT", {"default": {"cpu": "5"}}),
+            cohort("LEFT", {"default": {"cpu": "5"}}, parent="ROOT", weight="2"),
+            cohort("RIGHT", {"default": {"cpu": "5"}}, parent="ROOT"),
+        ],
+        [_prio(f"{q}{p}", q, p) for q in "bcde" for p in range(1, 6)],
+        ("a", "5", 0, ()),
+        {("b1", FAIR), ("b2", FAIR), ("c1", FAIR), ("c2", FAIR), ("e1", FAIR)},
+    ),
+    "borrowing cq in non-borrowing cohort is protected": (
+        [_fq("a", "ROOT", "5", "10", reclaim="Any", within="LowerPriority"), _fq("b", "RIGHT", None, "0.1")],
+        [cohort("ROOT"), cohort("RIGHT", {"default": {"cpu": "1"}}, parent="ROOT", weight="0.1")],
+        [_prio("a1", "a", -1), _prio("a2", "a", -1), _prio("a3", "a", -1), _prio("b1", "b", -1)],
+        ("a", "5", 0, ()),
+        {("a1", IN_CQ), ("a2", IN_CQ), ("a3", IN_CQ)},
+    ),
+    "forced to preempt within clusterqueue because borrowing workload too important": (
+        [_fq("a", "ROOT", "5", "10", reclaim="LowerPriority", within="LowerPriority"), _fq("b", "RIGHT", None, "0.1")],
+        [cohort("ROOT"), cohort("RIGHT", {"default": {"cpu": "3"}}, parent="ROOT", weight="0.1")],
+        [_prio("a1", "a", -1), _prio("a2", "a", -1), _prio("a3", "a", -1), _prio("b1", "b", 100, "4")],
+        ("a", "4", 0, ()),
+        {("a1", IN_CQ), ("a2", IN_CQ), ("a3", IN_CQ)},
+    ),
+    "deep preemption": (
+        [_fq("a", "AAA", "0", reclaim="Any"), _fq("b", "BBB", "0")],
+        [
+            cohort("ROOT"),
+            cohort("A", parent="ROOT", weight="1.01"),
+            cohort("AA", parent="A"),
+            cohort("AAA", parent="AA"),
+            cohort("B", parent="ROOT", weight="0.99"),
+            cohort("BB", parent="B"),
+            cohort("BBB", parent="BB"),
+            cohort("C", parent="ROOT"),
+            cohort("CC", parent="C"),
+            cohort("CCC", parent="CC"),
+            cohort("CCCC", {"default": {"cpu": "1"}}, parent="CCC"),
+        ],
+        [_cpu("b1", "b", "1")],
+        ("a", "1", 0, ()),
+        {("b1", FAIR)},
+    ),
+    "cq with zero weight can reclaim nominal quota": (
+        [_fq("a", "ROOT", "1", "0.0", reclaim="Any"), _fq("b", "ROOT", "0", "1.0")],
+        [],
+        [_cpu("b1", "b", "1")],
+        ("a", "1", 0, ()),
+        {("b1", RECLAIM)},
+    ),
+    "cohort with zero weight can reclaim nominal quota": (
+        [_fq("a", "A", "0", "0.0", reclaim="Any"), _fq("b", "ROOT", "0", "1.0")],
+        [cohort("A", {"default": {"cpu": "1"}}, parent="ROOT", weight="0.0")],
+        [_cpu("b1", "b", "1")],
+        ("a", "1", 0, ()),
+        {("b1", FAIR)},
+    ),
+    "zero weight borrowing preemptor cannot preempt from a borrowing CQ with a non-zero weight": (
+        [_fq("a", "all", "1", "0", reclaim="Any"), _fq("b", "all", "1", "1")],
+        [],
+        [_cpu("a1", "a", "1"), _cpu("b1", "b", "1"), _cpu("b2", "b", "1")],
+        ("a", "1", 0, ()),
+        set(),
+    ),
+    "zero weight borrowing preemptor can preempt from a borrowing CQ which also has zero weight": (
+        [_fq("a", "all", "1", "0", reclaim="Any"), _fq("b", "all", "0", "0")],
+        [cohort("all", {"default": {"cpu": "3"}})],
+        [_cpu("b1", "b", "1"), _cpu("b2", "b", "1"), _cpu("b3", "b", "1")],
+        ("a", "2", 0, ()),
+        {("b1", FAIR)},
+    ),
+    "non-zero weight borrowing preemptor preempts from a borrowing CQ": (
+        [_fq("a", "all", "1", "1", reclaim="Any"), _fq("b", "all", "0", "1")],
+        [cohort("all", {"default": {"cpu": "3"}})],
+        [_cpu("b1", "b", "1"), _cpu("b2", "b", "1"), _cpu("b3", "b", "1")],
+        ("a", "2", 0, ()),
+        {("b1", FAIR)},
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(FAIR_OWN))
+def test_fair_preemption_with_queues_of_their_own(case: str) -> None:
+    queues, cohorts, workloads, (queue, cpu, priority, strategies), want = FAIR_OWN[case]
+    st = state(queues, cohorts=cohorts, workloads=workloads, fair=True, strategies=strategies)
+    assert targets(st, queue, {"cpu": cpu}, {"cpu": "default"}, priority=priority) == want
+
+
+def test_fair_nominal_first_within_nominal_preempts_despite_high_aggregate_share() -> None:
+    """preemption_fair_test.go "nominal first: workload fitting within nominal can preempt despite high
+    aggregate DRS": the incoming fits a's premium nominal, though a borrows heavily on cheap."""
+    queues = [
+        cluster_queue(
+            "a",
+            {"premium": {"cpu": "3"}, "cheap": {"cpu": "0"}},
+            cohort="all",
+            reclaim="Any",
+            when_can_borrow="MayStopSearch",
+            when_can_preempt="MayStopSearch",
+        ),
+        cluster_queue("b", {"premium": {"cpu": "0"}, "cheap": {"cpu": "6"}}, cohort="all"),
+    ]
+    workloads = [
+        *[_prio(f"a_prem{i}", "a", 0, flavor="premium") for i in (1, 2)],
+        *[_prio(f"a_cheap{i}", "a", 0, flavor="cheap") for i in range(1, 6)],
+        _prio("b_prem1", "b", 0, flavor="premium"),
+    ]
+    st = state(queues, workloads=workloads, fair=True)
+    assert targets(st, "a", {"cpu": "1"}, {"cpu": "premium"}) == {("b_prem1", RECLAIM)}
