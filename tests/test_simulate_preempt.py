@@ -947,6 +947,13 @@ FAIR_OWN = {
         ("a", "2", 0, ()),
         {("b1", FAIR)},
     ),
+    "candidates skipped by the first strategy are still available to the second strategy": (
+        [_fq("p", "A", "2", "1", reclaim="Any"), _fq("y", "A", "2", "1"), _fq("x", "ROOT", "1", "1")],
+        [cohort("A", {"default": {"cpu": "1"}}, parent="ROOT", weight="0")],
+        [_cpu("p1", "p", "2"), _cpu("y1", "y", "2"), _cpu("y2", "y", "2"), _cpu("x1", "x", "1"), _cpu("x2", "x", "1")],
+        ("p", "1", 0, ()),
+        {("y1", FAIR), ("x1", FAIR)},
+    ),
     "non-zero weight borrowing preemptor preempts from a borrowing CQ": (
         [_fq("a", "all", "1", "1", reclaim="Any"), _fq("b", "all", "0", "1")],
         [cohort("all", {"default": {"cpu": "3"}})],
