@@ -400,3 +400,26 @@ def test_a_workload_already_holding_quota_is_admitted_as_it_is() -> None:
         "admit",
         "Workload default/in already holds quota in ClusterQueue team-a",
     )
+
+
+@pytest.mark.parametrize("fair", [True, False])
+def test_a_search_past_its_budget_is_unknown_and_changes_nothing(fair: bool) -> None:
+    """However many candidates the state holds, one answer examines a bounded number of them."""
+    workloads = [chips(f"a-{i}", "team-a", 8, BEST_EFFORT, i) for i in range(32)]
+    st = rfc_state(
+        *workloads, chips("b-1", "team-b", 384, GUARANTEED), chips("c-1", "team-c", 128, GUARANTEED), fair=fair
+    )
+    roomy = Simulator(st).simulate(tpu_job("team-a", 64, GUARANTEED))  # type: ignore[arg-type]
+    assert (roomy.outcome, len(roomy.preemptions)) == ("preempt", 8)
+    tight = Simulator(st, budget=5)
+    before = {n: dict(node.usage) for n, node in tight.tree.queues.items()}
+    result = tight.simulate(tpu_job("team-a", 64, GUARANTEED))  # type: ignore[arg-type]
+    assert (result.outcome, result.message) == ("unknown", "the preemption search passed 5 candidates and was stopped")
+    assert {n: dict(node.usage) for n, node in tight.tree.queues.items()} == before
+
+
+def test_a_workload_without_podsets_is_misconfigured() -> None:
+    from webhook.simulate.state import PendingWorkload
+
+    empty = PendingWorkload("default/e", "e", "default", "team-a", 0, NOW, ())
+    assert simulate(rfc_state(), empty).reason == "Misconfigured"

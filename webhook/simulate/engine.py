@@ -57,16 +57,20 @@ AHEAD_CHECKED = 16
 class Simulator:
     """Answers "what would Kueue do with this job now" for jobs against one state."""
 
-    def __init__(self, state: State, tpu: str = TPU) -> None:
+    def __init__(self, state: State, tpu: str = TPU, budget: int = 20_000) -> None:
         self.state = state
         self.tpu = tpu
         with localcontext(CONTEXT):
             self.tree = build_tree(state)
-        self.sim = Simulation(state, self.tree)
+        self.sim = Simulation(state, self.tree, budget)
 
     def simulate(self, job: PendingWorkload, kind: str = "Workload", source: str = "") -> Result:
+        self.sim.examined = 0
         with localcontext(CONTEXT):
             result = self._simulate(job)
+        if self.sim.exhausted:
+            message = f"the preemption search passed {self.sim.budget} candidates and was stopped"
+            result = Result(UNKNOWN, "", result.cluster_queue, message, result.podsets, (), result.position)
         namespace, _, name = job.key.rpartition("/")
         notes = tuple(self.tree.notes[:LISTED]) + tuple(
             f"cohort cycle: {' → '.join(c)}" for c in self.tree.cycles[:LISTED]
@@ -91,6 +95,8 @@ class Simulator:
         state = self.state
         if not job.active:
             return Result(NEVER, "Deactivated", "", "the Workload is deactivated (spec.active: false)")
+        if not job.podsets:
+            return Result(NEVER, "Misconfigured", "", "the Workload has no podSets")
         if LOCAL_QUEUES in state.missing:
             return Result(UNKNOWN, "", "", "LocalQueues are not in the state: its ClusterQueue is unknown")
         local = state.local_queues.get((job.namespace, job.queue_name))

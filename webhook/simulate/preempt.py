@@ -94,9 +94,22 @@ def ordering_key(queue: str, now: datetime) -> Callable[[AdmittedWorkload], tupl
 class Simulation:
     """The tree with Workloads taken out and put back (``Snapshot.RemoveWorkload`` / ``AddWorkload``)."""
 
-    def __init__(self, state: State, tree: Tree) -> None:
+    def __init__(self, state: State, tree: Tree, budget: int = 20_000) -> None:
         self.state = state
         self.tree = tree
+        #: candidates one answer may examine; past it the search stops and says so (``exhausted``)
+        self.budget = budget
+        self.examined = 0
+
+    @property
+    def exhausted(self) -> bool:
+        return self.examined > self.budget
+
+    def examine(self) -> bool:
+        """Count one candidate examined; ``False`` once the budget is spent (the search then ends
+        as if no candidate were left, and the caller answers unknown)."""
+        self.examined += 1
+        return not self.exhausted
 
     def remove(self, workload: AdmittedWorkload) -> None:
         self.tree.remove(workload.cluster_queue, workload.usage)
@@ -361,6 +374,8 @@ class _Candidates:
         """``Next``: each candidate still valid given the removals before it, with its reason."""
         need = self.job.need
         for workload, source in self._ordered():
+            if not self.sim.examine():
+                return
             variant = self._variant(workload, source)
             if workload.cluster_queue != self.job.queue.name:
                 if borrowing and variant == WITHOUT_BORROWING:
@@ -418,11 +433,12 @@ class _TargetOrdering:
         self.key = ordering_key(job.queue.name, sim.state.now)
 
     def has(self, queue: Node) -> bool:
-        return bool(self.by_queue.get(queue.name))
+        return not self.sim.exhausted and bool(self.by_queue.get(queue.name))
 
     def pop(self, queue: Node) -> AdmittedWorkload:
         found = self.by_queue.get(queue.name)
         assert found is not None
+        self.sim.examine()
         return found.pop()
 
     def _head(self, queue: Node) -> AdmittedWorkload:
@@ -440,7 +456,7 @@ class _TargetOrdering:
                 yield own
             return
         root = own.parent.root()
-        while id(root) not in self.pruned_cohorts:
+        while id(root) not in self.pruned_cohorts and not self.sim.exhausted:
             target = self._next(root)
             if target is not None:
                 yield target
