@@ -250,7 +250,7 @@ def test_cohort_cycle_is_reported_not_looped_on() -> None:
     st = state(queues, cohorts=[cohort("x", parent="y"), cohort("y", parent="x")])
     result = simulate(st, job("q", {"cpu": "1"}))
     assert (result.outcome, result.reason) == ("never", "Misconfigured")
-    assert result.notes == ("cohort cycle: x → y",)
+    assert result.notes == ("cohort cycle: x → y → x",)
     # a queue outside the cycle is answered as usual
     assert simulate(st, job("p", {"cpu": "1"})).outcome == "admit"
 

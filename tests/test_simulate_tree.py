@@ -166,9 +166,9 @@ def test_potential_available_agrees_with_the_quota_model_and_available_falls_wit
 def test_cycles_are_found_and_cut() -> None:
     st = state(
         [cluster_queue("q", {"f": {"cpu": "1"}}, cohort="x")],
-        cohorts=[cohort("x", parent="y"), cohort("y", parent="z"), cohort("z", parent="x"), cohort("w", parent="x")],
+        cohorts=[cohort("x", parent="z"), cohort("z", parent="y"), cohort("y", parent="x"), cohort("w", parent="x")],
     )
     tree = build_tree(st)
-    assert tree.cycles == [("x", "y", "z")]
+    assert tree.cycles == [("x", "z", "y")]
     assert tree.queues["q"].cyclic and tree.cohorts["w"].cyclic
     assert all(node.parent is None for name, node in tree.cohorts.items() if name in "xyz")

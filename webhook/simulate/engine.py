@@ -73,7 +73,7 @@ class Simulator:
             result = Result(UNKNOWN, "", result.cluster_queue, message, result.podsets, (), result.position)
         namespace, _, name = job.key.rpartition("/")
         notes = tuple(self.tree.notes[:LISTED]) + tuple(
-            f"cohort cycle: {' → '.join(c)}" for c in self.tree.cycles[:LISTED]
+            f"cohort cycle: {' → '.join((*c, c[0]))}" for c in self.tree.cycles[:LISTED]
         )
         return Result(
             result.outcome,

@@ -267,7 +267,7 @@ class Tree:
 
     queues: dict[str, Node]
     cohorts: dict[str, Node]
-    #: each cohort cycle, its members sorted
+    #: each cohort cycle, its members in ``parentName`` order from the smallest name
     cycles: list[tuple[str, ...]]
     #: Workloads counted against a ClusterQueue or flavor the state lacks, and how
     notes: list[str]
@@ -299,7 +299,9 @@ def _cycles(cohorts: Mapping[str, CohortInfo]) -> list[tuple[str, ...]]:
         name: str | None = start
         while name is not None and name not in done:
             if name in chain:
-                found.append(tuple(sorted(chain[chain.index(name) :])))
+                loop = chain[chain.index(name) :]
+                first = loop.index(min(loop))
+                found.append(tuple(loop[first:] + loop[:first]))  # in parent order, from the smallest name
                 break
             chain.append(name)
             info = cohorts.get(name)
