@@ -65,7 +65,7 @@ class Simulator:
         self.sim = Simulation(state, self.tree, budget)
 
     def simulate(self, job: PendingWorkload, kind: str = "Workload", source: str = "") -> Result:
-        self.sim.examined = 0
+        self.sim.reset()
         with localcontext(CONTEXT):
             result = self._simulate(job)
         if self.sim.exhausted:

@@ -100,6 +100,14 @@ class Simulation:
         #: candidates one answer may examine; past it the search stops and says so (``exhausted``)
         self.budget = budget
         self.examined = 0
+        #: answers of ``targets`` within one simulation: the flavor assigner's oracle and the final
+        #: ``GetTargets`` ask the same question when the job uses one (flavor, resource)
+        self.answers: dict[object, list[Victim]] = {}
+
+    def reset(self) -> None:
+        """Forget the last simulation's budget and answers (the tree itself is always restored)."""
+        self.examined = 0
+        self.answers.clear()
 
     @property
     def exhausted(self) -> bool:
@@ -143,9 +151,12 @@ class Simulation:
 
     def targets(self, job: Preemptor) -> list[Victim]:
         """``getTargets``: the victims, or ``[]`` when no preemption Kueue would make lets the job fit."""
-        if self.state.fair_sharing.enabled:
-            return self._fair(job)
-        return self._classical(job)
+        question = (job.queue.name, job.priority, job.created, frozenset(job.usage.items()), job.need)
+        answer = self.answers.get(question)
+        if answer is None:
+            answer = self._fair(job) if self.state.fair_sharing.enabled else self._classical(job)
+            self.answers[question] = answer
+        return list(answer)
 
     # ------------------------------------------------------------ classical
 
@@ -430,7 +441,8 @@ class _TargetOrdering:
         self.by_queue = by_queue
         self.pruned_queues: set[int] = set()
         self.pruned_cohorts: set[int] = set()
-        self.key = ordering_key(job.queue.name, sim.state.now)
+        self._key = ordering_key(job.queue.name, sim.state.now)
+        self._keys: dict[str, tuple[int, int, int, float, str]] = {}
 
     def has(self, queue: Node) -> bool:
         return not self.sim.exhausted and bool(self.by_queue.get(queue.name))
@@ -440,6 +452,12 @@ class _TargetOrdering:
         assert found is not None
         self.sim.examine()
         return found.pop()
+
+    def _order(self, workload: AdmittedWorkload) -> tuple[int, int, int, float, str]:
+        key = self._keys.get(workload.key)
+        if key is None:
+            key = self._keys[workload.key] = self._key(workload)
+        return key
 
     def _head(self, queue: Node) -> AdmittedWorkload:
         found = self.by_queue.get(queue.name)
@@ -475,7 +493,7 @@ class _TargetOrdering:
             if not drs.borrowing and queue is not self.job.queue:
                 self.pruned_queues.add(id(queue))
             elif compared == 0 and best_queue is not None:
-                if self.key(self._head(queue)) < self.key(self._head(best_queue)):
+                if self._order(self._head(queue)) < self._order(self._head(best_queue)):
                     best_queue = queue
             elif compared == 1:
                 best_queue, best_queue_drs = queue, drs

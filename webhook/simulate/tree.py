@@ -18,7 +18,7 @@ leaves the queues under it inactive; here no walk ever loops.
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 
 from webhook.quota.objects import ClusterQueueInfo, CohortInfo, Quota
@@ -192,14 +192,17 @@ class DRS:
     ratio: Decimal = ZERO
     dominant: str = ""
     borrowing: bool = False
+    #: ``PreciseWeightedShare``: the ratio over the weight (0 when not borrowing, infinite at weight 0)
+    weighted: Decimal = field(init=False, compare=False)
 
-    @property
-    def weighted(self) -> Decimal:
+    def __post_init__(self) -> None:
         if self.ratio == 0:
-            return ZERO
-        if self.weight == 0:
-            return INFINITY
-        return self.ratio / self.weight
+            weighted = ZERO
+        elif self.weight == 0:
+            weighted = INFINITY
+        else:
+            weighted = self.ratio / self.weight
+        object.__setattr__(self, "weighted", weighted)
 
     @property
     def zero_weight_borrows(self) -> bool:
