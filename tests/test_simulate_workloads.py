@@ -80,3 +80,15 @@ def test_odd_fields_read_leniently() -> None:
     workload = from_document(doc)
     assert isinstance(workload, PendingWorkload)
     assert (workload.priority, workload.podsets[0].count, workload.uid) == (0, 1, "n/x")
+
+
+def test_usage_sums_are_exact_and_times_without_a_zone_read_as_utc() -> None:
+    doc = admitted("w", "q", {"cpu": "1e30"}, at=NOW)
+    doc["status"]["admission"]["podSetAssignments"].append(  # type: ignore[index]
+        {"name": "b", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1n"}}
+    )
+    doc["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00"  # type: ignore[index]
+    workload = from_document(doc)
+    assert isinstance(workload, AdmittedWorkload)
+    assert workload.usage == {("default", "cpu"): Decimal("1000000000000000000000000000000.000000001")}
+    assert workload.created == NOW

@@ -11,11 +11,11 @@ one function on purpose: at integration it folds into the snapshot's Workload re
 from __future__ import annotations
 
 from collections.abc import Mapping
-from datetime import datetime
-from decimal import Decimal
+from datetime import UTC, datetime
+from decimal import Decimal, localcontext
 from typing import Any
 
-from webhook.kube.quantity import quantity_or_none
+from webhook.kube.quantity import CONTEXT, quantity_or_none
 from webhook.quota.podsets import podset_demand
 from webhook.simulate.state import AdmittedWorkload, FlavorResource, PendingWorkload
 
@@ -28,9 +28,23 @@ def _dict(value: Any) -> dict[str, Any]:
 
 def _time(value: Any) -> datetime | None:
     try:
-        return datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
+        parsed = datetime.fromisoformat(str(value).replace("Z", "+00:00")) if value else None
     except ValueError:
         return None
+    if parsed is not None and parsed.tzinfo is None:  # the API server writes UTC; never compare naive with aware
+        parsed = parsed.replace(tzinfo=UTC)
+    return parsed
+
+
+def _add_usage(usage: dict[FlavorResource, Decimal], admission: Mapping[str, Any]) -> None:
+    """Each podSet assignment's ``resourceUsage`` on the flavor it names for that resource."""
+    for assignment in map(_dict, admission.get("podSetAssignments") or ()):
+        flavors = _dict(assignment.get("flavors"))
+        for resource, raw in _dict(assignment.get("resourceUsage")).items():
+            amount = quantity_or_none(raw)
+            if amount is not None and resource in flavors:
+                fr = (str(flavors[resource]), str(resource))
+                usage[fr] = usage.get(fr, Decimal(0)) + amount
 
 
 def from_document(obj: Mapping[str, Any]) -> AdmittedWorkload | PendingWorkload | None:
@@ -51,13 +65,8 @@ def from_document(obj: Mapping[str, Any]) -> AdmittedWorkload | PendingWorkload 
     if true("QuotaReserved"):
         admission = _dict(status.get("admission"))
         usage: dict[FlavorResource, Decimal] = {}
-        for assignment in map(_dict, admission.get("podSetAssignments") or ()):
-            flavors = _dict(assignment.get("flavors"))
-            for resource, raw in _dict(assignment.get("resourceUsage")).items():
-                amount = quantity_or_none(raw)
-                if amount is not None and resource in flavors:
-                    fr = (str(flavors[resource]), str(resource))
-                    usage[fr] = usage.get(fr, Decimal(0)) + amount
+        with localcontext(CONTEXT):  # a sum of quantities is exact in the quantities' context
+            _add_usage(usage, admission)
         reserved = _time(conditions["QuotaReserved"].get("lastTransitionTime"))
         return AdmittedWorkload(
             key, uid, str(admission.get("clusterQueue") or ""), priority, created, reserved, usage, true("Evicted")
