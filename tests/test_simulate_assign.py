@@ -8,15 +8,18 @@ queue that may preempt it (``withinClusterQueue: LowerPriority``), so our real p
 gives the oracle's answer. Each case asserts the flavor and mode per resource.
 
 Not restated: podSet groups (LeaderWorkerSet cases), reclaimable pods, workload slices,
-TAS and the nomination mapping (features the simulator does not model), and the cases
-that only compare internal attempt records.
+TAS and the nomination mapping (features the simulator does not model), the cases that
+only compare internal attempt records, and the cases whose stubbed oracle answers what no
+state would make the real preemptor answer (e.g. "when borrowing while preemption is needed
+for flavor one, fair sharing enabled, reclaimWithinCohort=Any": Preempt, though the other
+queue borrows nothing and so offers no candidate).
 """
 
 from __future__ import annotations
 
 import pytest
 
-from tests.simulate_builders import admitted, assign, chosen, cluster_queue, job, state
+from tests.simulate_builders import admitted, assign, chosen, cluster_queue, cohort, job, state
 from webhook.quota.objects import FlavorFungibility, FlavorInfo, Taint
 from webhook.simulate.assign import (
     EXCEEDS_MAX_QUOTA,
@@ -252,3 +255,120 @@ def test_should_try_next_flavor() -> None:
     assert should_try_next(Granular(PREEMPT_M, 0), default)
     assert not should_try_next(Granular(PREEMPT_M, 0), FlavorFungibility("MayStopSearch", "MayStopSearch"))
     assert should_try_next(Granular(NONE_M, 0), FlavorFungibility("MayStopSearch", "MayStopSearch"))
+
+
+# ---------------------------------------------------------------- more of TestAssignFlavors, and TestHierarchical
+
+
+def test_cannot_preempt_in_cohort_for_the_first_flavor_tries_the_second() -> None:
+    """ "cannot preempt in cohort (oracle returns None) for the first flavor, tries the second flavor
+    (which fits)": the other queue's usage is of equal priority, so the real preemptor has no candidate."""
+    queues = [
+        cluster_queue(
+            "q",
+            {"one": {"cpu": ("0", "2")}, "two": {"cpu": ("0", "2")}},
+            cohort="test-cohort",
+            reclaim="LowerPriority",
+            borrow_within="LowerPriority",
+            when_can_borrow="MayStopSearch",
+            when_can_preempt="MayStopSearch",
+        ),
+        cluster_queue("secondary", {"one": {"cpu": "2"}, "two": {"cpu": "2"}}, cohort="test-cohort"),
+    ]
+    st = state(queues, workloads=[admitted("usage", "secondary", {"cpu": "2"}, flavor="one")])
+    got = assign(st, "q", job("q", {"cpu": "2"}))
+    assert (chosen(got), [(t.flavor, t.mode) for t in got.podsets[0].tries[0]]) == (
+        [{"cpu": ("two", FIT)}],
+        [("one", PREEMPT), ("two", FIT)],
+    )
+
+
+def test_fair_sharing_without_reclaim_does_not_ask_the_oracle_while_borrowing() -> None:
+    """ "when borrowing while preemption is needed for flavor one, fair sharing enabled,
+    reclaimWithinCohort=Never": one is NoFit (WaitingForQuota), two fits."""
+    queues = [
+        cluster_queue(
+            "q",
+            {"one": {"cpu": "0"}, "two": {"cpu": "12"}},
+            cohort="test-cohort",
+            reclaim="Never",
+            when_can_borrow="MayStopSearch",
+            when_can_preempt="MayStopSearch",
+        ),
+        cluster_queue("secondary", {"one": {"cpu": "12"}}, cohort="test-cohort"),
+    ]
+    st = state(queues, workloads=[admitted("usage", "secondary", {"cpu": "10"}, flavor="one")], fair=True)
+    got = assign(st, "q", job("q", {"cpu": "12"}))
+    assert chosen(got) == [{"cpu": ("two", FIT)}]
+    assert [(t.flavor, t.mode, t.reason) for t in got.podsets[0].tries[0]] == [
+        ("one", NOFIT, WAITING_FOR_QUOTA),
+        ("two", FIT, ""),
+    ]
+
+
+def test_quota_exhausted_but_can_preempt_in_cohort_and_cluster_queue() -> None:
+    """ "quota exhausted, but can preempt in cohort and ClusterQueue": lendingLimit 0 keeps the nominal
+    local; 2 used of 10, 9 asked: Preempt (a lower-priority Workload of the queue is the candidate)."""
+    queues = [
+        cluster_queue("q", {"one": {"pods": "10", "cpu": ("10", None, "0")}}, cohort="test-cohort", **LOWER),
+        cluster_queue("secondary", {"one": {"pods": "0", "cpu": "0"}}, cohort="test-cohort"),
+    ]
+    st = state(queues, workloads=[_usage("q", "one", "2")])
+    got = assign(st, "q", job("q", {"cpu": "9"}))
+    assert (chosen(got), got.mode) == ([{"cpu": ("one", PREEMPT), "pods": ("one", FIT)}], PREEMPT)
+
+
+def _hierarchy(one: dict[str, object] | None = None, **fungibility: str) -> list[dict[str, object]]:
+    group = {"one": one or {"cpu": "0"}, "two": {"cpu": "0"}, "three": {"cpu": "0"}}
+    return [
+        cluster_queue(
+            "test-clusterqueue",
+            group,  # type: ignore[arg-type]
+            cohort="one",
+            within="LowerPriority",
+            reclaim="LowerPriority",
+            **{"when_can_preempt": "TryNextFlavor", **fungibility},  # type: ignore[arg-type]
+        ),
+        cluster_queue(
+            "other-clusterqueue", {"one": {"cpu": "0"}, "two": {"cpu": "0"}, "three": {"cpu": "0"}}, cohort="two"
+        ),
+    ]
+
+
+HIERARCHY = [
+    cohort("three", {"three": {"cpu": "4"}}),
+    cohort("two", {"two": {"cpu": "4"}}, parent="three"),
+    cohort("one", {"one": {"cpu": "4"}}, parent="two"),
+]
+
+
+def _used(queue: str, flavor: str) -> dict[str, object]:
+    return admitted(f"{queue}-{flavor}", queue, {"cpu": "4"}, flavor=flavor)
+
+
+def test_hierarchical_select_the_top_flavor() -> None:
+    """TestHierarchical "Select the top flavor": one and two are used up below; three fits at the root."""
+    st = state(
+        _hierarchy(),
+        cohorts=HIERARCHY,
+        workloads=[_used("test-clusterqueue", "one"), _used("other-clusterqueue", "two")],
+    )
+    got = assign(st, "test-clusterqueue", job("test-clusterqueue", {"cpu": "4"}))
+    assert (chosen(got), got.mode) == ([{"cpu": ("three", FIT)}], FIT)
+
+
+def test_hierarchical_select_the_first_flavor_which_fits() -> None:
+    """TestHierarchical "Select the first flavor which fits"."""
+    st = state(_hierarchy(), cohorts=HIERARCHY, workloads=[_used("test-clusterqueue", "one")])
+    got = assign(st, "test-clusterqueue", job("test-clusterqueue", {"cpu": "4"}))
+    assert (chosen(got), got.mode) == ([{"cpu": ("two", FIT)}], FIT)
+
+
+def test_hierarchical_select_deeper_borrowing_flavor_when_the_shallower_has_no_candidates() -> None:
+    """TestHierarchical "Select deeper-borrowing flavor that fits when shallower-borrowing flavor has no
+    preemption candidates": one's usage is of the job's own priority, so no candidate; two beats three."""
+    queues = _hierarchy({"cpu": ("4", "0")}, when_can_borrow="TryNextFlavor", when_can_preempt="TryNextFlavor")
+    queues[0]["spec"]["flavorFungibility"]["preference"] = "PreemptionOverBorrowing"  # type: ignore[index]
+    st = state(queues, cohorts=HIERARCHY, workloads=[_used("test-clusterqueue", "one")])
+    got = assign(st, "test-clusterqueue", job("test-clusterqueue", {"cpu": "4"}))
+    assert (chosen(got), got.mode) == ([{"cpu": ("two", FIT)}], FIT)
