@@ -423,3 +423,19 @@ def test_a_workload_without_podsets_is_misconfigured() -> None:
 
     empty = PendingWorkload("default/e", "e", "default", "team-a", 0, NOW, ())
     assert simulate(rfc_state(), empty).reason == "Misconfigured"
+
+
+def test_a_wait_names_the_resource_and_flavor_that_is_short() -> None:
+    """A CPU job past its nominal with nothing to reclaim and no borrowWithinCohort: it waits, and the
+    numbers are cpu on the flavor it tried, with what the cohort lends now."""
+    queues = [
+        cluster_queue("q", {"one": {"cpu": ("2", "8")}}, cohort="c"),
+        cluster_queue("other", {"one": {"cpu": "8"}}, cohort="c"),
+    ]
+    st = state(queues, workloads=[admitted("usage", "other", {"cpu": "7"}, flavor="one")])
+    result = simulate(st, job("q", {"cpu": "4"}))
+    assert (result.outcome, result.reason) == ("wait", "WaitingForQuota")
+    assert result.numbers is not None
+    n = result.numbers
+    assert (n.flavor, n.resource, n.needs, n.uses, n.nominal, n.lends, n.cohort) == ("one", "cpu", 4, 0, 2, 1, "c")
+    assert n.holders == (("other", 7),)

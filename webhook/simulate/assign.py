@@ -91,12 +91,16 @@ class FlavorTry:
     #: for NoFit: NoMatchingFlavor, ExceedsMaxQuota or WaitingForQuota
     reason: str = ""
     detail: str = ""
+    #: the resource that set ``reason`` (empty when the flavor itself did not match)
+    resource: str = ""
 
 
 @dataclass
 class PodSetAssignment:
     name: str
     count: int
+    #: resource -> what the podSet asks in all (per pod × count, ``pods`` when the queue covers it)
+    requests: dict[str, Decimal] = field(default_factory=dict)
     #: resource -> flavor
     flavors: dict[str, str] = field(default_factory=dict)
     #: resource -> Fit / Preempt
@@ -179,8 +183,8 @@ class FlavorAssigner:
         return assignment
 
     def _podset(self, podset: PodSetDemand, assumed: dict[FlavorResource, Decimal]) -> PodSetAssignment:
-        result = PodSetAssignment(podset.name, podset.count)
         requests = podset_requests(self.queue, podset)
+        result = PodSetAssignment(podset.name, podset.count, requests)
         done: set[str] = set()
         for resource, value in sorted(requests.items()):
             if resource in done:
@@ -233,12 +237,12 @@ class FlavorAssigner:
                 continue
             representative = BEST
             modes: dict[str, str] = {}
-            reason, detail = "", ""
+            reason, detail, short = "", "", ""
             for resource, value in sorted(wanted.items()):
                 fr = (flavor, resource)
                 mode, why, text = self._fits(fr, assumed.get(fr, ZERO), value)
                 if why and _SEVERITY[why] >= _SEVERITY[reason]:
-                    reason, detail = why, text
+                    reason, detail, short = why, text, resource
                 if is_preferred(representative, mode, fungibility):
                     representative = mode
                 if representative.preemption == NO_FIT:
@@ -251,6 +255,7 @@ class FlavorAssigner:
                     representative.borrow if representative.preemption != NO_FIT else 0,
                     reason if representative.preemption == NO_FIT else "",
                     detail,
+                    short,
                 )
             )
             if not should_try_next(representative, fungibility):

@@ -277,10 +277,9 @@ class Simulator:
             if self.tpu in podset.flavors:
                 target = (podset.flavors[self.tpu], self.tpu)
         if target is None and failed is not None:
-            for tries in failed.tries:
-                for attempt in tries:
-                    if attempt.reason == "WaitingForQuota" and target is None:
-                        target = (attempt.flavor, self.tpu)
+            waiting = [t for tries in failed.tries for t in tries if t.reason == "WaitingForQuota" and t.resource]
+            if waiting:
+                target = (waiting[0].flavor, waiting[0].resource)
         if target is None and assignment.usage:
             target = min(assignment.usage)
         if target is None:
@@ -289,8 +288,8 @@ class Simulator:
         nominal = node.quota(target).nominal
         lends = max(ZERO, available(node, target) - max(ZERO, nominal - uses)) if node.parent is not None else ZERO
         needs = assignment.usage.get(target, ZERO)
-        if not needs and failed is not None:
-            needs = sum((ps.usage.get(target, ZERO) for ps in assignment.podsets), ZERO)
+        if failed is not None:  # what the podSet that did not fit asks, on top of those before it
+            needs += failed.requests.get(target[1], ZERO)
         scope = [node] if node.parent is None else list(_queues(node.root()))
         holders = sorted(((q.name, q.usage.get(target, ZERO)) for q in scope), key=lambda h: (-h[1], h[0]))
         cohort = node.parent.name if node.parent is not None else None
