@@ -372,3 +372,76 @@ def test_hierarchical_select_deeper_borrowing_flavor_when_the_shallower_has_no_c
     st = state(queues, cohorts=HIERARCHY, workloads=[_used("test-clusterqueue", "one")])
     got = assign(st, "test-clusterqueue", job("test-clusterqueue", {"cpu": "4"}))
     assert (chosen(got), got.mode) == ([{"cpu": ("two", FIT)}], FIT)
+
+
+# ---------------------------------------------------------------- TestReclaimBeforePriorityPreemption
+
+_UNO_DUE_TRE = {f: {"compute": "10", "gpu": "10"} for f in ("uno", "due", "tre")}
+
+
+def _reclaim_state(test_usage: dict[str, dict[str, str]], other_usage: dict[str, str], **fungibility: str) -> object:
+    queues = [
+        cluster_queue(
+            "test-clusterqueue",
+            _UNO_DUE_TRE,  # type: ignore[arg-type]
+            cohort="cohort",
+            within="LowerPriority",
+            reclaim="LowerPriority",
+            **{"when_can_preempt": "TryNextFlavor", **fungibility},  # type: ignore[arg-type]
+        ),
+        cluster_queue(
+            "other-clusterqueue", {f: {"compute": "0", "gpu": "0"} for f in ("uno", "due", "tre")}, cohort="cohort"
+        ),
+    ]
+    workloads = [
+        *[admitted(f"test-{f}", "test-clusterqueue", u, flavor=f, priority=-1) for f, u in test_usage.items()],
+        *[
+            admitted(f"other-{f}", "other-clusterqueue", {"gpu": a}, flavor=f, priority=-1)
+            for f, a in other_usage.items()
+        ],
+    ]
+    return state(queues, workloads=workloads)
+
+
+RECLAIM_FIRST = {
+    "Select first flavor which fits": ({"uno": {"gpu": "1"}}, {"due": "1"}, {}, {"gpu": "10"}, ("tre", FIT)),
+    "Select first flavor where gpu reclamation is possible": (
+        {"uno": {"gpu": "1"}},
+        {"due": "1", "tre": "1"},
+        {},
+        {"gpu": "10"},
+        ("due", PREEMPT),
+    ),
+    "Select first flavor when flavor fungibility is disabled": (
+        {"uno": {"gpu": "1"}},
+        {"due": "1", "tre": "1"},
+        {"when_can_preempt": "MayStopSearch"},
+        {"gpu": "10"},
+        ("uno", PREEMPT),
+    ),
+    "Select first flavor where priority based preemption is possible": (
+        {"uno": {"gpu": "1"}, "due": {"gpu": "1"}, "tre": {"gpu": "1"}},
+        {},
+        {},
+        {"gpu": "10"},
+        ("uno", PREEMPT),
+    ),
+    "Select second flavor where gpu reclamation is possible, as compute Fits": (
+        {"uno": {"gpu": "1", "compute": "1"}, "due": {"compute": "1"}},
+        {"due": "1", "tre": "1"},
+        {},
+        {"gpu": "10", "compute": "10"},
+        ("tre", PREEMPT),
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(RECLAIM_FIRST))
+def test_reclaim_before_priority_preemption(case: str) -> None:
+    """flavorassigner_test.go TestReclaimBeforePriorityPreemption: the stubbed oracle's answers come
+    from real usage here (the queue's own lower-priority Workloads: Preempt; the other queue's
+    borrowing ones: Reclaim); reclamation is preferred to priority preemption."""
+    test_usage, other_usage, fungibility, requests, (flavor, mode) = RECLAIM_FIRST[case]
+    st = _reclaim_state(test_usage, other_usage, **fungibility)
+    got = assign(st, "test-clusterqueue", job("test-clusterqueue", requests))  # type: ignore[arg-type]
+    assert ({p.flavors[r] for p in got.podsets for r in p.flavors}, got.mode) == ({flavor}, mode)
