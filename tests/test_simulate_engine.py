@@ -355,7 +355,7 @@ def test_text_puts_the_outcome_first_then_the_numbers() -> None:
         "  ClusterQueue team-a",
         "  needs 100 google.com/tpu on tpu7x; ClusterQueue team-a uses 256 of 256, cohort tpu-pool lends 0;"
         " no preemption Kueue would make frees enough",
-        "  podSet main ×25: google.com/tpu: tpu7x, borrows 100",
+        "  podSet main ×25: google.com/tpu: tpu7x, borrows 100 chips",
         "  google.com/tpu on tpu7x: needs 100, queue uses 256 of nominal 256, cohort tpu-pool lends 0",
         "  largest users: team-a 256, team-b 256, team-c 256",
     ]
@@ -439,3 +439,4 @@ def test_a_wait_names_the_resource_and_flavor_that_is_short() -> None:
     n = result.numbers
     assert (n.flavor, n.resource, n.needs, n.uses, n.nominal, n.lends, n.cohort) == ("one", "cpu", 4, 0, 2, 1, "c")
     assert n.holders == (("other", 7),)
+    assert result.warning() == "[simulate] will wait: q uses 0 of 2 one cpu, cohort c lends 1"

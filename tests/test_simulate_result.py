@@ -10,6 +10,17 @@ from webhook.simulate.result import Numbers, PodSetResult, Position, PreemptionR
 def test_warning_lines_per_outcome() -> None:
     admit = Result("admit", "", "team-a", "fits", (PodSetResult("w", 16, {"google.com/tpu": "tpu7x"}),))
     assert admit.warning() == "[simulate] starts now on tpu7x"
+    borrowing = Result(
+        "admit",
+        "",
+        "team-a",
+        "fits",
+        (
+            PodSetResult("w", 16, {"google.com/tpu": "tpu7x"}, Decimal(64), "google.com/tpu"),
+            PodSetResult("head", 1, {"memory": "cpu-standard"}, Decimal(2**35), "memory"),
+        ),
+    )
+    assert borrowing.warning() == "[simulate] starts now on cpu-standard, tpu7x, borrowing 64 chips, 32Gi memory"
     preempt = Result(
         "preempt",
         "",

@@ -89,6 +89,7 @@ class Simulator:
             name,
             result.numbers,
             notes,
+            self.tpu,
         )
 
     def _simulate(self, job: PendingWorkload) -> Result:
@@ -144,7 +145,7 @@ class Simulator:
         position = self._position(job, queue.name, queue.queueing_strategy)
         if assignment.mode == FIT:
             podsets = self._podsets(assignment, node, [])
-            result = Result(ADMIT, "", queue.name, _fits(podsets, queue.name), podsets, (), position)
+            result = Result(ADMIT, "", queue.name, _fits(podsets, queue.name, self.tpu), podsets, (), position)
         elif assignment.mode == PREEMPT:
             job_usage = Preemptor(node, job.priority, job.created, assignment.usage, assignment.need_preemption())
             victims = self.sim.targets(job_usage)
@@ -242,7 +243,7 @@ class Simulator:
                 if fr[1] == main:
                     borrows += max(ZERO, before + value - nominal) - max(ZERO, before - nominal)
                 assumed[fr] = assumed.get(fr, ZERO) + value
-            results.append(PodSetResult(podset.name, podset.count, dict(podset.flavors), borrows))
+            results.append(PodSetResult(podset.name, podset.count, dict(podset.flavors), borrows, main))
         self.sim.restore(list(victims))
         return tuple(results)
 
@@ -251,10 +252,11 @@ class Simulator:
         message = why
         if numbers is not None:
             n = numbers
+            r = n.resource
             message = (
-                f"needs {format_amount(n.needs)} {n.resource} on {n.flavor}; ClusterQueue {node.name} uses "
-                f"{format_amount(n.uses)} of {format_amount(n.nominal)}"
-                + (f", cohort {n.cohort} lends {format_amount(n.lends)}" if n.cohort else "")
+                f"needs {format_amount(n.needs, r)} {r} on {n.flavor}; ClusterQueue {node.name} uses "
+                f"{format_amount(n.uses, r)} of {format_amount(n.nominal, r)}"
+                + (f", cohort {n.cohort} lends {format_amount(n.lends, r)}" if n.cohort else "")
                 + f"; {why}"
             )
         assert node.info is not None
@@ -305,11 +307,17 @@ def _queues(cohort: Node) -> list[Node]:
     return found
 
 
-def _fits(podsets: Sequence[PodSetResult], queue: str) -> str:
-    borrowed = sum((p.borrows for p in podsets), ZERO)
+def _fits(podsets: Sequence[PodSetResult], queue: str, chips: str) -> str:
+    borrowed: dict[str, Decimal] = {}
+    for p in podsets:
+        if p.borrows:
+            borrowed[p.resource] = borrowed.get(p.resource, ZERO) + p.borrows
     flavors = sorted({f for p in podsets for f in p.flavors.values()})
     text = f"fits now in ClusterQueue {queue}" + (f" on {', '.join(flavors)}" if flavors else "")
-    return text + (f", borrowing {format_amount(borrowed)}" if borrowed else "")
+    amounts = ", ".join(
+        f"{format_amount(v)} chips" if r == chips else f"{format_amount(v, r)} {r}" for r, v in sorted(borrowed.items())
+    )
+    return text + (f", borrowing {amounts}" if amounts else "")
 
 
 def _why_not(assignment: Assignment) -> str:

@@ -33,6 +33,8 @@ class PodSetResult:
     flavors: Mapping[str, str]
     #: what this podSet uses of its main resource beyond its queue's nominal quota
     borrows: Decimal = Decimal(0)
+    #: that main resource: the TPU one when the podSet asks for chips, else its first resource
+    resource: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,6 +85,14 @@ class Result:
     name: str = ""
     numbers: Numbers | None = None
     notes: tuple[str, ...] = ()
+    #: the resource counted as chips (``position.chipsAhead``, "borrowing N chips")
+    chips: str = "google.com/tpu"
+
+    def amount(self, value: Decimal, resource: str) -> str:
+        """``64 chips``, ``32Gi memory``, ``4 cpu``: an amount with what it is of."""
+        if resource == self.chips or not resource:
+            return f"{format_amount(value)} chips"
+        return f"{format_amount(value, resource)} {resource}"
 
     def to_json(self) -> dict[str, Any]:
         """SPEC §12's result object, key for key."""
@@ -121,7 +131,7 @@ class Result:
         lines.append(f"  {self.message}")
         for p in self.podsets:
             flavors = ", ".join(f"{r}: {f}" for r, f in sorted(p.flavors.items())) or "no flavor"
-            borrows = f", borrows {format_amount(p.borrows)}" if p.borrows else ""
+            borrows = f", borrows {self.amount(p.borrows, p.resource)}" if p.borrows else ""
             lines.append(f"  podSet {p.name} ×{p.count}: {flavors}{borrows}")
         for v in self.preemptions[:LISTED]:
             lines.append(f"  preempts {v.workload} ({v.cluster_queue}, priority {v.priority}, {v.reason})")
@@ -129,11 +139,12 @@ class Result:
             lines.append(f"  … and {len(self.preemptions) - LISTED} more")
         if self.numbers is not None:
             n = self.numbers
-            holders = ", ".join(f"{q} {format_amount(a)}" for q, a in n.holders)
+            r = n.resource
+            holders = ", ".join(f"{q} {format_amount(a, r)}" for q, a in n.holders)
             lines.append(
-                f"  {n.resource} on {n.flavor}: needs {format_amount(n.needs)}, queue uses {format_amount(n.uses)} "
-                f"of nominal {format_amount(n.nominal)}"
-                + (f", cohort {n.cohort} lends {format_amount(n.lends)}" if n.cohort else "")
+                f"  {r} on {n.flavor}: needs {format_amount(n.needs, r)}, queue uses {format_amount(n.uses, r)} "
+                f"of nominal {format_amount(n.nominal, r)}"
+                + (f", cohort {n.cohort} lends {format_amount(n.lends, r)}" if n.cohort else "")
             )
             if holders:
                 lines.append(f"  largest users: {holders}")
@@ -149,20 +160,24 @@ class Result:
         """The webhook's one ``[simulate]`` line."""
         if self.outcome == ADMIT:
             flavors = sorted({f for p in self.podsets for f in p.flavors.values()})
-            borrowed = sum((p.borrows for p in self.podsets), Decimal(0))
+            borrowed: dict[str, Decimal] = {}
+            for p in self.podsets:
+                if p.borrows:
+                    borrowed[p.resource] = borrowed.get(p.resource, Decimal(0)) + p.borrows
             where = f" on {', '.join(flavors)}" if flavors else ""
-            return f"[simulate] starts now{where}" + (
-                f", borrowing {format_amount(borrowed)} chips" if borrowed else ""
-            )
+            amounts = ", ".join(self.amount(v, r) for r, v in sorted(borrowed.items()))
+            return f"[simulate] starts now{where}" + (f", borrowing {amounts}" if amounts else "")
         if self.outcome == PREEMPT:
             return f"[simulate] will preempt {_victims(self.preemptions)}"
         if self.outcome == WAIT:
             n, ahead = self.numbers, self.position.ahead
             parts = []
             if n is not None:
-                cohort = f", cohort {n.cohort} lends {format_amount(n.lends)}" if n.cohort else ""
-                used = f"{format_amount(n.uses)} of {format_amount(n.nominal)}"
-                parts.append(f"{self.cluster_queue} uses {used} {n.flavor} chips{cohort}")
+                r = n.resource
+                cohort = f", cohort {n.cohort} lends {format_amount(n.lends, r)}" if n.cohort else ""
+                unit = "chips" if r == self.chips else r
+                used = f"{format_amount(n.uses, r)} of {format_amount(n.nominal, r)}"
+                parts.append(f"{self.cluster_queue} uses {used} {n.flavor} {unit}{cohort}")
             else:
                 parts.append(self.message)
             if ahead and self.reason != "StrictFIFO":
