@@ -197,6 +197,17 @@ def test_missing_local_queue_and_cluster_queue_are_misconfigured() -> None:
     )
 
 
+def test_no_matching_flavor_comes_before_a_stopped_queue() -> None:
+    """KEP-10852's precedence: NoMatchingFlavor (4) before Suspended (5)."""
+    flavor = {**TPU7X, "spec": {**TPU7X["spec"], "tolerations": []}}  # type: ignore[dict-item]
+    flavor["spec"]["nodeTaints"] = [{"key": TPU, "value": "present", "effect": "NoSchedule"}]
+    result = simulate(state([team("team-a", stop="Hold")], flavors=[flavor]), tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.reason) == ("never", "NoMatchingFlavor")
+    assert result.message == (
+        "podSet main: tpu7x: has taint google.com/tpu=present:NoSchedule, which the pod does not tolerate"
+    )
+
+
 def test_stopped_queue_is_suspended() -> None:
     result = simulate(state([team("team-a", stop="HoldAndDrain")], flavors=[TPU7X]), tpu_job("team-a", 8, GUARANTEED))
     assert (result.outcome, result.reason) == ("wait", "Suspended")

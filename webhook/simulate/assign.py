@@ -182,6 +182,31 @@ class FlavorAssigner:
                 break
         return assignment
 
+    def unmatched(self, podsets: Sequence[PodSetDemand]) -> str | None:
+        """Why some podSet has no flavor it could ever use in a resource group it asks from (KEP-10852's
+        ``NoMatchingFlavor``, decided before quota is looked at); ``None`` when every one has some."""
+        for podset in podsets:
+            for resource, value in sorted(podset_requests(self.queue, podset).items()):
+                group = self.queue.group_of(resource)
+                if group is None:
+                    if value:
+                        return (
+                            f"podSet {podset.name}: resource {resource} unavailable in ClusterQueue {self.queue.name}"
+                        )
+                    continue
+                reasons = []
+                for flavor in group.flavors:
+                    info = self.sim.state.flavors.get(flavor)
+                    mismatch = (
+                        ("missing", "not found") if info is None else flavor_mismatch(info, podset, self.tas_only)
+                    )
+                    if mismatch is None:
+                        break
+                    reasons.append(f"{flavor}: {mismatch[1]}")
+                else:
+                    return f"podSet {podset.name}: " + "; ".join(reasons[:10])
+        return None
+
     def _podset(self, podset: PodSetDemand, assumed: dict[FlavorResource, Decimal]) -> PodSetAssignment:
         requests = podset_requests(self.queue, podset)
         result = PodSetAssignment(podset.name, podset.count, requests)

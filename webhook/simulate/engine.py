@@ -118,12 +118,6 @@ class Simulator:
         holding = next((w for w in state.admitted_by_queue.get(queue.name, ()) if w.key == job.key), None)
         if holding is not None:
             return Result(ADMIT, "", queue.name, f"Workload {job.key} already holds quota in ClusterQueue {queue.name}")
-        for kind, policy in (
-            ("ClusterQueue " + queue.name, queue.stop_policy),
-            ("LocalQueue " + local.name, local.stop_policy),
-        ):
-            if policy != "None":
-                return Result(WAIT, "Suspended", queue.name, f"{kind} is stopped (stopPolicy {policy})")
         if FLAVORS in state.missing:
             return Result(
                 UNKNOWN,
@@ -131,10 +125,20 @@ class Simulator:
                 queue.name,
                 "ResourceFlavors are not in the state: which flavors the job can use is unknown",
             )
+        assigner = FlavorAssigner(self.sim, node, job.priority, job.created)
+        unmatched = assigner.unmatched(job.podsets)  # KEP-10852: NoMatchingFlavor comes before Suspended
+        if unmatched is not None:
+            return Result(NEVER, NO_MATCHING_FLAVOR, queue.name, unmatched)
+        for kind, policy in (
+            ("ClusterQueue " + queue.name, queue.stop_policy),
+            ("LocalQueue " + local.name, local.stop_policy),
+        ):
+            if policy != "None":
+                return Result(WAIT, "Suspended", queue.name, f"{kind} is stopped (stopPolicy {policy})")
         if COHORTS in state.missing and queue.cohort:
             message = f"Cohorts are not in the state: what cohort {queue.cohort} could lend is unknown"
             return Result(UNKNOWN, "", queue.name, message)
-        assignment = FlavorAssigner(self.sim, node, job.priority, job.created).assign(job.podsets)
+        assignment = assigner.assign(job.podsets)
         if assignment.mode == NOFIT and assignment.reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR):
             return Result(
                 NEVER, assignment.reason, queue.name, _why_not(assignment), self._podsets(assignment, node, [])
