@@ -96,6 +96,8 @@ def test_rfc_4_4_scenario_2_reclaims_from_the_borrower_newest_first_until_it_fit
     assert result.outcome == "preempt"
     assert victims(result) == {("b-2", "InCohortReclamation"), ("b-3", "InCohortReclamation")}
     assert result.warning() == "[simulate] will preempt 2 Workloads of team-b to reclaim quota"
+    named = Simulator(st, priority_names={BEST_EFFORT: "best-effort"}).simulate(tpu_job("team-a", 128, GUARANTEED))  # type: ignore[arg-type]
+    assert named.warning() == "[simulate] will preempt 2 best-effort Workloads of team-b to reclaim quota"
 
 
 def test_rfc_4_4_scenario_3_borrowing_guaranteed_job_preempts_by_fair_sharing() -> None:

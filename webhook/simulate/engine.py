@@ -14,7 +14,7 @@ puts back every usage it moved, so the state is never changed.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from decimal import Decimal, localcontext
 
 from webhook.kube.quantity import CONTEXT
@@ -57,9 +57,13 @@ AHEAD_CHECKED = 16
 class Simulator:
     """Answers "what would Kueue do with this job now" for jobs against one state."""
 
-    def __init__(self, state: State, tpu: str = TPU, budget: int = 20_000) -> None:
+    def __init__(
+        self, state: State, tpu: str = TPU, budget: int = 20_000, priority_names: Mapping[int, str] | None = None
+    ) -> None:
         self.state = state
         self.tpu = tpu
+        #: priority -> its name for people (a tier: ``guaranteed``, ``best-effort``), for the webhook line
+        self.priority_names = dict(priority_names or {})
         with localcontext(CONTEXT):
             self.tree = build_tree(state)
         self.sim = Simulation(state, self.tree, budget)
@@ -90,6 +94,7 @@ class Simulator:
             result.numbers,
             notes,
             self.tpu,
+            self.priority_names,
         )
 
     def _simulate(self, job: PendingWorkload) -> Result:

@@ -9,7 +9,7 @@ oddities (``notes``) feed the text and the message, not extra keys.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
@@ -87,6 +87,8 @@ class Result:
     notes: tuple[str, ...] = ()
     #: the resource counted as chips (``position.chipsAhead``, "borrowing N chips")
     chips: str = "google.com/tpu"
+    #: priority -> what people call it (``best-effort``), for the webhook line; not in the JSON
+    priority_names: Mapping[int, str] = field(default_factory=dict)
 
     def amount(self, value: Decimal, resource: str) -> str:
         """``64 chips``, ``32Gi memory``, ``4 cpu``: an amount with what it is of."""
@@ -168,7 +170,7 @@ class Result:
             amounts = ", ".join(self.amount(v, r) for r, v in sorted(borrowed.items()))
             return f"[simulate] starts now{where}" + (f", borrowing {amounts}" if amounts else "")
         if self.outcome == PREEMPT:
-            return f"[simulate] will preempt {_victims(self.preemptions)}"
+            return f"[simulate] will preempt {_victims(self.preemptions, self.priority_names)}"
         if self.outcome == WAIT:
             n, ahead = self.numbers, self.position.ahead
             parts = []
@@ -200,13 +202,14 @@ _WHY = {
 }
 
 
-def _victims(victims: tuple[PreemptionResult, ...]) -> str:
-    """``2 Workloads of team-b to reclaim quota``, grouped by queue and reason."""
-    groups: dict[tuple[str, str], int] = {}
+def _victims(victims: tuple[PreemptionResult, ...], names: Mapping[int, str]) -> str:
+    """``2 best-effort Workloads of team-b to reclaim quota``, grouped by queue, reason and priority name."""
+    groups: dict[tuple[str, str, str], int] = {}
     for v in victims:
-        groups[(v.cluster_queue, v.reason)] = groups.get((v.cluster_queue, v.reason), 0) + 1
+        key = (v.cluster_queue, v.reason, names.get(v.priority, ""))
+        groups[key] = groups.get(key, 0) + 1
     parts = [
-        f"{plural(count, 'Workload')} of {queue} {_WHY.get(reason, reason)}"
-        for (queue, reason), count in groups.items()
+        f"{count} {name + ' ' if name else ''}Workload{'s' if count != 1 else ''} of {queue} {_WHY.get(reason, reason)}"
+        for (queue, reason, name), count in groups.items()
     ]
     return ", ".join(parts)
