@@ -118,6 +118,63 @@ def _quotas(resource_groups: Any) -> tuple[tuple[ResourceGroup, ...], FlavorQuot
 
 
 @dataclass(frozen=True, slots=True)
+class Preemption:
+    """``spec.preemption`` of a ClusterQueue, with Kueue's defaults (every policy ``Never``)."""
+
+    #: Never | LowerPriority | LowerOrNewerEqualPriority
+    within_cluster_queue: str = "Never"
+    #: Never | LowerPriority | Any
+    reclaim_within_cohort: str = "Never"
+    #: ``borrowWithinCohort.policy``: Never | LowerPriority
+    borrow_within_cohort: str = "Never"
+    #: ``borrowWithinCohort.maxPriorityThreshold``
+    max_priority_threshold: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class FlavorFungibility:
+    """``spec.flavorFungibility``, with Kueue's defaults; v1beta1's ``Borrow``/``Preempt`` read as ``MayStopSearch``."""
+
+    when_can_borrow: str = "MayStopSearch"
+    when_can_preempt: str = "TryNextFlavor"
+    #: BorrowingOverPreemption | PreemptionOverBorrowing | None
+    preference: str | None = None
+
+
+def _preemption(value: Any) -> Preemption:
+    spec = _dict(value)
+    borrow = _dict(spec.get("borrowWithinCohort"))
+    threshold = borrow.get("maxPriorityThreshold")
+    return Preemption(
+        str(spec.get("withinClusterQueue") or "Never"),
+        str(spec.get("reclaimWithinCohort") or "Never"),
+        str(borrow.get("policy") or "Never"),
+        threshold if isinstance(threshold, int) and not isinstance(threshold, bool) else None,
+    )
+
+
+def _fungibility(value: Any) -> FlavorFungibility:
+    spec = _dict(value)
+
+    def policy(key: str, default: str) -> str:
+        raw = str(spec.get(key) or default)
+        return "MayStopSearch" if raw in ("Borrow", "Preempt") else raw
+
+    preference = spec.get("preference")
+    return FlavorFungibility(
+        policy("whenCanBorrow", "MayStopSearch"),
+        policy("whenCanPreempt", "TryNextFlavor"),
+        str(preference) if preference else None,
+    )
+
+
+def fair_weight(spec: Mapping[str, Any]) -> Decimal:
+    """``spec.fairSharing.weight`` (a quantity; Kueue's default 1)."""
+    weight = quantity_or_none(_dict(spec.get("fairSharing")).get("weight"))
+    return weight if weight is not None and weight >= 0 else Decimal(1)
+
+
+@dataclass(frozen=True, slots=True)
 class ClusterQueueInfo:
     name: str
     cohort: str | None
@@ -128,6 +185,13 @@ class ClusterQueueInfo:
     #: (flavor, resource) -> quota: the lookup every potential-quota sum makes
     quotas: Mapping[tuple[str, str], Quota] = field(default_factory=dict)
     covered: frozenset[str] = frozenset()
+    preemption: Preemption = Preemption()
+    fungibility: FlavorFungibility = FlavorFungibility()
+    #: StrictFIFO | BestEffortFIFO
+    queueing_strategy: str = "BestEffortFIFO"
+    #: None | Hold | HoldAndDrain
+    stop_policy: str = "None"
+    fair_weight: Decimal = Decimal(1)
 
     def group_of(self, resource: str) -> ResourceGroup | None:
         for group in self.groups:
@@ -152,6 +216,11 @@ def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueInfo:
         flavors=flavors,
         quotas={(name, r): quota for name, resources in flavors for r, quota in resources.items()},
         covered=frozenset().union(*(group.covered for group in groups)),
+        preemption=_preemption(spec.get("preemption")),
+        fungibility=_fungibility(spec.get("flavorFungibility")),
+        queueing_strategy=str(spec.get("queueingStrategy") or "BestEffortFIFO"),
+        stop_policy=str(spec.get("stopPolicy") or "None"),
+        fair_weight=fair_weight(spec),
     )
 
 
@@ -162,6 +231,7 @@ class CohortInfo:
     name: str
     parent: str | None
     flavors: FlavorQuotas
+    fair_weight: Decimal = Decimal(1)
 
     def quota(self, flavor: str, resource: str) -> Quota | None:
         for name, resources in self.flavors:
@@ -177,6 +247,7 @@ def parse_cohort(obj: Mapping[str, Any]) -> CohortInfo:
         name=str(_dict(obj.get("metadata")).get("name", "")),
         parent=str(parent) if parent else None,
         flavors=_quotas(spec.get("resourceGroups"))[1],
+        fair_weight=fair_weight(spec),
     )
 
 

@@ -1,0 +1,293 @@
+"""Builders for the simulator's tests: Kueue-shaped objects in, the engine's state out.
+
+ClusterQueues, Cohorts and Workloads are built as the API server stores them and read by
+the project's own parsers (``parse_cluster_queue``, ``parse_cohort``, ``from_document``),
+so the tests exercise the same path a real state takes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from webhook.kube.quantity import parse_quantity
+from webhook.quota.objects import FlavorInfo, parse_cluster_queue, parse_cohort, parse_flavor
+from webhook.quota.podsets import podset_demand
+from webhook.simulate.assign import Assignment, FlavorAssigner
+from webhook.simulate.engine import Simulator
+from webhook.simulate.preempt import Preemptor, Simulation
+from webhook.simulate.result import Result
+from webhook.simulate.state import (
+    AdmittedWorkload,
+    FairSharing,
+    LocalQueueInfo,
+    PendingWorkload,
+    State,
+)
+from webhook.simulate.tree import build_tree
+from webhook.simulate.workloads import from_document
+
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+NAMESPACE = "default"
+
+#: a quota: "6" (nominal), or (nominal, borrowingLimit[, lendingLimit]) with None for unset
+QuotaSpec = str | tuple[str, str | None] | tuple[str, str | None, str | None]
+#: one resource group: flavor -> resource -> quota, flavors in order
+Group = Mapping[str, Mapping[str, QuotaSpec]]
+
+
+def _resource_groups(groups: Sequence[Group]) -> list[dict[str, Any]]:
+    out = []
+    for group in groups:
+        covered: list[str] = []
+        flavors = []
+        for flavor, resources in group.items():
+            entries = []
+            for resource, spec in resources.items():
+                if resource not in covered:
+                    covered.append(resource)
+                parts = (spec,) if isinstance(spec, str) else spec
+                entry: dict[str, Any] = {"name": resource, "nominalQuota": parts[0]}
+                if len(parts) > 1 and parts[1] is not None:
+                    entry["borrowingLimit"] = parts[1]
+                if len(parts) > 2 and parts[2] is not None:
+                    entry["lendingLimit"] = parts[2]
+                entries.append(entry)
+            flavors.append({"name": flavor, "resources": entries})
+        out.append({"coveredResources": covered, "flavors": flavors})
+    return out
+
+
+def cluster_queue(
+    name: str,
+    *groups: Group,
+    cohort: str | None = None,
+    within: str | None = None,
+    reclaim: str | None = None,
+    borrow_within: str | None = None,
+    threshold: int | None = None,
+    when_can_borrow: str | None = None,
+    when_can_preempt: str | None = None,
+    strategy: str | None = None,
+    stop: str | None = None,
+    weight: str | None = None,
+) -> dict[str, Any]:
+    """A ClusterQueue object as stored."""
+    spec: dict[str, Any] = {"resourceGroups": _resource_groups(groups), "namespaceSelector": {}}
+    if cohort:
+        spec["cohortName"] = cohort
+    preemption: dict[str, Any] = {}
+    if within:
+        preemption["withinClusterQueue"] = within
+    if reclaim:
+        preemption["reclaimWithinCohort"] = reclaim
+    if borrow_within:
+        preemption["borrowWithinCohort"] = {"policy": borrow_within}
+        if threshold is not None:
+            preemption["borrowWithinCohort"]["maxPriorityThreshold"] = threshold
+    if preemption:
+        spec["preemption"] = preemption
+    fungibility = {k: v for k, v in (("whenCanBorrow", when_can_borrow), ("whenCanPreempt", when_can_preempt)) if v}
+    if fungibility:
+        spec["flavorFungibility"] = fungibility
+    if strategy:
+        spec["queueingStrategy"] = strategy
+    if stop:
+        spec["stopPolicy"] = stop
+    if weight is not None:
+        spec["fairSharing"] = {"weight": weight}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+
+
+def cohort(name: str, *groups: Group, parent: str | None = None, weight: str | None = None) -> dict[str, Any]:
+    """A Cohort object as stored."""
+    spec: dict[str, Any] = {"resourceGroups": _resource_groups(groups)}
+    if parent:
+        spec["parentName"] = parent
+    if weight is not None:
+        spec["fairSharing"] = {"weight": weight}
+    return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+
+
+def admitted(
+    name: str,
+    queue: str,
+    usage: Mapping[str, str],
+    flavor: str = "default",
+    priority: int = 0,
+    at: datetime = NOW,
+    created: datetime | None = None,
+    evicted: bool = False,
+    namespace: str = "",
+    flavors: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """A Workload holding quota in ``queue``: ``usage`` resource -> amount, on ``flavor`` (or ``flavors``)."""
+    stamp = at.strftime("%Y-%m-%dT%H:%M:%SZ")
+    conditions = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved", "lastTransitionTime": stamp}]
+    if evicted:
+        conditions.append({"type": "Evicted", "status": "True", "reason": "Preempted", "lastTransitionTime": stamp})
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": name,
+            "creationTimestamp": (created or at).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+        "spec": {"priority": priority, "queueName": queue, "podSets": []},
+        "status": {
+            "admission": {
+                "clusterQueue": queue,
+                "podSetAssignments": [
+                    {
+                        "name": "main",
+                        "flavors": {r: (flavors or {}).get(r, flavor) for r in usage},
+                        "resourceUsage": dict(usage),
+                    }
+                ],
+            },
+            "conditions": conditions,
+        },
+    }
+
+
+def pending_document(
+    name: str,
+    queue: str,
+    requests: Mapping[str, str],
+    count: int = 1,
+    priority: int = 0,
+    created: datetime = NOW,
+    namespace: str = NAMESPACE,
+    active: bool = True,
+) -> dict[str, Any]:
+    """A pending Workload as stored: one podSet of ``count`` pods of ``requests``."""
+    container = {"name": "c", "resources": {"requests": dict(requests)}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "uid": name,
+            "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+        },
+        "spec": {
+            "active": active,
+            "priority": priority,
+            "queueName": queue,
+            "podSets": [{"name": "main", "count": count, "template": {"spec": {"containers": [container]}}}],
+        },
+    }
+
+
+def job(
+    queue: str,
+    requests: Mapping[str, str],
+    count: int = 1,
+    priority: int = 0,
+    created: datetime = NOW,
+    name: str = "in",
+    podsets: Sequence[tuple[str, int, Mapping[str, str]]] = (),
+    active: bool = True,
+) -> PendingWorkload:
+    """The job to simulate, in LocalQueue ``queue`` of the default namespace (one per ClusterQueue)."""
+    document = pending_document(name, queue, requests, count, priority, created, active=active)
+    workload = from_document(document)
+    assert isinstance(workload, PendingWorkload)
+    if podsets:
+        demands = tuple(
+            podset_demand(n, {"containers": [{"name": "c", "resources": {"requests": dict(r)}}]}, c)
+            for n, c, r in podsets
+        )
+        return PendingWorkload(workload.key, workload.uid, workload.namespace, queue, priority, created, demands)
+    return workload
+
+
+def state(
+    queues: Iterable[dict[str, Any]],
+    cohorts: Iterable[dict[str, Any]] = (),
+    workloads: Iterable[dict[str, Any]] = (),
+    flavors: Iterable[dict[str, Any]] | None = None,
+    fair: bool = False,
+    strategies: Sequence[str] = (),
+    missing: Iterable[str] = (),
+    local_queues: Mapping[tuple[str, str], LocalQueueInfo] | None = None,
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None,
+) -> State:
+    """The engine's state; each ClusterQueue gets a LocalQueue of its name in the default namespace,
+    and every flavor the queues name exists without labels unless ``flavors`` are given."""
+    infos = {q.name: q for q in map(parse_cluster_queue, queues)}
+    if flavors is None:
+        flavor_infos = {name: FlavorInfo(name, {}) for q in infos.values() for name, _ in q.flavors}
+    else:
+        flavor_infos = {f.name: f for f in map(parse_flavor, flavors)}
+    if local_queues is None:
+        local_queues = {(NAMESPACE, name): LocalQueueInfo(NAMESPACE, name, name) for name in infos}
+    docs = [from_document(w) for w in workloads]
+    fair_sharing = FairSharing(fair, tuple(strategies)) if strategies else FairSharing(fair)
+    return State(
+        infos,
+        {c.name: c for c in map(parse_cohort, cohorts)},
+        flavor_infos,
+        local_queues,
+        tuple(w for w in docs if isinstance(w, AdmittedWorkload)),
+        tuple(w for w in docs if isinstance(w, PendingWorkload)),
+        fair_sharing,
+        frozenset(missing),
+        namespace_labels=namespace_labels,
+        now=NOW + timedelta(hours=1),
+    )
+
+
+def simulate(st: State, incoming: PendingWorkload) -> Result:
+    return Simulator(st, tpu="google.com/tpu").simulate(incoming)
+
+
+def victims(result: Result) -> set[tuple[str, str]]:
+    """The victims as (name, reason)."""
+    return {(p.workload.rpartition("/")[2], p.reason) for p in result.preemptions}
+
+
+def targets(
+    st: State,
+    queue: str,
+    requests: Mapping[str, str],
+    preempt: Mapping[str, str],
+    fit: Mapping[str, str] | None = None,
+    priority: int = 0,
+    created: datetime = NOW,
+    usage: Mapping[tuple[str, str], str] | None = None,
+) -> set[tuple[str, str]]:
+    """Kueue's ``GetTargets`` as its tests call it: an assignment given (resource -> flavor, Preempt
+    or Fit mode) and the victims asked for, as (name, reason); the tree is checked unchanged after.
+    ``usage`` ((flavor, resource) -> amount) replaces ``requests`` when podSets use several flavors."""
+    tree = build_tree(st)
+    before = {name: dict(node.usage) for name, node in (*tree.queues.items(), *tree.cohorts.items())}
+    if usage is None:
+        total = {(flavor, r): parse_quantity(requests[r]) for r, flavor in {**preempt, **(fit or {})}.items()}
+        need = frozenset((flavor, r) for r, flavor in preempt.items())
+    else:
+        total = {fr: parse_quantity(v) for fr, v in usage.items()}
+        need = frozenset(total)
+    found = Simulation(st, tree).targets(Preemptor(tree.queues[queue], priority, created, total, need))
+    after = {name: dict(node.usage) for name, node in (*tree.queues.items(), *tree.cohorts.items())}
+    assert {k: {fr: v for fr, v in u.items() if v} for k, u in after.items()} == {
+        k: {fr: v for fr, v in u.items() if v} for k, u in before.items()
+    }
+    return {(v.workload.key.rpartition("/")[2], v.reason) for v in found}
+
+
+def assign(st: State, queue: str, incoming: PendingWorkload) -> Assignment:
+    """The flavor assignment alone, as Kueue's ``TestAssignFlavors`` asks for it."""
+    tree = build_tree(st)
+    return FlavorAssigner(Simulation(st, tree), tree.queues[queue], incoming.priority, incoming.created).assign(
+        incoming.podsets
+    )
+
+
+def chosen(assignment: Assignment) -> list[dict[str, tuple[str, str]]]:
+    """Per podSet: resource -> (flavor, mode)."""
+    return [{r: (p.flavors[r], p.modes[r]) for r in sorted(p.flavors)} for p in assignment.podsets]

@@ -1,0 +1,455 @@
+"""The whole attempt: blockers, assignment, preemption, the queue in front, and what is unknown.
+
+The six preemption scenarios of RFC-0033 4.4 are fixtures of their own, on the RFC's queues:
+three ClusterQueues of the same shape (tpu7x, nominal 256 chips, borrowingLimit 128) in cohort
+``tpu-pool``, reclaim and in-queue preemption from lower priority, fair sharing on.
+"Guaranteed" (高保) and "best-effort" (低保) are two priorities. The RFC's expected results are
+asserted exactly: the outcome, the victims and Kueue's reasons.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from tests.simulate_builders import (
+    NOW,
+    admitted,
+    cluster_queue,
+    cohort,
+    job,
+    pending_document,
+    simulate,
+    state,
+    victims,
+)
+from webhook.quota.objects import parse_flavor
+from webhook.simulate.engine import Simulator
+from webhook.simulate.state import COHORTS, WORKLOADS, State
+
+TPU = "google.com/tpu"
+GUARANTEED, BEST_EFFORT = 1000, 100
+TPU7X = {
+    "apiVersion": "kueue.x-k8s.io/v1beta2",
+    "kind": "ResourceFlavor",
+    "metadata": {"name": "tpu7x"},
+    "spec": {
+        "nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "tpu7x"},
+        "topologyName": "tpu7x-topology",
+        "tolerations": [{"key": TPU, "operator": "Exists", "effect": "NoSchedule"}],
+    },
+}
+
+
+def team(name: str, **kw: object) -> dict[str, object]:
+    return cluster_queue(
+        name,
+        {"tpu7x": {TPU: ("256", "128")}},
+        cohort="tpu-pool",
+        within="LowerPriority",
+        reclaim="LowerPriority",
+        **kw,  # type: ignore[arg-type]
+    )
+
+
+TEAMS = [team("team-a"), team("team-b"), team("team-c")]
+
+
+def chips(name: str, queue: str, amount: int, priority: int, minute: int = 0) -> dict[str, object]:
+    return admitted(
+        name, queue, {TPU: str(amount)}, flavor="tpu7x", priority=priority, at=NOW + timedelta(minutes=minute)
+    )
+
+
+def rfc_state(*workloads: dict[str, object], fair: bool = True, pending: tuple[dict[str, object], ...] = ()) -> State:
+    return state(TEAMS, workloads=[*workloads, *pending], flavors=[TPU7X], fair=fair)
+
+
+def tpu_job(queue: str, amount: int, priority: int, **kw: object) -> object:
+    return job(queue, {TPU: "4"}, count=amount // 4, priority=priority, created=NOW + timedelta(hours=1), **kw)  # type: ignore[arg-type]
+
+
+# ---------------------------------------------------------------- RFC-0033 4.4
+
+
+def test_rfc_4_4_scenario_1_borrows_the_idle_quota() -> None:
+    """A uses 128; B submits 384 best-effort chips: admitted, borrowing the 128 A leaves idle."""
+    result = simulate(rfc_state(chips("a-1", "team-a", 128, GUARANTEED)), tpu_job("team-b", 384, BEST_EFFORT))
+    assert (result.outcome, result.reason, result.cluster_queue) == ("admit", "", "team-b")
+    assert [(p.flavors, p.borrows) for p in result.podsets] == [({TPU: "tpu7x"}, 128)]
+    assert result.warning() == "[simulate] starts now on tpu7x, borrowing 128 chips"
+
+
+def test_rfc_4_4_scenario_2_reclaims_from_the_borrower_newest_first_until_it_fits() -> None:
+    """After 1 (and C at its nominal): A submits 128 guaranteed; B's borrowing Workloads go, newest
+    first, only as many as free 128; B's oldest stays."""
+    st = rfc_state(
+        chips("a-1", "team-a", 128, GUARANTEED),
+        chips("b-1", "team-b", 256, BEST_EFFORT, 0),
+        chips("b-2", "team-b", 64, BEST_EFFORT, 1),
+        chips("b-3", "team-b", 64, BEST_EFFORT, 2),
+        chips("c-1", "team-c", 256, GUARANTEED),
+    )
+    result = simulate(st, tpu_job("team-a", 128, GUARANTEED))
+    assert result.outcome == "preempt"
+    assert victims(result) == {("b-2", "InCohortReclamation"), ("b-3", "InCohortReclamation")}
+    assert result.warning() == "[simulate] will preempt 2 Workloads of team-b to reclaim quota"
+    named = Simulator(st, priority_names={BEST_EFFORT: "best-effort"}).simulate(tpu_job("team-a", 128, GUARANTEED))  # type: ignore[arg-type]
+    assert named.warning() == "[simulate] will preempt 2 best-effort Workloads of team-b to reclaim quota"
+
+
+def test_rfc_4_4_scenario_3_borrowing_guaranteed_job_preempts_by_fair_sharing() -> None:
+    """A full with 256 guaranteed submits 100 more (it must borrow): no Workload within any queue's
+    nominal is touched; B's borrowing best-effort one goes by the fair-sharing strategies."""
+    st = rfc_state(
+        chips("a-1", "team-a", 256, GUARANTEED),
+        chips("b-1", "team-b", 256, BEST_EFFORT, 0),
+        chips("b-2", "team-b", 128, BEST_EFFORT, 1),
+        chips("c-1", "team-c", 128, BEST_EFFORT),
+    )
+    result = simulate(st, tpu_job("team-a", 100, GUARANTEED))
+    assert result.outcome == "preempt"
+    assert victims(result) == {("b-2", "InCohortFairSharing")}
+
+
+def test_rfc_4_4_scenario_3_waits_when_nobody_borrows() -> None:
+    """The same 100 chips when every queue runs within its nominal: nothing to take, it waits."""
+    st = rfc_state(
+        chips("a-1", "team-a", 256, GUARANTEED),
+        chips("b-1", "team-b", 256, BEST_EFFORT),
+        chips("c-1", "team-c", 256, BEST_EFFORT),
+    )
+    result = simulate(st, tpu_job("team-a", 100, GUARANTEED))
+    assert (result.outcome, result.reason, result.preemptions) == ("wait", "WaitingForQuota", ())
+    assert result.warning() == "[simulate] will wait: team-a uses 256 of 256 tpu7x chips, cohort tpu-pool lends 0"
+
+
+def test_rfc_4_4_scenario_4_preempts_its_own_best_effort() -> None:
+    """A holds 156 guaranteed + 100 best-effort and submits 100 guaranteed: its own best-effort goes."""
+    st = rfc_state(
+        chips("a-high", "team-a", 156, GUARANTEED),
+        chips("a-low", "team-a", 100, BEST_EFFORT),
+        chips("b-1", "team-b", 256, BEST_EFFORT),
+        chips("c-1", "team-c", 256, BEST_EFFORT),
+    )
+    result = simulate(st, tpu_job("team-a", 100, GUARANTEED))
+    assert (result.outcome, victims(result)) == ("preempt", {("a-low", "InClusterQueue")})
+    assert result.warning() == "[simulate] will preempt 1 Workload of team-a of lower priority in its own queue"
+
+
+def test_rfc_4_4_scenario_5_best_effort_never_preempts() -> None:
+    """A borrows; B submits 100 best-effort with room in its nominal: same priority, no preemption, it waits."""
+    st = rfc_state(
+        chips("a-1", "team-a", 256, BEST_EFFORT),
+        chips("a-2", "team-a", 128, BEST_EFFORT),
+        chips("b-1", "team-b", 156, BEST_EFFORT),
+        chips("c-1", "team-c", 228, GUARANTEED),
+    )
+    result = simulate(st, tpu_job("team-b", 100, BEST_EFFORT))
+    assert (result.outcome, result.reason, result.preemptions) == ("wait", "WaitingForQuota", ())
+    assert result.numbers is not None
+    assert (result.numbers.uses, result.numbers.nominal, result.numbers.lends) == (156, 256, 0)
+    assert result.numbers.holders == (("team-a", 384), ("team-c", 228), ("team-b", 156))
+
+
+def test_rfc_4_4_scenario_6_fair_sharing_takes_from_the_largest_share_only() -> None:
+    """A borrows 96, B borrows 24 (both best-effort); C submits 64 guaranteed within its nominal:
+    every victim comes from A (the highest share), B is untouched."""
+    st = rfc_state(
+        chips("a-base", "team-a", 256, BEST_EFFORT, 0),
+        chips("a-1", "team-a", 32, BEST_EFFORT, 1),
+        chips("a-2", "team-a", 32, BEST_EFFORT, 2),
+        chips("a-3", "team-a", 32, BEST_EFFORT, 3),
+        chips("b-base", "team-b", 256, BEST_EFFORT, 0),
+        chips("b-1", "team-b", 24, BEST_EFFORT, 4),
+        chips("c-1", "team-c", 136, GUARANTEED),
+    )
+    result = simulate(st, tpu_job("team-c", 64, GUARANTEED))
+    assert result.outcome == "preempt"
+    assert victims(result) == {("a-2", "InCohortReclamation"), ("a-3", "InCohortReclamation")}
+
+
+# ---------------------------------------------------------------- blockers (KEP-10852 precedence)
+
+
+def test_deactivated_comes_before_a_stopped_queue() -> None:
+    """KEP-10852 example 1: deactivated and on a stopped queue: Deactivated is reported."""
+    st = state([team("team-a", stop="Hold")], flavors=[TPU7X])
+    result = simulate(st, tpu_job("team-a", 8, GUARANTEED, active=False))
+    assert (result.outcome, result.reason) == ("never", "Deactivated")
+
+
+def test_missing_local_queue_and_cluster_queue_are_misconfigured() -> None:
+    result = simulate(state(TEAMS, flavors=[TPU7X]), tpu_job("team-x", 8, GUARANTEED))
+    assert (result.outcome, result.reason, result.message) == (
+        "never",
+        "Misconfigured",
+        "LocalQueue default/team-x does not exist",
+    )
+    from webhook.simulate.state import LocalQueueInfo
+
+    st = state(TEAMS, flavors=[TPU7X], local_queues={("default", "q"): LocalQueueInfo("default", "q", "gone")})
+    result = simulate(st, tpu_job("q", 8, GUARANTEED))
+    assert (result.outcome, result.reason, result.message) == (
+        "never",
+        "Misconfigured",
+        "ClusterQueue gone does not exist",
+    )
+
+
+def test_no_matching_flavor_comes_before_a_stopped_queue() -> None:
+    """KEP-10852's precedence: NoMatchingFlavor (4) before Suspended (5)."""
+    flavor = {**TPU7X, "spec": {**TPU7X["spec"], "tolerations": []}}  # type: ignore[dict-item]
+    flavor["spec"]["nodeTaints"] = [{"key": TPU, "value": "present", "effect": "NoSchedule"}]
+    result = simulate(state([team("team-a", stop="Hold")], flavors=[flavor]), tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.reason) == ("never", "NoMatchingFlavor")
+    assert result.message == (
+        "podSet main: tpu7x: has taint google.com/tpu=present:NoSchedule, which the pod does not tolerate"
+    )
+
+
+def test_stopped_queue_is_suspended() -> None:
+    result = simulate(state([team("team-a", stop="HoldAndDrain")], flavors=[TPU7X]), tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.reason) == ("wait", "Suspended")
+    assert result.message == "ClusterQueue team-a is stopped (stopPolicy HoldAndDrain)"
+
+
+def test_namespace_selector_decides_when_the_labels_are_known() -> None:
+    tiered = team("team-a")
+    tiered["spec"]["namespaceSelector"] = {"matchLabels": {"tier": "production"}}  # type: ignore[index]
+    open_state = state([tiered], flavors=[TPU7X])
+    assert simulate(open_state, tpu_job("team-a", 8, GUARANTEED)).outcome == "admit"  # labels unknown: the rule decides
+    labelled = state([tiered], flavors=[TPU7X], namespace_labels={"default": {"tier": "dev"}})
+    result = simulate(labelled, tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.reason, result.message) == (
+        "never",
+        "Misconfigured",
+        "namespace default does not match ClusterQueue team-a's namespaceSelector {tier=production}",
+    )
+    closed = team("team-a")
+    del closed["spec"]["namespaceSelector"]  # type: ignore[attr-defined]
+    result = simulate(state([closed], flavors=[TPU7X]), tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.reason) == ("never", "Misconfigured")
+
+
+# ---------------------------------------------------------------- never and unknown
+
+
+def test_beyond_nominal_and_borrowing_limit_is_never() -> None:
+    result = simulate(rfc_state(), tpu_job("team-a", 400, GUARANTEED))
+    assert (result.outcome, result.reason) == ("never", "ExceedsMaxQuota")
+
+
+def test_without_workloads_in_the_state_it_is_unknown_never_admit() -> None:
+    st = state(TEAMS, flavors=[TPU7X], missing=[WORKLOADS])
+    result = simulate(st, tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.message) == (
+        "unknown",
+        "Workloads are not in the state: what the queues use now is unknown",
+    )
+    # what exceeds every quota is decided without usage
+    assert simulate(st, tpu_job("team-a", 400, GUARANTEED)).outcome == "never"
+
+
+def test_without_cohorts_a_queue_in_a_cohort_is_unknown() -> None:
+    st = state(TEAMS, flavors=[TPU7X], missing=[COHORTS])
+    assert simulate(st, tpu_job("team-a", 8, GUARANTEED)).outcome == "unknown"
+
+
+def test_cohort_cycle_is_reported_not_looped_on() -> None:
+    queues = [cluster_queue("q", {"default": {"cpu": "4"}}, cohort="x"), cluster_queue("p", {"default": {"cpu": "4"}})]
+    st = state(queues, cohorts=[cohort("x", parent="y"), cohort("y", parent="x")])
+    result = simulate(st, job("q", {"cpu": "1"}))
+    assert (result.outcome, result.reason) == ("never", "Misconfigured")
+    assert result.notes == ("cohort cycle: x → y → x",)
+    # a queue outside the cycle is answered as usual
+    assert simulate(st, job("p", {"cpu": "1"})).outcome == "admit"
+
+
+def test_workloads_on_unknown_queues_or_flavors_are_counted_where_they_say_and_reported() -> None:
+    st = state(
+        [cluster_queue("q", {"default": {"cpu": "4"}})],
+        workloads=[admitted("ghost", "gone", {"cpu": "2"}), admitted("odd", "q", {"cpu": "3"}, flavor="retired")],
+    )
+    result = simulate(st, job("q", {"cpu": "4"}))
+    assert result.outcome == "admit"  # "odd" holds retired quota, not default's
+    assert result.notes == (
+        "Workload /ghost is admitted to ClusterQueue gone, which the state lacks",
+        "Workload /odd holds quota of flavor retired, which ClusterQueue q does not list; counted there all the same",
+    )
+
+
+# ---------------------------------------------------------------- the queue in front
+
+
+def _waiting(name: str, queue: str, amount: int, priority: int, minutes: int) -> dict[str, object]:
+    created = NOW + timedelta(minutes=minutes)
+    return pending_document(name, queue, {TPU: "4"}, count=amount // 4, priority=priority, created=created)
+
+
+def test_position_counts_higher_priority_and_earlier_equal_priority() -> None:
+    pending = (
+        _waiting("w-high", "team-a", 512, GUARANTEED + 1, 90),  # higher priority: ahead, though newer
+        _waiting("w-early", "team-a", 512, GUARANTEED, 5),  # same priority, earlier: ahead
+        _waiting("w-late", "team-a", 512, GUARANTEED, 120),  # same priority, later: behind
+        _waiting("w-low", "team-a", 512, BEST_EFFORT, 0),  # lower priority: behind
+        _waiting("w-other", "team-b", 512, GUARANTEED, 0),  # another queue
+    )
+    result = simulate(rfc_state(pending=pending), tpu_job("team-a", 8, GUARANTEED))
+    assert (result.position.ahead, result.position.chips_ahead) == (2, 1024)
+    # both ahead exceed every quota: they never go first, so the start stands (BestEffortFIFO)
+    assert result.outcome == "admit"
+    assert result.to_json()["position"] == {"ahead": 2, "chipsAhead": 1024}
+
+
+def test_strict_fifo_waits_behind_the_head() -> None:
+    st = state(
+        [team("team-a", strategy="StrictFIFO"), team("team-b"), team("team-c")],
+        workloads=[_waiting("w-early", "team-a", 512, GUARANTEED, 5)],
+        flavors=[TPU7X],
+    )
+    result = simulate(st, tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.reason, result.position.ahead) == ("wait", "StrictFIFO", 1)
+    assert result.warning() == "[simulate] will wait: behind 1 Workload in StrictFIFO ClusterQueue team-a"
+
+
+def test_best_effort_fifo_is_unknown_when_one_ahead_could_go_first() -> None:
+    pending = (_waiting("w-early", "team-a", 64, GUARANTEED, 5),)
+    result = simulate(rfc_state(pending=pending), tpu_job("team-a", 8, GUARANTEED))
+    assert result.outcome == "unknown"
+    assert result.message == "Workload default/w-early, ahead of it in ClusterQueue team-a, could be admitted first"
+
+
+def test_too_many_ahead_to_work_out_is_unknown() -> None:
+    pending = tuple(_waiting(f"w-{i}", "team-a", 512, GUARANTEED, i) for i in range(20))
+    result = simulate(rfc_state(pending=pending), tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.position.ahead) == ("unknown", 20)
+
+
+# ---------------------------------------------------------------- the answer
+
+
+def test_json_has_exactly_the_contract_keys() -> None:
+    st = rfc_state(
+        chips("a-high", "team-a", 156, GUARANTEED),
+        chips("a-low", "team-a", 100, BEST_EFFORT),
+        chips("b-1", "team-b", 256, BEST_EFFORT),
+        chips("c-1", "team-c", 256, BEST_EFFORT),
+    )
+    result = Simulator(st).simulate(tpu_job("team-a", 100, GUARANTEED), kind="JobSet", source="job.yaml")  # type: ignore[arg-type]
+    assert json.loads(json.dumps(result.to_json())) == {
+        "source": "job.yaml",
+        "kind": "JobSet",
+        "namespace": "default",
+        "name": "in",
+        "outcome": "preempt",
+        "reason": "",
+        "clusterQueue": "team-a",
+        "podSets": [{"name": "main", "count": 25, "flavors": {TPU: "tpu7x"}, "borrows": 0}],
+        "preemptions": [
+            {"workload": "/a-low", "clusterQueue": "team-a", "priority": BEST_EFFORT, "reason": "InClusterQueue"}
+        ],
+        "position": {"ahead": 0, "chipsAhead": 0},
+        "message": "fits in ClusterQueue team-a once 1 Workload is preempted",
+    }
+
+
+def test_text_puts_the_outcome_first_then_the_numbers() -> None:
+    st = rfc_state(
+        chips("a-1", "team-a", 256, GUARANTEED),
+        chips("b-1", "team-b", 256, BEST_EFFORT),
+        chips("c-1", "team-c", 256, BEST_EFFORT),
+    )
+    text = simulate(st, tpu_job("team-a", 100, GUARANTEED)).text().splitlines()
+    assert text[0] == "WAIT (WaitingForQuota)  Workload default/in"
+    assert text[1:] == [
+        "  ClusterQueue team-a",
+        "  needs 100 google.com/tpu on tpu7x; ClusterQueue team-a uses 256 of 256, cohort tpu-pool lends 0;"
+        " no preemption Kueue would make frees enough",
+        "  podSet main ×25: google.com/tpu: tpu7x, borrows 100 chips",
+        "  google.com/tpu on tpu7x: needs 100, queue uses 256 of nominal 256, cohort tpu-pool lends 0",
+        "  largest users: team-a 256, team-b 256, team-c 256",
+    ]
+
+
+@pytest.mark.parametrize("fair", [True, False])
+def test_simulating_changes_nothing(fair: bool) -> None:
+    """The tree's usage is the same after any number of answers (every removal is put back)."""
+    st = rfc_state(
+        chips("a-1", "team-a", 128, GUARANTEED),
+        chips("b-1", "team-b", 256, BEST_EFFORT, 0),
+        chips("b-2", "team-b", 64, BEST_EFFORT, 1),
+        chips("b-3", "team-b", 64, BEST_EFFORT, 2),
+        chips("c-1", "team-c", 256, GUARANTEED),
+        fair=fair,
+    )
+    simulator = Simulator(st)
+    before = {n: dict(node.usage) for n, node in (*simulator.tree.queues.items(), *simulator.tree.cohorts.items())}
+    first = simulator.simulate(tpu_job("team-a", 128, GUARANTEED))  # type: ignore[arg-type]
+    for amount in (4, 100, 128, 300, 400):
+        simulator.simulate(tpu_job("team-a", amount, GUARANTEED))  # type: ignore[arg-type]
+    after = {n: dict(node.usage) for n, node in (*simulator.tree.queues.items(), *simulator.tree.cohorts.items())}
+    assert after == before
+    assert simulator.simulate(tpu_job("team-a", 128, GUARANTEED)) == first  # type: ignore[arg-type]
+
+
+def test_flavor_the_job_cannot_use_is_never_no_matching_flavor() -> None:
+    flavor = {**TPU7X, "spec": {**TPU7X["spec"], "tolerations": []}}  # type: ignore[dict-item]
+    flavor["spec"]["nodeTaints"] = [{"key": TPU, "value": "present", "effect": "NoSchedule"}]
+    assert parse_flavor(flavor).node_taints
+    st = state(TEAMS, flavors=[flavor])
+    result = simulate(st, tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.reason) == ("never", "NoMatchingFlavor")
+    assert "does not tolerate" in result.message
+
+
+def test_a_workload_already_holding_quota_is_admitted_as_it_is() -> None:
+    """Simulating a stored Workload that already holds quota counts it once, not twice."""
+    held = admitted("in", "team-a", {TPU: "256"}, flavor="tpu7x", namespace="default")
+    result = simulate(rfc_state(held), tpu_job("team-a", 256, GUARANTEED))
+    assert (result.outcome, result.message) == (
+        "admit",
+        "Workload default/in already holds quota in ClusterQueue team-a",
+    )
+
+
+@pytest.mark.parametrize("fair", [True, False])
+def test_a_search_past_its_budget_is_unknown_and_changes_nothing(fair: bool) -> None:
+    """However many candidates the state holds, one answer examines a bounded number of them."""
+    workloads = [chips(f"a-{i}", "team-a", 8, BEST_EFFORT, i) for i in range(32)]
+    st = rfc_state(
+        *workloads, chips("b-1", "team-b", 384, GUARANTEED), chips("c-1", "team-c", 128, GUARANTEED), fair=fair
+    )
+    roomy = Simulator(st).simulate(tpu_job("team-a", 64, GUARANTEED))  # type: ignore[arg-type]
+    assert (roomy.outcome, len(roomy.preemptions)) == ("preempt", 8)
+    tight = Simulator(st, budget=5)
+    before = {n: dict(node.usage) for n, node in tight.tree.queues.items()}
+    result = tight.simulate(tpu_job("team-a", 64, GUARANTEED))  # type: ignore[arg-type]
+    assert (result.outcome, result.message) == ("unknown", "the preemption search passed 5 candidates and was stopped")
+    assert {n: dict(node.usage) for n, node in tight.tree.queues.items()} == before
+
+
+def test_a_workload_without_podsets_is_misconfigured() -> None:
+    from webhook.simulate.state import PendingWorkload
+
+    empty = PendingWorkload("default/e", "e", "default", "team-a", 0, NOW, ())
+    assert simulate(rfc_state(), empty).reason == "Misconfigured"
+
+
+def test_a_wait_names_the_resource_and_flavor_that_is_short() -> None:
+    """A CPU job past its nominal with nothing to reclaim and no borrowWithinCohort: it waits, and the
+    numbers are cpu on the flavor it tried, with what the cohort lends now."""
+    queues = [
+        cluster_queue("q", {"one": {"cpu": ("2", "8")}}, cohort="c"),
+        cluster_queue("other", {"one": {"cpu": "8"}}, cohort="c"),
+    ]
+    st = state(queues, workloads=[admitted("usage", "other", {"cpu": "7"}, flavor="one")])
+    result = simulate(st, job("q", {"cpu": "4"}))
+    assert (result.outcome, result.reason) == ("wait", "WaitingForQuota")
+    assert result.numbers is not None
+    n = result.numbers
+    assert (n.flavor, n.resource, n.needs, n.uses, n.nominal, n.lends, n.cohort) == ("one", "cpu", 4, 0, 2, 1, "c")
+    assert n.holders == (("other", 7),)
+    assert result.warning() == "[simulate] will wait: q uses 0 of 2 one cpu, cohort c lends 1"

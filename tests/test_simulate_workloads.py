@@ -1,0 +1,94 @@
+"""A stored Workload document as the engine reads it (``from_document``), as Kueue's cache counts it."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from decimal import Decimal
+
+from tests.simulate_builders import NOW, admitted, pending_document
+from webhook.simulate.state import AdmittedWorkload, PendingWorkload
+from webhook.simulate.workloads import from_document
+
+
+def test_admitted_workload_usage_is_read_from_its_admission() -> None:
+    doc = admitted(
+        "w",
+        "team-a",
+        {"google.com/tpu": "64", "cpu": "1500m"},
+        flavors={"google.com/tpu": "tpu7x", "cpu": "cpu-standard"},
+        priority=7,
+        at=NOW + timedelta(minutes=3),
+        created=NOW,
+        namespace="ns",
+    )
+    doc["status"]["admission"]["podSetAssignments"].append(  # type: ignore[index]
+        {
+            "name": "second",
+            "flavors": {"google.com/tpu": "tpu7x"},
+            "resourceUsage": {"google.com/tpu": "16", "memory": "1Gi"},
+        }
+    )
+    assert from_document(doc) == AdmittedWorkload(
+        "ns/w",
+        "w",
+        "team-a",
+        7,
+        NOW,
+        NOW + timedelta(minutes=3),
+        {("tpu7x", "google.com/tpu"): Decimal(80), ("cpu-standard", "cpu"): Decimal("1.5")},
+        False,
+    )
+
+
+def test_evicted_while_still_holding_quota_is_admitted_and_marked() -> None:
+    workload = from_document(admitted("w", "q", {"cpu": "1"}, evicted=True))
+    assert isinstance(workload, AdmittedWorkload) and workload.evicted
+
+
+def test_finished_counts_for_nothing() -> None:
+    doc = admitted("w", "q", {"cpu": "1"})
+    doc["status"]["conditions"].append({"type": "Finished", "status": "True"})  # type: ignore[index]
+    assert from_document(doc) is None
+
+
+def test_pending_workload_keeps_its_queue_priority_creation_and_podsets() -> None:
+    workload = from_document(pending_document("p", "team-a", {"google.com/tpu": "4"}, count=16, priority=3))
+    assert isinstance(workload, PendingWorkload)
+    assert (workload.key, workload.queue_name, workload.priority, workload.created, workload.active) == (
+        "default/p",
+        "team-a",
+        3,
+        NOW,
+        True,
+    )
+    assert [(p.name, p.count, p.requests) for p in workload.podsets] == [
+        ("main", 16, (("google.com/tpu", Decimal(4)),))
+    ]
+
+
+def test_deactivated_pending_workload_is_inactive() -> None:
+    workload = from_document(pending_document("p", "q", {"cpu": "1"}, active=False))
+    assert isinstance(workload, PendingWorkload) and not workload.active
+
+
+def test_odd_fields_read_leniently() -> None:
+    """The API server validated the object; what is of the wrong type reads as absent."""
+    doc = {
+        "metadata": {"name": "x", "namespace": "n", "creationTimestamp": "yesterday"},
+        "spec": {"priority": "high", "podSets": [{"count": "3"}]},
+    }
+    workload = from_document(doc)
+    assert isinstance(workload, PendingWorkload)
+    assert (workload.priority, workload.podsets[0].count, workload.uid) == (0, 1, "n/x")
+
+
+def test_usage_sums_are_exact_and_times_without_a_zone_read_as_utc() -> None:
+    doc = admitted("w", "q", {"cpu": "1e30"}, at=NOW)
+    doc["status"]["admission"]["podSetAssignments"].append(  # type: ignore[index]
+        {"name": "b", "flavors": {"cpu": "default"}, "resourceUsage": {"cpu": "1n"}}
+    )
+    doc["metadata"]["creationTimestamp"] = "2026-01-01T00:00:00"  # type: ignore[index]
+    workload = from_document(doc)
+    assert isinstance(workload, AdmittedWorkload)
+    assert workload.usage == {("default", "cpu"): Decimal("1000000000000000000000000000000.000000001")}
+    assert workload.created == NOW

@@ -1,0 +1,340 @@
+"""One scheduling attempt of Kueue's scheduler for one job, against a frozen state.
+
+The order is Kueue's: workload-wide blockers first, in KEP-10852's precedence
+(``Deactivated``, ``Misconfigured``, ``Suspended``); then the flavor assignment with the
+current usage (``assign``), then, when it needs preemption, the victims Kueue's
+preemptor picks (``preempt``); last the job's place among the pending Workloads of its
+ClusterQueue. Where the state lacks what decides the answer the outcome is ``unknown``,
+naming what is missing: a guess that promises a start Kueue would not give, or names a
+victim Kueue would not touch, is the worst answer this can give.
+
+``Simulator`` builds the tree once per state and answers any number of jobs; each answer
+puts back every usage it moved, so the state is never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from decimal import Decimal, localcontext
+
+from webhook.kube.quantity import CONTEXT
+from webhook.quota.amounts import format_amount
+from webhook.quota.objects import ClusterQueueInfo, describe_selector, selector_matches
+from webhook.simulate.assign import (
+    EXCEEDS_MAX_QUOTA,
+    FIT,
+    NO_MATCHING_FLAVOR,
+    NOFIT,
+    PREEMPT,
+    Assignment,
+    FlavorAssigner,
+)
+from webhook.simulate.preempt import Preemptor, Simulation, Victim
+from webhook.simulate.result import (
+    ADMIT,
+    LISTED,
+    NEVER,
+    UNKNOWN,
+    WAIT,
+    Numbers,
+    PodSetResult,
+    Position,
+    PreemptionResult,
+    Result,
+    plural,
+)
+from webhook.simulate.result import PREEMPT as PREEMPT_OUTCOME
+from webhook.simulate.state import COHORTS, FLAVORS, LOCAL_QUEUES, WORKLOADS, PendingWorkload, State
+from webhook.simulate.tree import Node, available, build_tree
+
+ZERO = Decimal(0)
+TPU = "google.com/tpu"
+#: pending Workloads ahead of the job whose own chances are worked out (BestEffortFIFO);
+#: beyond it the answer is unknown rather than a long search
+AHEAD_CHECKED = 16
+
+
+class Simulator:
+    """Answers "what would Kueue do with this job now" for jobs against one state."""
+
+    def __init__(
+        self, state: State, tpu: str = TPU, budget: int = 20_000, priority_names: Mapping[int, str] | None = None
+    ) -> None:
+        self.state = state
+        self.tpu = tpu
+        #: priority -> its name for people (a tier: ``guaranteed``, ``best-effort``), for the webhook line
+        self.priority_names = dict(priority_names or {})
+        with localcontext(CONTEXT):
+            self.tree = build_tree(state)
+        self.sim = Simulation(state, self.tree, budget)
+
+    def simulate(self, job: PendingWorkload, kind: str = "Workload", source: str = "") -> Result:
+        self.sim.reset()
+        with localcontext(CONTEXT):
+            result = self._simulate(job)
+        if self.sim.exhausted:
+            message = f"the preemption search passed {self.sim.budget} candidates and was stopped"
+            result = Result(UNKNOWN, "", result.cluster_queue, message, result.podsets, (), result.position)
+        namespace, _, name = job.key.rpartition("/")
+        notes = tuple(self.tree.notes[:LISTED]) + tuple(
+            f"cohort cycle: {' → '.join((*c, c[0]))}" for c in self.tree.cycles[:LISTED]
+        )
+        return Result(
+            result.outcome,
+            result.reason,
+            result.cluster_queue,
+            result.message,
+            result.podsets,
+            result.preemptions,
+            result.position,
+            source,
+            kind,
+            namespace,
+            name,
+            result.numbers,
+            notes,
+            self.tpu,
+            self.priority_names,
+        )
+
+    def _simulate(self, job: PendingWorkload) -> Result:
+        state = self.state
+        if not job.active:
+            return Result(NEVER, "Deactivated", "", "the Workload is deactivated (spec.active: false)")
+        if not job.podsets:
+            return Result(NEVER, "Misconfigured", "", "the Workload has no podSets")
+        if LOCAL_QUEUES in state.missing:
+            return Result(UNKNOWN, "", "", "LocalQueues are not in the state: its ClusterQueue is unknown")
+        local = state.local_queues.get((job.namespace, job.queue_name))
+        if local is None:
+            return Result(NEVER, "Misconfigured", "", f"LocalQueue {job.namespace}/{job.queue_name} does not exist")
+        queue = state.cluster_queues.get(local.cluster_queue)
+        node = self.tree.queues.get(local.cluster_queue)
+        if queue is None or node is None:
+            return Result(
+                NEVER, "Misconfigured", local.cluster_queue, f"ClusterQueue {local.cluster_queue} does not exist"
+            )
+        selector = self._selector(queue, job.namespace)
+        if selector is not None:
+            return Result(NEVER, "Misconfigured", queue.name, selector)
+        if node.cyclic:
+            message = f"ClusterQueue {queue.name} is inactive: its cohort tree has a cycle"
+            return Result(NEVER, "Misconfigured", queue.name, message)
+        holding = next((w for w in state.admitted_by_queue.get(queue.name, ()) if w.key == job.key), None)
+        if holding is not None:
+            return Result(ADMIT, "", queue.name, f"Workload {job.key} already holds quota in ClusterQueue {queue.name}")
+        if FLAVORS in state.missing:
+            return Result(
+                UNKNOWN,
+                "",
+                queue.name,
+                "ResourceFlavors are not in the state: which flavors the job can use is unknown",
+            )
+        assigner = FlavorAssigner(self.sim, node, job.priority, job.created)
+        unmatched = assigner.unmatched(job.podsets)  # KEP-10852: NoMatchingFlavor comes before Suspended
+        if unmatched is not None:
+            return Result(NEVER, NO_MATCHING_FLAVOR, queue.name, unmatched)
+        for kind, policy in (
+            ("ClusterQueue " + queue.name, queue.stop_policy),
+            ("LocalQueue " + local.name, local.stop_policy),
+        ):
+            if policy != "None":
+                return Result(WAIT, "Suspended", queue.name, f"{kind} is stopped (stopPolicy {policy})")
+        if COHORTS in state.missing and queue.cohort:
+            message = f"Cohorts are not in the state: what cohort {queue.cohort} could lend is unknown"
+            return Result(UNKNOWN, "", queue.name, message)
+        assignment = assigner.assign(job.podsets)
+        if assignment.mode == NOFIT and assignment.reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR):
+            return Result(
+                NEVER, assignment.reason, queue.name, _why_not(assignment), self._podsets(assignment, node, [])
+            )
+        if WORKLOADS in state.missing:
+            message = "Workloads are not in the state: what the queues use now is unknown"
+            return Result(UNKNOWN, "", queue.name, message, self._podsets(assignment, node, []))
+        position = self._position(job, queue.name, queue.queueing_strategy)
+        if assignment.mode == FIT:
+            podsets = self._podsets(assignment, node, [])
+            result = Result(ADMIT, "", queue.name, _fits(podsets, queue.name, self.tpu), podsets, (), position)
+        elif assignment.mode == PREEMPT:
+            job_usage = Preemptor(node, job.priority, job.created, assignment.usage, assignment.need_preemption())
+            victims = self.sim.targets(job_usage)
+            if victims:
+                podsets = self._podsets(assignment, node, victims)
+                preemptions = tuple(
+                    PreemptionResult(v.workload.key, v.workload.cluster_queue, v.workload.priority, v.reason)
+                    for v in sorted(victims, key=lambda v: (v.workload.cluster_queue, v.workload.key))
+                )
+                gone = plural(len(victims), "Workload")
+                message = (
+                    f"fits in ClusterQueue {queue.name} once {gone} {'is' if len(victims) == 1 else 'are'} preempted"
+                )
+                result = Result(PREEMPT_OUTCOME, "", queue.name, message, podsets, preemptions, position)
+            else:
+                result = self._wait(assignment, node, position, "no preemption Kueue would make frees enough")
+        else:
+            result = self._wait(assignment, node, position, _why_not(assignment))
+        return self._behind(job, result, queue.queueing_strategy)
+
+    def _selector(self, queue: ClusterQueueInfo, namespace: str) -> str | None:
+        """Why ``queue``'s namespaceSelector refuses ``namespace``; ``None`` when it admits it or the
+        namespace's labels are not in the state (the ``namespace-not-selected`` rule decides that)."""
+        if queue.namespace_selector is None:
+            return f"ClusterQueue {queue.name} has no namespaceSelector: it matches no namespace"
+        labels = (self.state.namespace_labels or {}).get(namespace)
+        if labels is None or selector_matches(queue.namespace_selector, labels):
+            return None
+        selector = describe_selector(queue.namespace_selector)
+        return f"namespace {namespace} does not match ClusterQueue {queue.name}'s namespaceSelector {selector}"
+
+    # ------------------------------------------------------------ the queue in front
+
+    def _ahead(self, job: PendingWorkload, queue: str) -> list[PendingWorkload]:
+        ahead = [
+            p
+            for p in self.state.pending_by_queue.get(queue, ())
+            if p.key != job.key
+            and (p.priority > job.priority or (p.priority == job.priority and p.created < job.created))
+        ]
+        ahead.sort(key=lambda p: (-p.priority, p.created, p.key))
+        return ahead
+
+    def _position(self, job: PendingWorkload, queue: str, strategy: str) -> Position:
+        ahead = self._ahead(job, queue)
+        chips = sum((ps.total(self.tpu) for p in ahead for ps in p.podsets), ZERO)
+        return Position(len(ahead), chips, strategy)
+
+    def _behind(self, job: PendingWorkload, result: Result, strategy: str) -> Result:
+        """A start the queue in front would hold back: StrictFIFO waits; BestEffortFIFO is unknown when one
+        of those ahead could be admitted first (or too many are ahead to tell)."""
+        if result.outcome not in (ADMIT, PREEMPT_OUTCOME) or not result.position.ahead:
+            return result
+        ahead = result.position.ahead
+        if strategy == "StrictFIFO":
+            message = f"behind {plural(ahead, 'Workload')} in StrictFIFO ClusterQueue {result.cluster_queue}"
+            return Result(WAIT, "StrictFIFO", result.cluster_queue, message, result.podsets, (), result.position)
+        pending = self._ahead(job, result.cluster_queue)
+        if len(pending) > AHEAD_CHECKED:
+            message = (
+                f"{plural(ahead, 'Workload')} ahead of it in ClusterQueue {result.cluster_queue};"
+                " whether they go first is not worked out"
+            )
+            return Result(UNKNOWN, "", result.cluster_queue, message, result.podsets, (), result.position)
+        node = self.tree.queues[result.cluster_queue]
+        for other in pending:
+            assigned = FlavorAssigner(self.sim, node, other.priority, other.created).assign(other.podsets)
+            goes = assigned.mode == FIT or (
+                assigned.mode == PREEMPT
+                and self.sim.targets(
+                    Preemptor(node, other.priority, other.created, assigned.usage, assigned.need_preemption())
+                )
+            )
+            if goes:
+                message = (
+                    f"Workload {other.key}, ahead of it in ClusterQueue {result.cluster_queue}, could be admitted first"
+                )
+                return Result(UNKNOWN, "", result.cluster_queue, message, result.podsets, (), result.position)
+        return result
+
+    # ------------------------------------------------------------ numbers
+
+    def _podsets(self, assignment: Assignment, node: Node, victims: Sequence[Victim]) -> tuple[PodSetResult, ...]:
+        """Each podSet's flavors and what it borrows of its main resource, with ``victims`` gone."""
+        for victim in victims:
+            self.sim.remove(victim.workload)
+        results = []
+        assumed: dict[tuple[str, str], Decimal] = {}
+        for podset in assignment.podsets:
+            borrows = ZERO
+            main = self.tpu if self.tpu in podset.flavors else min(podset.flavors, default="")
+            for fr, value in podset.usage.items():
+                before = node.usage.get(fr, ZERO) + assumed.get(fr, ZERO)
+                nominal = node.quota(fr).nominal
+                if fr[1] == main:
+                    borrows += max(ZERO, before + value - nominal) - max(ZERO, before - nominal)
+                assumed[fr] = assumed.get(fr, ZERO) + value
+            results.append(PodSetResult(podset.name, podset.count, dict(podset.flavors), borrows, main))
+        self.sim.restore(list(victims))
+        return tuple(results)
+
+    def _wait(self, assignment: Assignment, node: Node, position: Position, why: str) -> Result:
+        numbers = self._numbers(assignment, node)
+        message = why
+        if numbers is not None:
+            n = numbers
+            r = n.resource
+            message = (
+                f"needs {format_amount(n.needs, r)} {r} on {n.flavor}; ClusterQueue {node.name} uses "
+                f"{format_amount(n.uses, r)} of {format_amount(n.nominal, r)}"
+                + (f", cohort {n.cohort} lends {format_amount(n.lends, r)}" if n.cohort else "")
+                + f"; {why}"
+            )
+        assert node.info is not None
+        return Result(
+            WAIT,
+            "WaitingForQuota",
+            node.name,
+            message,
+            self._podsets(assignment, node, []),
+            (),
+            position,
+            numbers=numbers,
+        )
+
+    def _numbers(self, assignment: Assignment, node: Node) -> Numbers | None:
+        """The (flavor, resource) a wait is about: the job's main resource on the flavor it got or first tried."""
+        failed = next((p for p in assignment.podsets if p.reason), None)
+        target = None
+        for podset in assignment.podsets:
+            if self.tpu in podset.flavors:
+                target = (podset.flavors[self.tpu], self.tpu)
+        if target is None and failed is not None:
+            waiting = [t for tries in failed.tries for t in tries if t.reason == "WaitingForQuota" and t.resource]
+            if waiting:
+                target = (waiting[0].flavor, waiting[0].resource)
+        if target is None and assignment.usage:
+            target = min(assignment.usage)
+        if target is None:
+            return None
+        uses = node.usage.get(target, ZERO)
+        nominal = node.quota(target).nominal
+        lends = max(ZERO, available(node, target) - max(ZERO, nominal - uses)) if node.parent is not None else ZERO
+        needs = assignment.usage.get(target, ZERO)
+        if failed is not None:  # what the podSet that did not fit asks, on top of those before it
+            needs += failed.requests.get(target[1], ZERO)
+        scope = [node] if node.parent is None else list(_queues(node.root()))
+        holders = sorted(((q.name, q.usage.get(target, ZERO)) for q in scope), key=lambda h: (-h[1], h[0]))
+        cohort = node.parent.name if node.parent is not None else None
+        return Numbers(
+            target[0], target[1], needs, uses, nominal, lends, cohort, tuple(h for h in holders[:3] if h[1] > 0)
+        )
+
+
+def _queues(cohort: Node) -> list[Node]:
+    found = list(cohort.child_queues)
+    for child in cohort.child_cohorts:
+        found += _queues(child)
+    return found
+
+
+def _fits(podsets: Sequence[PodSetResult], queue: str, chips: str) -> str:
+    borrowed: dict[str, Decimal] = {}
+    for p in podsets:
+        if p.borrows:
+            borrowed[p.resource] = borrowed.get(p.resource, ZERO) + p.borrows
+    flavors = sorted({f for p in podsets for f in p.flavors.values()})
+    text = f"fits now in ClusterQueue {queue}" + (f" on {', '.join(flavors)}" if flavors else "")
+    amounts = ", ".join(
+        f"{format_amount(v)} chips" if r == chips else f"{format_amount(v, r)} {r}" for r, v in sorted(borrowed.items())
+    )
+    return text + (f", borrowing {amounts}" if amounts else "")
+
+
+def _why_not(assignment: Assignment) -> str:
+    """The flavors tried for the podSet that did not fit, and why each fell through."""
+    failed = next((p for p in assignment.podsets if p.reason), None)
+    if failed is None:
+        return "it does not fit"
+    details = [
+        f"{t.flavor or 'no flavor'}: {t.detail or t.reason}" for tries in failed.tries for t in tries if t.mode == NOFIT
+    ]
+    return f"podSet {failed.name}: " + "; ".join(details[:LISTED])

@@ -1,0 +1,113 @@
+"""The engine's input: a frozen picture of what Kueue's scheduler reads in one cycle.
+
+ClusterQueues, Cohorts and ResourceFlavors are the quota model's own views
+(``webhook.quota.objects``, with their preemption, fungibility, queueing strategy, stop
+policy and fair-sharing weight); the rest is here. Workloads are kept small: an admitted
+one is its ClusterQueue, priority, times and usage per (flavor, resource); a pending one
+its LocalQueue, priority, creation time and podSets. A kind the state does not hold is
+named in ``missing``: what it would decide is then unknown, never assumed empty.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from decimal import Decimal
+
+from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo
+from webhook.quota.podsets import PodSetDemand
+from webhook.simulate.candidates import QueueIndex, build_index
+
+#: Kueue's ``FlavorResource``: (flavor, resource)
+FlavorResource = tuple[str, str]
+
+#: Kueue's default fair-sharing preemption strategies (``parseStrategies``)
+DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+WORKLOADS, COHORTS, FLAVORS, LOCAL_QUEUES = "Workload", "Cohort", "ResourceFlavor", "LocalQueue"
+
+
+@dataclass(frozen=True, slots=True)
+class FairSharing:
+    """Kueue's Configuration ``fairSharing``: its presence turns fair sharing on."""
+
+    enabled: bool = False
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+
+
+@dataclass(frozen=True, slots=True)
+class LocalQueueInfo:
+    namespace: str
+    name: str
+    cluster_queue: str
+    #: None | Hold | HoldAndDrain
+    stop_policy: str = "None"
+
+
+@dataclass(frozen=True, slots=True)
+class AdmittedWorkload:
+    """A Workload holding quota (``QuotaReserved`` True, not finished): what it uses, and where."""
+
+    key: str
+    uid: str
+    cluster_queue: str
+    priority: int
+    created: datetime
+    #: ``QuotaReserved``'s lastTransitionTime; ``None``: unknown (Kueue then reads "now")
+    reserved: datetime | None
+    usage: Mapping[FlavorResource, Decimal]
+    #: ``Evicted`` is True: preemption or eviction already under way (Kueue tries it first)
+    evicted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWorkload:
+    """A Workload waiting in a LocalQueue, or the job being simulated."""
+
+    key: str
+    uid: str
+    namespace: str
+    queue_name: str
+    priority: int
+    created: datetime
+    podsets: tuple[PodSetDemand, ...]
+    active: bool = True
+
+
+@dataclass(frozen=True)
+class State:
+    """One frozen cycle's worth of cluster state, with the indexes the engine reads."""
+
+    cluster_queues: Mapping[str, ClusterQueueInfo]
+    cohorts: Mapping[str, CohortInfo]
+    flavors: Mapping[str, FlavorInfo]
+    local_queues: Mapping[tuple[str, str], LocalQueueInfo]
+    admitted: tuple[AdmittedWorkload, ...] = ()
+    pending: tuple[PendingWorkload, ...] = ()
+    fair_sharing: FairSharing = FairSharing()
+    #: the kinds the state does not hold (``WORKLOADS``, ``COHORTS``, ...)
+    missing: frozenset[str] = frozenset()
+    #: namespace -> its labels, for ClusterQueue ``namespaceSelector``s; ``None``: not in the state
+    namespace_labels: Mapping[str, Mapping[str, str]] | None = None
+    now: datetime = field(default_factory=lambda: datetime.now().astimezone())
+    #: ClusterQueue -> its admitted Workloads (Kueue's ``ClusterQueueSnapshot.Workloads``)
+    admitted_by_queue: Mapping[str, tuple[AdmittedWorkload, ...]] = field(init=False)
+    #: ClusterQueue -> its pending Workloads, through their LocalQueue
+    pending_by_queue: Mapping[str, tuple[PendingWorkload, ...]] = field(init=False)
+    #: ClusterQueue -> its admitted Workloads in Kueue's candidate order (``candidates``)
+    candidates: Mapping[str, QueueIndex] = field(init=False)
+
+    def __post_init__(self) -> None:
+        admitted: defaultdict[str, list[AdmittedWorkload]] = defaultdict(list)
+        for workload in self.admitted:
+            admitted[workload.cluster_queue].append(workload)
+        pending: defaultdict[str, list[PendingWorkload]] = defaultdict(list)
+        for waiting in self.pending:
+            queue = self.local_queues.get((waiting.namespace, waiting.queue_name))
+            if queue is not None and waiting.active:
+                pending[queue.cluster_queue].append(waiting)
+        object.__setattr__(self, "admitted_by_queue", {k: tuple(v) for k, v in admitted.items()})
+        object.__setattr__(self, "pending_by_queue", {k: tuple(v) for k, v in pending.items()})
+        object.__setattr__(self, "candidates", {k: build_index(v, self.now) for k, v in admitted.items()})
