@@ -458,13 +458,8 @@ def recall_key(workload: Workload, ctx: RuleContext, queue_balance: Callable[[st
     event need not drop the answers. A check that reads a new field or kind adds it here;
     ``tests/test_engine_recall.py`` varies each field and compares with a fresh decision.
     ``None`` when a part cannot be keyed exactly (``_podsets_key``).
-
-    The podSets' part is, for a JobSet the typed reader read, the text it was built from
-    (``Source.podsets_text``: one bytes value, hashed and compared in C); for any other
-    object, the fields the checks read (``_podsets_key``).
     """
-    source = workload.source
-    podsets: Hashable | None = source.podsets_text() if source is not None else _podsets_key(workload)
+    podsets = _podsets_key(workload)
     if podsets is None:
         return None
     labels, namespace_labels = ctx.effective_labels, ctx.namespace_labels

@@ -13,7 +13,7 @@ a lone surrogate, a UTF-16 body, nesting msgspec will not follow, a wrong ``kind
 object that is not UTF-8), is decoded again by ``json.loads`` and checked field by
 field, which is also where every 4xx reason comes from; its object is plain JSON. So the
 fast path never decides anything the general path would decide differently;
-``tests/test_objects_fastjobset.py`` answers the same bodies both ways and compares the bytes.
+``tests/test_wire_reviews.py`` answers the same bodies both ways and compares the bytes.
 """
 
 from __future__ import annotations
