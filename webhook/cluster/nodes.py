@@ -53,6 +53,19 @@ class NodeIndex:
         #: (topology, node pool) of the accelerator -> (nodes present, chips on them)
         self._pool_chips: dict[tuple[str, str], tuple[int, Decimal]] = {}
 
+    def copy(self) -> NodeIndex:
+        """An index with the same nodes that nothing moves (a snapshot's): each set and counter copied."""
+        out = NodeIndex(self.tpu)
+        out.nodes = dict(self.nodes)
+        out.label_index.update((item, set(names)) for item, names in self.label_index.items())
+        out.pools.update((topology, Counter(pools)) for topology, pools in self.pools.items())
+        out.shapes.update((shape, set(names)) for shape, names in self.shapes.items())
+        out._first = dict(self._first)
+        out.advertised = Counter(self.advertised)
+        out.accelerator_chips = self.accelerator_chips
+        out._pool_chips = dict(self._pool_chips)
+        return out
+
     def put(self, node: NodeInfo) -> None:
         self.remove(node.name)
         self.nodes[node.name] = node
