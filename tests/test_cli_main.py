@@ -349,7 +349,7 @@ def test_partial_failures_in_text_and_github(mixed: Path) -> None:
 
 
 def test_a_value_yaml_cannot_build_is_an_error_entry_and_the_file_beside_it_is_judged(tmp_path: Path) -> None:
-    """A 5000-digit integer used to end the run with a ValueError traceback (exit 1)."""
+    """A 5000-digit integer, which Python will not turn into an int, is an error entry, not a traceback."""
     huge = load_jobset("rfc-4.6-static")
     huge["spec"]["replicatedJobs"][0]["replicas"] = 7
     (tmp_path / "a-huge.yaml").write_text(yaml.safe_dump(huge).replace("replicas: 7", "replicas: " + "9" * 5000))

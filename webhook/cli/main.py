@@ -315,9 +315,8 @@ def _setup_logging(level: str) -> None:
     """JSON lines on stderr, one per decision plus the server's own messages.
 
     Buffered (``webhook.serving.logsink``): a request appends its encoded line and a background
-    thread writes the batch every 0.1 s. (A ``QueueHandler``, measured slower here
-    before, hands every record to its thread, which then competes for the GIL per line;
-    this thread wakes ten times a second.)
+    thread writes the batch every 0.1 s. (A ``QueueHandler`` hands every record to its
+    thread, which then competes for the GIL per line; this thread wakes ten times a second.)
     """
     # The logging HOWTO's "Optimization" switches: no caller frame lookup, no thread or
     # process fields; the JSON lines do not carry them.

@@ -49,9 +49,8 @@ class ReviewError(Exception):
 
 
 class AdmissionRequest(msgspec.Struct):
-    """The request's fields the webhook reads, checked. A msgspec struct rather than a
-    dataclass: made once per request, and a struct's constructor runs in C (0.08 µs
-    against a slotted dataclass's 0.43)."""
+    """The request's fields the webhook reads, checked. A msgspec struct: made once per
+    request, by a constructor that runs in C."""
 
     uid: str
     group: str
