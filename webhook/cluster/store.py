@@ -36,6 +36,7 @@ from webhook.quota.objects import (
     CohortInfo,
     FlavorInfo,
     NodeFit,
+    NodeInfo,
     Toleration,
     parse_cluster_queue,
     parse_cohort,
@@ -94,7 +95,7 @@ class ClusterStore:
         self._published: Snapshot | None = None
 
     @property
-    def nodes(self) -> dict[str, Any]:
+    def nodes(self) -> Mapping[str, NodeInfo]:
         return self.node_index.nodes
 
     def cohorts_known(self) -> bool:

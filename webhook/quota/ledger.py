@@ -308,7 +308,8 @@ class ChipsLedger:
 
     def copy(self) -> ChipsLedger:
         """A ledger with the same counts that moves on its own (a snapshot's; ``audit``'s view less some Workloads)."""
-        out = ChipsLedger(self.guaranteed)
+        out = ChipsLedger.__new__(ChipsLedger)
+        out.guaranteed = self.guaranteed
         out.usage, out.in_use, out.holding = self.usage.fork(), self.in_use.fork(), self.holding.fork()
         out.waiting = self.waiting.fork()
         return out
