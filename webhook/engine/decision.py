@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import localcontext
-from typing import Any, Final, Literal
+from functools import lru_cache
+from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
@@ -126,6 +127,16 @@ Plan = tuple[tuple[Rule, Action], ...]
 Scope = Literal["all", "final", "changes"]
 
 
+class Steps(NamedTuple):
+    """The rules a request runs, with their actions, in catalog order."""
+
+    plan: Plan
+    #: every kind the plan's rules require: asked of the cluster once per request
+    required: frozenset[str]
+    #: whether any of them is the cluster family's (their findings are memoized on the snapshot)
+    clustered: bool
+
+
 def _applicable(mode: str, scope: Scope, kind: str, clustered: bool) -> tuple[Rule, ...]:
     """The catalog's rules a request of this mode, scope and kind runs, in catalog order."""
     rules = []
@@ -145,24 +156,26 @@ def _applicable(mode: str, scope: Scope, kind: str, clustered: bool) -> tuple[Ru
     return tuple(rules)
 
 
-#: ``_applicable`` for every mode, scope, kind and whether there is a cluster: the catalog is fixed
-_APPLICABLE: Final = {
-    (mode, scope, kind, clustered): _applicable(mode, scope, kind, clustered)
-    for mode in ("static", "dynamic")
-    for scope in ("all", "final", "changes")
-    for kind in {kind for rule in RULES for kind in rule.kinds}
-    for clustered in (False, True)
-}
-
-
-def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> Plan:
-    """The rules that apply, with the policy's actions (the rules it turns off left out)."""
-    steps = []
-    for rule in _APPLICABLE[(policy.mode, scope, kind, clustered)]:
-        action = policy.action_for(rule.id, rule.default_action)
+@lru_cache(maxsize=256)
+def _steps(mode: str, scope: Scope, kind: str, clustered: bool, overrides: frozenset[tuple[str, Action]]) -> Steps:
+    """The applicable rules with their actions (``overrides``: the policy's own, by rule ID),
+    the ones turned off left out."""
+    actions = dict(overrides)
+    plan = []
+    for rule in _applicable(mode, scope, kind, clustered):
+        action = actions.get(rule.id, rule.default_action)
         if action is not Action.OFF:
-            steps.append((rule, action))
-    return tuple(steps)
+            plan.append((rule, action))
+    required = frozenset().union(*(rule.requires for rule, _ in plan))
+    return Steps(tuple(plan), required, any(rule.family == CLUSTER_FAMILY for rule, _ in plan))
+
+
+def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> Steps:
+    """The rules that apply under ``policy``, with its actions."""
+    return _steps(policy.mode, scope, kind, clustered, frozenset(policy.rules.items()) if policy.rules else _NONE)
+
+
+_NONE: Final[frozenset[tuple[str, Action]]] = frozenset()
 
 
 def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: str) -> None:
@@ -184,31 +197,33 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str]) -> None:
     decision.warnings.append(f"[{rule_id}] skipped: cluster state unknown ({'; '.join(reasons)})")
 
 
-#: a step's outcome: the findings it made and the notes on what it could not know (a skip)
+#: a cluster rule's outcome: the findings it made and the notes on what it could not know (a skip)
 Outcome = tuple[tuple[Finding, ...], tuple[str, ...]]
-_NOTHING: Final[Outcome] = ((), ())
 
 
-def _outcome(rule: Rule, workload: Workload, ctx: RuleContext, unread: dict[str, str]) -> Outcome:
-    if unread and rule.requires:  # the plan has cluster rules only with a cluster
-        missing = {kind: why for kind, why in unread.items() if kind in rule.requires}
-        if missing:
-            return (), tuple(f"{kind}: {why}" for kind, why in sorted(missing.items()))
-    findings = tuple(rule.check(workload, ctx))
-    if not ctx.unknown:
-        return (findings, ()) if findings else _NOTHING
-    notes = tuple(ctx.unknown)
-    ctx.unknown.clear()
-    return findings, notes
+def _missing(rule: Rule, unread: dict[str, str]) -> list[str]:
+    """The kinds ``rule`` requires that cannot be read, each with why."""
+    return [f"{kind}: {why}" for kind, why in sorted(unread.items()) if kind in rule.requires]
 
 
 def _cluster_outcomes(
-    plan: Plan, scope: Scope, workload: Workload, ctx: RuleContext, unread: dict[str, str]
+    steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, unread: dict[str, str]
 ) -> dict[str, Outcome]:
     """The cluster family's outcomes, by rule ID: worked out once per snapshot and job shape."""
 
     def make() -> dict[str, Outcome]:
-        return {rule.id: _outcome(rule, workload, ctx, unread) for rule, _ in plan if rule.family == CLUSTER_FAMILY}
+        out: dict[str, Outcome] = {}
+        for rule, _ in steps.plan:
+            if rule.family != CLUSTER_FAMILY:
+                continue
+            missing = _missing(rule, unread) if unread and rule.requires else []
+            if missing:
+                out[rule.id] = ((), tuple(missing))
+                continue
+            findings = tuple(rule.check(workload, ctx))
+            out[rule.id] = (findings, tuple(ctx.unknown))
+            ctx.unknown.clear()
+        return out
 
     view = ctx.cluster
     key = recall_key(workload, ctx) if view is not None and view.policy is ctx.policy else None
@@ -219,27 +234,34 @@ def _cluster_outcomes(
     return view.remember(("cluster rules", scope, key), make)  # type: ignore[no-any-return]
 
 
-def _run(plan: Plan, scope: Scope, workload: Workload, ctx: RuleContext, decision: Decision) -> None:
+def _run(steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, decision: Decision) -> None:
     """Each step in catalog order, its findings with its action; every rule in the quantities'
     decimal context (quota and node fit sum and multiply), where every value the parser gives stays exact."""
     cluster = ctx.cluster
     # Which kinds cannot be read is asked once, for every rule of the request.
-    unread = cluster.unavailable(_required(plan)) if cluster is not None else {}
+    unread = cluster.unavailable(steps.required) if cluster is not None and steps.required else {}
+    findings = decision.findings
     with localcontext(CONTEXT):
-        remembered = _cluster_outcomes(plan, scope, workload, ctx, unread) if cluster is not None else {}
-        for rule, action in plan:
-            held = remembered.get(rule.id)
-            findings, notes = held if held is not None else _outcome(rule, workload, ctx, unread)
-            for finding in findings:
-                # a memoized finding is shared by the requests of its shape: each gets its own copy
-                decision.findings.append(msgspec.structs.replace(finding, action=action))
-            if notes:
-                _skip(decision, rule.id, list(notes))
-
-
-def _required(plan: Plan) -> frozenset[str]:
-    """Every kind the plan's rules require."""
-    return frozenset().union(*(rule.requires for rule, _ in plan))
+        remembered = _cluster_outcomes(steps, scope, workload, ctx, unread) if steps.clustered else None
+        for rule, action in steps.plan:
+            if remembered is not None and rule.family == CLUSTER_FAMILY:
+                made, notes = remembered[rule.id]
+                if made:  # a memoized finding is shared by the requests of its shape: each gets a copy
+                    findings.extend(msgspec.structs.replace(finding, action=action) for finding in made)
+                if notes:
+                    _skip(decision, rule.id, list(notes))
+                continue
+            if unread and rule.requires:
+                missing = _missing(rule, unread)
+                if missing:
+                    _skip(decision, rule.id, missing)
+                    continue
+            for finding in rule.check(workload, ctx):
+                finding.action = action  # a fresh finding each request: set in place
+                findings.append(finding)
+            if ctx.unknown:
+                _skip(decision, rule.id, ctx.unknown)
+                ctx.unknown.clear()
 
 
 def decide(

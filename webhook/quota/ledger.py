@@ -201,7 +201,7 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
     owner_kind, owner_name = _owner(metadata)
     common: dict[str, Any] = {
         "uid": str(metadata.get("uid") or ""),
-        "priority_value": value if type(value) is int else 0,
+        "priority_value": _shared(value) if type(value) is int else 0,
         "created": _seconds(metadata.get("creationTimestamp")),
         "owner_kind": owner_kind,
         "owner_name": owner_name,
