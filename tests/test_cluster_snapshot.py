@@ -83,7 +83,7 @@ VARIANTS: list[tuple[str, AdmissionFacts, dict[str, Any]]] = [
     ("parallelism 64", facts(), guaranteed().parallelism(64).obj()),
     ("8 chips a pod", facts(), guaranteed().request(TPU, "8").request(TPU, "8", kind="limits").obj()),
     ("4 chips as a number", facts(), guaranteed().request(TPU, 4).request(TPU, 4, kind="limits").obj()),
-    ("4.0 chips (not keyed)", facts(), guaranteed().request(TPU, 4.0).request(TPU, 4.0, kind="limits").obj()),
+    ("4.0 chips", facts(), guaranteed().request(TPU, 4.0).request(TPU, 4.0, kind="limits").obj()),
     ("300 CPUs", facts(), big_pods().obj()),
     (
         "300 CPUs, podSet renamed",
@@ -185,8 +185,9 @@ def test_jobs_of_one_shape_share_one_answer() -> None:
     assert first.allowed and not first.findings
     assert len(remembered(store)) == held + 1  # one shape, one answer
     decide(guaranteed().name("another-job").obj(), job_facts, POLICY, store)  # the name is no part of the shape
-    decide(guaranteed().request(TPU, 4.0).obj(), job_facts, POLICY, store)  # a float request is never memoized
     assert store.snapshot() is snapshot and len(remembered(store)) == held + 1
+    decide(guaranteed().request(TPU, 4.0).obj(), job_facts, POLICY, store)  # 4.0 is not the text 4: a shape of its own
+    assert len(remembered(store)) == held + 2
 
 
 def holder(name: str, queue: str, pods: int) -> dict[str, Any]:

@@ -238,23 +238,6 @@ class PodSet(msgspec.Struct):
     def node_selector_path(self) -> FieldPath:
         return self.paths.node_selector
 
-    def placement_text(self) -> tuple[bytes, bytes] | None:
-        """The pod spec's ``tolerations`` and ``affinity`` as JSON text (``b""`` when absent).
-
-        The rest of what flavor eligibility and node fit read of a pod template is a field of
-        its own (``node_selector``, the containers); this is the part only ``pod_spec`` holds,
-        in a form that can be compared and hashed without decoding it (a key of remembered
-        answers, ``webhook.rules.cluster.recall_key``). ``None`` when it cannot be written as JSON.
-        """
-        spec = self.pod_spec
-        try:
-            tolerations, affinity = (
-                msgspec.json.encode(spec[key]) if key in spec else b"" for key in ("tolerations", "affinity")
-            )
-        except (TypeError, ValueError, OverflowError):  # a lone surrogate, a huge number
-            return None
-        return tolerations, affinity
-
     def pod_requests(self) -> dict[str, Decimal]:
         """One pod's effective requests (init containers counted as Kubernetes counts them).
 
