@@ -27,13 +27,13 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from webhook.kube.quantity import CONTEXT
 from webhook.kube.topology import TopologyError, parse_topology
 from webhook.policy.config import TpuPolicy
 from webhook.quota.objects import NodeFit, NodeInfo, Taint, Toleration, tolerated
-from webhook.quota.table import Table
+from webhook.quota.table import SetTable, Table
 
 _K = TypeVar("_K")
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
@@ -42,62 +42,14 @@ NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 Shape = tuple[tuple[tuple[str, Decimal], ...], tuple[Taint, ...]]
 
 
-class NameSets(Generic[_K]):
-    """Key -> the names of the nodes under it; each set copied the first time it changes after a ``fork``."""
-
-    __slots__ = ("_fresh", "sets")
-
-    def __init__(self) -> None:
-        self.sets: Table[_K, set[str]] = Table()
-        #: the keys whose sets were made since the last fork (this side's own)
-        self._fresh: set[_K] = set()
-
-    def get(self, key: _K) -> set[str] | None:
-        return self.sets.get(key)
-
-    def items(self) -> Iterable[tuple[_K, set[str]]]:
-        return self.sets.items()
-
-    def values(self) -> Iterable[set[str]]:
-        return self.sets.values()
-
-    def __len__(self) -> int:
-        return len(self.sets)
-
-    def move(self, key: _K, name: str, sign: int) -> None:
-        names = self.sets.get(key)
-        if names is None:
-            if sign < 0:
-                return
-            names = set()
-        elif key not in self._fresh:
-            names = set(names)  # shared with a fork: copied before it changes
-        if key not in self._fresh:
-            self.sets[key] = names
-            self._fresh.add(key)
-        if sign > 0:
-            names.add(name)
-            return
-        names.discard(name)
-        if not names:
-            self.sets.pop(key)
-            self._fresh.discard(key)
-
-    def fork(self) -> NameSets[_K]:
-        out: NameSets[_K] = NameSets.__new__(NameSets)
-        out.sets, out._fresh = self.sets.fork(), set()
-        self._fresh = set()
-        return out
-
-
 class NodeIndex:
     def __init__(self, tpu: TpuPolicy) -> None:
         self.tpu = tpu
         self.nodes: Table[str, NodeInfo] = Table()
-        self.label_index: NameSets[tuple[str, str]] = NameSets()
+        self.label_index: SetTable[tuple[str, str], str] = SetTable()
         #: static-pool topology -> node pool -> nodes (each inner map replaced when it moves)
         self.pools: Table[str, dict[str, int]] = Table()
-        self.shapes: NameSets[Shape] = NameSets()
+        self.shapes: SetTable[Shape, str] = SetTable()
         #: the first node name of each shape, for messages (worked out once per change of the shape)
         self._first: Table[Shape, str] = Table()
         #: resource -> how many nodes advertise it

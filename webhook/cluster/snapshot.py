@@ -27,7 +27,7 @@ the parts the event changed; the old snapshot and its memos go when no request h
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
@@ -76,10 +76,10 @@ class QueueState:
         self,
         namespaces: Mapping[str, Mapping[str, str]],
         local_queues: Mapping[tuple[str, str], str],
-        queues_of_cq: Mapping[str, frozenset[tuple[str, str]]],
+        queues_of_cq: Mapping[str, Set[tuple[str, str]]],
         cluster_queues: Mapping[str, ClusterQueueInfo],
         cohorts: Mapping[str, CohortInfo],
-        children: Mapping[str, frozenset[str]],
+        children: Mapping[str, Set[str]],
         flavors: Mapping[str, FlavorInfo],
         members: CohortMembers,
         cohorts_reason: str | None,

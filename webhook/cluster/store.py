@@ -18,7 +18,6 @@ import contextlib
 import sys
 import threading
 import time
-from collections import defaultdict
 from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
@@ -46,7 +45,7 @@ from webhook.quota.objects import (
 )
 from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound, CohortMembers
-from webhook.quota.table import Table
+from webhook.quota.table import SetTable, Table
 
 Key = str | tuple[str, str]
 #: objects indexed per lock hold during a first list
@@ -73,14 +72,15 @@ class ClusterStore:
         self.object_versions: dict[str, dict[Key, str]] = {kind.name: {} for kind in k.WATCHED}
         #: Kueue's objects as written, for the admin guard (``webhook.cluster.documents``)
         self.documents = KeptDocuments()
-        self.namespaces: dict[str, dict[str, str]] = {}
-        self.local_queues: dict[tuple[str, str], str] = {}
-        self.queues_of_cq: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
-        self.cluster_queues: dict[str, ClusterQueueInfo] = {}
+        # copy-on-write tables (``webhook.quota.table``): a snapshot forks them, whatever their size
+        self.namespaces: Table[str, dict[str, str]] = Table()
+        self.local_queues: Table[tuple[str, str], str] = Table()
+        self.queues_of_cq: SetTable[str, tuple[str, str]] = SetTable()
+        self.cluster_queues: Table[str, ClusterQueueInfo] = Table()
         #: parent cohort -> child Cohort objects
-        self.children: defaultdict[str, set[str]] = defaultdict(set)
-        self.cohorts: dict[str, CohortInfo] = {}
-        self.flavors: dict[str, FlavorInfo] = {}
+        self.children: SetTable[str, str] = SetTable()
+        self.cohorts: Table[str, CohortInfo] = Table()
+        self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
         self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
         #: what ClusterQueues store in their cohorts, kept summed as they come and go
@@ -192,7 +192,7 @@ class ClusterStore:
             assert isinstance(key, tuple)
             cq = str(spec.get("clusterQueue") or "")
             self.local_queues[key] = cq
-            self.queues_of_cq[cq].add(key)
+            self.queues_of_cq.move(cq, key, +1)
         elif kind is k.CLUSTER_QUEUES:
             assert isinstance(key, str)
             info = parse_cluster_queue(obj)
@@ -203,7 +203,7 @@ class ClusterStore:
             cohort = parse_cohort(obj)
             self.cohorts[key] = cohort
             if cohort.parent:
-                self.children[cohort.parent].add(key)
+                self.children.move(cohort.parent, key, +1)
         elif kind is k.RESOURCE_FLAVORS:
             assert isinstance(key, str)
             self.flavors[key] = parse_flavor(obj)
@@ -242,7 +242,7 @@ class ClusterStore:
         elif kind is k.LOCAL_QUEUES:
             cq = self.local_queues.pop(pair, None)
             if cq is not None:
-                self.queues_of_cq[cq].discard(pair)
+                self.queues_of_cq.move(cq, pair, -1)
         elif kind is k.CLUSTER_QUEUES:
             info = self.cluster_queues.pop(name, None)
             if info is not None:
@@ -250,7 +250,7 @@ class ClusterStore:
         elif kind is k.COHORTS:
             cohort = self.cohorts.pop(name, None)
             if cohort is not None and cohort.parent:
-                self.children[cohort.parent].discard(name)
+                self.children.move(cohort.parent, name, -1)
         elif kind is k.RESOURCE_FLAVORS:
             self.flavors.pop(name, None)
         elif kind is k.NODES:
@@ -294,13 +294,13 @@ class ClusterStore:
         cohorts_reason = f"{k.COHORTS.name}: {cohorts}" if cohorts is not None else None
         if last is None or self._queues_changed:
             queues = QueueState(
-                dict(self.namespaces),
-                dict(self.local_queues),
-                {cq: frozenset(lqs) for cq, lqs in self.queues_of_cq.items() if lqs},
-                dict(self.cluster_queues),
-                dict(self.cohorts),
-                {cohort: frozenset(names) for cohort, names in self.children.items() if names},
-                dict(self.flavors),
+                self.namespaces.fork(),
+                self.local_queues.fork(),
+                self.queues_of_cq.fork(),
+                self.cluster_queues.fork(),
+                self.cohorts.fork(),
+                self.children.fork(),
+                self.flavors.fork(),
                 self.members.copy(),
                 cohorts_reason,
             )

@@ -17,6 +17,7 @@ from typing import Final, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
+N = TypeVar("N")
 
 _BUCKETS: Final = 256
 _MASK: Final = _BUCKETS - 1
@@ -77,4 +78,52 @@ class Table(Mapping[K, V], Generic[K, V]):
         out._buckets = list(self._buckets)
         out._shared = [True] * _BUCKETS
         out._len = self._len
+        return out
+
+
+class SetTable(Mapping[K, set[N]], Generic[K, N]):
+    """Key -> a set of names (nodes of a label, LocalQueues of a ClusterQueue), forked like a
+    ``Table``; each set is copied the first time it changes after a ``fork``, so a write
+    after a fork copies the one set it touches, not the map."""
+
+    __slots__ = ("_fresh", "sets")
+
+    def __init__(self) -> None:
+        self.sets: Table[K, set[N]] = Table()
+        #: the keys whose sets were made since the last fork (this side's own)
+        self._fresh: set[K] = set()
+
+    def __getitem__(self, key: K) -> set[N]:
+        return self.sets[key]
+
+    def __iter__(self) -> Iterator[K]:
+        return iter(self.sets)
+
+    def __len__(self) -> int:
+        return len(self.sets)
+
+    def move(self, key: K, name: N, sign: int) -> None:
+        """Add (``sign`` > 0) or remove ``name`` under ``key``; an emptied set goes."""
+        names = self.sets.get(key)
+        if names is None:
+            if sign < 0:
+                return
+            names = set()
+        elif key not in self._fresh:
+            names = set(names)  # shared with a fork: copied before it changes
+        if key not in self._fresh:
+            self.sets[key] = names
+            self._fresh.add(key)
+        if sign > 0:
+            names.add(name)
+            return
+        names.discard(name)
+        if not names:
+            self.sets.pop(key)
+            self._fresh.discard(key)
+
+    def fork(self) -> SetTable[K, N]:
+        out: SetTable[K, N] = SetTable.__new__(SetTable)
+        out.sets, out._fresh = self.sets.fork(), set()
+        self._fresh = set()
         return out
