@@ -11,17 +11,18 @@ the test API server (tests/cluster_apiserver.py, real HTTP) and measures:
 2. memory per cached Workload: tracemalloc, the store's retained allocations after
    applying the Workloads, divided by their count (goal ≤ 1 KiB);
 3. decision latency: ``decide()`` on a guaranteed one-slice RFC-0033 4.6 JobSet's JSON
-   text (as the API server sends it, so the typed reader reads it) on
-   ``/validate/production`` (admitted after every cluster-aware rule) against the full
-   cache, compared with the same decision against the small RFC fixture cluster measured
-   in the same run (goal ≤ 1.2×); once with the store's memos warm (steady state), once
-   right after a Workload event on the job's own ClusterQueue (what a busy cluster sees:
-   the recalled answer of a guaranteed job of that queue is keyed by its balance, which
-   the event moved), and once with every memo dropped before each decision (the first
-   request after a change to the queues);
+   text (as the API server sends it) on ``/validate/production`` (admitted after every
+   cluster-aware rule) against the full cache, compared with the same decision against
+   the small RFC fixture cluster measured in the same run (goal ≤ 1.2×); once with the
+   snapshot's memos warm (steady state), once right after a Workload event on the job's
+   own ClusterQueue (what a busy cluster sees: a new snapshot, sharing the queue and node
+   parts and their memos, publishing the ledger's new counts), and once with every part
+   of the snapshot made again before each decision (the first request after a change to
+   the queues and nodes);
 4. the worst shape for node fit: the same job plus a CPU head (no nodeSelector) whose
    CPU request no node holds, so every node is a candidate and none fits; memos cold;
-5. one watch event applied to the full cache (``store.apply``), median µs per event:
+5. one watch event applied to the full cache (``store.apply``) and the next snapshot
+   published (``store.snapshot()``, what the next request pays), median µs per event:
    Workloads added, modified (status only, and admitted) and deleted; a Node heartbeat;
    a ClusterQueue's status and its spec (goal < 1 ms each).
 
@@ -251,9 +252,10 @@ def latency(state: ClusterStore | None, obj: dict[str, Any], runs: int, before: 
 
 def drop_memos(state: ClusterStore) -> Callable[[], None]:
     def drop() -> None:
-        # drops every memo, as any change to the queues does: the quota answers and the recalled ones
-        state.queue_generation += 1
-        state.revision += 1
+        # every part of the next snapshot made again, as after a change to the queues and the nodes
+        with state.lock:
+            state._queues_changed = state._nodes_changed = state._ledger_changed = True
+            state.version += 1
 
     return drop
 
@@ -286,6 +288,7 @@ def event_costs(state: ClusterStore, count: int, queues: int, node_count: int) -
         for kind, event, obj in events:
             started = time.perf_counter()
             state.apply(kind, event, obj)
+            state.snapshot()
             times.append(time.perf_counter() - started)
         return statistics.median(times)
 

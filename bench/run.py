@@ -306,53 +306,6 @@ def decision_cases() -> list[tuple[str, dict[str, Any], str, Policy]]:
     ]
 
 
-def reader_fns(body: bytes, stage: str, policy: Policy) -> tuple[Callable[[], object], Callable[[], object]]:
-    """(as the server: the JobSet's text to the one reader, which takes the typed reader;
-    without the typed reader: the text decoded to plain JSON first, read by ``parse_jobset``),
-    each one request's decode + decision + answer bytes."""
-    from webhook.objects.jsontext import plain_json
-    from webhook.serving.app import admission_facts
-
-    def typed() -> object:
-        request = parse_review(body)
-        facts = admission_facts(request, stage, None)  # type: ignore[arg-type]
-        return encode(review_response(request.uid, decide(request.object, facts, policy)))
-
-    def plain() -> object:
-        request = parse_review(body)
-        facts = admission_facts(request, stage, None)  # type: ignore[arg-type]
-        return encode(review_response(request.uid, decide(plain_json(request.object), facts, policy)))
-
-    return typed, plain
-
-
-def reader_section(args: argparse.Namespace) -> list[str]:
-    """Does the typed JobSet reader (webhook/objects/fastjobset.py) earn its keep? An A/B."""
-    lines = [
-        "## 2b. The typed JobSet reader: A/B of a request's decode + decision + answer",
-        "",
-        "with = as the server runs (the review decoder hands the JobSet's text to `read_workload`, "
-        "which reads it into typed structs); without = the same text decoded to plain JSON first and "
-        f"read by `parse_jobset`. Best-of-batches per round, {args.rounds} interleaved rounds (the order "
-        "alternates), median; the ratio is the median of the rounds' ratios.",
-        "",
-        "| case | with µs | without µs | without − with µs | without ÷ with |",
-        "| --- | ---: | ---: | ---: | ---: |",
-    ]
-    for label, review, stage, policy in decision_cases():
-        typed, plain = reader_fns(dumps(review), stage, policy)
-        assert typed() == plain(), label
-        with_, without = [], []
-        for round_ in range(args.rounds):
-            pair = [(typed, with_), (plain, without)]
-            for fn, out in pair if round_ % 2 == 0 else pair[::-1]:
-                out.append(per_call(fn, args.budget))
-        ratio = statistics.median(b / a for a, b in zip(with_, without, strict=True))
-        a, b = statistics.median(with_), statistics.median(without)
-        lines.append(f"| {label} | {a * 1e6:.1f} | {b * 1e6:.1f} | {(b - a) * 1e6:+.1f} | {fmt(ratio)} |")
-    return lines
-
-
 def size_section(args: argparse.Namespace) -> list[str]:
     policy = Policy()
     sizes = [1, 5, 10, 20, 40, 80]
@@ -485,7 +438,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--only",
         action="append",
-        choices=["http", "decision", "reader", "size", "cluster", "startup"],
+        choices=["http", "decision", "size", "cluster", "startup"],
         help="run only these",
     )
     parser.add_argument("--output", type=Path, default=RESULTS / "latest.md")
@@ -495,7 +448,7 @@ def main(argv: list[str] | None = None) -> int:
     args.budget = 0.2 if args.quick else 0.6
     args.startup_rounds = 2 if args.quick else 5
     env = dict(item.split("=", 1) for item in args.server_env)
-    sections = args.only or ["http", "decision", "reader", "size", "cluster", "startup"]
+    sections = args.only or ["http", "decision", "size", "cluster", "startup"]
 
     started = time.monotonic()
     header = [
@@ -517,8 +470,6 @@ def main(argv: list[str] | None = None) -> int:
                 body = http_section(args, work, certs, env)
             elif section == "decision":
                 body = decision_section(args)
-            elif section == "reader":
-                body = reader_section(args)
             elif section == "size":
                 body = size_section(args)
             elif section == "cluster":

@@ -10,7 +10,6 @@ from cluster_fixtures import OBJECTS, POLICY
 from support import load_deployment, load_job, load_jobset, set_path
 
 from webhook.cluster.own import OwnedWorkloads, WithoutWorkloads
-from webhook.cluster.state import ClusterState
 from webhook.cluster.statefiles import state_from_objects
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
@@ -100,7 +99,7 @@ FLAVORS = ("tpu7x-4x4x4", "tpu7x-4x4x8", "tpu7x-4x8x8", "tpu7x-8x8x8", "cpu-stan
 def test_the_view_answers_as_a_state_without_those_workloads(left_out: tuple[str, ...]) -> None:
     whole = _state(OBJECTS)
     without = _state([o for o in OBJECTS if not (o["kind"] == "Workload" and o["metadata"]["name"] in left_out)])
-    view: ClusterState = WithoutWorkloads(whole, [("kubemaker", name) for name in left_out])
+    view = WithoutWorkloads(whole, [("kubemaker", name) for name in left_out]).snapshot()
     for queue in QUEUES:
         for flavor in FLAVORS:
             assert view.balance(queue, flavor) == without.balance(queue, flavor), (queue, flavor)
@@ -111,7 +110,7 @@ def test_the_view_answers_as_a_state_without_those_workloads(left_out: tuple[str
 
 def test_an_unknown_key_leaves_nothing_out() -> None:
     whole = _state(OBJECTS)
-    view = WithoutWorkloads(whole, [("kubemaker", "no-such-workload")])
+    view = WithoutWorkloads(whole, [("kubemaker", "no-such-workload")]).snapshot()
     assert view.balance("team-a", "tpu7x-4x4x4") == whole.balance("team-a", "tpu7x-4x4x4")
 
 
@@ -137,7 +136,9 @@ def test_a_running_job_is_not_refused_for_the_quota_it_holds() -> None:
 
 def test_every_other_answer_is_the_stores() -> None:
     whole = _state(OBJECTS)
-    view = WithoutWorkloads(whole, [("kubemaker", RUNNING)])
+    view = WithoutWorkloads(whole, [("kubemaker", RUNNING)]).snapshot()
+    # the queues and nodes, and what is memoized on them, are the store's snapshot's
+    assert view.queues is whole.snapshot().queues and view.nodes is whole.snapshot().nodes
     for kind, obj in ((JOB, load_job("rfc-job-static")), (DEPLOYMENT, load_deployment("service-deployment"))):
         facts = AdmissionFacts(namespace="kubemaker", kind=kind)
         a, b = decide(copy.deepcopy(obj), facts, POLICY, whole), decide(copy.deepcopy(obj), facts, POLICY, view)

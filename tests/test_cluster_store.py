@@ -1,13 +1,14 @@
-"""The store's incremental totals against a recomputation from scratch, over random event sequences.
+"""The store's incremental totals and published snapshots against a recomputation from scratch.
 
-The request path reads totals the store keeps current as events arrive (the chips ledger,
-what ClusterQueues store in their cohorts, the node index's shapes, pools and chips) and
-answers memoized until a write that matters. Each case applies a random sequence of watch
-events (adds, updates, status-only updates, deletes, duplicates of an event already
-applied, relists of a kind in any order, objects arriving before the ones they name) with
-a fixed seed, and after every event compares each total with the same total worked out
-from the objects alone, and every answer a rule reads with the answer of a store built
-from scratch from the objects then held.
+The store keeps totals current as events arrive (the chips ledger, what ClusterQueues
+store in their cohorts, the node index's shapes, pools and chips) and publishes immutable
+snapshots that share what did not change, answers memoized on them included. Each case
+applies a random sequence of watch events (adds, updates, status-only updates, deletes,
+duplicates of an event already applied, relists of a kind in any order, objects arriving
+before the ones they name) with a fixed seed, and after every event compares each total
+with the same total worked out from the objects alone, every answer a rule reads of the
+published snapshot with the answer of a snapshot built from scratch from the objects then
+held, and the answers of the snapshot published before the event with what it said then.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from cluster_fixtures import OBJECTS, POLICY
 
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NodeIndex
+from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore, Key, object_key
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.readers import read_workload
@@ -277,6 +279,16 @@ def ledger_totals(store: ClusterStore) -> tuple[dict[Any, int], dict[Any, int], 
     return _nonzero(in_use), _nonzero(holding), {q: dict(shapes) for q, shapes in waiting.items()}
 
 
+def usage_totals(store: ClusterStore) -> dict[tuple[str, str, str], Decimal]:
+    """Usage per (ClusterQueue, flavor, resource) of every admitted Workload, summed over the Workloads held."""
+    usage: dict[tuple[str, str, str], Decimal] = defaultdict(Decimal)
+    for entry in store.workloads.values():
+        if entry.state == HOLDS:
+            for flavor, resource, amount in entry.usage:
+                usage[(entry.cluster_queue, flavor, resource)] += amount
+    return _nonzero(usage)
+
+
 def cohort_totals(store: ClusterStore) -> dict[str, dict[Any, Decimal]]:
     """What the member ClusterQueues store in each cohort, summed over the ClusterQueues held."""
     totals: dict[str, dict[Any, Decimal]] = defaultdict(lambda: defaultdict(Decimal))
@@ -297,7 +309,7 @@ def pending_totals(store: ClusterStore) -> dict[str, dict[str, int]]:
                 continue
             if store.local_queues.get((namespace, entry.local_queue)) != queue:
                 continue
-            assignment = store.quota.assigner.assign(queue, entry.shape)
+            assignment = store.snapshot().queues.assigner.assign(queue, entry.shape)
             if assignment.fits:
                 for flavor, chips in assignment.usage(entry.shape, TPU).items():
                     sums[flavor] += int(chips)
@@ -332,11 +344,12 @@ PROBE_TEXTS = [json.dumps(job).encode() for job in PROBES]
 FACTS = AdmissionFacts(namespace="kubemaker", stage="validate", path_tier="production")
 
 
-def answers(store: ClusterStore) -> list[Any]:
+def answers(store: ClusterStore | Snapshot) -> list[Any]:
     """Every quota and node answer the cluster rules read, for every queue and flavor held or named."""
     out: list[Any] = []
-    flavors = sorted({*store.flavors, *(f"tpu7x-{t}" for t in TOPOLOGIES)})
-    for queue in sorted({*store.cluster_queues, *CLUSTER_QUEUES}):
+    queues = store.snapshot().queues
+    flavors = sorted({*queues.flavors, *(f"tpu7x-{t}" for t in TOPOLOGIES)})
+    for queue in sorted({*queues.cluster_queues, *CLUSTER_QUEUES}):
         for flavor in flavors:
             out.append((queue, flavor, store.balance(queue, flavor), store.in_use(queue, flavor)))
             out += [store.potential(queue, flavor, r) for r in (TPU, "cpu", "ephemeral-storage")]
@@ -344,8 +357,7 @@ def answers(store: ClusterStore) -> list[Any]:
             demands = demands_of(read_workload("JobSet", job, POLICY, "kubemaker"))
             out += [store.assign(queue, demands), store.assign(queue, demands, within_balance=True)]
     out += [store.accelerator_chips(), store.static_topologies(), [store.node_pools(t) for t in TOPOLOGIES]]
-    # decoded (the general reader: the podSets keyed field by field) and as the API server
-    # sends them (the typed reader: keyed by their text), each remembered between events
+    # decoded and as the API server sends them (their text), each memoized on the snapshot
     for job in (*PROBES, *PROBE_TEXTS):
         decision = decide(job, FACTS, POLICY, store)
         out.append(([f.line() for f in decision.findings], decision.warnings))
@@ -355,24 +367,31 @@ def answers(store: ClusterStore) -> list[Any]:
 @pytest.mark.parametrize("seed", [1, 2, 3])
 def test_incremental_totals_match_a_recomputation_after_every_event(seed: int) -> None:
     store = synced(ClusterStore(POLICY))
+    before: tuple[Snapshot, list[Any]] | None = None
     for step, (event, held) in enumerate(events(seed, store)):
         where = f"seed {seed}, step {step}: {event}"
         fresh = from_scratch(held)
-        ledger = store.quota.ledger
+        ledger = store.ledger
         assert (_nonzero(ledger.in_use), _nonzero(ledger.holding), dict(ledger.waiting)) == ledger_totals(store), where
         assert ledger_totals(store) == ledger_totals(fresh), where
-        members = store.quota.members
+        members = store.members
         assert {c: _nonzero(dict(members.stored(c) or {})) for c in cohort_totals(store)} == cohort_totals(store), where
         assert all(members.stored(c) is None for c in COHORTS if c not in cohort_totals(store)), where
         assert cohort_totals(store) == cohort_totals(fresh), where
         assert node_totals(store.node_index) == node_totals(fresh.node_index), where
-        # the pending chips each queue keeps moving with the events, read after every one so they stay summed
-        kept = {queue: store.quota.pending(queue) for queue in pending_totals(store)}
+        assert _nonzero(ledger.usage) == usage_totals(store) == usage_totals(fresh), where
+        # the guaranteed chips pending per queue, as the published snapshot sums them
+        kept = {queue: store.snapshot().quota.pending(queue) for queue in pending_totals(store)}
         assert kept == pending_totals(store) == pending_totals(fresh), where
         assert {kind: store.keys[kind.name] for kind in k.KINDS} == {kind: set(held[kind]) for kind in k.KINDS}, where
         assert store.documents.by_kind == fresh.documents.by_kind, where  # the admin guard's copy of Kueue's objects
+        if before is not None:  # a snapshot published before the event answers as it did then
+            assert answers(before[0]) == before[1], where
+            before = None
         if step % 3 == 0 or step == STEPS - 1:  # the answers (their memos warm between events)
-            assert answers(store) == answers(fresh), where
+            now = answers(store)
+            assert now == answers(fresh), where
+            before = (store.snapshot(), now)
 
 
 @pytest.mark.parametrize("seed", [4, 5])
@@ -385,24 +404,23 @@ def test_pending_chips_move_with_workload_events(seed: int) -> None:
             store.replace(kind, copy.deepcopy(objects))
             held[kind] = {object_key(kind, obj): obj for obj in objects}
     for step, (event, now) in enumerate(events(seed, store, {k.WORKLOADS: 1}, held)):
-        kept = {queue: store.quota.pending(queue) for queue in pending_totals(store)}
+        kept = {queue: store.snapshot().quota.pending(queue) for queue in pending_totals(store)}
         assert kept == pending_totals(store) == pending_totals(from_scratch(now)), f"seed {seed}, step {step}: {event}"
         assert answers(store)[-len(PROBES) :] == answers(from_scratch(now))[-len(PROBES) :], event
 
 
 def test_a_status_only_workload_update_moves_nothing() -> None:
-    """Kueue writes a Workload's status many times over its life: the balance memo survives it."""
+    """Kueue writes a Workload's status many times over its life: the snapshot, and its memos, survive it."""
     store = synced(ClusterStore(POLICY))
     for kind, objects in FIXTURES.items():
         store.replace(kind, objects)
     pending = copy.deepcopy(next(o for o in FIXTURES[k.WORKLOADS] if "pending" in o["metadata"]["name"]))
     before = store.balance("team-a", "tpu7x-4x4x4")
-    sums = store.quota.pending("team-a")
-    kept = dict(sums)
+    snapshot = store.snapshot()
     pending["metadata"]["resourceVersion"] = "status-1"
     pending.setdefault("status", {})["conditions"] = [{"type": "QuotaReserved", "status": "False", "reason": "Pending"}]
     store.apply(k.WORKLOADS, "MODIFIED", pending)
-    assert store.quota.pending("team-a") is sums and sums == kept
+    assert store.snapshot() is snapshot
     assert store.balance("team-a", "tpu7x-4x4x4") == before
     pending["metadata"]["resourceVersion"] = "admitted"
     pending["spec"]["priorityClassRef"]["name"] = "best-effort"  # no longer counts in the balance

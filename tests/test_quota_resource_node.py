@@ -135,7 +135,7 @@ def test_a_cohort_cycle_is_unknown() -> None:
 
 def test_nominal_fit_counts_pods_within_nominal_and_skips_zero_requests() -> None:
     """The question ``replicas-beyond-nominal`` asks: pods of one shape in nominal, no borrowing.
-    A zero request (cpu: 0) used to divide by zero in the rule; it takes no quota."""
+    A zero request (cpu: 0) takes no quota and divides nothing."""
     state = store(cluster_queue(CQ, [[("default", {"cpu": q("10", borrowing="90"), "memory": q("64Gi")})]]))
     info = state.cluster_queue(CQ)
     assert info is not None

@@ -377,7 +377,7 @@ def test_ledger_moves_with_each_event() -> None:
 
 
 def test_status_only_updates_keep_the_memos() -> None:
-    """Node heartbeats and Kueue's ClusterQueue usage writes must not reset cached answers."""
+    """Node heartbeats and Kueue's ClusterQueue usage writes leave the snapshot, and the answers memoized on it."""
     store = ClusterStore(POLICY)
     node = {
         "metadata": {"name": "n1", "labels": {"pool": "p"}},
@@ -386,16 +386,18 @@ def test_status_only_updates_keep_the_memos() -> None:
     store.apply(k.NODES, "ADDED", node)
     queue = {"metadata": {"name": "team-a"}, "spec": {"cohortName": "tpu-pool"}, "status": {"pendingWorkloads": 0}}
     store.apply(k.CLUSTER_QUEUES, "ADDED", queue)
-    generations = (store.node_generation, store.queue_generation)
+    before = store.snapshot()
 
     heartbeat = {**node, "status": {**node["status"], "conditions": [{"type": "Ready", "status": "Unknown"}]}}
     store.apply(k.NODES, "MODIFIED", heartbeat)
     store.apply(k.CLUSTER_QUEUES, "MODIFIED", {**queue, "status": {"pendingWorkloads": 7}})
-    assert (store.node_generation, store.queue_generation) == generations
+    assert store.snapshot() is before
 
     relabelled = {**node, "metadata": {"name": "n1", "labels": {"pool": "q"}}}
     store.apply(k.NODES, "MODIFIED", relabelled)
     store.apply(k.CLUSTER_QUEUES, "MODIFIED", {**queue, "spec": {"cohortName": "other"}})
-    assert store.node_generation > generations[0] and store.queue_generation > generations[1]
+    after = store.snapshot()
+    assert after is not before and after.version > before.version
+    assert after.nodes is not before.nodes and after.queues is not before.queues
     assert store.node_fit({"pool": "q"}, {"cpu": Decimal(1)}).fits
     assert store.node_fit({"pool": "p"}, {"cpu": Decimal(1)}).matching == 0

@@ -12,11 +12,13 @@ server sends a bookmark on every open watch about once a minute, so a kind that 
 nothing for two bookmark intervals is unknown until an event, a bookmark or a list
 (or a watch the API server accepts) proves it current again.
 
-Every cluster rule asks before it runs, so the common answer ("every kind can be read")
-is kept with the moment it stops being certain: the earliest silence or staleness
-deadline over the kinds. Until then a question is one clock read; after it, or after any
-change of state (a list, a broken or resumed watch), the answer is worked out again.
-Events and bookmarks only move the deadlines later, so they leave it standing.
+A snapshot of the cluster (``webhook.cluster.snapshot``) captures every kind's answer
+once (``capture``), with the moment the clock alone could change one of them: the
+earliest silence or staleness deadline over the kinds, or, while a kind's reason counts
+the seconds it has been silent or stale, a second later. Any other change of state (a
+list, a broken or resumed watch) moves ``changes``, and the snapshot is captured again.
+Events and bookmarks move the deadlines later, which changes nothing captured, except
+for a kind that was silent: it can be read again, a change.
 """
 
 from __future__ import annotations
@@ -26,9 +28,9 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-#: seconds between two tries of the fast answer while some kind cannot be read
-_RECHECK = 1.0
-_NEVER = float("-inf")
+#: how long a reason that counts seconds (silent, stale) is kept before it is worded again
+_RECOUNT = 1.0
+_FOREVER = float("inf")
 
 
 @dataclass(slots=True)
@@ -67,67 +69,38 @@ class Availability:
         self._lock = threading.Lock()
         now = clock()
         self.status: dict[str, KindStatus] = {kind: KindStatus(broken_since=now) for kind in kinds}
-        #: every kind can be read while the clock is below this (``_clear``; a reader that finds
-        #: the clock below it and ``changes`` as it was knows nothing changed)
-        self.clear_until = _NEVER
-        #: some kind could not be read: the next try of the fast answer is not before this
-        self._recheck_at = _NEVER
         #: bumped by every change of state but events and bookmarks
         self.changes = 0
 
     def _changed(self) -> None:
-        """A change of state: the fast answer is worked out again (called under ``_lock``)."""
+        """A change of state: whatever was captured before it is captured again (called under ``_lock``)."""
         self.changes += 1
-        self.clear_until = self._recheck_at = _NEVER
 
-    def _clear(self, now: float) -> bool:
-        """Whether every kind can certainly be read at ``now``; ``False`` also when unsure."""
-        if now < self.clear_until:
-            return True
-        if now < self._recheck_at:
-            return False
+    def capture(self) -> tuple[int, dict[str, str], float]:
+        """(``changes``, each kind that cannot be read with the reason, until when the clock alone
+        leaves that answer standing)."""
         changes = self.changes
-        until = self._deadline(now)
-        with self._lock:
-            if changes == self.changes:  # no change of state meanwhile: the answer stands
-                if until is None:
-                    self._recheck_at = now + _RECHECK
-                else:
-                    self.clear_until = until
-        return until is not None
-
-    def _deadline(self, now: float) -> float | None:
-        """When the first kind could stop being readable; ``None`` when one cannot be read now."""
-        until = float("inf")
-        for status in self.status.values():
-            if status.absent is not None or not status.synced or (status.fatal and status.error):
-                return None
+        now = self.clock()
+        reasons: dict[str, str] = {}
+        until = _FOREVER
+        for kind, status in self.status.items():
+            why = self.reason(kind)
+            if why is not None:
+                reasons[kind] = why
+                if status.absent is None and status.synced and not (status.fatal and status.error):
+                    until = min(until, now + _RECOUNT)  # silent or stale: its reason counts seconds
+                continue
             if self.silent_after is not None and status.last_heard is not None:
-                heard_until = status.last_heard + self.silent_after
-                if now > heard_until:
-                    return None
-                until = min(until, heard_until)
+                until = min(until, status.last_heard + self.silent_after)
             if not status.connected and status.broken_since is not None:
-                fresh_until = status.broken_since + self.stale_after
-                if now > fresh_until:
-                    return None
-                until = min(until, fresh_until)
-        return until
-
-    def stamp(self, kinds: Iterable[str]) -> int | None:
-        """While every one of ``kinds`` can be read, a number that changes with every change of
-        state; ``None`` otherwise (then answers that read them may change with the clock alone)."""
-        if self._clear(self.clock()) or all(self.reason(kind) is None for kind in kinds):
-            return self.changes
-        return None
+                until = min(until, status.broken_since + self.stale_after)
+        return changes, reasons, until
 
     def reason(self, kind: str) -> str | None:
         """``None`` when the kind can be read, else why not."""
         status = self.status.get(kind)
         if status is None:
             return "not watched"
-        if self._clear(self.clock()):
-            return None
         if status.absent is not None:
             return status.absent
         if not status.synced:
@@ -157,8 +130,6 @@ class Availability:
         return silent if silent > self.silent_after else None
 
     def unavailable(self, kinds: Iterable[str]) -> dict[str, str]:
-        if self._clear(self.clock()):
-            return {kind: "not watched" for kind in kinds if kind not in self.status}
         out = {}
         for kind in kinds:
             why = self.reason(kind)
@@ -207,11 +178,22 @@ class Availability:
 
     def event(self, kind: str) -> None:
         status = self.status[kind]
-        status.last_event = status.last_heard = self.clock()
+        status.last_event = self._heard(status)
 
     def bookmark(self, kind: str) -> None:
         """A bookmark: nothing changed, and the API server said so (not an event for the gauge)."""
-        self.status[kind].last_heard = self.clock()
+        self._heard(self.status[kind])
+
+    def _heard(self, status: KindStatus) -> float:
+        """The API server spoke for the kind: a kind that was silent can be read again (a change)."""
+        now = self.clock()
+        last, bound = status.last_heard, self.silent_after
+        was_silent = last is not None and bound is not None and now - last > bound
+        status.last_heard = now
+        if was_silent:
+            with self._lock:
+                self._changed()
+        return now
 
     def broken(self, kind: str, error: str | None, fatal: bool = False) -> None:
         with self._lock:

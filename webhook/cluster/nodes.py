@@ -10,6 +10,11 @@ out of the shapes: they take no new pods.
 DD-0018: a resource that no node advertises is unknown, not zero; the fit check
 leaves it out rather than call every node too small.
 
+A snapshot of the cluster holds the index as it was (``fork``): the maps are
+copy-on-write tables (``webhook.quota.table``) and each set of node names is copied the
+first time it changes after a fork, so a node event after a snapshot copies the sets it
+touches, not the index.
+
 The accelerator's chips (dynamic mode's whole-cluster ceiling) count each node pool of a
 known topology at the size that topology declares (a ``4x4x4`` pool is 64 chips, 16
 hosts), not the hosts listed: with incremental provisioning a pool comes up without a
@@ -19,7 +24,7 @@ not be refused. A node outside such a pool counts as it is.
 
 from __future__ import annotations
 
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from decimal import Decimal
 from typing import TypeVar
@@ -28,6 +33,7 @@ from webhook.kube.quantity import CONTEXT
 from webhook.kube.topology import TopologyError, parse_topology
 from webhook.policy.config import TpuPolicy
 from webhook.quota.objects import NodeFit, NodeInfo, Taint, Toleration, tolerated
+from webhook.quota.table import SetTable, Table
 
 _K = TypeVar("_K")
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
@@ -39,19 +45,30 @@ Shape = tuple[tuple[tuple[str, Decimal], ...], tuple[Taint, ...]]
 class NodeIndex:
     def __init__(self, tpu: TpuPolicy) -> None:
         self.tpu = tpu
-        self.nodes: dict[str, NodeInfo] = {}
-        self.label_index: defaultdict[tuple[str, str], set[str]] = defaultdict(set)
-        #: static-pool topology -> node pool -> nodes
-        self.pools: defaultdict[str, Counter[str]] = defaultdict(Counter)
-        self.shapes: defaultdict[Shape, set[str]] = defaultdict(set)
+        self.nodes: Table[str, NodeInfo] = Table()
+        self.label_index: SetTable[tuple[str, str], str] = SetTable()
+        #: static-pool topology -> node pool -> nodes (each inner map replaced when it moves)
+        self.pools: Table[str, dict[str, int]] = Table()
+        self.shapes: SetTable[Shape, str] = SetTable()
         #: the first node name of each shape, for messages (worked out once per change of the shape)
-        self._first: dict[Shape, str] = {}
+        self._first: Table[Shape, str] = Table()
         #: resource -> how many nodes advertise it
         self.advertised: Counter[str] = Counter()
         #: chips of the TPU accelerator (tpu7x): each pool of a known topology at its declared size
         self.accelerator_chips = Decimal(0)
         #: (topology, node pool) of the accelerator -> (nodes present, chips on them)
-        self._pool_chips: dict[tuple[str, str], tuple[int, Decimal]] = {}
+        self._pool_chips: Table[tuple[str, str], tuple[int, Decimal]] = Table()
+
+    def copy(self) -> NodeIndex:
+        """An index with the same nodes that nothing moves (a snapshot's), sharing what neither side changes."""
+        out = NodeIndex.__new__(NodeIndex)
+        out.tpu = self.tpu
+        out.nodes, out.label_index, out.pools = self.nodes.fork(), self.label_index.fork(), self.pools.fork()
+        out.shapes, out._first = self.shapes.fork(), self._first.fork()
+        out.advertised = Counter(self.advertised)
+        out.accelerator_chips = self.accelerator_chips
+        out._pool_chips = self._pool_chips.fork()
+        return out
 
     def put(self, node: NodeInfo) -> None:
         self.remove(node.name)
@@ -69,10 +86,10 @@ class NodeIndex:
 
     def _index(self, node: NodeInfo, sign: int) -> None:
         for item in node.labels.items():
-            _move(self.label_index, item, node.name, sign)
+            self.label_index.move(item, node.name, sign)
         if not node.unschedulable:
             shape = self.shape(node)
-            _move(self.shapes, shape, node.name, sign)
+            self.shapes.move(shape, node.name, sign)
             self._first.pop(shape, None)
         for resource in node.allocatable:
             self.advertised[resource] += sign
@@ -89,15 +106,19 @@ class NodeIndex:
                 # summed as nodes come and go, in the watch's thread: in the quantities' context, exactly
                 self.accelerator_chips = CONTEXT.add(self.accelerator_chips, CONTEXT.multiply(sign, chips))
             if topology:
-                pools = self.pools[topology]
+                pools = dict(self.pools.get(topology) or {})
                 pool = node.labels.get(NODEPOOL_LABEL, node.name)
-                pools[pool] += sign
+                pools[pool] = pools.get(pool, 0) + sign
                 if pools[pool] <= 0:
                     del pools[pool]
+                if pools:
+                    self.pools[topology] = pools
+                else:
+                    self.pools.pop(topology)
 
     def _count_pool(self, key: tuple[str, str], chips: Decimal, sign: int) -> None:
         """One node of a pool comes or goes: the pool counts at its declared size while any node is present."""
-        nodes, present = self._pool_chips.get(key, (0, Decimal(0)))
+        nodes, present = self._pool_chips.get(key) or (0, Decimal(0))
         before = max(_declared_chips(key[0]), present) if nodes else Decimal(0)
         nodes, present = nodes + sign, CONTEXT.add(present, CONTEXT.multiply(sign, chips))
         if nodes > 0:
@@ -111,7 +132,7 @@ class NodeIndex:
 
     def _matching(self, names: set[str], selector: Mapping[str, str], first_only: bool) -> list[str]:
         """Nodes of ``names`` that carry every label of ``selector`` (the first one, or all)."""
-        sets = [names, *(self.label_index.get(item, set()) for item in selector.items())]
+        sets = [names, *(self.label_index.get(item) or set() for item in selector.items())]
         sets.sort(key=len)
         smallest, rest = sets[0], sets[1:]
         found = []
@@ -161,11 +182,12 @@ class NodeIndex:
     def _first_of(self, shape: Shape, names: set[str]) -> str:
         first = self._first.get(shape)
         if first is None:
-            first = self._first[shape] = min(names)
+            first = min(names)
+            self._first[shape] = first
         return first
 
     def node_pools(self, topology: str) -> int:
-        return len(self.pools.get(topology, ()))
+        return len(self.pools.get(topology) or ())
 
     def topologies(self) -> frozenset[str]:
         return frozenset(topology for topology, pools in self.pools.items() if pools)
@@ -177,14 +199,3 @@ def _declared_chips(topology: str) -> Decimal:
         return Decimal(parse_topology(topology).chips)
     except TopologyError:
         return Decimal(0)
-
-
-def _move(index: defaultdict[_K, set[str]], key: _K, name: str, sign: int) -> None:
-    if sign > 0:
-        index[key].add(name)
-        return
-    names = index.get(key)
-    if names is not None:
-        names.discard(name)
-        if not names:
-            del index[key]

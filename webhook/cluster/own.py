@@ -19,11 +19,10 @@ Which Workloads are an object's own (``OwnedWorkloads``), from their owner refer
   its pods: the name must be followed by exactly those two parts.
 
 ``WithoutWorkloads`` is a ``ClusterState`` over a ``ClusterStore`` that answers as if the
-given Workloads were absent. It never changes the store: it subtracts their share from
-the store's own answers, share worked out by the same ``ChipsLedger`` the store keeps (so
-what "holds" and "waits" mean cannot drift between the two). Only the answers that count
-Workloads change (``in_use``, ``balance``, and ``assign`` within the balance); every
-other answer is the store's.
+given Workloads were absent. It never changes the store: its snapshot is the store's with
+their share taken out of a copy of the ledger (``Snapshot.without``), by the same
+``ChipsLedger`` the store keeps, so what "holds" and "waits" mean cannot drift between the
+two. The queues and nodes, and the answers memoized on them, are the store's snapshot's.
 """
 
 from __future__ import annotations
@@ -31,17 +30,12 @@ from __future__ import annotations
 import re
 import sys
 from collections import defaultdict
-from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
+from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore
 from webhook.objects.kinds import DEPLOYMENT
-from webhook.quota.flavorassigner import Assignment
-from webhook.quota.ledger import Balance, BalanceAnswer, ChipsLedger, guaranteed_shortfalls
-from webhook.quota.objects import ClusterQueueInfo, NodeFit, Toleration
-from webhook.quota.podsets import PodSetDemand
-from webhook.quota.resource_node import Bound
 
 WorkloadKey = tuple[str, str]
 #: Kubernetes' ``rand.String`` alphabet (no vowels, no 0/1/3): pod-template-hash and pod name suffixes
@@ -142,89 +136,12 @@ class OwnedWorkloads:
 
 
 class WithoutWorkloads:
-    """``store`` as if the Workloads ``keys`` were not there (a ``ClusterState``)."""
+    """``store`` as if the Workloads ``keys`` were not there (a ``ClusterState``): each snapshot
+    is the store's less their share (``Snapshot.without``), counted by the same ledger."""
 
     def __init__(self, store: ClusterStore, keys: Iterable[WorkloadKey]) -> None:
         self.store = store
         self.keys = tuple(keys)
-        #: the left-out Workloads' share, counted as the store's ledger counts it
-        self.share = ChipsLedger(store.quota.ledger.guaranteed)
-        with store.lock:
-            for key in self.keys:
-                self.share.move(key[0], store.workloads.get(key), +1)
 
-    # ---------------------------------------------------------------- what changes
-
-    def in_use(self, cluster_queue: str, flavor: str) -> int:
-        return self.store.in_use(cluster_queue, flavor) - self.share.in_use.get((cluster_queue, flavor), 0)
-
-    def balance(self, cluster_queue: str, flavor: str) -> Balance:
-        store = self.store
-        with store.lock:
-            whole = store.balance(cluster_queue, flavor)
-            holding = self.share.holding.get((cluster_queue, flavor), 0)
-            waiting = 0
-            for (namespace, queue), _ in self.share.waiting.items():
-                if store.local_queue(namespace, queue) != cluster_queue:
-                    continue
-                for shape, count in self.share.waiting_for(namespace, queue):
-                    assignment = store.quota.assign(cluster_queue, shape)
-                    if assignment.fits:  # as the store counts a pending Workload: only one that could fit
-                        waiting += count * int(assignment.usage(shape, store.tpu).get(flavor, 0))
-        return Balance(whole.nominal, whole.holding - holding, whole.waiting - waiting, whole.unknown)
-
-    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
-        store = self.store
-        if not within_balance:
-            return store.assign(cluster_queue, podsets)
-        tpu = store.tpu
-
-        def budget(flavor: str, resource: str) -> Bound | None:
-            return self.balance(cluster_queue, flavor).bound() if resource == tpu else None
-
-        with store.lock:
-            return store.quota.assigner.assign(cluster_queue, podsets, budget)
-
-    def guaranteed_shortfalls(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> BalanceAnswer:
-        return guaranteed_shortfalls(self, cluster_queue, podsets, self.store.tpu)
-
-    # ---------------------------------------------------------------- the store's answers
-
-    def recall(self) -> None:
-        return None  # never the store's: these answers leave out one object's Workloads
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return self.store.namespace_labels(namespace)
-
-    def static_topologies(self) -> frozenset[str]:
-        return self.store.static_topologies()
-
-    def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
-        return self.store.unavailable(kinds)
-
-    def local_queue(self, namespace: str, name: str) -> str | None:
-        return self.store.local_queue(namespace, name)
-
-    def local_queue_names(self, namespace: str) -> list[str]:
-        return self.store.local_queue_names(namespace)
-
-    def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
-        return self.store.cluster_queue(name)
-
-    def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
-        return self.store.potential(cluster_queue, flavor, resource)
-
-    def node_fit(
-        self,
-        selector: Mapping[str, str],
-        requests: Mapping[str, Decimal],
-        tolerations: Sequence[Toleration] = (),
-        tolerate_keys: frozenset[str] = frozenset(),
-    ) -> NodeFit:
-        return self.store.node_fit(selector, requests, tolerations, tolerate_keys)
-
-    def node_pools(self, topology: str) -> int:
-        return self.store.node_pools(topology)
-
-    def accelerator_chips(self) -> Decimal | None:
-        return self.store.accelerator_chips()
+    def snapshot(self) -> Snapshot:
+        return self.store.snapshot().without(self.keys)

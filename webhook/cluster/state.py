@@ -1,20 +1,22 @@
-"""The interface the engine and the rules read cluster state through.
+"""The interfaces the engine and the rules read cluster state through.
 
-Two implementations fill it: the watch cache (server) and the state files (``check
---cluster-state``), both ``webhook.cluster.store.ClusterStore`` underneath; quota answers
-come from its quota model (``webhook.quota.model``). Every answer distinguishes "known"
-from "unknown": unknown is not zero, so a rule whose inputs are unknown is
-skipped with a warning instead of judging against an empty cluster. The engine asks
-``unavailable`` before running a rule that ``requires`` kinds; the other methods are only
-called once those kinds are known.
+``ClusterState`` is what the engine is handed (the watch cache for the server, the state
+files for ``check``, both ``webhook.cluster.store.ClusterStore`` underneath, or ``audit``'s
+view less an object's own Workloads): it gives one ``ClusterView`` per request, a
+``webhook.cluster.snapshot.Snapshot``, which every rule of the request reads. Every answer
+distinguishes "known" from "unknown": unknown is not zero, so a rule whose inputs are
+unknown is skipped with a warning instead of judging against an empty cluster. The engine
+asks ``unavailable`` before running a rule that ``requires`` kinds; the other methods are
+only called once those kinds are known.
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
+from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
 from webhook.quota.ledger import Balance, BalanceAnswer
 from webhook.quota.objects import ClusterQueueInfo, NodeFit, Toleration
@@ -22,32 +24,16 @@ from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound
 
 
-class Recall(Protocol):
-    """What the engine keeps the cluster rules' answers in (``webhook.engine.recall``), for one
-    state of everything but the Workloads; what the Workloads decide is part of a key."""
+class ClusterView(Protocol):
+    """One state of the cluster, never changed while a request reads it."""
 
     @property
-    def answers(self) -> dict[Any, Any]:
-        """The answers kept, by the caller's key."""
+    def policy(self) -> Policy:
+        """The policy the view was read with: answers memoized on it are for that policy only."""
 
-    def queue_balance(self, namespace: str, queue: str) -> Hashable:
-        """All the guaranteed balance reads of the Workloads, for the ClusterQueue the LocalQueue
-        ``namespace/queue`` points to, as one value: equal values, equal balances (``None``
-        when it points to none)."""
+    def remember(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The answer memoized on this view under ``key``, worked out by ``make`` the first time."""
 
-    def keep(self, key: Hashable, answer: Any) -> None:
-        """Keep ``answer`` under ``key`` in ``answers``, which holds a bounded number."""
-
-    def ledger_changes(self) -> int:
-        """A count every applied change to the Workloads held moves: an answer worked out while
-        it moved may mix two states of them, and is not kept."""
-
-    def static_topologies(self, known: frozenset[str]) -> frozenset[str]:
-        """``known`` and the static pool topologies the node labels advertise
-        (``ClusterState.static_topologies``), worked out once per ``known``."""
-
-
-class ClusterState(Protocol):
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
         """The namespace's labels; ``None`` when the namespace or its kind is not known."""
 
@@ -56,15 +42,6 @@ class ClusterState(Protocol):
 
     def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
         """Of ``kinds``, those that cannot be read now, each with the reason."""
-
-    def recall(self) -> Recall | None:
-        """Where answers that depend on the cluster only through what this state holds are kept.
-
-        Renewed by every change to the objects held but the Workloads (a status write that
-        changes nothing kept changes nothing) or to a kind's availability; ``None`` while some
-        kind a job rule reads cannot be read, when an answer may change with the clock alone
-        (a watch going stale). So a ``Recall`` means every such kind can be read now.
-        """
 
     def local_queue(self, namespace: str, name: str) -> str | None:
         """The ClusterQueue a LocalQueue points to; ``None`` when there is no such LocalQueue."""
@@ -107,3 +84,10 @@ class ClusterState(Protocol):
 
     def accelerator_chips(self) -> Decimal | None:
         """Chips on all nodes of the TPU accelerator; ``None`` when unknown."""
+
+
+class ClusterState(Protocol):
+    """Where the cluster's state comes from: a view of it per request."""
+
+    def snapshot(self) -> ClusterView:
+        """The state now (the same object while nothing changed)."""

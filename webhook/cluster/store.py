@@ -1,16 +1,15 @@
-"""The in-memory cluster state both sources fill, and the answers the rules read.
+"""The cluster state both sources fill, kept current as events arrive, and the snapshots it publishes.
 
-``ClusterStore`` implements ``ClusterState``. The watch cache feeds it events from
-background threads; the state files (``webhook.cluster.statefiles``) feed it once.
-Writers take the lock per object; readers that walk a collection take it too, so a
-request never sees a half-applied event. Every answer a request needs is an index
-lookup or a memo keyed by a generation counter that writes bump: requests never sum
-Workloads or scan every node twice.
+``ClusterStore`` is the writer's side, Kueue's cache: the watch cache feeds it events from
+background threads, the state files (``webhook.cluster.statefiles``) feed it once. Writers
+take the lock; each event moves what it changes by its difference (the Workloads' counts
+in the ledger, what ClusterQueues store in their cohorts, the node index), and an update
+that changes nothing kept (node heartbeats, Kueue's status writes) moves nothing.
 
-The store keeps objects, indexes and the lock, nothing more: quota (the cohort sums, the
-chips ledger, potential quota, flavor assignment, the guaranteed balance) is the quota
-model's (``webhook.quota.model``), which reads the store as its ``QuotaSource`` and is
-told when a ClusterQueue or a Workload comes or goes.
+Readers never take the lock and never read these maps: a request reads one
+``webhook.cluster.snapshot.Snapshot`` (``snapshot()``), immutable, made from the parts
+as they are when it is asked for and shared until the next change. Every answer a
+request needs is memoized on that snapshot (see there).
 """
 
 from __future__ import annotations
@@ -19,26 +18,24 @@ import contextlib
 import sys
 import threading
 import time
-from collections import defaultdict
-from collections.abc import Hashable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
-
-import msgspec
 
 from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
+from webhook.cluster.snapshot import NodeState, QueueState, Snapshot
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
-from webhook.quota.ledger import Balance, BalanceAnswer, WorkloadEntry, project
-from webhook.quota.model import QuotaModel
+from webhook.quota.ledger import Balance, BalanceAnswer, ChipsLedger, WorkloadEntry, project
 from webhook.quota.objects import (
     ClusterQueueInfo,
     CohortInfo,
     FlavorInfo,
     NodeFit,
+    NodeInfo,
     Toleration,
     parse_cluster_queue,
     parse_cohort,
@@ -47,14 +44,12 @@ from webhook.quota.objects import (
     string_map,
 )
 from webhook.quota.podsets import PodSetDemand
-from webhook.quota.resource_node import Bound
+from webhook.quota.resource_node import Bound, CohortMembers
+from webhook.quota.table import SetTable, Table
 
 Key = str | tuple[str, str]
 #: objects indexed per lock hold during a first list
 _CHUNK = 1000
-_MEMO_LIMIT = 4096
-#: the kinds the job rules read (the admin guard's are not among them)
-_JOB_KINDS = tuple(kind.name for kind in k.KINDS)
 
 
 def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
@@ -65,7 +60,7 @@ def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
 
 
 class ClusterStore:
-    """Bookkeeping: the objects (parsed), their indexes and the lock. Quota is ``self.quota``."""
+    """The objects (parsed), their indexes and counts, the lock, and the snapshot last published."""
 
     def __init__(self, policy: Policy, stale_after: float = 120.0) -> None:
         self.policy = policy
@@ -77,46 +72,34 @@ class ClusterStore:
         self.object_versions: dict[str, dict[Key, str]] = {kind.name: {} for kind in k.WATCHED}
         #: Kueue's objects as written, for the admin guard (``webhook.cluster.documents``)
         self.documents = KeptDocuments()
-        self.namespaces: dict[str, dict[str, str]] = {}
-        self.local_queues: dict[tuple[str, str], str] = {}
-        self.queues_of_cq: defaultdict[str, set[tuple[str, str]]] = defaultdict(set)
-        self.cluster_queues: dict[str, ClusterQueueInfo] = {}
+        # copy-on-write tables (``webhook.quota.table``): a snapshot forks them, whatever their size
+        self.namespaces: Table[str, dict[str, str]] = Table()
+        self.local_queues: Table[tuple[str, str], str] = Table()
+        self.queues_of_cq: SetTable[str, tuple[str, str]] = SetTable()
+        self.cluster_queues: Table[str, ClusterQueueInfo] = Table()
         #: parent cohort -> child Cohort objects
-        self.children: defaultdict[str, set[str]] = defaultdict(set)
-        self.cohorts: dict[str, CohortInfo] = {}
-        self.flavors: dict[str, FlavorInfo] = {}
+        self.children: SetTable[str, str] = SetTable()
+        self.cohorts: Table[str, CohortInfo] = Table()
+        self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
-        self.workloads: dict[tuple[str, str], WorkloadEntry] = {}
-        self.queue_generation = 0  # ClusterQueues, Cohorts, ResourceFlavors, LocalQueues
+        self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
+        #: what ClusterQueues store in their cohorts, kept summed as they come and go
+        self.members = CohortMembers()
+        #: what the Workloads hold and wait for, moved by each one's difference
+        self.ledger = ChipsLedger(policy.guaranteed_priority_class)
+        #: bumped by every write that changes what the store holds (a snapshot made before is not current)
+        self.version = 0
         self.node_generation = 0
-        self._memo: dict[Any, Any] = {}
-        self._memo_generation: tuple[int, int, bool] = (-1, -1, False)
-        #: bumped by every write that changes what the store holds of a kind but the Workloads
-        self.revision = 0
-        #: bumped by every write that changes what the store holds of the Workloads, once applied
-        self.workload_changes = 0
-        self._recall = StoreRecall(self)
-        #: the availability stamp and the revision ``_recall`` was made at
-        self._recall_availability = self._recall_revision = -1
-        self.quota = QuotaModel(self, self.tpu, policy.guaranteed_priority_class, self._memoized, self._remember)
+        #: which parts changed since the last snapshot
+        self._queues_changed = self._nodes_changed = self._ledger_changed = True
+        self._published: Snapshot | None = None
 
     @property
-    def nodes(self) -> dict[str, Any]:
+    def nodes(self) -> Mapping[str, NodeInfo]:
         return self.node_index.nodes
 
     def cohorts_known(self) -> bool:
         return self.availability.reason(k.COHORTS.name) is None
-
-    def cohorts_unknown(self) -> str | None:
-        return self._unknown(k.COHORTS)
-
-    def workloads_unknown(self) -> str | None:
-        return self._unknown(k.WORKLOADS)
-
-    def _unknown(self, kind: k.Kind) -> str | None:
-        """``"<Kind>: <why>"`` when the kind cannot be read, as a skipped rule names it; ``None`` when it can."""
-        reason = self.availability.reason(kind.name)
-        return f"{kind.name}: {reason}" if reason is not None else None
 
     # ---------------------------------------------------------------- writes
 
@@ -209,18 +192,18 @@ class ClusterStore:
             assert isinstance(key, tuple)
             cq = str(spec.get("clusterQueue") or "")
             self.local_queues[key] = cq
-            self.queues_of_cq[cq].add(key)
+            self.queues_of_cq.move(cq, key, +1)
         elif kind is k.CLUSTER_QUEUES:
             assert isinstance(key, str)
             info = parse_cluster_queue(obj)
             self.cluster_queues[key] = info
-            self.quota.add_cluster_queue(info)
+            self.members.add(info)
         elif kind is k.COHORTS:
             assert isinstance(key, str)
             cohort = parse_cohort(obj)
             self.cohorts[key] = cohort
             if cohort.parent:
-                self.children[cohort.parent].add(key)
+                self.children.move(cohort.parent, key, +1)
         elif kind is k.RESOURCE_FLAVORS:
             assert isinstance(key, str)
             self.flavors[key] = parse_flavor(obj)
@@ -238,10 +221,10 @@ class ClusterStore:
         if held is not None and held == entry:
             return
         self.keys[k.WORKLOADS.name].add(key)
-        self.quota.count_workload(key[0], held, -1)
+        self.ledger.move(key[0], held, -1)
         self.workloads[key] = entry
-        self.quota.count_workload(key[0], entry, +1)
-        self.workload_changes += 1
+        self.ledger.move(key[0], entry, +1)
+        self._bump(k.WORKLOADS)
 
     def _delete(self, kind: k.Kind, key: Key) -> None:
         """The object is gone: its indexes and its kept document (``_remove`` alone is also
@@ -259,61 +242,78 @@ class ClusterStore:
         elif kind is k.LOCAL_QUEUES:
             cq = self.local_queues.pop(pair, None)
             if cq is not None:
-                self.queues_of_cq[cq].discard(pair)
+                self.queues_of_cq.move(cq, pair, -1)
         elif kind is k.CLUSTER_QUEUES:
             info = self.cluster_queues.pop(name, None)
             if info is not None:
-                self.quota.remove_cluster_queue(info)
+                self.members.remove(info)
         elif kind is k.COHORTS:
             cohort = self.cohorts.pop(name, None)
             if cohort is not None and cohort.parent:
-                self.children[cohort.parent].discard(name)
+                self.children.move(cohort.parent, name, -1)
         elif kind is k.RESOURCE_FLAVORS:
             self.flavors.pop(name, None)
         elif kind is k.NODES:
             self.node_index.remove(name)
         elif kind is k.WORKLOADS:
-            self.quota.count_workload(pair[0], self.workloads.pop(pair, None), -1)
+            self.ledger.move(pair[0], self.workloads.pop(pair, None), -1)
         self._bump(kind)
 
     def _bump(self, kind: k.Kind) -> None:
-        if kind is k.WORKLOADS:  # what they decide is keyed by ``ledger_state``, not dropped
-            self.workload_changes += 1
-        else:
-            self.revision += 1
-        if kind is k.NODES:
+        self.version += 1
+        if kind is k.WORKLOADS:
+            self._ledger_changed = True
+        elif kind is k.NODES:
+            self._nodes_changed = True
             self.node_generation += 1
-        elif kind in (k.LOCAL_QUEUES, k.CLUSTER_QUEUES, k.COHORTS, k.RESOURCE_FLAVORS):
-            self.queue_generation += 1
+        else:
+            self._queues_changed = True
 
-    def _memoized(self, key: Any) -> Any:
-        generation = (self.queue_generation, self.node_generation, self.cohorts_known())
-        if generation != self._memo_generation or len(self._memo) > _MEMO_LIMIT:
-            self._memo = {}
-            self._memo_generation = generation
-        return self._memo.get(key, _MISSING)
+    # ---------------------------------------------------------------- the snapshot
 
-    def _remember(self, key: Any, value: Any) -> None:
-        self._memo[key] = value
-
-    def recall(self) -> StoreRecall | None:
-        """``ClusterState.recall``: a new one after every change to what the store holds of a
-        kind but the Workloads or to a kind's availability; ``None`` while a kind the job rules
-        read cannot be read."""
+    def snapshot(self) -> Snapshot:
+        """The state now, as one immutable ``Snapshot``: the one published last while nothing changed
+        since (neither the objects, nor a kind's availability, nor the clock past its capture)."""
+        published = self._published
         availability = self.availability
         if (
-            availability.clock() < availability.clear_until
-            and availability.changes == self._recall_availability
-            and self.revision == self._recall_revision
+            published is not None
+            and published.version == self.version
+            and published.availability_changes == availability.changes
+            and availability.clock() < published.until
         ):
-            return self._recall  # every request asks: nothing changed, and every kind can be read
-        stamp = availability.stamp(_JOB_KINDS)
-        if stamp is None:
-            return None
-        if stamp != self._recall_availability or self.revision != self._recall_revision:
-            self._recall = StoreRecall(self)
-            self._recall_availability, self._recall_revision = stamp, self.revision
-        return self._recall
+            return published
+        with self.lock:
+            return self._publish()
+
+    def _publish(self) -> Snapshot:
+        """A new snapshot (under the lock): the parts that changed are copied, the rest shared with the last."""
+        last = self._published
+        captured = self.availability.capture()
+        cohorts = captured[1].get(k.COHORTS.name)
+        cohorts_reason = f"{k.COHORTS.name}: {cohorts}" if cohorts is not None else None
+        if last is None or self._queues_changed:
+            queues = QueueState(
+                self.namespaces.fork(),
+                self.local_queues.fork(),
+                self.queues_of_cq.fork(),
+                self.cluster_queues.fork(),
+                self.cohorts.fork(),
+                self.children.fork(),
+                self.flavors.fork(),
+                self.members.copy(),
+                cohorts_reason,
+            )
+        elif last.queues.cohorts_reason != cohorts_reason:
+            queues = last.queues.with_cohorts_reason(cohorts_reason)
+        else:
+            queues = last.queues
+        nodes = NodeState(self.node_index.copy(), self.tpu) if last is None or self._nodes_changed else last.nodes
+        ledger = self.ledger.copy() if last is None or self._ledger_changed else last.ledger
+        workloads = self.workloads.fork() if last is None or self._ledger_changed else last.workloads
+        self._queues_changed = self._nodes_changed = self._ledger_changed = False
+        self._published = Snapshot(self.version, self.tpu, queues, nodes, ledger, workloads, captured, self.policy)
+        return self._published
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
         """Per kind, for /metrics: usable now, seconds since last known current, since last event."""
@@ -328,54 +328,41 @@ class ClusterStore:
             for kind in k.WATCHED
         ]
 
-    # ---------------------------------------------------------------- ClusterState
+    # ---------------------------------------------------------------- the current snapshot's answers
 
     def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
-        return self.availability.unavailable(kinds)
+        return self.snapshot().unavailable(kinds)
 
     def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        if self.availability.reason(k.NAMESPACES.name) is not None:
-            return None
-        return self.namespaces.get(namespace)
+        return self.snapshot().namespace_labels(namespace)
 
     def static_topologies(self) -> frozenset[str]:
-        recall = self.recall()
-        if recall is not None:
-            return recall.static_topologies(frozenset())
-        if self.availability.reason(k.NODES.name) is not None:
-            return frozenset()
-        with self.lock:
-            return self.node_index.topologies()
+        return self.snapshot().static_topologies()
 
     def local_queue(self, namespace: str, name: str) -> str | None:
-        return self.local_queues.get((namespace, name))
+        return self.snapshot().local_queue(namespace, name)
 
     def local_queue_names(self, namespace: str) -> list[str]:
-        with self.lock:
-            return sorted(name for ns, name in self.local_queues if ns == namespace)
+        return self.snapshot().local_queue_names(namespace)
 
     def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
-        return self.cluster_queues.get(name)
+        return self.snapshot().cluster_queue(name)
 
     def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
-        with self.lock:
-            return self.quota.assign(cluster_queue, podsets, within_balance)
+        return self.snapshot().assign(cluster_queue, podsets, within_balance)
 
     def guaranteed_shortfalls(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> BalanceAnswer:
-        with self.lock:
-            return self.quota.guaranteed_shortfalls(cluster_queue, podsets)
+        return self.snapshot().guaranteed_shortfalls(cluster_queue, podsets)
 
     def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
-        with self.lock:
-            return self.quota.potential(cluster_queue, flavor, resource)
+        return self.snapshot().potential(cluster_queue, flavor, resource)
 
     def in_use(self, cluster_queue: str, flavor: str) -> int:
-        return self.quota.in_use(cluster_queue, flavor)
+        return self.snapshot().in_use(cluster_queue, flavor)
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         """The guaranteed balance of the queue's TPU quota on ``flavor`` (see ``webhook.quota.ledger``)."""
-        with self.lock:
-            return self.quota.balance(cluster_queue, flavor)
+        return self.snapshot().balance(cluster_queue, flavor)
 
     def node_fit(
         self,
@@ -384,89 +371,10 @@ class ClusterStore:
         tolerations: Sequence[Toleration] = (),
         tolerate_keys: frozenset[str] = frozenset(),
     ) -> NodeFit:
-        memo_key = (
-            "fit",
-            tuple(sorted(selector.items())),
-            tuple(sorted(requests.items())),
-            tuple(tolerations),
-            tolerate_keys,
-        )
-        cached = self._memoized(memo_key)
-        if cached is not _MISSING:
-            return cached  # type: ignore[no-any-return]
-        with self.lock:
-            answer = self.node_index.fit(selector, requests, tolerations, tolerate_keys)
-            self._memo[memo_key] = answer
-        return answer
+        return self.snapshot().node_fit(selector, requests, tolerations, tolerate_keys)
 
     def node_pools(self, topology: str) -> int:
-        with self.lock:
-            return self.node_index.node_pools(topology)
+        return self.snapshot().node_pools(topology)
 
     def accelerator_chips(self) -> Decimal | None:
-        """Chips on all nodes of the TPU accelerator; ``None`` when no node advertises the resource."""
-        with self.lock:
-            if self.tpu not in self.node_index.advertised:
-                return None
-            return self.node_index.accelerator_chips
-
-
-_MISSING = object()
-#: a queue's ledger state (per flavor, guaranteed chips in use and pending) as JSON text
-_ENCODE = msgspec.json.Encoder().encode
-
-
-class StoreRecall:
-    """The store's ``Recall``: the engine's answers, and the static topologies and queue
-    balances the store works out for it, all for one state of the store but its Workloads
-    (``ClusterStore.recall`` makes a new one after a change)."""
-
-    __slots__ = ("_balances", "_topologies", "answers", "store")
-
-    def __init__(self, store: ClusterStore) -> None:
-        self.store = store
-        self.answers: dict[Any, Any] = {}
-        #: ``static_topologies`` per set of known ones (a server asks with its policy's only)
-        self._topologies: dict[frozenset[str], frozenset[str]] = {}
-        #: per LocalQueue held (namespace, name), its ``queue_balance`` and the count of
-        #: Workload changes it was read at
-        self._balances: dict[tuple[str, str], tuple[int, bytes]] = {}
-
-    def static_topologies(self, known: frozenset[str]) -> frozenset[str]:
-        # Every request asks (``RuleContext``): kept until the next change, which brings a new Recall.
-        held = self._topologies.get(known)
-        if held is None:
-            with self.store.lock:
-                held = self._topologies[known] = known | self.store.node_index.topologies()
-        return held
-
-    def queue_balance(self, namespace: str, queue: str) -> Hashable:
-        # Every guaranteed job asks (its answer's key): one lookup while the count stays. The
-        # LocalQueue's target is the store's answer for this Recall's whole life (a change
-        # to a LocalQueue brings a new one). The state is kept as its JSON text, one bytes
-        # object per count: its hash is worked out once, and a remembered key holding the
-        # same object compares by identity.
-        store, changes = self.store, self.store.workload_changes
-        held = self._balances.get((namespace, queue))
-        if held is not None and held[0] == changes:
-            return held[1]
-        cluster_queue = store.local_queue(namespace, queue)
-        if not cluster_queue:
-            # No such LocalQueue, or one that names no ClusterQueue: no balance read, and
-            # nothing kept, so queue names no LocalQueue has cannot grow what is kept.
-            return None
-        with store.lock:
-            state = _ENCODE(store.quota.ledger_state(cluster_queue))
-        if changes == store.workload_changes:  # no event was half applied meanwhile
-            self._balances[namespace, queue] = (changes, state)
-        return state
-
-    def ledger_changes(self) -> int:
-        return self.store.workload_changes
-
-    def keep(self, key: Hashable, answer: Any) -> None:
-        # At most ``_MEMO_LIMIT`` answers: one past it drops those kept so far.
-        answers = self.answers
-        if len(answers) >= _MEMO_LIMIT:
-            answers.clear()
-        answers[key] = answer
+        return self.snapshot().accelerator_chips()

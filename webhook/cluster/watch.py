@@ -17,9 +17,10 @@ One daemon thread per kind runs a loop shaped like client-go's reflector:
   a bookmark on an open watch about once a minute, so a hung server is noticed by the
   read timing out, and meanwhile ``Availability`` already reports the kind as silent.
 
-The request path never calls the API server: it reads ``ClusterStore``, which these
-threads keep current. A cluster that cannot be reached leaves the kinds unavailable
-(their rules are skipped with a warning); serving never waits for it.
+The request path never calls the API server: it reads a snapshot of the
+``ClusterStore`` these threads keep current (``webhook.cluster.snapshot``). A cluster
+that cannot be reached leaves the kinds unavailable (their rules are skipped with a
+warning); serving never waits for it.
 
 Objects are read as plain JSON (``_preload_content=False``), not as generated model
 classes: deserialising 100,000 Workloads into models would cost minutes and gigabytes.

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from decimal import localcontext
-from functools import partial
+from functools import lru_cache
 from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
-from webhook.cluster.state import ClusterState
+from webhook.cluster.state import ClusterState, ClusterView
 from webhook.engine.patches import JsonPatch, default_labels, label_patch
-from webhook.engine.recall import recalled, replay
 from webhook.kube.quantity import CONTEXT
 from webhook.objects.kinds import JOBSET
 from webhook.objects.readers import (
@@ -32,6 +31,7 @@ from webhook.policy.tiers import resolve_tier
 from webhook.rules import Rule, RuleContext
 from webhook.rules.catalog import RULES
 from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
+from webhook.rules.cluster import recall_key
 
 Stage = Literal["mutate", "validate"]
 
@@ -127,34 +127,21 @@ Plan = tuple[tuple[Rule, Action], ...]
 Scope = Literal["all", "final", "changes"]
 
 
-class _Parts(NamedTuple):
-    """A plan cut where its cluster rules are (the catalog keeps them together)."""
+class Steps(NamedTuple):
+    """The rules a request runs, with their actions, in catalog order."""
 
+    plan: Plan
     #: every kind the plan's rules require: asked of the cluster once per request
     required: frozenset[str]
-    before: Plan
-    clustered: Plan
-    after: Plan
+    #: whether any of them is the cluster family's (their findings are memoized on the snapshot)
+    clustered: bool
 
 
-_PLANS: Final[dict[tuple[int, Scope, str, bool], tuple[Policy, _Parts]]] = {}
-
-
-def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> _Parts:
-    """The rules that apply, with their actions, cut where the cluster rules are (``_Parts``),
-    worked out once per policy, scope and kind.
-
-    The request path then only runs checks; mode, stage, operation, kind, the configured
-    action and (without cluster state, ``clustered`` false) the cluster rules are not
-    re-examined for every rule of every request.
-    """
-    key = (id(policy), scope, kind, clustered)
-    cached = _PLANS.get(key)
-    if cached is not None and cached[0] is policy:
-        return cached[1]
-    steps = []
+def _applicable(mode: str, scope: Scope, kind: str, clustered: bool) -> tuple[Rule, ...]:
+    """The catalog's rules a request of this mode, scope and kind runs, in catalog order."""
+    rules = []
     for rule in RULES:
-        if policy.mode not in rule.modes or kind not in rule.kinds:
+        if mode not in rule.modes or kind not in rule.kinds:
             continue
         if rule.requires and not clustered:
             continue  # structural-only mode: no cluster configured
@@ -165,23 +152,30 @@ def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> _Parts:
             continue
         if scope == "changes" and not rule.on_update:
             continue
-        action = policy.action_for(rule.id, rule.default_action)
+        rules.append(rule)
+    return tuple(rules)
+
+
+@lru_cache(maxsize=256)
+def _steps(mode: str, scope: Scope, kind: str, clustered: bool, overrides: frozenset[tuple[str, Action]]) -> Steps:
+    """The applicable rules with their actions (``overrides``: the policy's own, by rule ID),
+    the ones turned off left out."""
+    actions = dict(overrides)
+    plan = []
+    for rule in _applicable(mode, scope, kind, clustered):
+        action = actions.get(rule.id, rule.default_action)
         if action is not Action.OFF:
-            steps.append((rule, action))
-    if len(_PLANS) > 64:  # tests build many policies; a server has one
-        _PLANS.clear()
-    _PLANS[key] = (policy, _cut(tuple(steps)))
-    return _PLANS[key][1]
-
-
-def _cut(plan: Plan) -> _Parts:
+            plan.append((rule, action))
     required = frozenset().union(*(rule.requires for rule, _ in plan))
-    # The rules whose reads ``webhook.rules.cluster.recall_key`` names: the cluster family's,
-    # together in the catalog (``tests/test_engine_recall.py``); apart, none are recalled.
-    marks = [i for i, (rule, _) in enumerate(plan) if rule.family == CLUSTER_FAMILY]
-    together = bool(marks) and marks == list(range(marks[0], marks[-1] + 1))
-    first, end = (marks[0], marks[-1] + 1) if together else (len(plan), len(plan))
-    return _Parts(required, plan[:first], plan[first:end], plan[end:])
+    return Steps(tuple(plan), required, any(rule.family == CLUSTER_FAMILY for rule, _ in plan))
+
+
+def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> Steps:
+    """The rules that apply under ``policy``, with its actions."""
+    return _steps(policy.mode, scope, kind, clustered, frozenset(policy.rules.items()) if policy.rules else _NONE)
+
+
+_NONE: Final[frozenset[tuple[str, Action]]] = frozenset()
 
 
 def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: str) -> None:
@@ -208,40 +202,71 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str], cluster: bool = 
     decision.warnings.append(f"[{rule_id}] skipped: {why}")
 
 
-def _steps(steps: Plan, workload: Workload, ctx: RuleContext, decision: Decision, unread: dict[str, str]) -> None:
-    for rule, action in steps:
-        if unread and rule.requires:  # the plan has cluster rules only with a cluster
-            missing = {kind: why for kind, why in unread.items() if kind in rule.requires}
-            if missing:
-                _skip(decision, rule.id, [f"{kind}: {why}" for kind, why in sorted(missing.items())])
+#: a cluster rule's outcome: the findings it made and the notes on what it could not know (a skip)
+Outcome = tuple[tuple[Finding, ...], tuple[str, ...]]
+
+
+def _missing(rule: Rule, unread: dict[str, str]) -> list[str]:
+    """The kinds ``rule`` requires that cannot be read, each with why."""
+    return [f"{kind}: {why}" for kind, why in sorted(unread.items()) if kind in rule.requires]
+
+
+def _cluster_outcomes(
+    steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, unread: dict[str, str]
+) -> dict[str, Outcome]:
+    """The cluster family's outcomes, by rule ID: worked out once per snapshot and job shape."""
+
+    def make() -> dict[str, Outcome]:
+        out: dict[str, Outcome] = {}
+        for rule, _ in steps.plan:
+            if rule.family != CLUSTER_FAMILY:
                 continue
-        for finding in rule.check(workload, ctx):
-            finding.action = action  # a fresh finding each request: set in place
-            decision.findings.append(finding)
-        if ctx.unknown:
-            _skip(decision, rule.id, ctx.unknown, rule.family == CLUSTER_FAMILY)
+            missing = _missing(rule, unread) if unread and rule.requires else []
+            if missing:
+                out[rule.id] = ((), tuple(missing))
+                continue
+            findings = tuple(rule.check(workload, ctx))
+            out[rule.id] = (findings, tuple(ctx.unknown))
             ctx.unknown.clear()
+        return out
+
+    view = ctx.cluster
+    key = recall_key(workload, ctx) if view is not None and view.policy is ctx.policy else None
+    if view is None or key is None:
+        return make()
+    # Jobs of one shape read the same of one snapshot (``recall_key``), and under the snapshot's
+    # policy the scope and the kind (in the key) make the plan: one answer per snapshot.
+    return view.remember(("cluster rules", scope, key), make)  # type: ignore[no-any-return]
 
 
-def _run(parts: _Parts, workload: Workload, ctx: RuleContext, decision: Decision, cluster: ClusterState | None) -> None:
-    # Which kinds cannot be read is asked once, for every rule of the request: one answer for
-    # the whole decision, and mostly none (every rule reads a kind that is known). A
-    # ``Recall`` says so already.
-    recall = ctx.recall
-    unread = cluster.unavailable(parts.required) if cluster is not None and recall is None else {}
-    _steps(parts.before, workload, ctx, decision, unread)
-    if parts.clustered:
-        if recall is None:
-            # The cluster rules sum and multiply quantities (quota, node fit): in the
-            # quantities' own context, where every value the parser gives stays exact.
-            with localcontext(CONTEXT):
-                _steps(parts.clustered, workload, ctx, decision, unread)
-        else:  # jobs of one shape, one state of the cluster: one answer (``webhook.engine.recall``)
-            results = recalled(recall, parts.clustered, workload, ctx)
-            if results:
-                replay(results, decision.findings.append, partial(_skip, decision))
-    if parts.after:
-        _steps(parts.after, workload, ctx, decision, unread)
+def _run(steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, decision: Decision) -> None:
+    """Each step in catalog order, its findings with its action; every rule in the quantities'
+    decimal context (quota and node fit sum and multiply), where every value the parser gives stays exact."""
+    cluster = ctx.cluster
+    # Which kinds cannot be read is asked once, for every rule of the request.
+    unread = cluster.unavailable(steps.required) if cluster is not None and steps.required else {}
+    findings = decision.findings
+    with localcontext(CONTEXT):
+        remembered = _cluster_outcomes(steps, scope, workload, ctx, unread) if steps.clustered else None
+        for rule, action in steps.plan:
+            if remembered is not None and rule.family == CLUSTER_FAMILY:
+                made, notes = remembered[rule.id]
+                if made:  # a memoized finding is shared by the requests of its shape: each gets a copy
+                    findings.extend(msgspec.structs.replace(finding, action=action) for finding in made)
+                if notes:
+                    _skip(decision, rule.id, list(notes))
+                continue
+            if unread and rule.requires:
+                missing = _missing(rule, unread)
+                if missing:
+                    _skip(decision, rule.id, missing)
+                    continue
+            for finding in rule.check(workload, ctx):
+                finding.action = action  # a fresh finding each request: set in place
+                findings.append(finding)
+            if ctx.unknown:
+                _skip(decision, rule.id, ctx.unknown, rule.family == CLUSTER_FAMILY)
+                ctx.unknown.clear()
 
 
 def decide(
@@ -257,8 +282,9 @@ def decide(
         # already, and Kueue manages it through the JobSet. Admitted as it is, without a word.
         return Decision()
     labels = facts.namespace_labels
-    if labels is None and cluster is not None and facts.tier_override is None and facts.path_tier is None:
-        labels = cluster.namespace_labels(facts.namespace)
+    view: ClusterView | None = cluster.snapshot() if cluster is not None else None
+    if labels is None and view is not None and facts.tier_override is None and facts.path_tier is None:
+        labels = view.namespace_labels(facts.namespace)
     resolution = resolve_tier(
         policy,
         facts.namespace,
@@ -306,11 +332,10 @@ def decide(
         effective_labels={**workload.labels, **added},
         changed_labels=changed,
         old=old,
-        cluster=cluster,
+        cluster=view,
         namespace_labels=facts.namespace_labels,
-        recall=cluster.recall() if cluster is not None else None,
     )
-    _run(_plan(policy, scope, facts.kind, cluster is not None), workload, ctx, decision, cluster)
+    _run(_plan(policy, scope, facts.kind, view is not None), scope, workload, ctx, decision)
 
     decision.max_line = policy.limits.max_line_chars
     if decision.findings:  # most requests have none: nothing to except, count or bound

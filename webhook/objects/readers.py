@@ -20,7 +20,6 @@ from collections.abc import Callable
 from typing import Any, Final
 
 from webhook.kube.fieldpaths import METADATA, ROOT, SPEC
-from webhook.objects.fastjobset import read_typed_jobset
 from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.request import UserInfo
@@ -109,20 +108,11 @@ def read_workload(kind: str, document: Any, policy: Policy, namespace: str = "")
     """Read ``document`` as the judged ``kind`` (``webhook.objects.kinds``); never raises.
 
     ``document`` is the object's JSON text (``bytes``, UTF-8) or the object decoded (any
-    JSON value, or what YAML gives). A JobSet's text goes to the typed reader
-    (``webhook.objects.fastjobset``) first; what it gives up on, and every other kind and
-    decoded document, is read from plain JSON by the kind's reader, which turns every odd
-    shape into a ``jobset-malformed`` finding. ``namespace`` fills in when the object has
-    none (a CREATE may omit it).
+    JSON value, or what YAML gives). Text is decoded to plain JSON once, then every kind is
+    read by its one reader, which turns every odd shape into a ``jobset-malformed``
+    finding. ``namespace`` fills in when the object has none (a CREATE may omit it).
     """
     if isinstance(document, bytes):
-        if kind == JOBSET:
-            try:
-                workload = read_typed_jobset(document, policy, namespace)
-            except RecursionError:
-                workload = None  # nested too deeply for here: the plain decode words it
-            if workload is not None:
-                return workload
         try:
             document = plain_json(document)
         except RecursionError:

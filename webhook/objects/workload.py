@@ -8,17 +8,16 @@ missing template, ``replicas: -1``); every such problem becomes a ``jobset-malfo
 finding (the ID predates the other kinds and stays stable) with its path, and the parse
 carries on with what it could read, so the user gets all of their mistakes in one answer.
 
-The records are msgspec structs, not dataclasses: every request builds a ``Workload``, a
-``PodSet`` per podSet and a ``Container`` per container, and a struct is built in C (a
-``PodSet`` in 0.16 µs, a slotted dataclass in 0.6). Equality compares every field, the
-pod spec a podSet keeps (or reads from its ``source``) included.
+The records are msgspec structs: every request builds a ``Workload``, a ``PodSet`` per
+podSet and a ``Container`` per container, and a struct's constructor runs in C. Equality
+compares every field, the pod spec a podSet keeps included.
 """
 
 from __future__ import annotations
 
 from decimal import Decimal
 from functools import lru_cache
-from typing import Any, Final, NamedTuple, Protocol
+from typing import Any, Final, NamedTuple
 
 import msgspec
 
@@ -104,23 +103,6 @@ def _type(value: Any) -> str:
     return {dict: "an object", list: "a list", str: "a string", bool: "a boolean"}.get(
         type(value), type(value).__name__
     )
-
-
-class Source(Protocol):
-    """Where a workload the typed reader built finds the parts it skipped, as plain JSON."""
-
-    def plain(self) -> Any:
-        """The whole object."""
-        ...
-
-    def pod_spec(self, index: int) -> dict[str, Any]:
-        """The pod spec of podSet ``index``."""
-        ...
-
-    def podsets_text(self) -> bytes:
-        """Everything the podSets are built from, as one exact text: equal texts, equal
-        podSets under one policy."""
-        ...
 
 
 class Container(msgspec.Struct):
@@ -231,21 +213,10 @@ class PodSet(msgspec.Struct):
     containers: list[Container]
     init_containers: list[Container]
     is_tpu: bool = False
-    #: the pod template's spec as submitted; ``None`` until first read when the typed reader
-    #: (``webhook.objects.fastjobset``) built this podSet: ``pod_spec`` reads it from ``source``
-    raw_pod_spec: dict[str, Any] | None = None
-    source: Source | None = None
-    #: ``pod_requests()``, worked out at its first call
+    #: the pod template's spec as submitted (tolerations, affinity: read by the cluster rules)
+    pod_spec: dict[str, Any] = {}
+    #: ``pod_requests()``, worked out at its first call (several cluster rules ask)
     _pod_requests: dict[str, Decimal] | None = None
-    #: ``placement_text()``: the typed reader sets it from the bytes it read
-    placement: tuple[bytes, bytes] | None = None
-
-    @property
-    def pod_spec(self) -> dict[str, Any]:
-        """The pod template's spec as submitted (tolerations, affinity: read by the cluster rules)."""
-        if self.raw_pod_spec is None:
-            self.raw_pod_spec = self.source.pod_spec(self.index) if self.source is not None else {}
-        return self.raw_pod_spec
 
     @property
     def path(self) -> FieldPath:
@@ -267,24 +238,6 @@ class PodSet(msgspec.Struct):
     def node_selector_path(self) -> FieldPath:
         return self.paths.node_selector
 
-    def placement_text(self) -> tuple[bytes, bytes] | None:
-        """The pod spec's ``tolerations`` and ``affinity`` as JSON text (``b""`` when absent).
-
-        The rest of what flavor eligibility and node fit read of a pod template is a field of
-        its own (``node_selector``, the containers); this is the part only ``pod_spec`` holds,
-        in a form that can be compared and hashed without decoding it (a key of remembered
-        answers, ``webhook.engine.recall``). ``None`` when it cannot be written as JSON.
-        """
-        if self.placement is None:
-            spec = self.pod_spec
-            try:
-                self.placement = tuple(  # type: ignore[assignment]
-                    msgspec.json.encode(spec[key]) if key in spec else b"" for key in ("tolerations", "affinity")
-                )
-            except (TypeError, ValueError, OverflowError):  # a lone surrogate, a huge number
-                return None
-        return self.placement
-
     def pod_requests(self) -> dict[str, Decimal]:
         """One pod's effective requests (init containers counted as Kubernetes counts them).
 
@@ -305,9 +258,8 @@ class Workload(msgspec.Struct):
     name: str
     labels: dict[str, str]
     annotations: dict[str, str]
-    #: ``spec`` as plain JSON; ``None`` until first read when the typed reader built this
-    #: workload (``webhook.objects.fastjobset``): ``spec`` reads it from ``source``
-    raw_spec: dict[str, Any] | None
+    #: ``spec`` as plain JSON (``{}`` when it is not an object)
+    spec: dict[str, Any]
     #: ``webhook.objects.kinds``: JobSet, Job or Deployment
     kind: str = JOBSET
     #: Workloads Kueue makes of it: a Deployment's ``spec.replicas`` (one per pod), else 1
@@ -320,22 +272,12 @@ class Workload(msgspec.Struct):
     controlled_by_jobset: bool = False
     #: ``spec.suspend`` as written (any JSON value; ``None`` when absent or null)
     suspend: Any = None
-    source: Source | None = None
     podsets: list[PodSet] = []
     malformed: list[Finding] = []
     #: malformed findings past the limit, counted but not recorded
     malformed_unrecorded: int = 0
     #: the podSets that ask for TPUs (``PodSet.is_tpu``), in order: what most rules walk
     tpu_podsets: list[PodSet] = []
-
-    @property
-    def spec(self) -> dict[str, Any]:
-        """``spec`` as plain JSON (``{}`` when it is not an object)."""
-        if self.raw_spec is None:
-            plain = self.source.plain() if self.source is not None else None
-            spec = plain.get("spec") if isinstance(plain, dict) else None
-            self.raw_spec = spec if isinstance(spec, dict) else {}
-        return self.raw_spec
 
     @property
     def suspend_set(self) -> bool:
@@ -379,7 +321,7 @@ def parse_metadata(reader: Reader, obj: Any, namespace: str, kind: str) -> Workl
         name=name,
         labels=labels,
         annotations=annotations,
-        raw_spec=spec,
+        spec=spec,
         kind=kind,
         generated_suffix=generated_suffix,
         has_labels_map=isinstance(metadata.get("labels"), dict),
@@ -393,7 +335,7 @@ def unreadable(kind: str, policy: Policy, namespace: str, problem: str) -> Workl
     """The workload of an object whose text could not be decoded: ``problem`` as its one finding."""
     reader = Reader(policy)
     reader.bad(FieldPath(), problem, f"submit a {kind}")
-    return Workload(namespace=namespace, name="", labels={}, annotations={}, raw_spec={}, kind=kind).finish(reader)
+    return Workload(namespace=namespace, name="", labels={}, annotations={}, spec={}, kind=kind).finish(reader)
 
 
 def controller_is_jobset(references: Any) -> bool:
@@ -505,7 +447,7 @@ def parse_pod_template(
         priority_class_name=pod_spec.get("priorityClassName"),
         containers=containers,
         init_containers=_containers(reader, pod_spec.get("initContainers"), paths.init_containers),
-        raw_pod_spec=pod_spec,
+        pod_spec=pod_spec,
         is_tpu=(  # the two lookups first: most TPU podSets select the accelerator
             tpu.slice_topology_annotation in annotations
             or tpu.accelerator_label in node_selector

@@ -84,6 +84,13 @@ class CohortMembers:
         for key, amount in stored_in_parent(queue).items():
             sums[key] = sums.get(key, ZERO) + sign * amount
 
+    def copy(self) -> CohortMembers:
+        """The same sums, moved on their own from now on (a snapshot's)."""
+        out = CohortMembers()
+        out._members.update((cohort, set(names)) for cohort, names in self._members.items())
+        out._stored.update((cohort, dict(sums)) for cohort, sums in self._stored.items())
+        return out
+
     def stored(self, cohort: str) -> Mapping[FlavorResource, Decimal] | None:
         """(flavor, resource) -> what the cohort's member ClusterQueues store in it."""
         return self._stored.get(cohort)
@@ -142,7 +149,7 @@ Remember = Callable[[object, object], None]
 
 
 class ResourceNodes:
-    """The cohort trees over a ``CohortTree``, answers memoized by the store's generation."""
+    """The cohort trees over a ``CohortTree``, answers memoized on the snapshot part that holds the tree."""
 
     def __init__(self, tree: CohortTree, members: CohortMembers, memo: Memo, remember: Remember) -> None:
         self.tree = tree

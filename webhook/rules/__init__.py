@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from webhook.cluster.state import ClusterState, Recall
+from webhook.cluster.state import ClusterView
 from webhook.kube.fieldpaths import FieldPath
 from webhook.objects.kinds import ALL as ALL_KINDS
 from webhook.objects.kinds import JOB, JOBSET
@@ -42,7 +42,7 @@ class RuleContext(msgspec.Struct):
 
     A msgspec struct, as the request's other records (``webhook.objects.workload``): it is
     built in C, where a dataclass's ``__init__`` ran some fifty bytecodes per request. The
-    fields after ``recall`` are the policy's and the cluster's, set by ``__post_init__``
+    fields after ``namespace_labels`` are the policy's and the cluster's, set by ``__post_init__``
     (what the constructor is given for them is replaced).
     """
 
@@ -58,12 +58,10 @@ class RuleContext(msgspec.Struct):
     changed_labels: frozenset[str] | None = None
     #: on UPDATE, the object before the change (parsed)
     old: Workload | None = None
-    cluster: ClusterState | None = None
+    #: the cluster's snapshot the whole request reads (``webhook.cluster.snapshot``)
+    cluster: ClusterView | None = None
     #: the namespace's labels when the caller gave them (CLI ``--namespace-labels``): they beat the cache
     namespace_labels: Mapping[str, str] | None = None
-    #: ``cluster.recall()``, asked once for the whole request (the engine keeps the cluster
-    #: rules' answers in it); ``None`` without a cluster or while it has none
-    recall: Recall | None = None
     #: ``policy.tpu`` (frozen)
     tpu: TpuPolicy = _UNSET_TPU
     #: ``policy.queueLabel`` and ``policy.priorityLabel``
@@ -85,10 +83,9 @@ class RuleContext(msgspec.Struct):
         self.queue_label = policy.queue_label
         self.priority_label = policy.priority_label
         known = policy.static_topology_set
-        if self.recall is not None:
-            self.static_topologies = self.recall.static_topologies(known)
-        elif cluster is not None:
-            self.static_topologies = known | cluster.static_topologies()
+        if cluster is not None:
+            learned = cluster.static_topologies()
+            self.static_topologies = known | learned if learned and not learned <= known else known
         else:
             self.static_topologies = known
 

@@ -12,10 +12,12 @@ The rules do no arithmetic: pods, chips, sums and comparisons are the quota pack
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterator
+from collections.abc import Hashable, Iterator
 from typing import Final
 
-from webhook.cluster.state import ClusterState
+import msgspec
+
+from webhook.cluster.state import ClusterView
 from webhook.kube.fieldpaths import LABELS
 from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding
@@ -28,7 +30,7 @@ from webhook.quota.objects import (
     parse_tolerations,
     selector_matches,
 )
-from webhook.quota.podsets import asks_for_tas, exceeding, pool_shortages, requesting
+from webhook.quota.podsets import exceeding, pool_shortages, requesting
 from webhook.rules import JOBS, STATIC, Message, Rule, RuleContext, VapExport
 
 FAMILY: Final = "cluster"
@@ -38,7 +40,7 @@ QUEUES: Final = frozenset({"LocalQueues", "ClusterQueues"})
 NOT_EXPORTED: Final = VapExport("reads the cluster's state, which a VAP cannot")
 
 
-def _queue(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, str, str | None] | None:
+def _queue(workload: Workload, ctx: RuleContext) -> tuple[ClusterView, str, str | None] | None:
     """The cluster, the LocalQueue name and the ClusterQueue it points to (``None`` if no LQ)."""
     queue = ctx.effective_labels.get(ctx.queue_label)
     if ctx.cluster is None or not queue:
@@ -46,7 +48,7 @@ def _queue(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, str, str
     return ctx.cluster, queue, ctx.cluster.local_queue(workload.namespace, queue)
 
 
-def _target(workload: Workload, ctx: RuleContext) -> tuple[ClusterState, ClusterQueueInfo] | None:
+def _target(workload: Workload, ctx: RuleContext) -> tuple[ClusterView, ClusterQueueInfo] | None:
     found = _queue(workload, ctx)
     if found is None or not found[2]:
         return None
@@ -362,7 +364,7 @@ def _exceeds_node_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fin
         yield from _exceeds_accelerator_chips(workload, ctx, ctx.cluster)
 
 
-def _exceeds_accelerator_chips(workload: Workload, ctx: RuleContext, cluster: ClusterState) -> Iterator[Finding]:
+def _exceeds_accelerator_chips(workload: Workload, ctx: RuleContext, cluster: ClusterView) -> Iterator[Finding]:
     """Dynamic mode: TAS carves slices out of the tpu7x nodes, so their chips are a hard ceiling."""
     tpu = ctx.tpu
     chips = tpu.resource_name
@@ -445,82 +447,39 @@ INSUFFICIENT_NODE_POOLS: Final = Rule(
 )
 
 
-def recall_key(workload: Workload, ctx: RuleContext, queue_balance: Callable[[str, str], Hashable]) -> Hashable | None:
+#: the judged object's ``spec`` as JSON text: everything its podSets are built from
+_SPEC_TEXT: Final = msgspec.json.Encoder().encode
+
+
+def recall_key(workload: Workload, ctx: RuleContext) -> Hashable | None:
     """Everything the cluster family's rules (these and ``webhook.rules.services``') read of
     the job and of the request, as one hashable value.
 
-    Against one state of the cluster's queues, flavors, namespaces and nodes, two jobs with
-    equal keys get the same findings, so the engine remembers them per state
-    (``webhook.engine.recall``). The key holds each field the checks read and nothing else
-    (not the job's name, images or commands): jobs made from one template share it. What
-    the checks read of the Workloads is in it too: for a guaranteed job, its queue's
-    balance (``queue_balance``, what ``guaranteed-balance-exceeded`` counts), so a Workload
-    event need not drop the answers. A check that reads a new field or kind adds it here;
-    ``tests/test_engine_recall.py`` varies each field and compares with a fresh decision.
-    ``None`` when a part cannot be keyed exactly (``_podsets_key``).
-
-    The podSets' part is, for a JobSet the typed reader read, the text it was built from
-    (``Source.podsets_text``: one bytes value, hashed and compared in C); for any other
-    object, the fields the checks read (``_podsets_key``).
+    Against one snapshot of the cluster, two jobs with equal keys get the same findings, so
+    the engine memoizes them on the snapshot (``webhook.engine.decision``). The key holds
+    the object's ``spec`` as JSON text (every field a podSet is built from: equal texts,
+    equal podSets; one bytes value, hashed and compared in C) and what the checks read
+    besides: the namespace, the queue and priority labels, the tier, the namespace's labels
+    when the caller gave them. Not the job's name: jobs made from one template share it. A
+    check that reads a new field outside ``spec`` adds it here;
+    ``tests/test_cluster_snapshot.py`` varies each field and compares with a fresh decision.
+    ``None`` when the spec cannot be written as JSON (a value YAML made that JSON has not).
     """
-    source = workload.source
-    podsets: Hashable | None = source.podsets_text() if source is not None else _podsets_key(workload)
-    if podsets is None:
+    try:
+        spec = _SPEC_TEXT(workload.spec)
+    except (TypeError, ValueError, OverflowError):
         return None
     labels, namespace_labels = ctx.effective_labels, ctx.namespace_labels
-    queue, priority = labels.get(ctx.queue_label), labels.get(ctx.priority_label)
-    # read of a guaranteed job whose LocalQueue points to a ClusterQueue only (``_queue``'s reading)
-    balance = (
-        queue_balance(workload.namespace, queue) if queue and priority == ctx.policy.guaranteed_priority_class else None
-    )
     return (
-        balance,
         workload.kind,  # (the engine's plan, whose findings these are, is per kind too)
         workload.namespace,
-        workload.replicas,  # a Deployment's (``webhook.rules.services``)
         ctx.tier_name,  # whether the tier names a default queue (``webhook.rules.services``)
-        queue,
+        labels.get(ctx.queue_label),
         ctx.queue_label in workload.labels,  # whether the queue is the injected default (its wording)
-        priority,
+        labels.get(ctx.priority_label),
         None if namespace_labels is None else tuple(sorted(namespace_labels.items())),
-        podsets,
+        spec,
     )
-
-
-def _podsets_key(workload: Workload) -> tuple[Hashable, ...] | None:
-    """What the checks read of each podSet, field by field; ``None`` when a resource value is
-    neither a string nor an integer (``1``, ``1.0`` and ``true`` are equal keys but not equal
-    quantities) or a pod spec is not JSON text."""
-    podsets = []
-    for podset in workload.podsets:
-        placement = podset.placement_text()
-        if placement is None:
-            return None
-        groups = []
-        for containers in (podset.containers, podset.init_containers):
-            # what ``pod_requests`` and ``uncovered_requests`` read of each container, in order
-            keyed = []
-            for container in containers:
-                requests, limits = container.requests, container.limits
-                for value in (*requests.values(), *limits.values()):
-                    if type(value) is not str and type(value) is not int:
-                        return None
-                keyed.append((tuple(requests.items()), tuple(limits.items()), container.restartable))
-            groups.append(tuple(keyed))
-        podsets.append(
-            (
-                podset.index,  # with the kind, every field path a finding names (the position says it too)
-                podset.name,
-                podset.replicas,
-                podset.parallelism,
-                podset.is_tpu,
-                asks_for_tas(podset),
-                tuple(podset.node_selector.items()),
-                *groups,
-                placement,
-            )
-        )
-    return tuple(podsets)
 
 
 RULES: Final[tuple[Rule, ...]] = (

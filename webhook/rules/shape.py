@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from decimal import Decimal
-from functools import lru_cache
 from typing import Final
 
 from webhook.kube.quantity import quantity_or_none
@@ -191,11 +190,6 @@ HOST_COUNT_MISMATCH: Final = Rule(
 # ------------------------------------------------------------------ tpu-request-invalid
 
 
-@lru_cache(maxsize=16)
-def _chips(chips_per_host: int) -> Decimal:
-    return Decimal(chips_per_host)
-
-
 def _is_chips(raw: object, chips: int, text: str, per_host: Decimal) -> bool:
     """Whether a request or limit is exactly ``chips`` (``text`` written out, ``per_host``
     as a quantity). The usual spellings (``4``, ``"4"``) are compared as they are; any
@@ -209,7 +203,7 @@ def _is_chips(raw: object, chips: int, text: str, per_host: Decimal) -> bool:
 def _tpu_request(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     resource = ctx.tpu.resource_name
     chips = ctx.tpu.chips_per_host
-    per_host = _chips(chips)
+    per_host = Decimal(chips)
     text = str(chips)
     rule = TPU_REQUEST_INVALID
     for podset in workload.tpu_podsets:

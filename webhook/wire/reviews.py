@@ -13,7 +13,7 @@ a lone surrogate, a UTF-16 body, nesting msgspec will not follow, a wrong ``kind
 object that is not UTF-8), is decoded again by ``json.loads`` and checked field by
 field, which is also where every 4xx reason comes from; its object is plain JSON. So the
 fast path never decides anything the general path would decide differently;
-``tests/test_objects_fastjobset.py`` answers the same bodies both ways and compares the bytes.
+``tests/test_wire_reviews.py`` answers the same bodies both ways and compares the bytes.
 """
 
 from __future__ import annotations
@@ -49,9 +49,8 @@ class ReviewError(Exception):
 
 
 class AdmissionRequest(msgspec.Struct):
-    """The request's fields the webhook reads, checked. A msgspec struct rather than a
-    dataclass: made once per request, and a struct's constructor runs in C (0.08 µs
-    against a slotted dataclass's 0.43)."""
+    """The request's fields the webhook reads, checked. A msgspec struct: made once per
+    request, by a constructor that runs in C."""
 
     uid: str
     group: str

@@ -1,19 +1,17 @@
-"""Remembered cluster answers are the fresh ones (``webhook.engine.recall``).
+"""Answers memoized on a snapshot are the fresh ones (``webhook.cluster.snapshot``).
 
-The engine keeps the cluster family's findings per state of the cluster and per job
-shape (``webhook.rules.cluster.recall_key``). A key that leaves out something a rule reads
-would hand one job another's answer, so every variant below changes one thing the
-cluster rules read, and each is decided right after every other (the memo holding the
-other's answer) and compared with a decision against a store that remembers nothing.
-The random event sequences of ``tests/test_cluster_store.py`` check that every change to
-the store reaches the answers remembered before it (their probe decisions are remembered
-between events and compared with a store built from scratch).
+The engine memoizes the cluster family's findings on the request's snapshot per job shape
+(``webhook.rules.cluster.recall_key``). A key that leaves out something a rule reads would
+hand one job another's answer, so every variant below changes one thing the cluster rules
+read, and each is decided right after every other (the memo holding the other's answer)
+and compared with a decision against a store whose every snapshot is new. The random
+event sequences of ``tests/test_cluster_store.py`` check that every change to the store
+reaches the next snapshot, and that a snapshot published before a change answers as it did.
 """
 
 from __future__ import annotations
 
 import copy
-import itertools
 import json
 from collections.abc import Callable
 from typing import Any
@@ -23,14 +21,13 @@ from builders import deployment, job, jobset
 from cluster_fixtures import OBJECTS, POLICY
 
 from webhook.cluster import kinds as k
-from webhook.cluster import store as store_module
+from webhook.cluster import snapshot as snapshot_module
 from webhook.cluster.availability import Availability
+from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.statefiles import state_from_objects
-from webhook.cluster.store import ClusterStore, StoreRecall
+from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
-from webhook.rules.catalog import RULES
-from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
 
 TPU = "google.com/tpu"
 TOPOLOGY = "cloud.google.com/gke-tpu-topology"
@@ -86,7 +83,7 @@ VARIANTS: list[tuple[str, AdmissionFacts, dict[str, Any]]] = [
     ("parallelism 64", facts(), guaranteed().parallelism(64).obj()),
     ("8 chips a pod", facts(), guaranteed().request(TPU, "8").request(TPU, "8", kind="limits").obj()),
     ("4 chips as a number", facts(), guaranteed().request(TPU, 4).request(TPU, 4, kind="limits").obj()),
-    ("4.0 chips (not keyed)", facts(), guaranteed().request(TPU, 4.0).request(TPU, 4.0, kind="limits").obj()),
+    ("4.0 chips", facts(), guaranteed().request(TPU, 4.0).request(TPU, 4.0, kind="limits").obj()),
     ("300 CPUs", facts(), big_pods().obj()),
     (
         "300 CPUs, podSet renamed",
@@ -135,10 +132,17 @@ def answer(decision: Decision) -> tuple[Any, ...]:
 
 
 class Forgetful(ClusterStore):
-    """A store that remembers no whole answer: every decision runs the cluster rules."""
+    """A store whose every snapshot is new, memos and all: every decision works everything out."""
 
-    def recall(self) -> None:
-        return None
+    def snapshot(self) -> Snapshot:
+        with self.lock:
+            self._queues_changed = self._nodes_changed = self._ledger_changed = True
+            return self._publish()
+
+
+def remembered(store: ClusterStore) -> list[Any]:
+    """The keys of the cluster rules' findings memoized on the store's snapshot."""
+    return [key for key in store.snapshot().memo.answers if isinstance(key, tuple) and key[0] == "cluster rules"]
 
 
 def filled(store: ClusterStore) -> ClusterStore:
@@ -160,17 +164,13 @@ def stores() -> tuple[ClusterStore, ClusterStore]:
 
 @pytest.mark.parametrize("as_text", [False, True], ids=["decoded", "as text"])
 def test_every_variant_after_every_other_answers_as_a_fresh_decision(as_text: bool) -> None:
-    """Decoded, a JobSet's podSets are keyed field by field; as the API server sends it, its
-    text, by the typed reader's text of them (``Source.podsets_text``)."""
     store, forgetful = stores()
     variants = [(name, request, json.dumps(obj).encode() if as_text else obj) for name, request, obj in VARIANTS]
     expected = [answer(decide(obj, request, POLICY, forgetful)) for _, request, obj in variants]
     assert len({repr(e) for e in expected}) >= 20  # the variants do lead to different answers
     for first, (name_a, request_a, a) in enumerate(variants):
         for second, (name_b, request_b, b) in enumerate(variants):
-            recall = store.recall()
-            assert recall is not None
-            recall.answers.clear()
+            store.snapshot().memo.answers.clear()
             assert answer(decide(a, request_a, POLICY, store)) == expected[first]
             assert answer(decide(b, request_b, POLICY, store)) == expected[second], f"{name_b} after {name_a}"
 
@@ -179,16 +179,15 @@ def test_jobs_of_one_shape_share_one_answer() -> None:
     store, _ = stores()
     job_facts = facts()
     decide(guaranteed().queue("team-b-queue").obj(), job_facts, POLICY, store)
-    recall = store.recall()
-    assert recall is not None
-    memo = recall.answers
-    held = len(memo)
+    snapshot = store.snapshot()
+    held = len(remembered(store))
     first = decide(guaranteed().obj(), job_facts, POLICY, store)
     assert first.allowed and not first.findings
-    assert len(memo) == held + 1  # one shape, one answer
+    assert len(remembered(store)) == held + 1  # one shape, one answer
     decide(guaranteed().name("another-job").obj(), job_facts, POLICY, store)  # the name is no part of the shape
-    decide(guaranteed().request(TPU, 4.0).obj(), job_facts, POLICY, store)  # a float request is never remembered
-    assert store.recall() is recall and len(memo) == held + 1
+    assert store.snapshot() is snapshot and len(remembered(store)) == held + 1
+    decide(guaranteed().request(TPU, 4.0).obj(), job_facts, POLICY, store)  # 4.0 is not the text 4: a shape of its own
+    assert len(remembered(store)) == held + 2
 
 
 def holder(name: str, queue: str, pods: int) -> dict[str, Any]:
@@ -201,78 +200,58 @@ def holder(name: str, queue: str, pods: int) -> dict[str, Any]:
     return workload
 
 
-def test_a_workload_event_changes_the_guaranteed_answers_of_its_queue_only() -> None:
-    """Workloads decide one thing, a queue's guaranteed balance: an event keeps the memo, and a
-    guaranteed job of the queue whose chips moved is judged again."""
+def test_a_workload_event_makes_a_new_snapshot_that_shares_the_queues_and_nodes() -> None:
+    """The event changes the counted Workloads only: the next snapshot keeps the queue and node
+    parts, with the potential quota, flavor assignments and node fits memoized on them."""
     store, forgetful = stores()
     job_facts = facts()
     jobs = [guaranteed().obj(), guaranteed().priority("best-effort").obj(), guaranteed("team-b-queue").obj()]
     before = [decide(job, job_facts, POLICY, store) for job in jobs]
-    recall = store.recall()
-    assert recall is not None and all(d.allowed for d in before)
-    memo = recall.answers
-    held = dict(memo)
+    old = store.snapshot()
+    assert all(d.allowed for d in before) and old.queues.memo.answers and old.nodes.memo.answers
 
     # Guaranteed Workloads take all of team-a's 4x4x4 chips: its guaranteed job is now beyond its balance.
     for target in (store, forgetful):
         target.apply(k.WORKLOADS, "ADDED", holder("holds-the-rest", "team-a-queue", 64))
-    assert store.recall() is recall and memo == held  # nothing dropped
+    new = store.snapshot()
+    assert new is not old and new.queues is old.queues and new.nodes is old.nodes and not new.memo.answers
     after = [decide(job, job_facts, POLICY, store) for job in jobs]
     assert [answer(d) for d in after] == [answer(decide(job, job_facts, POLICY, forgetful)) for job in jobs]
     assert [[f.rule for f in d.findings] for d in after] == [["guaranteed-balance-exceeded"], [], []]
-    assert len(memo) == len(held) + 1  # only team-a's guaranteed job was judged again
-
-    # And when the chips are given back, its first answer is the one remembered.
-    for target in (store, forgetful):
-        target.apply(k.WORKLOADS, "DELETED", holder("holds-the-rest", "team-a-queue", 64))
-    assert answer(decide(jobs[0], job_facts, POLICY, store)) == answer(before[0])
-    assert len(memo) == len(held) + 1
+    # the snapshot a request read before the event answers as it did
+    assert [answer(decide(job, job_facts, POLICY, old)) for job in jobs] == [answer(d) for d in before]
 
 
-def test_an_answer_worked_out_while_the_workloads_changed_is_handed_on_but_not_kept(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    """A watch thread may apply a Workload event while a request runs the cluster rules: that
-    answer may have read two states of the Workloads, so it answers the request and is forgotten."""
-    store, forgetful = stores()
-    recall = store.recall()
-    assert recall is not None and not recall.answers
-    counts = itertools.count()
-    monkeypatch.setattr(StoreRecall, "ledger_changes", lambda self: next(counts))  # an event between any two looks
-    for obj in (guaranteed().obj(), guaranteed().replicas(2).obj()):
-        assert answer(decide(obj, facts(), POLICY, store)) == answer(decide(obj, facts(), POLICY, forgetful))
-    assert store.recall() is recall and not recall.answers
-
-
-def test_a_status_write_that_changes_nothing_kept_keeps_the_memo() -> None:
+def test_a_status_write_that_changes_nothing_kept_keeps_the_snapshot() -> None:
     store, _ = stores()
     decide(guaranteed().obj(), facts(), POLICY, store)
-    recall = store.recall()
-    assert recall is not None
-    held = dict(recall.answers)
+    snapshot = store.snapshot()
+    held = dict(snapshot.memo.answers)
     node = copy.deepcopy(next(o for o in OBJECTS if o.get("kind") == "Node"))
     node["status"]["conditions"] = [{"type": "Ready", "status": "True", "lastHeartbeatTime": "2026-12-01T00:00:00Z"}]
     store.apply(k.NODES, "MODIFIED", node)
-    assert store.recall() is recall and recall.answers == held
+    assert store.snapshot() is snapshot and snapshot.memo.answers == held
 
 
 @pytest.mark.parametrize("kind", ["Workloads", "Cohorts", "ClusterQueues"])
-def test_nothing_is_remembered_while_a_kind_the_rules_read_is_unknown(kind: str) -> None:
+def test_a_kind_the_rules_read_unknown_answers_as_a_fresh_decision(kind: str) -> None:
     store, forgetful = stores()
     for target in (store, forgetful):
         target.availability.broken(kind, "watch failed: 403", fatal=True)
-    assert store.recall() is None
+    assert kind in store.snapshot().unread
     job_facts = facts()
-    decision = decide(guaranteed().obj(), job_facts, POLICY, store)
-    assert answer(decision) == answer(decide(guaranteed().obj(), job_facts, POLICY, forgetful))
+    for _ in range(2):  # worked out, then memoized
+        decision = decide(guaranteed().obj(), job_facts, POLICY, store)
+        assert answer(decision) == answer(decide(guaranteed().obj(), job_facts, POLICY, forgetful))
     if kind != "Cohorts":  # the queue's own nominal decides it without the tree above
         assert decision.skipped or decision.warnings  # unknown is not zero: it says what it could not judge
 
 
-def test_a_recall_is_handed_on_while_every_kind_is_heard_from_and_not_after() -> None:
-    """``ClusterStore.recall`` answers at once while the clock is below the moment some kind
-    could go silent and nothing changed; a kind gone silent turns the memo off with the
-    clock alone, and a kind turned unreadable at once."""
+def test_a_snapshot_is_handed_on_while_every_kind_is_heard_from_and_not_after() -> None:
+    """``ClusterStore.snapshot`` hands the same snapshot on while the clock is below the moment
+    some kind could go silent and nothing changed; a kind gone silent makes a new one with the
+    clock alone, and a kind turned unreadable at once. The queue part, which reads no
+    availability but the Cohorts', is shared throughout."""
     now = [1000.0]
     store = filled(ClusterStore(POLICY))
     kinds = [kind.name for kind in k.WATCHED]
@@ -280,77 +259,105 @@ def test_a_recall_is_handed_on_while_every_kind_is_heard_from_and_not_after() ->
     for kind in kinds:
         store.availability.listed(kind)
         store.availability.watching(kind)
-    recall = store.recall()
-    assert recall is not None and store.recall() is recall
+    first = store.snapshot()
+    assert not first.unread and store.snapshot() is first
     now[0] += 100  # every kind heard from 100 s ago: within the 120 s bound
-    assert store.recall() is recall
+    assert store.snapshot() is first
     now[0] += 30
-    assert store.recall() is None  # silent for 130 s: the API server may be hung
+    silent = store.snapshot()  # silent for 130 s: the API server may be hung
+    assert silent is not first and set(silent.unread) == set(kinds)
+    assert "silent: no event or bookmark for 130s" in silent.unread["Nodes"]
     for kind in kinds:
         store.availability.bookmark(kind)
-    assert store.recall() is recall  # heard from again, and nothing changed meanwhile
+    heard = store.snapshot()  # heard from again
+    assert not heard.unread and heard.nodes is first.nodes
     store.availability.broken("Nodes", "watch failed: 403", fatal=True)
-    assert store.recall() is None
+    assert store.snapshot().unread == {"Nodes": "watch failed: 403"}
 
 
 def test_the_memo_holds_a_bounded_number_of_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(store_module, "_MEMO_LIMIT", 3)
+    monkeypatch.setattr(snapshot_module, "MEMO_LIMIT", 3)
     store, forgetful = stores()
     for replicas in range(1, 9):
         obj = json.dumps(guaranteed().replicas(replicas).obj()).encode()
         assert answer(decide(obj, facts(), POLICY, store)) == answer(decide(obj, facts(), POLICY, forgetful))
-        recall = store.recall()
-        assert recall is not None and 1 <= len(recall.answers) <= 3
+        assert len(store.snapshot().memo.answers) <= 3
 
 
-def test_queue_names_no_local_queue_has_keep_no_balance() -> None:
-    """What a request names cannot grow what the memo keeps beyond its bound: a balance is
-    kept per LocalQueue the store holds, not per queue label sent."""
-    store, _ = stores()
-    for number in range(50):
-        decide(json.dumps(guaranteed(f"nowhere-{number}").obj()).encode(), facts(), POLICY, store)
-    decide(json.dumps(guaranteed().obj()).encode(), facts(), POLICY, store)
-    recall = store.recall()
-    assert isinstance(recall, StoreRecall)
-    assert list(recall._balances) == [("kubemaker", "team-a-queue")]
-
-
-def test_the_admin_guard_kinds_do_not_stop_remembering() -> None:
+def test_the_admin_guard_kinds_do_not_stop_memoizing() -> None:
     """Kueue's ConfigMap or controller unreadable (RBAC) says nothing of jobs: the memo still works."""
     store, _ = stores()
-    assert any(store.availability.reason(kind.name) is not None for kind in k.ADMIN_KINDS)
-    assert store.recall() is not None
+    assert any(kind.name in store.snapshot().unread for kind in k.ADMIN_KINDS)
+    decide(guaranteed().obj(), facts(), POLICY, store)
+    assert remembered(store)
 
 
-def test_the_catalog_keeps_the_cluster_family_together() -> None:
-    """The engine recalls the cluster family's findings as one run of its plan."""
-    families = [rule.family for rule in RULES]
-    first, last = families.index(CLUSTER_FAMILY), len(families) - families[::-1].index(CLUSTER_FAMILY)
-    assert set(families[first:last]) == {CLUSTER_FAMILY}
-    assert {rule.id for rule in RULES[first:last]} >= {"guaranteed-balance-exceeded", "replicas-beyond-nominal"}
+def test_another_policy_than_the_stores_memoizes_nothing() -> None:
+    """Answers memoized on a snapshot are for the policy its store reads with."""
+    store, forgetful = stores()
+    other = POLICY.model_copy(update={"guaranteed_priority_class": "best-effort"})
+    obj = two_slices().priority("best-effort").obj()
+    assert answer(decide(obj, facts(), other, store)) == answer(decide(obj, facts(), other, forgetful))
+    assert not remembered(store)
 
 
 class Counting(ClusterStore):
-    """The fixture store, counting how often it is asked for its Recall."""
+    """The fixture store, counting how often it is asked for its snapshot."""
 
     asked = 0
 
-    def recall(self) -> StoreRecall | None:
+    def snapshot(self) -> Snapshot:
         self.asked += 1
-        return super().recall()
+        return super().snapshot()
 
 
-def test_a_request_asks_for_the_recall_once_and_reads_the_pool_topologies_from_it() -> None:
-    """One Recall per request: the rules' answers and the static topologies the node pools
-    advertise come from one state of the store."""
-    store, forgetful = stores()
+def test_a_request_asks_for_the_snapshot_once() -> None:
+    """One snapshot per request: every rule reads one state of the store."""
+    _, forgetful = stores()
     counting = filled(Counting(POLICY))
     for _, request, obj in VARIANTS:
         counting.asked = 0
         assert answer(decide(obj, request, POLICY, counting)) == answer(decide(obj, request, POLICY, forgetful))
         assert counting.asked == 1
-    recall = store.recall()
-    assert recall is not None
-    known = POLICY.static_topology_set
-    assert recall.static_topologies(known) == known | forgetful.static_topologies() == known | {"4x4x8", "4x8x8"}
-    assert recall.static_topologies(frozenset()) == store.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
+    assert counting.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
+
+
+def pending_workload(name: str, priority: int, created: str) -> dict[str, Any]:
+    """The fixture's pending guaranteed Workload, renamed, with its priority value and creation time."""
+    pending = next(o for o in OBJECTS if o.get("kind") == "Workload" and "pending" in o["metadata"]["name"])
+    workload = copy.deepcopy(pending)
+    workload["metadata"].update(name=name, creationTimestamp=created, uid=f"uid-{name}")
+    workload["spec"]["priority"] = priority
+    return workload
+
+
+def test_a_snapshot_holds_each_queues_admitted_and_pending_workloads_for_the_simulator() -> None:
+    """Admitted: with their usage per (flavor, resource) from the admission and the time quota was
+    reserved; pending: in Kueue's order (priority descending, then creation ascending), with
+    their podSets' demand."""
+    store, _ = stores()
+    for name, priority, created in (
+        ("late-high", 1000, "2026-01-03T00:00:00Z"),
+        ("early-low", 100, "2026-01-01T00:00:00Z"),
+        ("early-high", 1000, "2026-01-02T00:00:00Z"),
+    ):
+        store.apply(k.WORKLOADS, "ADDED", pending_workload(name, priority, created))
+    snapshot = store.snapshot()
+    admitted = {(a.namespace, a.name): a.entry for a in snapshot.admitted("team-a")}
+    assert sorted(admitted) == [
+        ("kubemaker", "jobset-a-running-besteffort-7e8f9"),
+        ("kubemaker", "jobset-a-running-guaranteed-1a2b3"),
+    ]
+    running = admitted[("kubemaker", "jobset-a-running-guaranteed-1a2b3")]
+    assert (running.priority, running.priority_value) == ("guaranteed", 1000)
+    assert running.reserved_at == 1767225600.0  # 2026-01-01T00:00:00Z
+    assert dict(((f, r), a) for f, r, a in running.usage)[("tpu7x-4x4x4", TPU)] == 128
+    assert snapshot.usage("team-a")[("tpu7x-4x4x4", TPU)] == sum(
+        dict(((f, r), a) for f, r, a in entry.usage).get(("tpu7x-4x4x4", TPU), 0) for entry in admitted.values()
+    )
+    names = [p.name for p in snapshot.pending("team-a")]
+    assert names.index("early-high") < names.index("late-high") < names.index("early-low")
+    first = snapshot.pending("team-a")[names.index("early-high")].entry
+    assert first.uid == "uid-early-high" and first.shape and first.shape[0].total(TPU) > 0
+    # published once per state: the same tuples until the next change
+    assert snapshot.pending("team-a") is snapshot.pending("team-a")

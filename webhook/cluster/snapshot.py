@@ -1,0 +1,354 @@
+"""The cluster as a request reads it: an immutable, versioned snapshot, and what is memoized on it.
+
+Kueue's shape (``pkg/cache/scheduler``): the cache keeps usage current as events arrive,
+and each scheduling cycle reads an immutable ``Snapshot``. Here the store
+(``webhook.cluster.store``) is the cache: the watch threads (or the state files) write it
+under its lock, and each event moves the counts by its difference. A request asks the
+store for its snapshot once (``ClusterStore.snapshot``): the one already published when
+nothing changed since (a version comparison and a clock read, no lock), else a new one,
+made of the store's parts as they are now. A part that did not change since the last
+snapshot is shared with it, answers memoized on it included:
+
+- ``QueueState``: namespaces, LocalQueues, ClusterQueues, Cohorts, ResourceFlavors and
+  what the ClusterQueues store in their cohorts, with whether the Cohorts can be read;
+  memoized on it: potential quota and flavor assignment (``webhook.quota``);
+- ``NodeState``: the node index; memoized on it: node fit and the pools' topologies;
+- the counted Workloads (``webhook.quota.ledger.ChipsLedger``, a copy) and every Workload
+  held (``webhook.quota.table``: buckets shared until written);
+- which kinds cannot be read, captured with the moment the clock could change that.
+
+Memoized on the ``Snapshot`` itself: whatever also reads the Workloads (the guaranteed
+chips pending, the balance, the assignment within it) and the cluster rules' findings
+per job shape (``webhook.engine.decision``). Nothing memoized is ever changed: a watch
+event changes the store, and the next request gets a new snapshot with new memos for
+the parts the event changed; the old snapshot and its memos go when no request holds it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Mapping, Sequence, Set
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Any, Final
+
+from webhook.cluster import kinds as k
+from webhook.cluster.nodes import NodeIndex
+from webhook.kube.quantity import CONTEXT
+from webhook.policy.config import Policy
+from webhook.quota.flavorassigner import Assignment, FlavorAssigner
+from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry
+from webhook.quota.model import QuotaModel
+from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo, NodeFit, Toleration
+from webhook.quota.podsets import PodSetDemand
+from webhook.quota.resource_node import Bound, CohortMembers, ResourceNodes
+from webhook.quota.table import Table
+
+#: answers memoized on one part, at most: past it an answer is worked out and not kept, so no
+#: stream of distinct jobs can grow a snapshot's memory
+MEMO_LIMIT: Final = 4096
+
+WorkloadKey = tuple[str, str]
+
+
+class Memo:
+    """Answers worked out from one immutable object, kept on it: they go when it goes."""
+
+    __slots__ = ("answers",)
+
+    def __init__(self) -> None:
+        self.answers: dict[Any, Any] = {}
+
+    def get(self, key: Any) -> Any:
+        """The answer kept under ``key``; ``None`` when there is none."""
+        return self.answers.get(key)
+
+    def keep(self, key: Any, value: Any) -> None:
+        if len(self.answers) < MEMO_LIMIT:
+            self.answers[key] = value
+
+
+class QueueState:
+    """The queues, cohorts, flavors and namespaces of one snapshot; potential quota and flavor
+    assignment are memoized on it (``memo``)."""
+
+    def __init__(
+        self,
+        namespaces: Mapping[str, Mapping[str, str]],
+        local_queues: Mapping[tuple[str, str], str],
+        queues_of_cq: Mapping[str, Set[tuple[str, str]]],
+        cluster_queues: Mapping[str, ClusterQueueInfo],
+        cohorts: Mapping[str, CohortInfo],
+        children: Mapping[str, Set[str]],
+        flavors: Mapping[str, FlavorInfo],
+        members: CohortMembers,
+        cohorts_reason: str | None,
+    ) -> None:
+        self.namespaces = namespaces
+        self.local_queues = local_queues
+        self.queues_of_cq = queues_of_cq
+        self.cluster_queues = cluster_queues
+        self.cohorts = cohorts
+        self.children = children
+        self.flavors = flavors
+        self.members = members
+        #: ``"Cohorts: <why>"`` when the Cohort objects cannot be read
+        self.cohorts_reason = cohorts_reason
+        self.memo = Memo()
+        self.nodes = ResourceNodes(self, members, self.memo.get, self.memo.keep)
+        self.assigner = FlavorAssigner(self, self.nodes, self.memo.get, self.memo.keep)
+
+    def cohorts_unknown(self) -> str | None:
+        return self.cohorts_reason
+
+    def with_cohorts_reason(self, reason: str | None) -> QueueState:
+        """The same objects under another answer about the Cohorts (new memo: potential quota reads it)."""
+        return QueueState(
+            self.namespaces,
+            self.local_queues,
+            self.queues_of_cq,
+            self.cluster_queues,
+            self.cohorts,
+            self.children,
+            self.flavors,
+            self.members,
+            reason,
+        )
+
+
+class NodeState:
+    """The node index of one snapshot (a copy nothing moves); node fit is memoized on it."""
+
+    def __init__(self, index: NodeIndex, tpu: str) -> None:
+        self.index = index
+        self.memo = Memo()
+        #: the static pool topologies the node labels advertise
+        self.topologies = index.topologies()
+        #: chips on all nodes of the TPU accelerator; ``None`` when no node advertises the resource
+        self.accelerator_chips = index.accelerator_chips if tpu in index.advertised else None
+
+    def fit(
+        self,
+        selector: Mapping[str, str],
+        requests: Mapping[str, Decimal],
+        tolerations: Sequence[Toleration],
+        tolerate_keys: frozenset[str],
+    ) -> NodeFit:
+        key = (tuple(sorted(selector.items())), tuple(sorted(requests.items())), tuple(tolerations), tolerate_keys)
+        held = self.memo.get(key)
+        if held is None:
+            held = self.index.fit(selector, requests, tolerations, tolerate_keys)
+            self.memo.keep(key, held)
+        return held  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True, slots=True)
+class Admitted:
+    """A Workload holding quota in a ClusterQueue, as Kueue's preemption reads it."""
+
+    namespace: str
+    name: str
+    entry: WorkloadEntry
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """A Workload waiting in a ClusterQueue (through one of its LocalQueues), with its podSets' demand."""
+
+    namespace: str
+    name: str
+    entry: WorkloadEntry
+
+
+class Snapshot:
+    """One state of the cluster, never changed: what every rule of a request reads (``ClusterView``)."""
+
+    def __init__(
+        self,
+        version: int,
+        policy_tpu: str,
+        queues: QueueState,
+        nodes: NodeState,
+        ledger: ChipsLedger,
+        workloads: Table[WorkloadKey, WorkloadEntry],
+        availability: tuple[int, dict[str, str], float],
+        policy: Policy,
+    ) -> None:
+        #: the store's count of changes this snapshot holds
+        self.version = version
+        self.tpu = policy_tpu
+        self.queues = queues
+        self.nodes = nodes
+        self.ledger = ledger
+        self.workloads = workloads
+        #: (the availability's change count, kinds that cannot be read with why, until when that holds)
+        self.availability_changes, self.unread, self.until = availability
+        #: the policy the store reads objects with: answers memoized here are for it alone
+        self.policy = policy
+        self.memo = Memo()
+        workloads_reason = self.unread.get(k.WORKLOADS.name)
+        self.quota = QuotaModel(
+            queues,
+            queues.nodes,
+            queues.assigner,
+            ledger,
+            ledger.in_use,
+            policy_tpu,
+            f"{k.WORKLOADS.name}: {workloads_reason}" if workloads_reason is not None else None,
+            self.memo.get,
+            self.memo.keep,
+        )
+
+    def snapshot(self) -> Snapshot:
+        """``ClusterState.snapshot``: a snapshot is its own."""
+        return self
+
+    def remember(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The answer memoized under ``key`` on this snapshot, worked out by ``make`` the first time."""
+        held = self.memo.get(key)
+        if held is None:
+            held = make()
+            self.memo.keep(key, held)
+        return held
+
+    def without(self, keys: Iterable[WorkloadKey]) -> Snapshot:
+        """This state as if the Workloads ``keys`` were not there (``audit`` judges an object against
+        the cluster less its own Workloads): the same queues and nodes, memos included; the
+        Workloads counted again without them."""
+        ledger = self.ledger.copy()
+        left_out = set()
+        for key in keys:
+            entry = self.workloads.get(key)
+            if entry is not None:
+                ledger.move(key[0], entry, -1)
+                left_out.add(key)
+        workloads = self.workloads.fork()
+        for key in left_out:
+            workloads.pop(key)
+        changes = (self.availability_changes, self.unread, self.until)
+        return Snapshot(self.version, self.tpu, self.queues, self.nodes, ledger, workloads, changes, self.policy)
+
+    # ---------------------------------------------------------------- ClusterView
+
+    def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
+        unread = self.unread
+        if not unread:
+            return {}
+        return {kind: unread[kind] for kind in kinds if kind in unread}
+
+    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
+        if k.NAMESPACES.name in self.unread:
+            return None
+        return self.queues.namespaces.get(namespace)
+
+    def static_topologies(self) -> frozenset[str]:
+        return frozenset() if k.NODES.name in self.unread else self.nodes.topologies
+
+    def local_queue(self, namespace: str, name: str) -> str | None:
+        return self.queues.local_queues.get((namespace, name))
+
+    def local_queue_names(self, namespace: str) -> list[str]:
+        return sorted(name for ns, name in self.queues.local_queues if ns == namespace)
+
+    def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
+        return self.queues.cluster_queues.get(name)
+
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
+        return self.quota.assign(cluster_queue, podsets, within_balance)
+
+    def guaranteed_shortfalls(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> BalanceAnswer:
+        return self.quota.guaranteed_shortfalls(cluster_queue, podsets)
+
+    def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
+        return self.quota.potential(cluster_queue, flavor, resource)
+
+    def in_use(self, cluster_queue: str, flavor: str) -> int:
+        return self.quota.in_use(cluster_queue, flavor)
+
+    def balance(self, cluster_queue: str, flavor: str) -> Balance:
+        return self.quota.balance(cluster_queue, flavor)
+
+    def node_fit(
+        self,
+        selector: Mapping[str, str],
+        requests: Mapping[str, Decimal],
+        tolerations: Sequence[Toleration] = (),
+        tolerate_keys: frozenset[str] = frozenset(),
+    ) -> NodeFit:
+        return self.nodes.fit(selector, requests, tolerations, tolerate_keys)
+
+    def node_pools(self, topology: str) -> int:
+        return self.nodes.index.node_pools(topology)
+
+    def accelerator_chips(self) -> Decimal | None:
+        return self.nodes.accelerator_chips
+
+    # ---------------------------------------------------------------- what the simulator reads
+
+    def usage(self, cluster_queue: str) -> dict[tuple[str, str], Decimal]:
+        """(flavor, resource) -> what the queue's admitted Workloads use (Kueue's ClusterQueue usage)."""
+        return {
+            (flavor, resource): amount
+            for (queue, flavor, resource), amount in self.ledger.usage.items()
+            if queue == cluster_queue
+        }
+
+    def cohort_usage(self, cohort: str) -> dict[tuple[str, str], Decimal]:
+        """(flavor, resource) -> what the admitted Workloads of every ClusterQueue in ``cohort``'s
+        subtree use, summed (memoized)."""
+
+        def make() -> dict[tuple[str, str], Decimal]:
+            sums: dict[tuple[str, str], Decimal] = {}
+            members = self._subtree_queues(cohort)
+            for (queue, flavor, resource), amount in self.ledger.usage.items():
+                if queue in members:
+                    sums[(flavor, resource)] = CONTEXT.add(sums.get((flavor, resource), Decimal(0)), amount)
+            return sums
+
+        return self.remember(("cohort usage", cohort), make)  # type: ignore[no-any-return]
+
+    def _subtree_queues(self, cohort: str) -> frozenset[str]:
+        queues = self.queues
+        seen: set[str] = set()
+        todo, members = [cohort], set[str]()
+        while todo:
+            name = todo.pop()
+            if name in seen:
+                continue  # a cycle: Kueue leaves such a tree inactive
+            seen.add(name)
+            members.update(q.name for q in queues.cluster_queues.values() if q.cohort == name)
+            todo.extend(queues.children.get(name, ()))
+        return frozenset(members)
+
+    def admitted(self, cluster_queue: str) -> tuple[Admitted, ...]:
+        """The Workloads holding quota in the queue, by namespace and name (memoized)."""
+        return self._by_queue()[0].get(cluster_queue, ())
+
+    def pending(self, cluster_queue: str) -> tuple[Pending, ...]:
+        """The Workloads waiting for the queue in Kueue's order: priority descending, then
+        creation ascending (then namespace and name, for a stable order) (memoized)."""
+        return self._by_queue()[1].get(cluster_queue, ())
+
+    def _by_queue(self) -> tuple[dict[str, tuple[Admitted, ...]], dict[str, tuple[Pending, ...]]]:
+        def make() -> tuple[dict[str, tuple[Admitted, ...]], dict[str, tuple[Pending, ...]]]:
+            admitted: defaultdict[str, list[Admitted]] = defaultdict(list)
+            pending: defaultdict[str, list[Pending]] = defaultdict(list)
+            local_queues = self.queues.local_queues
+            for (namespace, name), entry in self.workloads.items():
+                if entry.state == HOLDS:
+                    admitted[entry.cluster_queue].append(Admitted(namespace, name, entry))
+                elif entry.state == WAITS:
+                    queue = local_queues.get((namespace, entry.local_queue))
+                    if queue is not None:
+                        pending[queue].append(Pending(namespace, name, entry))
+            return (
+                {q: tuple(sorted(items, key=lambda a: (a.namespace, a.name))) for q, items in admitted.items()},
+                {
+                    q: tuple(
+                        sorted(items, key=lambda p: (-p.entry.priority_value, p.entry.created, p.namespace, p.name))
+                    )
+                    for q, items in pending.items()
+                },
+            )
+
+        return self.remember("by queue", make)  # type: ignore[no-any-return]
