@@ -233,3 +233,18 @@ def test_admin_examples_through_lint_queues(case: AdminCase, tmp_path: Path) -> 
     if fired and not case.config:
         assert fired[0]["action"] == action
         assert proc.returncode == (1 if action == "deny" else proc.returncode)
+
+
+def test_an_alias_bomb_and_a_broken_link_are_errors_not_a_hang(tmp_path: Path) -> None:
+    """A ClusterQueue whose cohortName is an alias of 10^9 nodes; a dangling ``*.yaml`` link beside it."""
+    levels = ['a0: &a0 ["lol"]'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    (tmp_path / "bomb.yaml").write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\n"
+        + "\n".join(levels)
+        + "\nspec: {cohortName: *a9}\n"
+    )
+    (tmp_path / "gone.yaml").symlink_to("nowhere.yaml")
+    done = run_cli("lint-queues", str(tmp_path), "--output", "json")
+    assert done.returncode == 2
+    assert "bomb.yaml: not valid YAML or JSON: document contains excessive aliasing" in done.stderr
+    assert "gone.yaml: a broken symbolic link (its target 'nowhere.yaml' does not exist)" in done.stderr
