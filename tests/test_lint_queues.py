@@ -248,3 +248,14 @@ def test_an_alias_bomb_and_a_broken_link_are_errors_not_a_hang(tmp_path: Path) -
     assert done.returncode == 2
     assert "bomb.yaml: not valid YAML or JSON: document contains excessive aliasing" in done.stderr
     assert "gone.yaml: a broken symbolic link (its target 'nowhere.yaml' does not exist)" in done.stderr
+
+
+def test_a_nominal_of_1e30_is_refused_not_a_traceback(states: dict[str, str], tmp_path: Path) -> None:
+    objects = rfc_objects("static")
+    team_a = next(o for o in objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-a")
+    team_a["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "1e30"
+    proc = cli("lint-queues", _write(tmp_path / "in.yaml", objects), "--mode", "static",
+               "--cluster-state", states["static"], "--output", "json")  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [result] = [r for r in json.loads(proc.stdout)["results"] if r["name"] == "team-a"]
+    assert "quota-exceeds-cluster" in [v["rule"] for v in result["violations"]]
