@@ -747,3 +747,12 @@ def test_names_that_are_no_file_in_a_directory_are_errors(tmp_path: Path) -> Non
     assert f"{tmp_path / 'loop.yaml'}: error: a symbolic link loop" in done.stdout
     done = run_cli("check", str(tmp_path / "loop.yaml"))
     assert done.returncode == 2 and "a symbolic link loop" in done.stdout + done.stderr
+
+
+def test_a_name_that_is_no_string_is_shown_clipped(tmp_path: Path) -> None:
+    """An alias within go-yaml's bounds still makes a list of a thousand strings of a name."""
+    text = "a: &a [" + ", ".join(["xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"] * 30) + "]\n"
+    (tmp_path / "job.yaml").write_text(text + "apiVersion: batch/v1\nkind: Job\nmetadata: {name: [*a, *a, *a]}\n")
+    done = run_cli("check", str(tmp_path / "job.yaml"), "--output", "json")
+    [result] = json.loads(done.stdout)["results"]
+    assert result["name"].startswith("[['xxxx") and len(result["name"]) <= 80

@@ -31,7 +31,7 @@ from webhook.cluster.state import ClusterState
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.kube.typos import did_you_mean
 from webhook.objects.kinds import kind_of_document, likely_meant
-from webhook.objects.sources import SourceError, read_documents
+from webhook.objects.sources import SourceError, named, read_documents
 from webhook.policy.config import ConfigError, Policy
 from webhook.rules import Rule
 from webhook.rules.catalog import RULES, markdown_table
@@ -93,7 +93,7 @@ def run_check(args: argparse.Namespace) -> int:
         api_version = str(data.get("apiVersion", ""))
         metadata = data.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
-        name = str(metadata.get("name") or metadata.get("generateName") or "")
+        name = named(metadata.get("name") or metadata.get("generateName") or "")
         judged = kind_of_document(data)
         if judged is None:
             # Only a namespace it names: a skipped kind may be cluster-scoped (a Namespace, a ClusterQueue).

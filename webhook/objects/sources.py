@@ -81,6 +81,12 @@ class Document:
         return line
 
 
+def named(value: object) -> str:
+    """A document's name as a report shows it: the string, or, for what is no string (a
+    list an alias made), a clipped picture of it, never the whole value."""
+    return value if isinstance(value, str) else shown(value)
+
+
 def _parse(
     text: str, source: str, loader_class: LoaderClass = ManifestLoader, lines: bool = True
 ) -> tuple[list[Document], SourceError | None]:
