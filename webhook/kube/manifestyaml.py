@@ -119,7 +119,7 @@ class _BoundedAliases:
 
     def __init__(self, stream: Any) -> None:
         text = stream.decode("utf-8", "replace") if isinstance(stream, bytes) else stream
-        self._may_alias = _ANCHOR.search(text) is not None if isinstance(text, str) else True
+        self._may_alias = ("&" in text and _ANCHOR.search(text) is not None) if isinstance(text, str) else True
         super().__init__(stream)  # type: ignore[call-arg]
 
     def get_node(self) -> Any:
@@ -140,7 +140,27 @@ class UnreadableValue(yaml.constructor.ConstructorError):
 
 
 class _KubectlValues(yaml.constructor.SafeConstructor):
-    """Values as kubectl reads them, whichever parser composed the nodes (see ``ManifestLoader``)."""
+    """Values as kubectl reads them, whichever parser composed the nodes (see ``ManifestLoader``).
+
+    A value whose constructor raises is found again by ``_MarkedValues``, which builds
+    the document once more, watching each node: the usual document pays nothing for it
+    (a wrapper around every node's construction cost a tenth of ``check``'s time).
+    """
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        try:
+            return super().construct_document(node)
+        except (ValueError, OverflowError):
+            self.constructed_objects, self.recursive_objects, self.state_generators = {}, {}, []
+            _MarkedValues().construct_document(node)  # raises UnreadableValue at the value's node
+            raise  # pragma: no cover - the same nodes fail the same way
+
+
+class _MarkedValues(_KubectlValues):
+    """``_KubectlValues`` that names the node whose value cannot be built."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        return yaml.constructor.SafeConstructor.construct_document(self, node)
 
     def construct_object(self, node: yaml.Node, deep: bool = False) -> Any:
         try:
@@ -185,15 +205,14 @@ def _unreadable(node: yaml.Node, exc: Exception) -> str:
     return f"{node.tag.rpartition(':')[2]} value {shown!r} cannot be read ({exc}); quote it if it is text"
 
 
-def _timestamp_as_text(loader: ManifestLoader, node: yaml.Node) -> str:
+def _timestamp_as_text(loader: _KubectlValues, node: yaml.Node) -> str:
     return str(loader.construct_scalar(node))  # type: ignore[arg-type]  # the tag is a scalar's
 
 
 #: either loader class (``read_documents``' ``loader``)
 LoaderClass = type[ManifestLoader] | type[FastManifestLoader]
 
-ManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
-FastManifestLoader.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+_KubectlValues.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
 
 
 def load_single(text: str) -> tuple[yaml.Node | None, Any]:
