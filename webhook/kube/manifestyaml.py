@@ -212,7 +212,8 @@ def _timestamp_as_text(loader: _KubectlValues, node: yaml.Node) -> str:
 #: either loader class (``read_documents``' ``loader``)
 LoaderClass = type[ManifestLoader] | type[FastManifestLoader]
 
-_KubectlValues.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)
+# on the constructor both loaders share (the stubs expect a loader class here)
+_KubectlValues.add_constructor("tag:yaml.org,2002:timestamp", _timestamp_as_text)  # type: ignore[type-var]
 
 
 def load_single(text: str) -> tuple[yaml.Node | None, Any]:
