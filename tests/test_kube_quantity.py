@@ -411,3 +411,13 @@ def test_a_message_shows_a_clipped_value() -> None:
     with pytest.raises(QuantityError) as caught:
         parse_quantity("4" * 100_000 + "zz")
     assert len(str(caught.value)) < 200
+
+
+def test_a_json_number_is_read_as_its_text_by_the_reviews_general_path() -> None:
+    from webhook.wire.reviews import parse_review_general
+
+    body = (
+        b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u", '
+        b'"operation": "CREATE", "object": {"cpu": 1.0000000000000000001, "mem": 0.5}}}'
+    )
+    assert parse_review_general(body).object == {"cpu": Decimal("1.0000000000000000001"), "mem": 0.5}
