@@ -190,6 +190,12 @@ def test_a_state_is_read_without_node_trees(tmp_path: Path) -> None:
         ({"kind": "B"}, 3, None),
         ({"kind": "C"}, 1, None),
     ]
+    (tmp_path / "a.yaml").write_text("kind: A\n---\nkind: NodeList\napiVersion: v1\nitems:\n- kind: Node\n")
+    assert [(d.data["kind"], d.line, d.node) for d in load_documents([str(tmp_path / "a.yaml")], lines=False)] == [
+        ("A", 1, None),
+        ("NodeList", 3, None),
+        ("Node", 6, None),
+    ]
     (tmp_path / "c.yaml").write_text("kind: [\n")
     with pytest.raises(SourceError, match=r"c\.yaml: not valid YAML or JSON: .*\(line 2, column 1\)"):
         load_documents([str(tmp_path)], lines=False)

@@ -161,8 +161,10 @@ def _parse_with(
             if node is None:
                 continue
             data = loader.construct_document(node)
-            line = node.start_mark.line + 1
-            documents.extend(_expand(Document(source, line, data, node if lines else None)))
+            for document in _expand(Document(source, node.start_mark.line + 1, data, node)):
+                if not lines:  # each item's line is known; its tree is let go
+                    document.node = None
+                documents.append(document)
     except yaml.reader.ReaderError as exc:
         return documents, unprintable(source, text, exc)
     except yaml.YAMLError as exc:
