@@ -366,9 +366,11 @@ exit codes:
 
 _CHECK_HELP = f"""\
 Judge manifests exactly as the webhook's mutating path would on CREATE, without a
-cluster: YAML or JSON, multi-document, kind: List expanded, - for stdin. Directories
-are read recursively: files ending in .yaml, .yml or .json (the case counts, as for
-kubectl apply -R); the files left out are named (hidden ones aside). JobSets, Jobs and
+cluster: YAML or JSON, multi-document, lists expanded (kind: List, and typed lists such
+as JobSetList as a list call answers), - for stdin. Directories are read recursively:
+files ending in .yaml, .yml or .json (the case counts, as for kubectl apply -R); the
+files left out are named (hidden ones aside), and such a name on a broken or looping
+link or a FIFO is an error. JobSets, Jobs and
 Deployments are judged; other documents are reported as skipped, with "did you mean"
 when the kind, apiVersion or namespace is one edit from a known one. A file that
 cannot be read is reported as an error and every other file is still judged.
