@@ -259,3 +259,21 @@ def test_a_nominal_of_1e30_is_refused_not_a_traceback(states: dict[str, str], tm
     assert proc.returncode == 1, proc.stdout + proc.stderr
     [result] = [r for r in json.loads(proc.stdout)["results"] if r["name"] == "team-a"]
     assert "quota-exceeds-cluster" in [v["rule"] for v in result["violations"]]
+
+
+def test_typed_lists_as_the_api_answers_are_read_as_their_objects(states: dict[str, str], tmp_path: Path) -> None:
+    """The RFC's objects saved from list calls (``ClusterQueueList``…, items naming no kind): the same results."""
+    by_kind: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for obj in rfc_objects("dynamic"):
+        bare = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+        by_kind.setdefault((obj["apiVersion"], obj["kind"]), []).append(bare)
+    lists = [{"apiVersion": v, "kind": f"{kind}List", "items": items} for (v, kind), items in by_kind.items()]
+    flags = ("--mode", "dynamic", "--cluster-state", states["dynamic"], "--output", "json")
+    plain = cli("lint-queues", _write(tmp_path / "plain.yaml", rfc_objects("dynamic")), *flags)
+    listed = cli("lint-queues", _write(tmp_path / "listed.yaml", lists), *flags)
+    assert listed.returncode == plain.returncode == 0, listed.stdout
+
+    def results(out: str) -> list[tuple[str, str, bool]]:
+        return sorted((r["kind"], r["name"], r["allowed"]) for r in json.loads(out)["results"])
+
+    assert results(listed.stdout) == results(plain.stdout) and len(results(plain.stdout)) == len(rfc_objects("dynamic"))
