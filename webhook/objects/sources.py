@@ -130,7 +130,7 @@ def _parse_json(text: str, source: str, lines: bool) -> list[Document] | None:
         except (ValueError, RecursionError):
             return None
     node = _json_node(text) if lines else None
-    return list(_expand(Document(source, 1, data, node)))
+    return list(_expand(Document(source, node.start_mark.line + 1 if node is not None else 1, data, node)))
 
 
 def _json_node(text: str) -> yaml.Node | None:
