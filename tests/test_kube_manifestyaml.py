@@ -70,3 +70,17 @@ def test_an_ampersand_in_a_value_is_no_anchor(loader: type[ManifestLoader]) -> N
     assert yaml.load("url: https://x/?a=1&b=2\n", Loader=loader) == {"url": "https://x/?a=1&b=2"}
     assert loader("url: a=1&b=2")._may_alias is False
     assert loader("a: &x 1\nb: *x")._may_alias is True
+
+
+@pytest.mark.parametrize("loader", LOADERS)
+def test_remembered_scalar_tags_are_pyyamls_and_the_table_is_bounded(loader: type[ManifestLoader]) -> None:
+    """The same text twice gets the same value as PyYAML's safe loader gives it once (dates aside: strings)."""
+    texts = ["1", "1.5", "yes", "no", "~", "null", "0x1F", "1e3", ".inf", "true", "name", "4Gi", "-", "''", '"1"']
+    document = "\n".join(f"k{i}: [{text}, {text}]" for i, text in enumerate(texts)) + "\n"
+    expected = yaml.safe_load(document)
+    assert yaml.load(document, Loader=loader) == expected
+    assert [v[0] for v in expected.values()][:4] == [1, 1.5, True, False]
+    many = "".join(f"- v{i}\n" for i in range(70_000)) + "- " + "x" * 100 + "\n"
+    yaml.load(many, Loader=loader)
+    known = loader._known  # type: ignore[attr-defined]
+    assert len(known) <= 1 << 16 and all(len(text) <= 64 for text in known)

@@ -139,6 +139,35 @@ class UnreadableValue(yaml.constructor.ConstructorError):
     """A well-formed scalar PyYAML cannot turn into a value (the YAML itself is valid)."""
 
 
+class _KnownScalars:
+    """The tag of a plain scalar, remembered by its text.
+
+    PyYAML's resolver matches every plain scalar against its implicit patterns (int,
+    float, bool, null, timestamp), a Python call with regular expressions per value,
+    about half of what composing a document costs even when libyaml parses it. The tag
+    of a plain scalar depends on its text alone (our loaders add no path resolvers), and
+    a manifest's texts repeat (``name``, ``metadata``, ``"4"``): a text seen before is a
+    lookup. At most ``_KNOWN_COUNT`` texts of at most ``_KNOWN_LENGTH`` characters are
+    kept, so no input can grow the table.
+    """
+
+    _known: Final[dict[str, str]] = {}
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: tuple[bool, bool]) -> str:
+        if kind is _SCALAR and implicit[0]:
+            tag = self._known.get(value)
+            if tag is None:
+                tag = super().resolve(kind, value, implicit)  # type: ignore[misc]
+                if len(value) <= _KNOWN_LENGTH and len(self._known) < _KNOWN_COUNT:
+                    self._known[value] = tag
+            return tag
+        return super().resolve(kind, value, implicit)  # type: ignore[misc,no-any-return]
+
+
+_KNOWN_LENGTH: Final = 64
+_KNOWN_COUNT: Final = 1 << 16
+
+
 class _KubectlValues(yaml.constructor.SafeConstructor):
     """Values as kubectl reads them, whichever parser composed the nodes (see ``ManifestLoader``).
 
@@ -169,7 +198,7 @@ class _MarkedValues(_KubectlValues):
             raise UnreadableValue(None, None, _unreadable(node, exc), node.start_mark) from None
 
 
-class ManifestLoader(_BoundedAliases, _KubectlValues, yaml.SafeLoader):
+class ManifestLoader(_BoundedAliases, _KnownScalars, _KubectlValues, yaml.SafeLoader):
     """PyYAML's safe loader, reading values as kubectl does and failing only with ``YAMLError``.
 
     - timestamps stay strings: yaml.v2, under kubectl, keeps every date-like scalar a
@@ -183,7 +212,7 @@ class ManifestLoader(_BoundedAliases, _KubectlValues, yaml.SafeLoader):
 
 if yaml.__with_libyaml__:
 
-    class FastManifestLoader(_BoundedAliases, _KubectlValues, yaml.CSafeLoader):
+    class FastManifestLoader(_BoundedAliases, _KnownScalars, _KubectlValues, yaml.CSafeLoader):
         """``ManifestLoader``'s values, parsed and composed by libyaml (3-4x faster).
 
         Its nodes carry line marks too, so a finding still finds its line; its error
