@@ -277,3 +277,10 @@ def test_typed_lists_as_the_api_answers_are_read_as_their_objects(states: dict[s
         return sorted((r["kind"], r["name"], r["allowed"]) for r in json.loads(out)["results"])
 
     assert results(listed.stdout) == results(plain.stdout) and len(results(plain.stdout)) == len(rfc_objects("dynamic"))
+
+
+def test_a_list_of_other_kinds_reports_its_items_not_its_head(tmp_path: Path) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}
+    listed = _write(tmp_path / "pods.yaml", [{"apiVersion": "v1", "kind": "PodList", "items": [pod]}])
+    proc = cli("lint-queues", listed, "--output", "json")
+    assert [(r["kind"], r["name"]) for r in json.loads(proc.stdout)["results"]] == [("Pod", "p")]
