@@ -19,7 +19,9 @@ restates that package's own tests. So:
   does (``" 1"`` is 1), and a JSON number is read as the text it was: the JSON readers
   decode a number with a fraction or an exponent through ``json_number``, which keeps a
   text a float cannot hold (``1.0000000000000000001``, ``1e400``) as its exact
-  ``Decimal``, so the quantity is read from the digits that were written.
+  ``Decimal``, so the quantity is read from the digits that were written. A YAML float
+  stays a float: kubectl turns YAML into JSON through a float64 (``sigs.k8s.io/yaml``),
+  so the API server receives the float's digits, not the YAML's.
 
 One bound is ours. Go keeps ``1e400`` exactly; here a magnitude from 10^31 up is held at
 10^31 (``BOUND``), far beyond any node or quota (the API server's int64 range ends below
