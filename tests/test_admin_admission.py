@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import copy
 import re
+import time
 from typing import Any
 
 import pytest
@@ -301,3 +302,34 @@ def test_any_mangled_kueue_object_gets_a_decision(pair: tuple[dict[str, Any], di
     assert decision.allowed is not any(f.action.value == "deny" for f in decision.findings)
     if not decision.allowed:
         assert decision.deny_message().startswith("[")
+
+
+# ---------------------------------------------------------------- hostile values
+
+
+@pytest.mark.parametrize("mode", ["static", "dynamic"])
+@pytest.mark.parametrize("nominal", ["9Ei", "1e29", "1e30", "1e31", "1e40", "1" + "0" * 40])
+def test_a_nominal_beyond_any_cluster_is_refused_whatever_its_size(mode: str, nominal: str) -> None:
+    """Past 10^28 the pool remainder needed more digits than Python's default context: an
+    internal error, which the webhook (failurePolicy Ignore) answered with an allow."""
+    live = rfc_cache(mode)
+    team_a = find(rfc_objects(mode), "ClusterQueue/team-a")
+    decision = ask(set_nominal(team_a, nominal), live, policy(mode), "UPDATE", team_a)  # type: ignore[arg-type]
+    assert decision.allowed is False
+    assert "quota-exceeds-cluster" in [rule for rule, _, _, _ in lines(decision)]
+
+
+def test_an_alias_bomb_in_kueues_configuration_is_refused_at_once() -> None:
+    """Nine levels of ten aliases in ``controller_manager_config.yaml``: 10^9 nodes for the
+    duplicate-key walk, had the loader not refused it (Kueue's decoder refuses it too)."""
+    config_map = find(rfc_objects("dynamic"), "Configuration")
+    levels = ['a0: &a0 ["lol"]'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    bomb = copy.deepcopy(config_map)
+    bomb["data"]["controller_manager_config.yaml"] = "\n".join([*levels, "x: *a9"]) + "\n"
+    started = time.perf_counter()
+    decision = ask(bomb, rfc_cache(), policy(), "UPDATE", config_map)
+    assert time.perf_counter() - started < 1
+    assert decision.allowed is False
+    [(rule, path, message, action)] = lines(decision)
+    assert (rule, path, action) == ("config-rejected-by-kueue", 'data["controller_manager_config.yaml"]', "deny")
+    assert "document contains excessive aliasing" in message

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -173,3 +174,22 @@ def test_feature_gates_on_the_command_line_and_in_the_configuration() -> None:
 )
 def test_kueues_version_from_its_image(image: str, below: bool | None) -> None:
     assert version_below(image, "v0.20") is below
+
+
+def test_a_megabyte_of_unknown_names_is_judged_in_bounded_time() -> None:
+    """Kueue's ConfigMap holds up to a megabyte: 50,000 unknown feature gates and 50,000 unknown
+    fields are each a problem, but only the first ``HINTED`` get a "did you mean" (each costs a
+    pass over every known name; the answer shows a few dozen findings)."""
+    gates = {f"Gate{i:07d}": True for i in range(50_000)}  # as long as many gates: each compared with them all
+    config = {"apiVersion": "config.kueue.x-k8s.io/v1beta2", "kind": "Configuration", "featureGates": gates}
+    config |= {f"field{i:05d}": "x" for i in range(50_000)}
+    started = time.perf_counter()
+    problems = [*decode(config), *validate(config, None)]
+    assert time.perf_counter() - started < 2
+    assert len(problems) == 100_000
+    gated = {"featureGates": {"PartialAdmision": True}}
+    [problem] = [p for p in validate(gated, None) if str(p.path).startswith("featureGates")]
+    assert problem.detail == "'PartialAdmision' is not a feature gate Kueue has (did you mean 'PartialAdmission'?)"
+    long = "x" * 100_000
+    [problem] = [p for p in validate({"featureGates": {long: True}}, None) if str(p.path).startswith("featureGates")]
+    assert len(problem.detail) < 200

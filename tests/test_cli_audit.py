@@ -476,3 +476,15 @@ def test_offline_from_a_snapshot_is_the_live_audit(api: FakeApiServer, tmp_path:
     by_object = {(r["kind"], r["namespace"], r["name"]): verdict(r) for r in json.loads(offline.stdout)["results"]}
     assert by_object == expected
     assert by_object == {(r["kind"], r["namespace"], r["name"]): verdict(r) for r in json.loads(live.stdout)["results"]}
+
+
+def test_typed_lists_are_audited_as_lists(tmp_path: Path) -> None:
+    """A ``JobSetList`` as a list call answers it (items without apiVersion or kind) is read as its items."""
+    jobset = stored(load_jobset("rfc-4.6-static"), "static", [], "uid-1")
+    bare = {key: value for key, value in jobset.items() if key not in ("apiVersion", "kind")}
+    files = write_yaml(
+        tmp_path / "jobsets.yaml", {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSetList", "items": [bare]}
+    )
+    done = run_cli("audit", "--cluster-state", str(STATE), "--cluster-state", str(files), "--output", "json")
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert [(r["kind"], r["name"]) for r in json.loads(done.stdout)["results"]] == [("JobSet", "llm-pretrain-a3f8")]

@@ -128,3 +128,32 @@ def test_huge_quantities_in_the_job_and_in_the_cache_are_numbers(tmp_path: Path)
     code, result, stderr = check(tmp_path, huge, "--cluster-state", str(state))
     assert (code, stderr) == (1, "")
     assert {v["rule"] for v in result["violations"]} == {"exceeds-node-capacity", "exceeds-queue-capacity"}
+
+
+def _as_api_lists(directory: Path, out: Path) -> None:
+    """The state's objects as typed lists whose items name no apiVersion or kind, as a list call answers."""
+    by_kind: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for path in sorted(directory.glob("*.yaml")):
+        for document in yaml.safe_load_all(path.read_text()):
+            for item in document["items"] if document.get("kind") == "List" else [document]:
+                key = (item.pop("apiVersion"), item.pop("kind"))
+                by_kind.setdefault(key, []).append(item)
+    lists = [
+        {"apiVersion": v, "kind": f"{kind}List", "metadata": {}, "items": items} for (v, kind), items in by_kind.items()
+    ]
+    out.write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": lists}))
+
+
+def test_a_state_of_typed_lists_as_the_api_answers_is_the_same_state(tmp_path: Path) -> None:
+    """``ClusterQueueList``, ``WorkloadList``… with bare items: the same verdicts as the kubectl Lists."""
+    _as_api_lists(STATE, tmp_path / "state.json")
+    for obj in (load_jobset("rfc-4.6-static"), jobset().priority("guaranteed").replicas(3).obj()):
+        expected = check(tmp_path, obj, "--cluster-state", str(STATE))
+        assert check(tmp_path, obj, "--cluster-state", str(tmp_path / "state.json")) == expected
+
+
+def test_an_alias_bomb_in_the_state_is_a_usage_error(tmp_path: Path) -> None:
+    levels = ['a0: &a0 ["lol"]'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    (tmp_path / "state.yaml").write_text("\n".join(levels) + "\nkind: NodeList\napiVersion: v1\nitems: *a9\n")
+    code, _, stderr = check(tmp_path, load_jobset("rfc-4.6-static"), "--cluster-state", str(tmp_path / "state.yaml"))
+    assert code == 2 and "document contains excessive aliasing" in stderr

@@ -901,3 +901,59 @@ def test_export_vap_names_the_action_it_does_not_know(actions: str, stderr: str)
     proc = cli("export", "vap", "--validation-actions", actions)
     assert (proc.returncode, proc.stdout) == (2, "")
     assert proc.stderr == f"tpu-admission: --validation-actions: {stderr}\n"
+
+
+def test_check_reads_typed_lists_and_says_nothing_of_their_heads(tmp_path: Path) -> None:
+    """``kubectl get jobsets -o json`` through the API, or a client library's save: a ``JobSetList``."""
+    job = load_jobset("rfc-4.6-static")
+    bare = {key: value for key, value in job.items() if key not in ("apiVersion", "kind")}
+    listed = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSetList", "metadata": {}, "items": [bare]}
+    empty = {"apiVersion": "batch/v1", "kind": "JobList", "items": []}
+    (tmp_path / "lists.yaml").write_text(yaml.safe_dump_all([listed, empty]))
+    done = run_cli("check", str(tmp_path / "lists.yaml"), "--output", "json")
+    assert done.returncode == 0, done.stdout
+    assert [(r["kind"], r["name"], r["allowed"]) for r in json.loads(done.stdout)["results"]] == [
+        ("JobSet", "llm-pretrain-a3f8", True)
+    ]
+
+
+def _bomb(at: str) -> str:
+    levels = ['a0: &a0 ["lol"]'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    return "\n".join(levels) + f"\n{at}\n"
+
+
+@pytest.mark.parametrize(
+    "at",
+    [
+        "spec: {template: {spec: {tolerations: *a9}}}",
+        "metadata: {name: *a9}",
+        "spec: {template: {spec: {containers: [{name: c, resources: {requests: {cpu: *a9}}}]}}}",
+    ],
+)
+def test_an_alias_bomb_in_a_manifest_is_an_error_not_a_hang(tmp_path: Path, at: str) -> None:
+    (tmp_path / "bomb.yaml").write_text("apiVersion: batch/v1\nkind: Job\n" + _bomb(at))
+    write_yaml(tmp_path / "good.yaml", load_jobset("rfc-4.6-static"))
+    done = run_cli("check", str(tmp_path), "--output", "json")
+    assert done.returncode == 2
+    assert [r["name"] for r in json.loads(done.stdout)["results"]] == ["llm-pretrain-a3f8"]
+    assert "bomb.yaml: not valid YAML or JSON: document contains excessive aliasing" in done.stderr
+
+
+def test_names_that_are_no_file_in_a_directory_are_errors(tmp_path: Path) -> None:
+    (tmp_path / "loop.yaml").symlink_to(tmp_path / "loop.yaml")
+    (tmp_path / "gone.yaml").symlink_to("nowhere.yaml")
+    done = run_cli("check", str(tmp_path))
+    assert done.returncode == 2
+    assert f"{tmp_path / 'gone.yaml'}: error: a broken symbolic link" in done.stdout
+    assert f"{tmp_path / 'loop.yaml'}: error: a symbolic link loop" in done.stdout
+    done = run_cli("check", str(tmp_path / "loop.yaml"))
+    assert done.returncode == 2 and "a symbolic link loop" in done.stdout + done.stderr
+
+
+def test_a_name_that_is_no_string_is_shown_clipped(tmp_path: Path) -> None:
+    """An alias within go-yaml's bounds still makes a list of a thousand strings of a name."""
+    text = "a: &a [" + ", ".join(["xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"] * 30) + "]\n"
+    (tmp_path / "job.yaml").write_text(text + "apiVersion: batch/v1\nkind: Job\nmetadata: {name: [*a, *a, *a]}\n")
+    done = run_cli("check", str(tmp_path / "job.yaml"), "--output", "json")
+    [result] = json.loads(done.stdout)["results"]
+    assert result["name"].startswith("[['xxxx") and len(result["name"]) <= 80

@@ -373,3 +373,51 @@ def test_strings_read_again_are_kept_within_bounds() -> None:
     with pytest.raises(quantity.QuantityError):  # a refused one is refused again, never kept
         quantity.parse_quantity("x20")
     assert "x20" not in quantity._KEPT
+
+
+@pytest.mark.parametrize(
+    ("text", "kept", "expected"),
+    [
+        ("0.5", 0.5, "0.5"),
+        ("1e3", 1000.0, "1000"),
+        ("0.1", 0.1, "0.1"),
+        ("0e5", 0.0, "0"),
+        # more digits than a float64 holds: the text, rounded up at the nano as the API server does
+        ("1.0000000000000000001", Decimal("1.0000000000000000001"), "1.000000001"),
+        ("123456789.123456789", Decimal("123456789.123456789"), "123456789.123456789"),
+        # beyond a float64's range: the text again (held at BOUND), and under a nano: one nano
+        ("1e400", Decimal("1e400"), str(BOUND)),
+        ("-1e400", Decimal("-1e400"), str(-BOUND)),
+        ("1e-400", Decimal("1e-400"), str(NANO)),
+    ],
+)
+def test_a_json_number_is_read_as_the_text_it_was(text: str, kept: object, expected: str) -> None:
+    value = quantity.json_number(text)
+    assert value == kept and type(value) is type(kept)
+    assert parse_quantity(value) == Decimal(expected)
+
+
+def test_a_json_number_is_read_as_its_text_by_the_servers_reader() -> None:
+    from webhook.objects.jsontext import plain_json
+
+    data = plain_json(b'{"cpu": 1.0000000000000000001, "mem": 0.5, "big": 1e400}')
+    assert data == {"cpu": Decimal("1.0000000000000000001"), "mem": 0.5, "big": Decimal("1e400")}
+
+
+def test_a_message_shows_a_clipped_value() -> None:
+    with pytest.raises(QuantityError) as caught:
+        parse_quantity([["x" * 1000] * 1000] * 1000)
+    assert len(str(caught.value)) < 200
+    with pytest.raises(QuantityError) as caught:
+        parse_quantity("4" * 100_000 + "zz")
+    assert len(str(caught.value)) < 200
+
+
+def test_a_json_number_is_read_as_its_text_by_the_reviews_general_path() -> None:
+    from webhook.wire.reviews import parse_review_general
+
+    body = (
+        b'{"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {"uid": "u", '
+        b'"operation": "CREATE", "object": {"cpu": 1.0000000000000000001, "mem": 0.5}}}'
+    )
+    assert parse_review_general(body).object == {"cpu": Decimal("1.0000000000000000001"), "mem": 0.5}

@@ -233,3 +233,54 @@ def test_admin_examples_through_lint_queues(case: AdminCase, tmp_path: Path) -> 
     if fired and not case.config:
         assert fired[0]["action"] == action
         assert proc.returncode == (1 if action == "deny" else proc.returncode)
+
+
+def test_an_alias_bomb_and_a_broken_link_are_errors_not_a_hang(tmp_path: Path) -> None:
+    """A ClusterQueue whose cohortName is an alias of 10^9 nodes; a dangling ``*.yaml`` link beside it."""
+    levels = ['a0: &a0 ["lol"]'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    (tmp_path / "bomb.yaml").write_text(
+        "apiVersion: kueue.x-k8s.io/v1beta2\nkind: ClusterQueue\nmetadata: {name: q}\n"
+        + "\n".join(levels)
+        + "\nspec: {cohortName: *a9}\n"
+    )
+    (tmp_path / "gone.yaml").symlink_to("nowhere.yaml")
+    done = run_cli("lint-queues", str(tmp_path), "--output", "json")
+    assert done.returncode == 2
+    assert "bomb.yaml: not valid YAML or JSON: document contains excessive aliasing" in done.stderr
+    assert "gone.yaml: a broken symbolic link (its target 'nowhere.yaml' does not exist)" in done.stderr
+
+
+def test_a_nominal_of_1e30_is_refused_not_a_traceback(states: dict[str, str], tmp_path: Path) -> None:
+    objects = rfc_objects("static")
+    team_a = next(o for o in objects if o["kind"] == "ClusterQueue" and o["metadata"]["name"] == "team-a")
+    team_a["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = "1e30"
+    proc = cli("lint-queues", _write(tmp_path / "in.yaml", objects), "--mode", "static",
+               "--cluster-state", states["static"], "--output", "json")  # fmt: skip
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    [result] = [r for r in json.loads(proc.stdout)["results"] if r["name"] == "team-a"]
+    assert "quota-exceeds-cluster" in [v["rule"] for v in result["violations"]]
+
+
+def test_typed_lists_as_the_api_answers_are_read_as_their_objects(states: dict[str, str], tmp_path: Path) -> None:
+    """The RFC's objects saved from list calls (``ClusterQueueList``…, items naming no kind): the same results."""
+    by_kind: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for obj in rfc_objects("dynamic"):
+        bare = {key: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+        by_kind.setdefault((obj["apiVersion"], obj["kind"]), []).append(bare)
+    lists = [{"apiVersion": v, "kind": f"{kind}List", "items": items} for (v, kind), items in by_kind.items()]
+    flags = ("--mode", "dynamic", "--cluster-state", states["dynamic"], "--output", "json")
+    plain = cli("lint-queues", _write(tmp_path / "plain.yaml", rfc_objects("dynamic")), *flags)
+    listed = cli("lint-queues", _write(tmp_path / "listed.yaml", lists), *flags)
+    assert listed.returncode == plain.returncode == 0, listed.stdout
+
+    def results(out: str) -> list[tuple[str, str, bool]]:
+        return sorted((r["kind"], r["name"], r["allowed"]) for r in json.loads(out)["results"])
+
+    assert results(listed.stdout) == results(plain.stdout) and len(results(plain.stdout)) == len(rfc_objects("dynamic"))
+
+
+def test_a_list_of_other_kinds_reports_its_items_not_its_head(tmp_path: Path) -> None:
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default"}}
+    listed = _write(tmp_path / "pods.yaml", [{"apiVersion": "v1", "kind": "PodList", "items": [pod]}])
+    proc = cli("lint-queues", listed, "--output", "json")
+    assert [(r["kind"], r["name"]) for r in json.loads(proc.stdout)["results"]] == [("Pod", "p")]

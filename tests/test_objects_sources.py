@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
+import time
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -10,6 +13,7 @@ import yaml
 from support import load_jobset
 
 from webhook.kube.fieldpaths import REPLICATED_JOBS, ROOT, SPEC
+from webhook.kube.quantity import parse_quantity
 from webhook.objects.sources import SourceError, load_documents, read_documents
 
 
@@ -114,3 +118,134 @@ def test_a_character_yaml_does_not_allow_is_an_error_at_its_line(tmp_path: Path,
     character = "0x001f" if "\x1f" in text else "0x0007"
     assert (Path(error.source).name, error.line) == ("a-bad.yaml", 2)
     assert error.problem.startswith(f"not valid YAML or JSON: character {character} (line 2) is not allowed in YAML")
+
+
+# ---------------------------------------------------------------- typed lists
+
+
+def test_typed_lists_are_read_as_lists_with_a_head_first(tmp_path: Path) -> None:
+    """kubectl reads any ``*List`` with ``items`` as a list; the API server leaves each item's
+    apiVersion and kind out, and the item takes the list's (apimachinery ``decodeToList``).
+    A list inside a ``kind: List`` is flattened too; an empty typed list is its head alone."""
+    job = load_jobset("rfc-4.6-static")
+    bare = {key: value for key, value in job.items() if key not in ("apiVersion", "kind")}
+    api_list = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSetList", "metadata": {}, "items": [bare]}
+    empty = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadList", "items": []}
+    (tmp_path / "a.yaml").write_text(yaml.safe_dump(api_list))
+    (tmp_path / "b.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [empty, api_list]}))
+    documents, errors = read_documents([str(tmp_path)])
+    assert errors == []
+    assert [(Path(d.source).name, d.header, d.data["kind"], d.data["apiVersion"]) for d in documents] == [
+        ("a.yaml", True, "JobSetList", "jobset.x-k8s.io/v1alpha2"),
+        ("a.yaml", False, "JobSet", "jobset.x-k8s.io/v1alpha2"),
+        ("b.json", True, "WorkloadList", "kueue.x-k8s.io/v1beta2"),
+        ("b.json", True, "JobSetList", "jobset.x-k8s.io/v1alpha2"),
+        ("b.json", False, "JobSet", "jobset.x-k8s.io/v1alpha2"),
+    ]
+    assert documents[1].data == job and documents[0].data["items"] == []
+    text = (tmp_path / "a.yaml").read_text().splitlines()
+    assert text[documents[1].line_of(REPLICATED_JOBS.index(0).child("replicas")) - 1].strip().startswith("replicas:")
+
+
+def test_an_item_that_names_its_kind_keeps_it() -> None:
+    from webhook.objects.sources import Document, _expand
+
+    listed = {"apiVersion": "v1", "kind": "ConfigMapList", "items": [{"kind": "Secret"}, {"apiVersion": "v2"}, 3]}
+    documents = list(_expand(Document("s", 1, listed)))
+    assert [d.data for d in documents] == [
+        {"apiVersion": "v1", "kind": "ConfigMapList", "items": []},
+        {"kind": "Secret"},
+        {"apiVersion": "v2"},
+        3,
+    ]
+
+
+# ---------------------------------------------------------------- JSON, and a state without lines
+
+
+def test_a_json_number_is_read_as_the_text_it_was(tmp_path: Path) -> None:
+    """More digits than a float64 holds: the API server reads the text (and rounds at the nano)."""
+    path = tmp_path / "job.json"
+    path.write_text('{"kind": "A", "cpu": 1.0000000000000000001, "big": 1e400, "half": 0.5, "n": 12345678901234567890}')
+    for lines in (True, False):
+        (document,), errors = read_documents([str(path)], lines=lines)
+        assert errors == [] and (document.node is not None) is lines
+        assert document.data == {
+            "kind": "A",
+            "cpu": Decimal("1.0000000000000000001"),
+            "big": Decimal("1e400"),
+            "half": 0.5,
+            "n": 12345678901234567890,
+        }
+        assert type(document.data["half"]) is float
+        assert parse_quantity(document.data["cpu"]) == Decimal("1.000000001")
+
+
+def test_a_state_is_read_without_node_trees(tmp_path: Path) -> None:
+    (tmp_path / "a.yaml").write_text("kind: A\n---\nkind: B\n")
+    (tmp_path / "b.json").write_text('{"kind": "C"}')
+    documents = load_documents([str(tmp_path)], lines=False)
+    assert [(d.data, d.line, d.node) for d in documents] == [
+        ({"kind": "A"}, 1, None),
+        ({"kind": "B"}, 3, None),
+        ({"kind": "C"}, 1, None),
+    ]
+    (tmp_path / "a.yaml").write_text("kind: A\n---\nkind: NodeList\napiVersion: v1\nitems:\n- kind: Node\n")
+    assert [(d.data["kind"], d.line, d.node) for d in load_documents([str(tmp_path / "a.yaml")], lines=False)] == [
+        ("A", 1, None),
+        ("NodeList", 3, None),
+        ("Node", 6, None),
+    ]
+    (tmp_path / "c.yaml").write_text("kind: [\n")
+    with pytest.raises(SourceError, match=r"c\.yaml: not valid YAML or JSON: .*\(line 2, column 1\)"):
+        load_documents([str(tmp_path)], lines=False)
+
+
+# ---------------------------------------------------------------- aliases
+
+
+def alias_bomb(levels: int = 9, fan_out: int = 10, at: str = "x") -> str:
+    """Nine levels of ten aliases: a few hundred bytes standing for 10^9 nodes."""
+    lines = ['a0: &a0 ["lol"]']
+    for level in range(1, levels + 1):
+        lines.append(f"a{level}: &a{level} [{', '.join([f'*a{level - 1}'] * fan_out)}]")
+    return "\n".join([*lines, f"{at}: *a{levels}"]) + "\n"
+
+
+@pytest.mark.parametrize("lines", [True, False])
+def test_an_alias_bomb_is_an_error_and_the_next_file_is_read(tmp_path: Path, lines: bool) -> None:
+    (tmp_path / "a-bomb.yaml").write_text("kind: A\n---\n" + alias_bomb())
+    (tmp_path / "b-good.yaml").write_text("kind: B\n")
+    started = time.perf_counter()
+    documents, errors = read_documents([str(tmp_path)], lines=lines)
+    assert time.perf_counter() - started < 2
+    assert [d.data for d in documents] == [{"kind": "A"}, {"kind": "B"}]
+    (error,) = errors
+    assert (Path(error.source).name, error.line) == ("a-bomb.yaml", 3)
+    assert error.problem.startswith("not valid YAML or JSON: document contains excessive aliasing: its aliases")
+
+
+# ---------------------------------------------------------------- what is no file
+
+
+def test_names_that_are_no_regular_file_are_errors_not_skipped(tmp_path: Path) -> None:
+    """A broken or looping link, or a FIFO, named like a manifest: the manifest is not there, say so."""
+    (tmp_path / "good.yaml").write_text("kind: A\n")
+    (tmp_path / "self.yaml").symlink_to(tmp_path / "self.yaml")
+    (tmp_path / "loop-a.yaml").symlink_to(tmp_path / "loop-b.yaml")
+    (tmp_path / "loop-b.yaml").symlink_to(tmp_path / "loop-a.yaml")
+    (tmp_path / "dangling.yaml").symlink_to("gone.yaml")
+    os.mkfifo(tmp_path / "pipe.yaml")
+    (tmp_path / "notes.txt").symlink_to("gone.txt")  # not a manifest's name: left out, as any other
+    documents, errors = read_documents([str(tmp_path)])
+    assert [d.data for d in documents] == [{"kind": "A"}]
+    loop = "a symbolic link loop (following it leads back to itself); fix or remove the link"
+    assert [(Path(e.source).name, e.problem) for e in errors] == [
+        ("dangling.yaml", "a broken symbolic link (its target 'gone.yaml' does not exist); fix or remove the link"),
+        ("loop-a.yaml", loop),
+        ("loop-b.yaml", loop),
+        ("pipe.yaml", "a FIFO (named pipe), not a file: not read, since reading it could wait forever; move it out"),
+        ("self.yaml", loop),
+    ]
+    documents, errors = read_documents([str(tmp_path / "self.yaml"), str(tmp_path / "absent.yaml")])
+    assert documents == [] and [e.problem for e in errors] == [loop, "no such file or directory"]

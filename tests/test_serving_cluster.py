@@ -423,3 +423,30 @@ def test_every_admin_example_answers_through_the_server_as_the_engine_does(
         namespace = str(obj["metadata"].get("namespace") or "")
         decision = decide_kueue(KueueRequest("CREATE", namespace, obj), rules, live)
         assert answer == review_response(sent["request"]["uid"], decision)["response"], label(obj)
+
+
+def test_an_alias_bomb_in_kueues_configmap_is_refused_and_the_next_review_answered(
+    kueue_live: tuple[RunningServer, WatchCache], client: httpx.Client
+) -> None:
+    """~600 bytes of nested aliases in ``controller_manager_config.yaml`` (10^9 nodes expanded):
+    refused well inside the API server's timeout, and the guard's one worker is free for the next."""
+    server, _ = kueue_live
+    levels = ['a0: &a0 ["lol"]'] + [f"a{i}: &a{i} [{', '.join([f'*a{i - 1}'] * 10)}]" for i in range(1, 10)]
+    config_map = rfc("Configuration")
+    config_map["data"]["controller_manager_config.yaml"] = "\n".join([*levels, "x: *a9"]) + "\n"
+    answer = kueue_post(client, server, kueue_review(config_map, "UPDATE", rfc("Configuration")))
+    assert answer["allowed"] is False
+    assert answer["status"]["message"].startswith("[config-rejected-by-kueue]")
+    assert "document contains excessive aliasing" in answer["status"]["message"]
+    obj = rfc("LocalQueue/kubemaker/team-a-queue")
+    assert allowed_plainly(kueue_post(client, server, kueue_review(obj, "UPDATE", obj)))
+
+
+def test_a_nominal_of_1e30_is_refused_through_the_server(
+    kueue_live: tuple[RunningServer, WatchCache], client: httpx.Client
+) -> None:
+    server, _ = kueue_live
+    team_a = rfc("ClusterQueue/team-a")
+    answer = kueue_post(client, server, kueue_review(with_nominal(team_a, "1e30"), "UPDATE", team_a))  # type: ignore[arg-type]
+    assert answer["allowed"] is False
+    assert answer["status"]["message"].startswith("[quota-exceeds-cluster]")

@@ -24,14 +24,14 @@ both as tables, in our own words:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 import yaml
 
 from webhook.kube.fieldpaths import ROOT, FieldPath
-from webhook.kube.quantity import quantity_or_none
+from webhook.kube.quantity import quantity_or_none, shown
 from webhook.kube.typos import did_you_mean
 from webhook.quota.objects import selector_matches
 
@@ -234,9 +234,30 @@ def seconds(text: str) -> float | None:
 # ---------------------------------------------------------------- strict decoding
 
 
+#: unknown names given a "did you mean" per Configuration: each costs a comparison with
+#: every known name, and a megabyte of ConfigMap holds tens of thousands of names, while
+#: an answer shows a few dozen findings (``server.maxFindings``)
+HINTED: Final = 100
+
+
+class _Hints:
+    """How many more unknown names may be given a "did you mean" (``HINTED``)."""
+
+    __slots__ = ("left",)
+
+    def __init__(self) -> None:
+        self.left = HINTED
+
+    def meant(self, word: str, known: Iterable[str]) -> str | None:
+        if self.left <= 0:
+            return None
+        self.left -= 1
+        return did_you_mean(word, known)
+
+
 def decode(config: Mapping[str, Any]) -> list[Problem]:
     """Every field the strict decoder refuses: unknown (or removed), or of the wrong type."""
-    return list(_walk(config, SCHEMA, ROOT, ()))
+    return list(_walk(config, SCHEMA, ROOT, (), _Hints()))
 
 
 def duplicates(node: yaml.Node | None, path: FieldPath = ROOT) -> Iterator[Problem]:
@@ -254,7 +275,7 @@ def duplicates(node: yaml.Node | None, path: FieldPath = ROOT) -> Iterator[Probl
             yield from duplicates(item, path.index(index))
 
 
-def _walk(value: Any, schema: Type, path: FieldPath, names: tuple[str, ...]) -> Iterator[Problem]:
+def _walk(value: Any, schema: Type, path: FieldPath, names: tuple[str, ...], hints: _Hints) -> Iterator[Problem]:
     if schema == "any" or value is None:  # null decodes into any field as its zero value
         return
     if isinstance(schema, dict):
@@ -269,10 +290,10 @@ def _walk(value: Any, schema: Type, path: FieldPath, names: tuple[str, ...]) -> 
                 if removed is not None:
                     yield Problem(child, "removed-field", removed)
                 else:
-                    meant = did_you_mean(key, schema)
+                    meant = hints.meant(key, schema)
                     yield Problem(child, "unknown-field", f"did you mean {meant!r}?" if meant else "")
                 continue
-            yield from _walk(item, schema[key], child, (*names, key))
+            yield from _walk(item, schema[key], child, (*names, key), hints)
         return
     if isinstance(schema, tuple):
         container, inner = schema
@@ -281,13 +302,13 @@ def _walk(value: Any, schema: Type, path: FieldPath, names: tuple[str, ...]) -> 
                 yield Problem(path, "wrong-type", f"must be a list, not {_json_type(value)}")
                 return
             for index, item in enumerate(value):
-                yield from _walk(item, inner, path.index(index), names)
+                yield from _walk(item, inner, path.index(index), names, hints)
         else:
             if not isinstance(value, dict):
                 yield Problem(path, "wrong-type", f"must be a map, not {_json_type(value)}")
                 return
             for key, item in value.items():
-                yield from _walk(item, inner, path.key(str(key)), names)
+                yield from _walk(item, inner, path.key(str(key)), names, hints)
         return
     problem = _scalar(value, schema)
     if problem:
@@ -296,22 +317,22 @@ def _walk(value: Any, schema: Type, path: FieldPath, names: tuple[str, ...]) -> 
 
 def _scalar(value: Any, kind: str) -> str:
     if kind == "bool":
-        return "" if isinstance(value, bool) else f"must be true or false, not {_json_type(value)} {value!r}"
+        return "" if isinstance(value, bool) else f"must be true or false, not {_json_type(value)} {shown(value)}"
     if kind == "str":
-        return "" if isinstance(value, str) else f"must be a string, not {_json_type(value)} {value!r}"
+        return "" if isinstance(value, str) else f"must be a string, not {_json_type(value)} {shown(value)}"
     if kind == "int":
         if isinstance(value, bool) or not (isinstance(value, int) or (isinstance(value, float) and value.is_integer())):
-            return f"must be an integer, not {_json_type(value)} {value!r}"
+            return f"must be an integer, not {_json_type(value)} {shown(value)}"
         return ""
     if kind == "float":
         ok = isinstance(value, int | float) and not isinstance(value, bool)
-        return "" if ok else f"must be a number, not {_json_type(value)} {value!r}"
+        return "" if ok else f"must be a number, not {_json_type(value)} {shown(value)}"
     if kind == "duration":
         if not isinstance(value, str):
-            return f"must be a duration string such as 10m, not {_json_type(value)} {value!r}"
-        return "" if seconds(value) is not None else f"{value!r} is not a duration (such as 10m, 90s or 1h30m)"
+            return f"must be a duration string such as 10m, not {_json_type(value)} {shown(value)}"
+        return "" if seconds(value) is not None else f"{shown(value)} is not a duration (such as 10m, 90s or 1h30m)"
     if kind == "quantity":
-        return "" if quantity_or_none(value) is not None else f"{value!r} is not a quantity"
+        return "" if quantity_or_none(value) is not None else f"{shown(value)} is not a quantity"
     return ""
 
 
@@ -396,7 +417,7 @@ def _wait_for_pods_ready(config: Mapping[str, Any]) -> list[Problem]:
             Problem(
                 FieldPath(("waitForPodsReady", "requeuingStrategy", "timestamp")),
                 "invalid",
-                f"{timestamp!r} is not one of {', '.join(REQUEUING_TIMESTAMPS)}",
+                f"{shown(timestamp)} is not one of {', '.join(REQUEUING_TIMESTAMPS)}",
             )
         )
     for key in ("backoffLimitCount", "backoffBaseSeconds", "backoffMaxSeconds"):
@@ -417,15 +438,18 @@ def _integrations(config: Mapping[str, Any]) -> list[Problem]:
     problems: list[Problem] = []
     seen: set[str] = set()
     path = FieldPath(("integrations", "frameworks"))
+    hints = _Hints()
     for index, name in enumerate(listed if isinstance(listed, list) else []):
         if not isinstance(name, str):
             continue
         if name not in FRAMEWORKS:
-            meant = did_you_mean(name, FRAMEWORKS)
+            meant = hints.meant(name, FRAMEWORKS)
             hint = f" (did you mean {meant!r}?)" if meant else ""
-            problems.append(Problem(path.index(index), "invalid", f"{name!r} is not an integration Kueue has{hint}"))
+            problems.append(
+                Problem(path.index(index), "invalid", f"{shown(name)} is not an integration Kueue has{hint}")
+            )
         elif name in seen:
-            problems.append(Problem(path.index(index), "invalid", f"{name!r} is listed twice"))
+            problems.append(Problem(path.index(index), "invalid", f"{shown(name)} is listed twice"))
         seen.add(name)
     external = _get(config, "integrations", "externalFrameworks")
     for index, name in enumerate(external if isinstance(external, list) else []):
@@ -434,7 +458,7 @@ def _integrations(config: Mapping[str, Any]) -> list[Problem]:
                 Problem(
                     FieldPath(("integrations", "externalFrameworks", index)),
                     "invalid",
-                    f"{name!r} is not of the form Kind.version.group.com",
+                    f"{shown(name)} is not of the form Kind.version.group.com",
                 )
             )
     return problems
@@ -486,10 +510,10 @@ def _transformations(config: Mapping[str, Any]) -> list[Problem]:
         path = FieldPath(("resources", "transformations", index))
         strategy = item.get("strategy", "Retain")
         if strategy not in TRANSFORMATION_STRATEGIES:
-            problems.append(Problem(path.child("strategy"), "invalid", f"{strategy!r} is not Retain or Replace"))
+            problems.append(Problem(path.child("strategy"), "invalid", f"{shown(strategy)} is not Retain or Replace"))
         name = str(item.get("input"))
         if name in seen:
-            problems.append(Problem(path.child("input"), "invalid", f"{name!r} is transformed twice"))
+            problems.append(Problem(path.child("input"), "invalid", f"{shown(name)} is transformed twice"))
         seen.add(name)
     return problems
 
@@ -502,7 +526,7 @@ def _quota_check_strategy(config: Mapping[str, Any]) -> list[Problem]:
             Problem(
                 FieldPath(("resources", "quotaCheckStrategy")),
                 "invalid",
-                f"{strategy!r} is not one of {', '.join(QUOTA_CHECK_STRATEGIES)}",
+                f"{shown(strategy)} is not one of {', '.join(QUOTA_CHECK_STRATEGIES)}",
             )
         ]
     return []
@@ -527,7 +551,7 @@ def _namespace_selector(config: Mapping[str, Any]) -> list[Problem]:
         where = path.child("matchExpressions").index(index)
         if operator not in _OPERATORS:
             problems.append(
-                Problem(where.child("operator"), "invalid", f"{operator!r} is not one of {', '.join(_OPERATORS)}")
+                Problem(where.child("operator"), "invalid", f"{shown(operator)} is not one of {', '.join(_OPERATORS)}")
             )
         elif operator in ("In", "NotIn") and not values:
             problems.append(Problem(where.child("values"), "invalid", f"must be set for operator {operator}"))
@@ -598,11 +622,14 @@ def _feature_gates(config: Mapping[str, Any], cli: str | None) -> list[Problem]:
                 "is set while the controller's Deployment also passes --feature-gates (gates in both places)",
             )
         )
+    hints = _Hints()
     for name in in_config if isinstance(in_config, dict) else {}:
         if str(name) not in FEATURE_GATES:
-            meant = did_you_mean(str(name), FEATURE_GATES)
+            meant = hints.meant(str(name), FEATURE_GATES)
             hint = f" (did you mean {meant!r}?)" if meant else ""
-            problems.append(Problem(path.key(str(name)), "invalid", f"{name!r} is not a feature gate Kueue has{hint}"))
+            problems.append(
+                Problem(path.key(str(name)), "invalid", f"{shown(name)} is not a feature gate Kueue has{hint}")
+            )
     return problems
 
 

@@ -22,7 +22,7 @@ import yaml
 
 from webhook.cluster.kinds import KUEUE_GROUP, KUEUE_VERSION
 from webhook.kube.fieldpaths import FieldPath
-from webhook.kube.manifestyaml import ManifestLoader
+from webhook.kube.manifestyaml import load_single
 from webhook.kube.typos import did_you_mean
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
@@ -270,11 +270,8 @@ def _configuration_text(text: str, carrier: Document, origin: Origin, policy: Po
     key = FieldPath(("data", policy.kueue.config_key))
     key_line = carrier.line_of(key)
     literal = _value_style(carrier.node, policy.kueue.config_key) == "|"
-    loader: ManifestLoader | None = None
     try:
-        loader = ManifestLoader(text)  # reads the text at once: a character YAML refuses raises here
-        node = loader.get_single_node()
-        data = loader.construct_document(node) if node is not None else None
+        node, data = load_single(text)
     except RecursionError:
         return _unreadable(carrier, origin, "not valid YAML: nested too deeply to read")
     except yaml.reader.ReaderError as exc:
@@ -290,9 +287,6 @@ def _configuration_text(text: str, carrier: Document, origin: Origin, policy: Po
             where = f" (line {mark.line + 1} of {policy.kueue.config_key})"
         problem = " ".join(str(getattr(exc, "problem", None) or exc).split())
         return _unreadable(carrier, origin, f"not valid YAML{where}: {problem}")
-    finally:
-        if loader is not None:
-            loader.dispose()
     if not isinstance(data, dict):
         return _unreadable(carrier, origin, "not a YAML mapping (a Configuration)")
     embedded = ShiftedDocument(carrier.source, carrier.line, data, node, offset=key_line, literal=literal)

@@ -4,7 +4,9 @@ RFC-0033's first risk (风险 1) and its test plan: Σ nominal above the cluster
 "guaranteed" no longer guaranteed; the quota pipeline must refuse it in CI. A sum over
 queues is one finding on each object that contributes, with the totals in its message,
 so whichever file the pipeline changed, its line carries the numbers. The sums are the
-quota package's (``webhook.quota.capacity``).
+quota package's (``webhook.quota.capacity``); what the rules compute of them is computed
+in the quantities' context (``CONTEXT``: 64 digits), as the quota package does, so a
+nominal up to the parser's bound (10^31) is a number like any other, never an error.
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from typing import Final
 from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
 from webhook.admin.objects import CLUSTER_QUEUE, COHORT, KueueObject
 from webhook.admin.paths import LIMITS, Entry, entries
+from webhook.kube.quantity import CONTEXT
 from webhook.policy.findings import Action, Finding
 from webhook.quota.amounts import format_amount
 from webhook.quota.capacity import (
@@ -93,7 +96,7 @@ def _exceeds_cluster(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
         capacity=cap.describe("chips"),
         kind=obj.kind.kind,
         mine=format_amount(total.of(obj.kind.kind, obj.name)),
-        over=format_amount(total.total - cap.total),
+        over=format_amount(CONTEXT.subtract(total.total, cap.total)),
     )
 
 
@@ -137,7 +140,7 @@ def _exceeds_flavor(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
             capacity=cap.describe("chips"),
             kind=obj.kind.kind,
             mine=format_amount(entry.nominal),
-            over=format_amount(flavor_sum.total - cap.total),
+            over=format_amount(CONTEXT.subtract(flavor_sum.total, cap.total)),
         )
 
 
@@ -190,11 +193,12 @@ def _not_pool_multiple(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]
             if source:
                 ctx.unknown.append(source)
             continue
-        unusable = entry.nominal % pool
+        unusable = CONTEXT.remainder(entry.nominal, pool)  # a quotient of up to 40 digits: not in the default 28
         if not unusable:
             continue
-        lower = entry.nominal - unusable
-        choices = f"{format_amount(lower)} or {format_amount(lower + pool)}" if lower else f"0 or {format_amount(pool)}"
+        lower = CONTEXT.subtract(entry.nominal, unusable)
+        upper = CONTEXT.add(lower, pool)
+        choices = f"{format_amount(lower)} or {format_amount(upper)}" if lower else f"0 or {format_amount(pool)}"
         yield QUOTA_NOT_POOL_MULTIPLE.finding(
             entry.path.child("nominalQuota"),
             nominal=format_amount(entry.nominal),
@@ -291,7 +295,7 @@ def _per_chip(ctx: AdminContext, flavor: FlavorInfo, nodes: list[NodeInfo], reso
 
 
 def _ceil(value: Decimal) -> Decimal:
-    return value.to_integral_value(rounding=ROUND_CEILING)
+    return value.to_integral_value(rounding=ROUND_CEILING, context=CONTEXT)
 
 
 def _companion(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
@@ -303,7 +307,7 @@ def _companion(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
         nodes = flavor_nodes(ctx, flavor) if known_nodes else []
         chips_there = flavor_capacity(ctx, flavor).total if known_nodes else ZERO
         borrowing = tpu_entry.amount("borrowingLimit") or ZERO
-        usable = min(tpu_entry.nominal + borrowing, chips_there) if chips_there else ZERO
+        usable = min(CONTEXT.add(tpu_entry.nominal, borrowing), chips_there) if chips_there else ZERO
         for resource in ctx.policy.kueue.companion_resources:
             companion = next((e for e in entries(obj, resource) if e.flavor == tpu_entry.flavor), None)
             if companion is None:
@@ -315,8 +319,8 @@ def _companion(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
             ratio = _per_chip(ctx, flavor, nodes, resource) if usable else None
             if ratio is None:
                 continue
-            needed = _ceil(usable * ratio)
-            reach = companion.nominal + (companion.amount("borrowingLimit") or ZERO)
+            needed = _ceil(CONTEXT.multiply(usable, ratio))
+            reach = CONTEXT.add(companion.nominal, companion.amount("borrowingLimit") or ZERO)
             if reach < needed:
                 yield CQ_COMPANION_QUOTA.finding(
                     path,
@@ -324,9 +328,11 @@ def _companion(obj: KueueObject, ctx: AdminContext) -> Iterator[Finding]:
                     flavor=tpu_entry.flavor,
                     reach=format_amount(reach, resource),
                     usable=format_amount(usable),
-                    per_chip=format_amount(ratio.quantize(Decimal("0.01")).normalize(), resource),
+                    per_chip=format_amount(
+                        ratio.quantize(Decimal("0.01"), context=CONTEXT).normalize(CONTEXT), resource
+                    ),
                     needed=format_amount(needed, resource),
-                    chips=format_amount(_ceil(reach / ratio)),
+                    chips=format_amount(_ceil(CONTEXT.divide(reach, ratio))),
                 )
 
 

@@ -83,6 +83,8 @@ def assemble(
     entries: list[InputEntry] = []
     for document in inputs:
         read = read_document(document, "input", policy)
+        if document.header and not isinstance(read, TypedList):
+            continue  # the head of a list of other kinds (JobSetList): its items are reported, not it
         if isinstance(read, TypedList):
             objects.known.add(read.kind.plural)
             for item in read.items:

@@ -43,7 +43,7 @@ from webhook.cluster.own import JobSetJobs, OwnedWorkloads, WithoutWorkloads
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.kinds import JOB, JOBSET, kind_of_document
-from webhook.objects.sources import Document, SourceError
+from webhook.objects.sources import Document, SourceError, named
 from webhook.objects.stored import as_written
 from webhook.policy.config import Policy
 
@@ -91,7 +91,7 @@ def judge(
         audit.owned_jobs += 1
         return
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
-    name = str(metadata.get("name") or metadata.get("generateName") or "")
+    name = named(metadata.get("name") or metadata.get("generateName") or "")
     namespace = str(metadata.get("namespace") or "default")  # as check reads a manifest without one
     uid = str(metadata.get("uid") or "")
     as_written(obj, kind, policy.mode)

@@ -31,7 +31,7 @@ from webhook.cluster.state import ClusterState
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.kube.typos import did_you_mean
 from webhook.objects.kinds import kind_of_document, likely_meant
-from webhook.objects.sources import SourceError, read_documents
+from webhook.objects.sources import SourceError, named, read_documents
 from webhook.policy.config import ConfigError, Policy
 from webhook.rules import Rule
 from webhook.rules.catalog import RULES, markdown_table
@@ -83,6 +83,8 @@ def run_check(args: argparse.Namespace) -> int:
 
     report = Report(errors=errors, mode=policy.mode, mode_source=mode_source, strict=args.strict, left_out=left_out)
     for document in documents:
+        if document.header:  # a typed list's head: its items follow
+            continue
         data: Any = document.data
         if not isinstance(data, dict):  # kubectl refuses these: no kind, no object
             reason = f"{_yaml_type(data)}, not a Kubernetes object (a mapping with apiVersion and kind)"
@@ -92,7 +94,7 @@ def run_check(args: argparse.Namespace) -> int:
         api_version = str(data.get("apiVersion", ""))
         metadata = data.get("metadata")
         metadata = metadata if isinstance(metadata, dict) else {}
-        name = str(metadata.get("name") or metadata.get("generateName") or "")
+        name = named(metadata.get("name") or metadata.get("generateName") or "")
         judged = kind_of_document(data)
         if judged is None:
             # Only a namespace it names: a skipped kind may be cluster-scoped (a Namespace, a ClusterQueue).
@@ -435,9 +437,11 @@ exit codes:
 
 _CHECK_HELP = f"""\
 Judge manifests exactly as the webhook's mutating path would on CREATE, without a
-cluster: YAML or JSON, multi-document, kind: List expanded, - for stdin. Directories
-are read recursively: files ending in .yaml, .yml or .json (the case counts, as for
-kubectl apply -R); the files left out are named (hidden ones aside). JobSets, Jobs and
+cluster: YAML or JSON, multi-document, lists expanded (kind: List, and typed lists such
+as JobSetList as a list call answers), - for stdin. Directories are read recursively:
+files ending in .yaml, .yml or .json (the case counts, as for kubectl apply -R); the
+files left out are named (hidden ones aside), and such a name on a broken or looping
+link or a FIFO is an error. JobSets, Jobs and
 Deployments are judged; other documents are reported as skipped, with "did you mean"
 when the kind, apiVersion or namespace is one edit from a known one. A file that
 cannot be read is reported as an error and every other file is still judged.

@@ -1,8 +1,11 @@
 """Cluster state from files, for ``check --cluster-state``.
 
 Reads what ``kubectl get … -o yaml`` prints (a ``List``, multi-document YAML, or a
-directory of such files) through the same loader as the manifests, and the typed lists
-``tpu-admission snapshot`` writes (``kind: CohortList``). A kind that appears in none of
+directory of such files) through the same reader as the manifests, and the typed lists
+``tpu-admission snapshot`` writes and a list call answers (``kind: CohortList``), which
+the reader expands into their items after a head that names the kind. No line is needed
+from a state, so it is read without node trees, by the fastest reader that fits (JSON by
+msgspec, YAML by libyaml). A kind that appears in none of
 the files is unknown, not empty: its rules are skipped with a warning that names the
 missing kind, exactly as the server does for a kind it cannot watch. A typed list says
 the kind was read, so an empty ``CohortList`` means "no Cohorts", not "unknown".
@@ -63,4 +66,4 @@ def absent_reason(kind: k.Kind) -> str:
 
 def load_state_files(paths: list[str], policy: Policy) -> ClusterStore:
     """Read the files; ``SourceError`` when one cannot be read or parsed."""
-    return state_from_objects((document.data for document in load_documents(paths)), policy)
+    return state_from_objects((document.data for document in load_documents(paths, lines=False)), policy)

@@ -16,7 +16,12 @@ restates that package's own tests. So:
 - a non-zero magnitude is rounded up to a whole nano (``0.1n`` is ``1n``: asking for a
   resource gets some), and a binary-suffix value is capped at 2^63-1 (``9Ei``);
 - a JSON or YAML value is trimmed of Go's whitespace first, as ``Quantity.UnmarshalJSON``
-  does (``" 1"`` is 1), and a JSON number is read as the text it was.
+  does (``" 1"`` is 1), and a JSON number is read as the text it was: the JSON readers
+  decode a number with a fraction or an exponent through ``json_number``, which keeps a
+  text a float cannot hold (``1.0000000000000000001``, ``1e400``) as its exact
+  ``Decimal``, so the quantity is read from the digits that were written. A YAML float
+  stays a float: kubectl turns YAML into JSON through a float64 (``sigs.k8s.io/yaml``),
+  so the API server receives the float's digits, not the YAML's.
 
 One bound is ours. Go keeps ``1e400`` exactly; here a magnitude from 10^31 up is held at
 10^31 (``BOUND``), far beyond any node or quota (the API server's int64 range ends below
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import math
 import re
+import reprlib
 from decimal import ROUND_HALF_EVEN, ROUND_UP, Context, Decimal, DivisionByZero, InvalidOperation, Overflow
 from typing import Final
 
@@ -75,6 +81,35 @@ class QuantityError(ValueError):
     pass
 
 
+#: how much of a value a message shows: a value can be as big as the input (a megabyte
+#: string, a list an alias made of a thousand lists), a message cannot
+_SHOWN: Final = reprlib.Repr()
+_SHOWN.maxstring = _SHOWN.maxother = 40
+_SHOWN.maxlevel = 2
+_SHOWN.maxlist = _SHOWN.maxdict = _SHOWN.maxtuple = 3
+_SHOWN_LENGTH: Final = 80
+
+
+def shown(value: object) -> str:
+    """``repr(value)``, clipped to a few dozen characters whatever the value holds."""
+    text = _SHOWN.repr(value)
+    return text if len(text) <= _SHOWN_LENGTH else text[: _SHOWN_LENGTH - 3] + "..."
+
+
+def json_number(text: str) -> float | Decimal:
+    """A JSON number with a fraction or an exponent, as the JSON readers keep it.
+
+    The float, when the float holds what the text says (``0.5``, ``1e3``: the usual case,
+    and what every other reader of the object expects); otherwise the text's exact
+    ``Decimal`` (more digits than a float64 holds, or beyond its range), which
+    ``parse_quantity`` reads as the text it was, as the API server does.
+    """
+    value = float(text)
+    if math.isfinite(value) and Decimal(repr(value)) == Decimal(text):
+        return value
+    return Decimal(text)
+
+
 #: strings read already (the few a cluster's pods write: "4", "20Gi", "500m"), each at most
 #: ``_KEPT_LENGTH`` characters and at most ``_KEPT_COUNT`` of them, so no stream of odd
 #: values can grow it; a value read again is a lookup
@@ -97,6 +132,10 @@ def parse_quantity(value: object) -> Decimal:
         return parsed
     if isinstance(value, bool):
         raise QuantityError(f"{value!r} is not a quantity")
+    if isinstance(value, Decimal):  # a JSON number a float cannot hold (``json_number``): its digits
+        if value.is_nan():
+            raise QuantityError("NaN is not a quantity")
+        return parse_quantity_string(str(value)) if value.is_finite() else BOUND if value > 0 else _MINUS_BOUND
     if isinstance(value, int):
         return _held(Decimal(value))
     if isinstance(value, float):
@@ -106,7 +145,7 @@ def parse_quantity(value: object) -> Decimal:
             # a JSON number too large for a float (1e400): Go reads its text, a number beyond any node
             return BOUND if value > 0 else _MINUS_BOUND
         return parse_quantity_string(repr(value))
-    raise QuantityError(f"{value!r} is not a quantity")
+    raise QuantityError(f"{shown(value)} is not a quantity")
 
 
 def quantity_or_none(value: object) -> Decimal | None:
@@ -123,7 +162,7 @@ def parse_quantity_string(text: str) -> Decimal:
         return Decimal(text)  # the usual "4": a whole number below BOUND, as it is
     match = _SCAN.fullmatch(text) if text else None
     if match is None:
-        raise QuantityError(f"{text!r} is not a quantity (e.g. 4, 500m, 20Gi)")
+        raise QuantityError(f"{shown(text)} is not a quantity (e.g. 4, 500m, 20Gi)")
     sign, whole, fraction, suffix = match.groups()
     negative = sign == "-"
     fraction = fraction or ""
@@ -140,7 +179,7 @@ def parse_quantity_string(text: str) -> Decimal:
         precision = 15 - len(num) - exponent * 3 // 10 - 1 if not fraction else -1
         fast = precision >= 0
     if not fast and not (whole or fraction):
-        raise QuantityError(f"{text!r} is not a quantity: it has no digits")
+        raise QuantityError(f"{shown(text)} is not a quantity: it has no digits")
     if base == 10:
         # the slow path's scale is the number's (its fraction digits) minus the exponent, an int32 too
         return _decimal(negative, digits, scale if fast else -_int32(len(fraction) - exponent))
@@ -160,8 +199,8 @@ def _suffix(text: str, suffix: str) -> tuple[int, int]:
             parsed = int(sign + magnitude)
             if -_INT64 <= parsed < _INT64:
                 return 10, _int32(parsed)
-        raise QuantityError(f"{text!r} is not a quantity: its exponent is out of a 64-bit integer's range")
-    raise QuantityError(f"{text!r} is not a quantity: unknown suffix {suffix!r} (e.g. m, Ki, Gi, e3)")
+        raise QuantityError(f"{shown(text)} is not a quantity: its exponent is out of a 64-bit integer's range")
+    raise QuantityError(f"{shown(text)} is not a quantity: unknown suffix {shown(suffix)} (e.g. m, Ki, Gi, e3)")
 
 
 def _int32(value: int) -> int:

@@ -1,9 +1,11 @@
 """An object's JSON text as plain JSON (dicts, lists, strings, numbers), as ``json.loads`` reads it.
 
-msgspec decodes it, and keeps big integers exact as ``json.loads`` does. The one thing
-msgspec refuses that ``json.loads`` reads in UTF-8 JSON, a number beyond float range
-(``1e400``, read as ``inf``), is read by ``json.loads``, so a reader sees the object the
-review's general path (``json.loads`` of the whole body) would give it.
+msgspec decodes it, and keeps big integers exact as ``json.loads`` does. A number with a
+fraction or an exponent is read through ``json_number``: a float where a float holds it,
+else the exact ``Decimal`` of its text (``1.0000000000000000001``, ``1e400``), which the
+quantity parser reads as the API server reads the text. What msgspec refuses is read by
+``json.loads`` with the same reading of numbers, so a reader sees the object the review's
+general path (``json.loads`` of the whole body) would give it.
 """
 
 from __future__ import annotations
@@ -13,7 +15,9 @@ from typing import Any
 
 import msgspec
 
-_PLAIN = msgspec.json.Decoder()
+from webhook.kube.quantity import json_number
+
+_PLAIN = msgspec.json.Decoder(float_hook=json_number)
 
 
 def plain_json(text: bytes) -> Any:
@@ -21,4 +25,4 @@ def plain_json(text: bytes) -> Any:
     try:
         return _PLAIN.decode(text)
     except msgspec.DecodeError:
-        return json.loads(text)
+        return json.loads(text, parse_float=json_number)

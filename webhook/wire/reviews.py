@@ -27,6 +27,7 @@ import msgspec
 
 from webhook.engine.decision import Decision
 from webhook.engine.patches import JsonPatch
+from webhook.kube.quantity import json_number
 from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import judged_kind
 from webhook.objects.request import UserInfo
@@ -200,7 +201,7 @@ def parse_review(body: bytes) -> AdmissionRequest:
 def parse_review_general(body: bytes) -> AdmissionRequest:
     """The general path: ``json.loads`` (NaN, UTF-16, lone surrogates) and a check per field."""
     try:
-        data = json.loads(body)
+        data = json.loads(body, parse_float=json_number)  # a number as the text it was, as the fast path
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ReviewError(f"body is not valid JSON: {exc}") from None
     except ValueError:  # valid JSON, but ``int()`` refuses an integer that long
