@@ -19,7 +19,7 @@ from starlette.applications import Starlette
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webhook.admin.admission import KueueRequest, decide_kueue
@@ -312,7 +312,28 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
             reason = f"no such path {path}; served: {served}"
         return Response(encode({"error": reason}), status, headers, media_type="application/json")
 
-    return Starlette(routes=routes, exception_handlers={HTTPException: refused})
+    application = Starlette(routes=routes, exception_handlers={HTTPException: refused})
+    # The job paths by how often the API server calls them: /validate/<tier> and /mutate/<tier> first.
+    job_routes = (routes[3], routes[1], routes[2], routes[0])
+
+    async def dispatch(scope: Scope, receive: Receive, send: Send) -> None:
+        """The job admission paths with their own routes, without the application's middleware.
+
+        Every job create waits on these (failurePolicy Fail), so a request that fully matches
+        one of their routes (path and method, as Starlette's router would match it) goes
+        straight to it: ``admit`` answers every error of its own. Anything else, another
+        method on these paths included, goes through the whole application (its 404 and 405,
+        its exception handlers).
+        """
+        if scope["type"] == "http":
+            for route in job_routes:
+                match, child = route.matches(scope)
+                if match is Match.FULL:
+                    scope.update(child)
+                    return await route.app(scope, receive, send)
+        await application(scope, receive, send)
+
+    return dispatch
 
 
 def _decoded(obj: Any) -> Any:
