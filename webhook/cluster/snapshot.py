@@ -40,6 +40,7 @@ from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry
 from webhook.quota.model import QuotaModel
 from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo, NodeFit, Toleration
+from webhook.quota.picture import QuotaPicture, build_picture, pending_requests
 from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound, CohortMembers, ResourceNodes
 from webhook.quota.table import Table
@@ -173,6 +174,10 @@ class Snapshot:
         workloads: Table[WorkloadKey, WorkloadEntry],
         availability: tuple[int, dict[str, str], float],
         policy: Policy,
+        *,
+        documents: Mapping[WorkloadKey, Mapping[str, Any]] | None = None,
+        documents_version: int = 0,
+        memo: Memo | None = None,
     ) -> None:
         #: the store's count of changes this snapshot holds
         self.version = version
@@ -185,7 +190,12 @@ class Snapshot:
         self.availability_changes, self.unread, self.until = availability
         #: the policy the store reads objects with: answers memoized here are for it alone
         self.policy = policy
-        self.memo = Memo()
+        #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``) and its change count
+        self.documents: Mapping[WorkloadKey, Mapping[str, Any]] = documents if documents is not None else {}
+        self.documents_version = documents_version
+        self.memo = memo if memo is not None else Memo()
+        #: answers read from ``documents`` (never shared by ``with_documents``)
+        self.documents_memo = Memo()
         workloads_reason = self.unread.get(k.WORKLOADS.name)
         self.quota = QuotaModel(
             queues,
@@ -226,7 +236,40 @@ class Snapshot:
         for key in left_out:
             workloads.pop(key)
         changes = (self.availability_changes, self.unread, self.until)
-        return Snapshot(self.version, self.tpu, self.queues, self.nodes, ledger, workloads, changes, self.policy)
+        return Snapshot(
+            self.version,
+            self.tpu,
+            self.queues,
+            self.nodes,
+            ledger,
+            workloads,
+            changes,
+            self.policy,
+            documents=self.documents,
+            documents_version=self.documents_version,
+        )
+
+    def with_documents(
+        self,
+        documents: Mapping[WorkloadKey, Mapping[str, Any]],
+        documents_version: int,
+        availability: tuple[int, dict[str, str], float],
+    ) -> Snapshot:
+        """This state with newer Workload records (``explain``'s): nothing memoized reads them, so
+        the memos are shared with this snapshot."""
+        return Snapshot(
+            self.version,
+            self.tpu,
+            self.queues,
+            self.nodes,
+            self.ledger,
+            self.workloads,
+            availability,
+            self.policy,
+            documents=documents,
+            documents_version=documents_version,
+            memo=self.memo,
+        )
 
     # ---------------------------------------------------------------- ClusterView
 
@@ -282,6 +325,23 @@ class Snapshot:
 
     def accelerator_chips(self) -> Decimal | None:
         return self.nodes.accelerator_chips
+
+    # ---------------------------------------------------------------- what explain and quota read
+
+    def quota_picture(self) -> QuotaPicture:
+        """Every ClusterQueue's and cohort's nominal, in use, borrowed, lent and pending per flavor
+        and resource (``webhook.quota.picture``), memoized."""
+
+        def make() -> QuotaPicture:
+            queues = self.queues.cluster_queues
+            pending: dict[tuple[str, str, str], Decimal] = {}
+            for name, queue in queues.items():
+                shapes = (waiting.entry.shape for waiting in self.pending(name))
+                for (flavor, resource), amount in pending_requests(queue, shapes).items():
+                    pending[(name, flavor, resource)] = amount
+            return build_picture(queues, self.queues.cohorts, dict(self.ledger.usage.items()), pending)
+
+        return self.remember("quota picture", make)  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------------- what the simulator reads
 
