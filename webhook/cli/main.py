@@ -24,6 +24,7 @@ from webhook.admin.catalog import load_policy
 from webhook.cli import lint_queues
 from webhook.cli.arguments import EXIT_USAGE_LINE, Parser, add_judging_flags, add_submitter_flags, submitter, subparser
 from webhook.cli.audit import add_audit
+from webhook.cli.explain import add_explain, add_quota
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
 from webhook.cluster.export import run_snapshot
@@ -713,6 +714,8 @@ SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_serve,
     _add_check,
     add_audit,
+    add_explain,
+    add_quota,
     lint_queues.add_parser,
     _add_snapshot,
     _add_certs,
