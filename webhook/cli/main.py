@@ -407,6 +407,7 @@ examples:
   tpu-admission serve
   tpu-admission check manifests/ --mode dynamic --output github
   tpu-admission lint-queues kueue/ --cluster-state cluster-state.yaml
+  tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker
   tpu-admission config --config policy.yaml
   tpu-admission export vap --config policy.yaml
   tpu-admission snapshot -o cluster-state.yaml
@@ -416,7 +417,8 @@ examples:
 
 _SERVE_HELP = f"""\
 Serve /mutate and /validate (optionally /mutate/<tier>, /validate/<tier>) over HTTPS,
-the admin guard's /validate-kueue, plus /healthz, /readyz and /metrics. With no flags: the RFC-0033 default policy, a
+the admin guard's /validate-kueue, GET /explain/<namespace>/<kind>/<name> (why a job is
+not running), plus /healthz, /readyz and /metrics. With no flags: the RFC-0033 default policy, a
 self-signed CA and serving certificate generated into ./certs, no cluster (structural
 rules only; cluster rules need --kubeconfig or an in-cluster service account).
 
