@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from cluster_apiserver import FakeApiServer, write_kubeconfig
 from explain_builders import (
     JOBSET_UID,
     PREEMPTOR_JOB_UID,
@@ -24,6 +25,9 @@ from explain_builders import (
 )
 from quota_fixtures import cluster_queue, cohort, q
 from support import run_cli
+
+from webhook.cluster import kinds as k
+from webhook.cluster.listing import JUDGED_KINDS
 
 KQ = "kueue.x-k8s.io/v1beta2"
 
@@ -155,3 +159,34 @@ def test_quota_prints_the_cohort_tree_as_bars_and_as_numbers(tmp_path: Path) -> 
     assert json.dumps(numbers).count('"team-a"') >= 1
     done = run_cli("quota", "--cluster-state", str(tmp_path / "missing.yaml"))
     assert done.returncode == 2 and "Traceback" not in done.stderr
+
+
+def test_from_a_live_cluster_the_job_is_read_by_name_and_its_own_status_decides(tmp_path: Path) -> None:
+    """--kubeconfig against the local API test server: the state listed as audit lists it, the
+    JobSet read by name (its replicatedJobsStatus says every replica is ready: Running)."""
+    jobset = StoredJobSet().ready(2).obj()
+    jobset["metadata"].update(namespace="kubemaker", name="llm-pretrain-a3f8")
+    api = FakeApiServer(kinds=JUDGED_KINDS).start()
+    try:
+        for obj in yaml.safe_load_all(Path(_state(tmp_path, "team-a", rfc_example_one().obj())).read_text()):
+            api.put(k.BY_KIND[obj["kind"]], obj)
+        api.put(JUDGED_KINDS[0], jobset)
+        kubeconfig = str(write_kubeconfig(tmp_path / "config", api.port))
+        code, answer, _ = _explain("jobset/llm-pretrain-a3f8", "-n", "kubemaker", "--kubeconfig", kubeconfig)
+        assert code == 0
+        [result] = answer["results"]
+        assert (result["state"], result["since"], result["clusterQueue"]) == (
+            "Running",
+            "2026-12-01T09:00:00Z",
+            "team-a",
+        )
+        assert api.list_queries(JUDGED_KINDS[0])[-1]["fieldSelector"] == ["metadata.name=llm-pretrain-a3f8"]
+        code, answer, _ = _explain("jobset/gone", "-n", "kubemaker", "--kubeconfig", kubeconfig)
+        assert code == 1
+        assert answer["errors"] == [
+            "JobSet kubemaker/gone: not found: no JobSet kubemaker/gone was read, and no Workload names it as its owner"
+        ]
+    finally:
+        api.stop()
+    done = run_cli("explain", "jobset/x", "--kubeconfig", kubeconfig)
+    assert done.returncode == 2 and "could not be listed" in done.stderr and "Traceback" not in done.stderr

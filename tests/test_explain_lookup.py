@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from explain_builders import JOBSET_UID, TPU, preemptor_workload, rfc_example_one, rfc_example_two
+from explain_builders import JOBSET_UID, TPU, preemptor_workload, rfc_example_one, rfc_example_two, simulation
 from quota_fixtures import cluster_queue, cohort, q
 
 from webhook.cluster import kinds as k
@@ -98,3 +98,39 @@ def test_a_condition_change_publishes_new_records_and_keeps_the_memos() -> None:
     assert types == ["QuotaReserved", "Admitted", "PodsReady"]
     assert "podSets" not in after.documents[key]["spec"]  # only what explain reads is kept
     assert store.snapshot() is after
+
+
+def test_a_deployment_is_found_through_its_pods_workloads() -> None:
+    pod_workload = (
+        rfc_example_one()
+        .name("pod-web-7d4b9c8f5d-x2x4z-1a2b3")
+        .uid("pod-workload")
+        .job_uid("pod-uid")
+        .owner("Pod", "web-7d4b9c8f5d-x2x4z", "pod-uid")
+        .obj()
+    )
+    snapshot = state_from_objects(_objects(pod_workload), Policy()).snapshot()
+    request = request_from_snapshot(snapshot, "Deployment", "kubemaker", "web")
+    assert request.job == {"kind": "Deployment", "metadata": {"name": "web", "namespace": "kubemaker"}}
+    result = explain(request).result()
+    assert (result.workload, result.state) == ("kubemaker/pod-web-7d4b9c8f5d-x2x4z-1a2b3", "Starting")
+    with pytest.raises(NotFound):
+        request_from_snapshot(snapshot, "Deployment", "kubemaker", "web-7d4b9c8f5d")
+
+
+def test_the_simulator_is_asked_about_the_waiting_workload_by_namespace_and_name() -> None:
+    snapshot = state_from_objects(_objects(rfc_example_two().obj()), Policy()).snapshot()
+    asked: list[tuple[str, str]] = []
+
+    def simulator(namespace: str, name: str) -> dict[str, Any]:
+        asked.append((namespace, name))
+        return simulation("wait", "WaitingForQuota", ahead=2, chips_ahead=256, cluster_queue="team-b")
+
+    request = request_from_snapshot(snapshot, "JobSet", "kubemaker", "llm-pretrain-a3f8", simulator=simulator)
+    result = explain(request).result()
+    assert asked == [("kubemaker", "jobset-llm-pretrain-a3f8-4f9d2")]
+    assert result.simulation is not None and result.simulation["outcome"] == "wait"
+    running = state_from_objects(_objects(rfc_example_one().obj()), Policy()).snapshot()
+    assert (
+        request_from_snapshot(running, "JobSet", "kubemaker", "llm-pretrain-a3f8", simulator=simulator).simulate is None
+    )

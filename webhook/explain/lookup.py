@@ -142,8 +142,8 @@ def request_from_snapshot(
 ) -> ExplainRequest:
     """The ``ExplainRequest`` for ``kind`` ``namespace``/``name`` (see the module for the errors).
 
-    ``jobs``: (kind, namespace, name) -> document, of the kinds the caller read (the CLI's
-    files or cluster); ``None`` when the jobs are not read (the server).
+    ``jobs``: (kind, namespace, name) -> document, when the caller read ``kind``'s objects
+    (the CLI's files or cluster; empty: none); ``None`` when it did not (the server).
     """
     reason = snapshot.unread.get(k.WORKLOADS.name)
     if reason is not None:
@@ -156,10 +156,9 @@ def request_from_snapshot(
     else:
         job = (jobs or {}).get((kind, namespace, name)) or _job_from_owners(kind, namespace, name, index)
         if job is None:
-            read = jobs is not None and any(key[0] == kind for key in jobs)
             why = (
-                f"no {kind} {namespace}/{name} in the input, and no Workload names it as its owner"
-                if read
+                f"no {kind} {namespace}/{name} was read, and no Workload names it as its owner"
+                if jobs is not None
                 else f"no Workload in {namespace} names {kind} {name} as its owner; {kind}s themselves are not "
                 "read here, so one Kueue does not manage (no kueue.x-k8s.io/queue-name label) is not known either"
             )
