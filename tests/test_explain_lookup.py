@@ -94,9 +94,9 @@ def test_a_condition_change_publishes_new_records_and_keeps_the_memos() -> None:
     assert after is not before
     assert after.quota_picture() is picture  # the ledger did not move: the memo is shared
     key = ("kubemaker", "jobset-llm-pretrain-a3f8-4f9d2")
-    types = [c["type"] for c in after.documents[key]["status"]["conditions"]]
-    assert types == ["QuotaReserved", "Admitted", "PodsReady"]
-    assert "podSets" not in after.documents[key]["spec"]  # only what explain reads is kept
+    document = after.records[key].document()
+    assert [c["type"] for c in document["status"]["conditions"]] == ["QuotaReserved", "Admitted", "PodsReady"]
+    assert "podSets" not in document["spec"]  # only what explain reads is kept
     assert store.snapshot() is after
 
 

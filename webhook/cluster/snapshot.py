@@ -34,6 +34,7 @@ from typing import Any, Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NodeIndex
+from webhook.cluster.workloaddocs import WorkloadRecord
 from webhook.kube.quantity import CONTEXT
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
@@ -175,8 +176,8 @@ class Snapshot:
         availability: tuple[int, dict[str, str], float],
         policy: Policy,
         *,
-        documents: Mapping[WorkloadKey, Mapping[str, Any]] | None = None,
-        documents_version: int = 0,
+        records: Mapping[WorkloadKey, WorkloadRecord] | None = None,
+        records_version: int = 0,
         memo: Memo | None = None,
     ) -> None:
         #: the store's count of changes this snapshot holds
@@ -191,11 +192,11 @@ class Snapshot:
         #: the policy the store reads objects with: answers memoized here are for it alone
         self.policy = policy
         #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``) and its change count
-        self.documents: Mapping[WorkloadKey, Mapping[str, Any]] = documents if documents is not None else {}
-        self.documents_version = documents_version
+        self.records: Mapping[WorkloadKey, WorkloadRecord] = records if records is not None else {}
+        self.records_version = records_version
         self.memo = memo if memo is not None else Memo()
-        #: answers read from ``documents`` (never shared by ``with_documents``)
-        self.documents_memo = Memo()
+        #: answers read from ``records`` (never shared by ``with_records``)
+        self.records_memo = Memo()
         workloads_reason = self.unread.get(k.WORKLOADS.name)
         self.quota = QuotaModel(
             queues,
@@ -245,14 +246,14 @@ class Snapshot:
             workloads,
             changes,
             self.policy,
-            documents=self.documents,
-            documents_version=self.documents_version,
+            records=self.records,
+            records_version=self.records_version,
         )
 
-    def with_documents(
+    def with_records(
         self,
-        documents: Mapping[WorkloadKey, Mapping[str, Any]],
-        documents_version: int,
+        records: Mapping[WorkloadKey, WorkloadRecord],
+        records_version: int,
         availability: tuple[int, dict[str, str], float],
     ) -> Snapshot:
         """This state with newer Workload records (``explain``'s): nothing memoized reads them, so
@@ -266,8 +267,8 @@ class Snapshot:
             self.workloads,
             availability,
             self.policy,
-            documents=documents,
-            documents_version=documents_version,
+            records=records,
+            records_version=records_version,
             memo=self.memo,
         )
 

@@ -27,7 +27,7 @@ from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import NodeState, QueueState, Snapshot
-from webhook.cluster.workloaddocs import workload_record
+from webhook.cluster.workloaddocs import WorkloadRecord, workload_record
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
 from webhook.quota.ledger import Balance, BalanceAnswer, ChipsLedger, WorkloadEntry, project
@@ -86,8 +86,8 @@ class ClusterStore:
         self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
         #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``), with its own
         #: change count: a new condition message publishes a snapshot that keeps the others' memos
-        self.workload_documents: Table[tuple[str, str], dict[str, Any]] = Table()
-        self.documents_version = 0
+        self.workload_records: Table[tuple[str, str], WorkloadRecord] = Table()
+        self.records_version = 0
         #: what ClusterQueues store in their cohorts, kept summed as they come and go
         self.members = CohortMembers()
         #: what the Workloads hold and wait for, moved by each one's difference
@@ -222,9 +222,9 @@ class ClusterStore:
         """A Workload, projected once; an update that leaves its part of the ledger as it was
         (conditions' times and messages, most status writes) moves nothing."""
         record = workload_record(obj)
-        if self.workload_documents.get(key) != record:
-            self.workload_documents[key] = record
-            self.documents_version += 1
+        if self.workload_records.get(key) != record:
+            self.workload_records[key] = record
+            self.records_version += 1
         entry = project(obj, self.tpu)
         held = self.workloads.get(key)
         if held is not None and held == entry:
@@ -266,8 +266,8 @@ class ClusterStore:
             self.node_index.remove(name)
         elif kind is k.WORKLOADS:
             self.ledger.move(pair[0], self.workloads.pop(pair, None), -1)
-            if self.workload_documents.pop(pair, None) is not None:
-                self.documents_version += 1
+            if self.workload_records.pop(pair, None) is not None:
+                self.records_version += 1
         self._bump(kind)
 
     def _bump(self, kind: k.Kind) -> None:
@@ -290,7 +290,7 @@ class ClusterStore:
         if (
             published is not None
             and published.version == self.version
-            and published.documents_version == self.documents_version
+            and published.records_version == self.records_version
             and published.availability_changes == availability.changes
             and availability.clock() < published.until
         ):
@@ -306,10 +306,10 @@ class ClusterStore:
             last is not None
             and last.version == self.version
             and (last.availability_changes, last.unread) == captured[:2]
-            and last.documents_version != self.documents_version
+            and last.records_version != self.records_version
         ):
             # only what explain reads of the Workloads changed: every part and memo stays the last one's
-            self._published = last.with_documents(self.workload_documents.fork(), self.documents_version, captured)
+            self._published = last.with_records(self.workload_records.fork(), self.records_version, captured)
             return self._published
         cohorts = captured[1].get(k.COHORTS.name)
         cohorts_reason = f"{k.COHORTS.name}: {cohorts}" if cohorts is not None else None
@@ -342,8 +342,8 @@ class ClusterStore:
             workloads,
             captured,
             self.policy,
-            documents=self.workload_documents.fork(),
-            documents_version=self.documents_version,
+            records=self.workload_records.fork(),
+            records_version=self.records_version,
         )
         return self._published
 

@@ -22,15 +22,17 @@ Nothing here calls the API server.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections import defaultdict
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.own import OwnedWorkloads
 from webhook.cluster.snapshot import Snapshot
+from webhook.cluster.workloaddocs import WorkloadRecord
 from webhook.explain import state as s
 from webhook.explain.explainer import ExplainError, ExplainRequest
-from webhook.explain.inputs import Document, Simulate, WorkloadList, metadata, text_field
+from webhook.explain.inputs import Document, Simulate, metadata, text_field
 from webhook.explain.workloads import WORKLOAD, job_workloads
 from webhook.kube.typos import did_you_mean
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
@@ -86,30 +88,58 @@ def parse_target(text: str) -> tuple[str, str]:
     return parse_kind(kind), name
 
 
-def workload_index(snapshot: Snapshot) -> WorkloadList:
+class RecordIndex:
+    """A ``WorkloadIndex`` over a snapshot's Workload records: indexed once, each record turned
+    into a document only when explain reads it (one job's Workloads and its preemptor; a
+    Deployment's namespace)."""
+
+    def __init__(self, records: Mapping[tuple[str, str], WorkloadRecord]) -> None:
+        self._by_uid: dict[str, WorkloadRecord] = {}
+        self._by_job: defaultdict[str, list[WorkloadRecord]] = defaultdict(list)
+        self._by_namespace: defaultdict[str, list[WorkloadRecord]] = defaultdict(list)
+        for record in records.values():
+            if record.uid:
+                self._by_uid[record.uid] = record
+            if record.job_uid:
+                self._by_job[record.job_uid].append(record)
+            self._by_namespace[record.namespace].append(record)
+
+    def by_uid(self, uid: str) -> Document | None:
+        record = self._by_uid.get(uid)
+        return record.document() if record is not None else None
+
+    def by_job_uid(self, job_uid: str) -> Sequence[Document]:
+        return [record.document() for record in self._by_job.get(job_uid, ())]
+
+    def in_namespace(self, namespace: str) -> Sequence[Document]:
+        return [record.document() for record in self._by_namespace.get(namespace, ())]
+
+    def records_in(self, namespace: str) -> Sequence[WorkloadRecord]:
+        return self._by_namespace.get(namespace, ())
+
+
+def workload_index(snapshot: Snapshot) -> RecordIndex:
     """The snapshot's Workload records indexed (built once per snapshot, on first use)."""
-    held = snapshot.documents_memo.get("workload index")
+    held = snapshot.records_memo.get("workload index")
     if held is None:
-        held = WorkloadList(snapshot.documents.values())
-        snapshot.documents_memo.keep("workload index", held)
+        held = RecordIndex(snapshot.records)
+        snapshot.records_memo.keep("workload index", held)
     return held  # type: ignore[no-any-return]
 
 
-def _job_from_owners(kind: str, namespace: str, name: str, index: WorkloadList) -> Document | None:
+def _job_from_owners(kind: str, namespace: str, name: str, index: RecordIndex) -> Document | None:
     """The job as its Workloads name it (kind, namespace, name, uid), or ``None`` when none does."""
-    in_namespace = index.in_namespace(namespace)
     if kind == DEPLOYMENT:
         owned = OwnedWorkloads()
-        for workload in in_namespace:
+        for workload in index.in_namespace(namespace):
             owned.add(workload)
         found = owned.of(DEPLOYMENT, namespace, name)
         return {"kind": kind, "metadata": {"name": name, "namespace": namespace}} if found else None
     newest: tuple[str, str] | None = None
-    for workload in in_namespace:
-        meta = metadata(workload)
-        for reference in meta.get("ownerReferences") or ():
-            if text_field(reference, "kind") == kind and text_field(reference, "name") == name:
-                candidate = (text_field(meta, "creationTimestamp"), text_field(reference, "uid"))
+    for record in index.records_in(namespace):
+        for reference in record.owner_references():
+            if reference.get("kind") == kind and reference.get("name") == name:
+                candidate = (record.created, str(reference.get("uid") or ""))
                 newest = candidate if newest is None or candidate > newest else newest
     if newest is None:
         return None
@@ -117,7 +147,7 @@ def _job_from_owners(kind: str, namespace: str, name: str, index: WorkloadList) 
 
 
 def _bound_simulation(
-    kind: str, job: Document, index: WorkloadList, simulator: StoredSimulate | None
+    kind: str, job: Document, index: RecordIndex, simulator: StoredSimulate | None
 ) -> Simulate | None:
     """The request's ``simulate``: the simulator asked about the job's Workload that waits (a
     Deployment's pods share one shape, so the first that waits answers for them)."""
@@ -149,10 +179,12 @@ def request_from_snapshot(
     if reason is not None:
         raise NotSynced(f"Workloads cannot be read now: {reason}; retry once the watch has synced")
     index = workload_index(snapshot)
+    job: Document | None
     if kind == WORKLOAD:
-        job = snapshot.documents.get((namespace, name))
-        if job is None:
+        record = snapshot.records.get((namespace, name))
+        if record is None:
             raise NotFound(f"Workload {namespace}/{name}: not found")
+        job = record.document()
     else:
         job = (jobs or {}).get((kind, namespace, name)) or _job_from_owners(kind, namespace, name, index)
         if job is None:
