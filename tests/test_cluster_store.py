@@ -410,7 +410,8 @@ def test_pending_chips_move_with_workload_events(seed: int) -> None:
 
 
 def test_a_status_only_workload_update_moves_nothing() -> None:
-    """Kueue writes a Workload's status many times over its life: the snapshot, and its memos, survive it."""
+    """Kueue writes a Workload's status many times over its life: the snapshot's parts, and its memos,
+    survive it (only the Workload records explain reads are new)."""
     store = synced(ClusterStore(POLICY))
     for kind, objects in FIXTURES.items():
         store.replace(kind, objects)
@@ -420,7 +421,22 @@ def test_a_status_only_workload_update_moves_nothing() -> None:
     pending["metadata"]["resourceVersion"] = "status-1"
     pending.setdefault("status", {})["conditions"] = [{"type": "QuotaReserved", "status": "False", "reason": "Pending"}]
     store.apply(k.WORKLOADS, "MODIFIED", pending)
-    assert store.snapshot() is snapshot
+    new = store.snapshot()
+    assert [new.memo, new.queues, new.nodes, new.ledger, new.workloads, new.version] == [
+        snapshot.memo,
+        snapshot.queues,
+        snapshot.nodes,
+        snapshot.ledger,
+        snapshot.workloads,
+        snapshot.version,
+    ]
+    assert all(
+        a is b
+        for a, b in zip(
+            [new.memo, new.queues, new.ledger], [snapshot.memo, snapshot.queues, snapshot.ledger], strict=True
+        )
+    )
+    assert store.snapshot() is new
     assert store.balance("team-a", "tpu7x-4x4x4") == before
     pending["metadata"]["resourceVersion"] = "admitted"
     pending["spec"]["priorityClassRef"]["name"] = "best-effort"  # no longer counts in the balance

@@ -24,6 +24,7 @@ from webhook.admin.catalog import load_policy
 from webhook.cli import lint_queues
 from webhook.cli.arguments import EXIT_USAGE_LINE, Parser, add_judging_flags, add_submitter_flags, submitter, subparser
 from webhook.cli.audit import add_audit
+from webhook.cli.explain import add_explain, add_quota
 from webhook.cli.formatters import FORMATTERS
 from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE, CheckResult, Report
 from webhook.cluster.export import run_snapshot
@@ -408,6 +409,7 @@ examples:
   tpu-admission serve
   tpu-admission check manifests/ --mode dynamic --output github
   tpu-admission lint-queues kueue/ --cluster-state cluster-state.yaml
+  tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker
   tpu-admission config --config policy.yaml
   tpu-admission export vap --config policy.yaml
   tpu-admission snapshot -o cluster-state.yaml
@@ -417,7 +419,8 @@ examples:
 
 _SERVE_HELP = f"""\
 Serve /mutate and /validate (optionally /mutate/<tier>, /validate/<tier>) over HTTPS,
-the admin guard's /validate-kueue, plus /healthz, /readyz and /metrics. With no flags: the RFC-0033 default policy, a
+the admin guard's /validate-kueue, GET /explain/<namespace>/<kind>/<name> (why a job is
+not running), plus /healthz, /readyz and /metrics. With no flags: the RFC-0033 default policy, a
 self-signed CA and serving certificate generated into ./certs, no cluster (structural
 rules only; cluster rules need --kubeconfig or an in-cluster service account).
 
@@ -717,6 +720,8 @@ SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
     _add_serve,
     _add_check,
     add_audit,
+    add_explain,
+    add_quota,
     lint_queues.add_parser,
     _add_snapshot,
     _add_certs,

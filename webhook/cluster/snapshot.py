@@ -34,12 +34,14 @@ from typing import Any, Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NodeIndex
+from webhook.cluster.workloaddocs import WorkloadRecord
 from webhook.kube.quantity import CONTEXT
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry
 from webhook.quota.model import QuotaModel
 from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo, NodeFit, Toleration
+from webhook.quota.picture import QuotaPicture, build_picture, pending_requests
 from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound, CohortMembers, ResourceNodes
 from webhook.quota.table import Table
@@ -173,6 +175,10 @@ class Snapshot:
         workloads: Table[WorkloadKey, WorkloadEntry],
         availability: tuple[int, dict[str, str], float],
         policy: Policy,
+        *,
+        records: Mapping[WorkloadKey, WorkloadRecord] | None = None,
+        records_version: int = 0,
+        memo: Memo | None = None,
     ) -> None:
         #: the store's count of changes this snapshot holds
         self.version = version
@@ -185,7 +191,12 @@ class Snapshot:
         self.availability_changes, self.unread, self.until = availability
         #: the policy the store reads objects with: answers memoized here are for it alone
         self.policy = policy
-        self.memo = Memo()
+        #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``) and its change count
+        self.records: Mapping[WorkloadKey, WorkloadRecord] = records if records is not None else {}
+        self.records_version = records_version
+        self.memo = memo if memo is not None else Memo()
+        #: answers read from ``records`` (never shared by ``with_records``)
+        self.records_memo = Memo()
         workloads_reason = self.unread.get(k.WORKLOADS.name)
         self.quota = QuotaModel(
             queues,
@@ -226,7 +237,40 @@ class Snapshot:
         for key in left_out:
             workloads.pop(key)
         changes = (self.availability_changes, self.unread, self.until)
-        return Snapshot(self.version, self.tpu, self.queues, self.nodes, ledger, workloads, changes, self.policy)
+        return Snapshot(
+            self.version,
+            self.tpu,
+            self.queues,
+            self.nodes,
+            ledger,
+            workloads,
+            changes,
+            self.policy,
+            records=self.records,
+            records_version=self.records_version,
+        )
+
+    def with_records(
+        self,
+        records: Mapping[WorkloadKey, WorkloadRecord],
+        records_version: int,
+        availability: tuple[int, dict[str, str], float],
+    ) -> Snapshot:
+        """This state with newer Workload records (``explain``'s): nothing memoized reads them, so
+        the memos are shared with this snapshot."""
+        return Snapshot(
+            self.version,
+            self.tpu,
+            self.queues,
+            self.nodes,
+            self.ledger,
+            self.workloads,
+            availability,
+            self.policy,
+            records=records,
+            records_version=records_version,
+            memo=self.memo,
+        )
 
     # ---------------------------------------------------------------- ClusterView
 
@@ -282,6 +326,23 @@ class Snapshot:
 
     def accelerator_chips(self) -> Decimal | None:
         return self.nodes.accelerator_chips
+
+    # ---------------------------------------------------------------- what explain and quota read
+
+    def quota_picture(self) -> QuotaPicture:
+        """Every ClusterQueue's and cohort's nominal, in use, borrowed, lent and pending per flavor
+        and resource (``webhook.quota.picture``), memoized."""
+
+        def make() -> QuotaPicture:
+            queues = self.queues.cluster_queues
+            pending: dict[tuple[str, str, str], Decimal] = {}
+            for name, queue in queues.items():
+                shapes = (waiting.entry.shape for waiting in self.pending(name))
+                for (flavor, resource), amount in pending_requests(queue, shapes).items():
+                    pending[(name, flavor, resource)] = amount
+            return build_picture(queues, self.queues.cohorts, dict(self.ledger.usage.items()), pending)
+
+        return self.remember("quota picture", make)  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------------- what the simulator reads
 

@@ -27,6 +27,7 @@ from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import NodeState, QueueState, Snapshot
+from webhook.cluster.workloaddocs import WorkloadRecord, workload_record
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
 from webhook.quota.ledger import Balance, BalanceAnswer, ChipsLedger, WorkloadEntry, project
@@ -83,6 +84,10 @@ class ClusterStore:
         self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
         self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
+        #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``), with its own
+        #: change count: a new condition message publishes a snapshot that keeps the others' memos
+        self.workload_records: Table[tuple[str, str], WorkloadRecord] = Table()
+        self.records_version = 0
         #: what ClusterQueues store in their cohorts, kept summed as they come and go
         self.members = CohortMembers()
         #: what the Workloads hold and wait for, moved by each one's difference
@@ -216,6 +221,10 @@ class ClusterStore:
     def _put_workload(self, key: tuple[str, str], obj: Mapping[str, Any]) -> None:
         """A Workload, projected once; an update that leaves its part of the ledger as it was
         (conditions' times and messages, most status writes) moves nothing."""
+        record = workload_record(obj)
+        if self.workload_records.get(key) != record:
+            self.workload_records[key] = record
+            self.records_version += 1
         entry = project(obj, self.tpu)
         held = self.workloads.get(key)
         if held is not None and held == entry:
@@ -257,6 +266,8 @@ class ClusterStore:
             self.node_index.remove(name)
         elif kind is k.WORKLOADS:
             self.ledger.move(pair[0], self.workloads.pop(pair, None), -1)
+            if self.workload_records.pop(pair, None) is not None:
+                self.records_version += 1
         self._bump(kind)
 
     def _bump(self, kind: k.Kind) -> None:
@@ -279,6 +290,7 @@ class ClusterStore:
         if (
             published is not None
             and published.version == self.version
+            and published.records_version == self.records_version
             and published.availability_changes == availability.changes
             and availability.clock() < published.until
         ):
@@ -290,6 +302,15 @@ class ClusterStore:
         """A new snapshot (under the lock): the parts that changed are copied, the rest shared with the last."""
         last = self._published
         captured = self.availability.capture()
+        if (
+            last is not None
+            and last.version == self.version
+            and (last.availability_changes, last.unread) == captured[:2]
+            and last.records_version != self.records_version
+        ):
+            # only what explain reads of the Workloads changed: every part and memo stays the last one's
+            self._published = last.with_records(self.workload_records.fork(), self.records_version, captured)
+            return self._published
         cohorts = captured[1].get(k.COHORTS.name)
         cohorts_reason = f"{k.COHORTS.name}: {cohorts}" if cohorts is not None else None
         if last is None or self._queues_changed:
@@ -312,7 +333,18 @@ class ClusterStore:
         ledger = self.ledger.copy() if last is None or self._ledger_changed else last.ledger
         workloads = self.workloads.fork() if last is None or self._ledger_changed else last.workloads
         self._queues_changed = self._nodes_changed = self._ledger_changed = False
-        self._published = Snapshot(self.version, self.tpu, queues, nodes, ledger, workloads, captured, self.policy)
+        self._published = Snapshot(
+            self.version,
+            self.tpu,
+            queues,
+            nodes,
+            ledger,
+            workloads,
+            captured,
+            self.policy,
+            records=self.workload_records.fork(),
+            records_version=self.records_version,
+        )
         return self._published
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:

@@ -12,7 +12,8 @@ and the tests all fill the same shapes, so none of them is special.
   ``WorkloadList`` is the one implementation over a list of documents.
 - ``QuotaPicture``: per ClusterQueue, flavor and resource the numbers a team reads
   (nominal, in use, borrowed, lent, pending) and the cohort tree. It is an input, not
-  worked out here: the state's owner already keeps these numbers Kueue's way.
+  worked out here: ``webhook.quota.picture`` holds it and its arithmetic, and a snapshot
+  memoizes it (``Snapshot.quota_picture``).
 - ``Simulate``: a callable returning a simulate result (SPEC §12, one ``results`` entry
   as a JSON-ready dict) for the job's Workload as if submitted now with itself left
   out, or ``None`` when it cannot say. Opaque here: only its ``outcome``, ``reason``,
@@ -23,9 +24,24 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any, Final, Protocol
+
+from webhook.quota.picture import Amounts, CohortQuota, FlavorAmounts, QueueQuota, QuotaPicture
+
+__all__ = [
+    "JOB_UID_LABEL",
+    "Amounts",
+    "CohortQuota",
+    "Document",
+    "FlavorAmounts",
+    "QueueQuota",
+    "QuotaPicture",
+    "Simulate",
+    "WorkloadIndex",
+    "WorkloadList",
+    "metadata",
+    "text_field",
+]
 
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
 
@@ -79,89 +95,3 @@ class WorkloadList:
 
     def in_namespace(self, namespace: str) -> Sequence[Document]:
         return tuple(self._by_namespace.get(namespace, ()))
-
-
-@dataclass(frozen=True, slots=True)
-class Amounts:
-    """One ClusterQueue's numbers for one flavor and resource, in the resource's units.
-
-    ``borrowed``: what it uses beyond its nominal quota, from the cohort. ``lent``: the
-    part of its nominal quota other queues of the cohort use now. ``pending``: what its
-    pending Workloads request. A limit of ``None`` is no limit.
-    """
-
-    nominal: Decimal = Decimal(0)
-    in_use: Decimal = Decimal(0)
-    borrowed: Decimal = Decimal(0)
-    lent: Decimal = Decimal(0)
-    pending: Decimal = Decimal(0)
-    borrowing_limit: Decimal | None = None
-    lending_limit: Decimal | None = None
-
-
-#: flavor -> resource -> amounts
-FlavorAmounts = Mapping[str, Mapping[str, Amounts]]
-
-
-@dataclass(frozen=True, slots=True)
-class QueueQuota:
-    """A ClusterQueue (a team, RFC-0033) and its cohort, ``None`` when it stands alone."""
-
-    name: str
-    cohort: str | None
-    flavors: FlavorAmounts = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class CohortQuota:
-    """A cohort: its parent (hierarchical cohorts) and its own quota, when it has any."""
-
-    name: str
-    parent: str | None = None
-    flavors: FlavorAmounts = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class QuotaPicture:
-    """Every ClusterQueue's and cohort's numbers. A cohort a queue names without a Cohort
-    object exists all the same (Kueue makes it implicitly): it is a root with no quota."""
-
-    cluster_queues: Mapping[str, QueueQuota] = field(default_factory=dict)
-    cohorts: Mapping[str, CohortQuota] = field(default_factory=dict)
-
-    def cohort(self, name: str) -> CohortQuota:
-        return self.cohorts.get(name) or CohortQuota(name)
-
-    def root(self, cohort: str) -> str:
-        """The root of ``cohort``'s tree (a parent cycle, which Kueue refuses, stops the walk)."""
-        seen = {cohort}
-        while (parent := self.cohort(cohort).parent) is not None and parent not in seen:
-            seen.add(parent)
-            cohort = parent
-        return cohort
-
-    def child_cohorts(self, cohort: str) -> list[str]:
-        return sorted(name for name, node in self.cohorts.items() if node.parent == cohort and name != cohort)
-
-    def member_queues(self, cohort: str) -> list[QueueQuota]:
-        return sorted((q for q in self.cluster_queues.values() if q.cohort == cohort), key=lambda q: q.name)
-
-    def queues_under(self, cohort: str) -> list[QueueQuota]:
-        """The ClusterQueues of ``cohort`` and of every cohort below it, by name."""
-        names, todo, seen = [], [cohort], set()
-        while todo:
-            current = todo.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            names += self.member_queues(current)
-            todo += self.child_cohorts(current)
-        return sorted(names, key=lambda q: q.name)
-
-    def roots(self) -> list[str]:
-        """The root cohorts: of Cohort objects and of the cohorts queues name."""
-        named = {q.cohort for q in self.cluster_queues.values() if q.cohort} | set(self.cohorts)
-        return sorted({self.root(name) for name in named})
-
-    def standalone(self) -> list[QueueQuota]:
-        return sorted((q for q in self.cluster_queues.values() if not q.cohort), key=lambda q: q.name)

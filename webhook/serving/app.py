@@ -29,6 +29,7 @@ from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
 from webhook.objects.jsontext import plain_json
 from webhook.policy.config import Policy
+from webhook.serving.explainroute import explain_route
 from webhook.serving.logsink import DecisionLog
 from webhook.serving.metrics import Metrics
 from webhook.wire.jsonwire import encode
@@ -295,6 +296,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         Route(KUEUE_PATH, _Asgi(admit_kueue), methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
+        explain_route(state.cluster),
     ]
     if serve_metrics:
         routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))

@@ -1,0 +1,259 @@
+"""``tpu-admission explain`` and ``tpu-admission quota``: why a job is not running, and the
+cohort tree's quota, from ``--cluster-state`` files or a live cluster (``--kubeconfig``).
+
+Both read the state the way the server's watch cache holds it (a ``ClusterStore`` and
+its snapshot) and answer through the same code as ``GET /explain``
+(``webhook.explain.lookup``). ``explain`` also reads the job itself when it can: from
+the files when they hold it (a JobSet, Job or Deployment document, e.g. ``kubectl get
+jobsets -o yaml``), from the cluster by name; then the job's own status decides as well
+(ready replicas, its end), and a job without a Workload is NotManaged. Without the job
+document the job is found through its Workloads' owner references.
+
+Exit codes (SPEC §13): 0 found and explained; 1 not found; 2 bad usage, an input that
+cannot be read, or state that cannot say (the Workloads, for explain; the ClusterQueues,
+for quota).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterable, Mapping
+from typing import Any, Final
+
+from webhook.cli.arguments import add_cluster_state, subparser
+from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE
+from webhook.cluster import kinds as k
+from webhook.cluster.snapshot import Snapshot
+from webhook.cluster.statefiles import state_from_objects
+from webhook.explain.explainer import ExplainError, explain
+from webhook.explain.lookup import (
+    BadTarget,
+    NotFound,
+    NotSynced,
+    parse_target,
+    request_from_snapshot,
+    stored_simulator,
+)
+from webhook.explain.quotaview import quota_document, render_quota
+from webhook.explain.result import document as explain_document
+from webhook.explain.text import render_explanation
+from webhook.explain.workloads import WORKLOAD
+from webhook.objects.kinds import kind_of_document
+from webhook.objects.sources import SourceError, load_documents
+from webhook.policy.config import Policy
+
+EXIT_NOT_FOUND: Final = EXIT_DENIED
+#: (kind, namespace, name) -> the job as stored
+Jobs = dict[tuple[str, str, str], dict[str, Any]]
+
+
+class State:
+    """What was read: the snapshot, the jobs, and the job kinds read at all (a job of a kind
+    read and missing is not found; of a kind not read, it is looked for through its Workloads)."""
+
+    def __init__(self, snapshot: Snapshot, jobs: Jobs, read: set[str]) -> None:
+        self.snapshot, self.jobs, self.read = snapshot, jobs, read
+
+
+class StateError(Exception):
+    """The state cannot be read (exit 2); the message says which input and why."""
+
+
+def _flatten(objects: Iterable[Any]) -> Iterable[dict[str, Any]]:
+    for obj in objects:
+        if not isinstance(obj, dict):
+            continue
+        items = obj.get("items")
+        if str(obj.get("kind", "")).endswith("List") and isinstance(items, list) and kind_of_document(obj) is None:
+            if obj.get("kind") != "List" and k.BY_KIND.get(str(obj["kind"]).removesuffix("List")) is not None:
+                yield obj  # a typed list of a state kind (``snapshot`` writes them): the store reads it whole
+                continue
+            yield from (item for item in items if isinstance(item, dict))
+        else:
+            yield obj
+
+
+def _key(obj: Mapping[str, Any], kind: str) -> tuple[str, str, str]:
+    metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+    assert isinstance(metadata, dict)
+    return kind, str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
+
+
+def state_from_files(paths: list[str]) -> State:
+    """The snapshot of the files' state, and the jobs they hold (``StateError`` when unreadable)."""
+    try:
+        documents = load_documents(paths)
+    except SourceError as exc:
+        raise StateError(f"--cluster-state: {exc}") from None
+    jobs: Jobs = {}
+    state: list[dict[str, Any]] = []
+    for obj in _flatten(document.data for document in documents):
+        kind = kind_of_document(obj)
+        if kind is not None:
+            jobs[_key(obj, kind)] = obj
+        else:
+            state.append(obj)
+    return State(state_from_objects(state, Policy()).snapshot(), jobs, {key[0] for key in jobs})
+
+
+def state_from_cluster(kubeconfig: str | None, job: tuple[str, str, str] | None) -> State:
+    """The live cluster's state (listed as ``audit`` lists it) and, when asked, the one job, read by name."""
+    from kubernetes import client
+
+    from webhook.cluster.client import ClusterConfigError, load_configuration
+    from webhook.cluster.listing import JUDGED_KINDS, ListError, list_objects, load_state
+
+    try:
+        configuration = load_configuration(kubeconfig)
+    except ClusterConfigError as exc:
+        raise StateError(str(exc)) from None
+    api_client = client.ApiClient(configuration)
+    jobs: Jobs = {}
+    read: set[str] = set()
+    try:
+        store, _ = load_state(api_client, Policy())
+        if job is not None and job[0] != WORKLOAD:
+            kind, namespace, name = job
+            listed = next(each for each in JUDGED_KINDS if each.kind == kind)
+            custom = client.CustomObjectsApi(api_client)
+
+            def call(**options: Any) -> Any:
+                return custom.list_namespaced_custom_object(
+                    listed.group,
+                    listed.version,
+                    namespace,
+                    listed.plural,
+                    field_selector=f"metadata.name={name}",
+                    **options,
+                )
+
+            try:
+                for obj in list_objects(call, listed):
+                    jobs[_key(obj, kind)] = obj
+                read.add(kind)
+            except Exception as exc:  # the kind is not served or may not be read: found through the Workloads
+                if getattr(exc, "status", None) not in (403, 404):
+                    raise ListError(listed.name, str(exc), getattr(exc, "status", None)) from exc
+    except ListError as exc:
+        raise StateError(f"the cluster at {configuration.host} could not be listed: {exc}") from None
+    finally:
+        api_client.close()  # type: ignore[no-untyped-call]
+    return State(store.snapshot(), jobs, read)
+
+
+def _load(args: argparse.Namespace, job: tuple[str, str, str] | None) -> State:
+    if args.cluster_state:
+        return state_from_files(args.cluster_state)
+    return state_from_cluster(args.kubeconfig, job)
+
+
+def _fail(command: str, message: str, code: int, output: str) -> int:
+    if output == "json":
+        sys.stdout.write(json.dumps(explain_document([], [message]), indent=2) + "\n")
+    print(f"tpu-admission {command}: {message}", file=sys.stderr)
+    return code
+
+
+def run_explain(args: argparse.Namespace) -> int:
+    try:
+        kind, name = parse_target(args.target)
+    except BadTarget as exc:
+        return _fail("explain", str(exc), EXIT_USAGE, args.output)
+    namespace = args.namespace or "default"
+    try:
+        state = _load(args, (kind, namespace, name))
+        jobs = state.jobs if kind in state.read else None
+        snapshot = state.snapshot
+        request = request_from_snapshot(snapshot, kind, namespace, name, jobs, stored_simulator(snapshot))
+        explanation = explain(request)
+    except StateError as exc:
+        return _fail("explain", str(exc), EXIT_USAGE, args.output)
+    except NotFound as exc:
+        return _fail("explain", str(exc), EXIT_NOT_FOUND, args.output)
+    except (NotSynced, ExplainError) as exc:
+        return _fail("explain", str(exc), EXIT_USAGE, args.output)
+    if args.output == "json":
+        output = json.dumps(explain_document([explanation.result()]), indent=2)
+    else:
+        output = render_explanation(explanation)
+    sys.stdout.write(output.rstrip("\n") + "\n")
+    return EXIT_OK
+
+
+def run_quota(args: argparse.Namespace) -> int:
+    try:
+        snapshot = _load(args, None).snapshot
+    except StateError as exc:
+        return _fail("quota", str(exc), EXIT_USAGE, "text")
+    reason = snapshot.unread.get(k.CLUSTER_QUEUES.name)
+    if reason is not None:
+        print(f"tpu-admission quota: ClusterQueues cannot be read: {reason}", file=sys.stderr)
+        return EXIT_USAGE
+    picture = snapshot.quota_picture()
+    output = json.dumps(quota_document(picture), indent=2) if args.output == "json" else render_quota(picture)
+    sys.stdout.write(output.rstrip("\n") + "\n")
+    return EXIT_OK
+
+
+_EXPLAIN_HELP: Final = """\
+Why a JobSet, Job, Deployment or Workload is not running, and until when: its state in
+RFC-0033's words (Queued, ProvisioningSlice, Starting, Running, Preempted, Finished,
+Failed, Deactivated, NotManaged) with since when, why (Kueue's reason; for a preempted
+job, by whom), and its team's and cohort's quota as bars. Its Workload is found by the
+label kueue.x-k8s.io/job-uid, never by name. Reads --cluster-state files (the job's own
+document too, when they hold it) or the cluster (--kubeconfig, $KUBECONFIG,
+~/.kube/config). Kinds as kubectl names them: jobset(s), job(s), deploy(ment)(s),
+workload(s), kwl. Details: docs/explain.md.
+
+examples:
+  tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker
+  tpu-admission explain workload/jobset-llm-pretrain-a3f8-4f9d2 -n kubemaker -o json
+  tpu-admission snapshot -o state.yaml
+  kubectl get jobsets -n kubemaker -o yaml > jobs.yaml
+  tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker --cluster-state state.yaml jobs.yaml
+
+exit codes:
+  0  found and explained
+  1  not found (no such object, or no Workload names it and the job itself was not read)
+  2  bad usage, an input that cannot be read, or Workloads that cannot be read
+"""
+
+_QUOTA_HELP: Final = """\
+The cohort tree with every ClusterQueue's nominal quota, usage, borrowing, lending and
+pending requests per flavor and resource, as bars (text) or numbers (json): what a team
+admin reads to judge a quota split. Reads --cluster-state files or the cluster
+(--kubeconfig, $KUBECONFIG, ~/.kube/config). Details: docs/explain.md.
+
+examples:
+  tpu-admission quota
+  tpu-admission quota --cluster-state state.yaml --output json
+
+exit codes:
+  0  the tree was printed
+  2  bad usage, an input that cannot be read, or ClusterQueues that cannot be read
+"""
+
+
+def _add_source(parser: argparse.ArgumentParser) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--kubeconfig", help="the cluster (default: in a pod the in-cluster config, else $KUBECONFIG)")
+    add_cluster_state(source, "read the state (and jobs) from these files or directories", after_paths=False)
+    parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="(default: text)")
+
+
+def add_explain(commands: Any) -> None:
+    """The ``explain`` subcommand's parser (``webhook.cli.main.SUBCOMMANDS``)."""
+    parser = subparser(commands, "explain", "why a job is not running, and until when", _EXPLAIN_HELP)
+    parser.add_argument("target", metavar="KIND/NAME", help="e.g. jobset/llm-pretrain-a3f8, workload/NAME")
+    parser.add_argument("--namespace", "-n", metavar="NS", help="the object's namespace (default: default)")
+    _add_source(parser)
+    parser.set_defaults(run=run_explain)
+
+
+def add_quota(commands: Any) -> None:
+    """The ``quota`` subcommand's parser (``webhook.cli.main.SUBCOMMANDS``)."""
+    parser = subparser(commands, "quota", "the cohort tree's quota, usage, borrowing and lending", _QUOTA_HELP)
+    _add_source(parser)
+    parser.set_defaults(run=run_quota)

@@ -1,0 +1,153 @@
+"""What is kept of each Workload as written, for ``explain``.
+
+The ledger keeps a projection of each Workload (``webhook.quota.ledger.WorkloadEntry``):
+enough to count quota, not to say why a job waits. ``explain`` reads a Workload's
+conditions (type, status, reason, message, since when), its AdmissionChecks' states and
+messages, ``spec.active``, its priority, its ClusterQueue, its requeue backoff, its
+owner references and two labels (``kueue.x-k8s.io/job-uid`` finds it,
+``kueue.x-k8s.io/queue-name``). The store keeps exactly that per Workload, as a compact
+``WorkloadRecord`` (slots and tuples, no podSets, no templates, no managedFields), and
+``document()`` gives it back in the Workload's own shape when explain reads it: only the
+few Workloads one explanation reads are ever turned back into documents.
+
+Memory: one record per Workload; most of it is the conditions. Workloads made in one
+burst carry equal conditions (the same reasons, messages and times), so each condition,
+AdmissionCheck, spec and string in them is shared between the records that hold an equal
+one (a bounded table, as the ledger shares usage). bench/README.md has the cost. The
+job objects themselves (JobSets, Jobs, Deployments) are not kept: a job is found from
+its Workloads' owner references.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+
+_CONDITION_FIELDS: Final = ("type", "status", "reason", "message", "lastTransitionTime")
+_CHECK_FIELDS: Final = ("name", "state", "message", "lastTransitionTime")
+_OWNER_FIELDS: Final = ("apiVersion", "kind", "name", "uid", "controller")
+_SPEC_FIELDS: Final = ("queueName", "active", "priority", "priorityClassName")
+_REF_FIELDS: Final = ("group", "kind", "name")
+_REQUEUE_FIELDS: Final = ("count", "requeueAt")
+#: the job-uid label first (``WorkloadRecord.job_uid``)
+_LABELS: Final = ("kueue.x-k8s.io/job-uid", "kueue.x-k8s.io/queue-name")
+
+#: equal strings and tuples of the records, held once; cleared when full (live records keep
+#: their own references, so clearing only stops sharing with records made before)
+_SHARED: dict[Any, Any] = {}
+_SHARED_LIMIT: Final = 65536
+
+#: a mapping's values in its fields' order, ``None`` for a field it does not have
+Values = tuple[Any, ...]
+
+
+def _shared(value: Any) -> Any:
+    if len(_SHARED) > _SHARED_LIMIT:
+        _SHARED.clear()
+    try:
+        return _SHARED.setdefault(value, value)
+    except TypeError:  # not hashable (not Kueue's shape): kept as it is
+        return value
+
+
+def _dict(value: Any) -> Mapping[str, Any]:
+    return value if isinstance(value, Mapping) else {}
+
+
+def _values(value: Any, fields: tuple[str, ...]) -> Values:
+    """A mapping's ``fields`` as a shared tuple of shared values."""
+    source = _dict(value)
+    return _shared(tuple(_shared(source.get(key)) for key in fields))  # type: ignore[no-any-return]
+
+
+def _values_list(value: Any, fields: tuple[str, ...]) -> tuple[Values, ...] | None:
+    if not isinstance(value, list):
+        return None
+    return _shared(tuple(_values(item, fields) for item in value if isinstance(item, Mapping)))  # type: ignore[no-any-return]
+
+
+def _mapping(values: Values, fields: tuple[str, ...]) -> dict[str, Any]:
+    return {key: value for key, value in zip(fields, values, strict=True) if value is not None}
+
+
+@dataclass(frozen=True, slots=True)
+class WorkloadRecord:
+    """One Workload as explain reads it (see the module); equal when everything kept is equal."""
+
+    api_version: str
+    namespace: str
+    name: str
+    uid: str
+    created: str
+    labels: Values
+    owners: tuple[Values, ...]
+    spec: Values
+    priority_class_ref: Values | None
+    conditions: tuple[Values, ...]
+    cluster_queue: str | None
+    checks: tuple[Values, ...] | None
+    requeue: Values | None
+
+    @property
+    def job_uid(self) -> str:
+        """The ``kueue.x-k8s.io/job-uid`` label ("" when absent)."""
+        value = self.labels[0]
+        return value if isinstance(value, str) else ""
+
+    def owner_references(self) -> list[dict[str, Any]]:
+        return [_mapping(owner, _OWNER_FIELDS) for owner in self.owners]
+
+    def document(self) -> dict[str, Any]:
+        """The record in the Workload's own shape (a new dict: the reader may keep it)."""
+        metadata: dict[str, Any] = {"name": self.name, "namespace": self.namespace}
+        if self.uid:
+            metadata["uid"] = self.uid
+        if self.created:
+            metadata["creationTimestamp"] = self.created
+        labels = _mapping(self.labels, _LABELS)
+        if labels:
+            metadata["labels"] = labels
+        if self.owners:
+            metadata["ownerReferences"] = self.owner_references()
+        spec = _mapping(self.spec, _SPEC_FIELDS)
+        if self.priority_class_ref is not None:
+            spec["priorityClassRef"] = _mapping(self.priority_class_ref, _REF_FIELDS)
+        status: dict[str, Any] = {"conditions": [_mapping(c, _CONDITION_FIELDS) for c in self.conditions]}
+        if self.cluster_queue is not None:
+            status["admission"] = {"clusterQueue": self.cluster_queue}
+        if self.checks is not None:
+            status["admissionChecks"] = [_mapping(check, _CHECK_FIELDS) for check in self.checks]
+        if self.requeue is not None:
+            status["requeueState"] = _mapping(self.requeue, _REQUEUE_FIELDS)
+        return {
+            "apiVersion": self.api_version,
+            "kind": "Workload",
+            "metadata": metadata,
+            "spec": spec,
+            "status": status,
+        }
+
+
+def workload_record(obj: Mapping[str, Any]) -> WorkloadRecord:
+    """The part of a Workload ``explain`` reads (see the module)."""
+    metadata, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    owners = metadata.get("ownerReferences")
+    ref = spec.get("priorityClassRef")
+    admission = _dict(status.get("admission"))
+    cluster_queue = admission.get("clusterQueue")
+    return WorkloadRecord(
+        _shared(str(obj.get("apiVersion") or "")),
+        _shared(str(metadata.get("namespace") or "")),
+        str(metadata.get("name") or ""),
+        str(metadata.get("uid") or ""),
+        _shared(str(metadata.get("creationTimestamp") or "")),
+        _values(metadata.get("labels"), _LABELS),
+        _values_list(owners, _OWNER_FIELDS) or (),
+        _values(spec, _SPEC_FIELDS),
+        _values(ref, _REF_FIELDS) if isinstance(ref, Mapping) else None,
+        _values_list(status.get("conditions"), _CONDITION_FIELDS) or (),
+        _shared(cluster_queue) if isinstance(cluster_queue, str) else None,
+        _values_list(status.get("admissionChecks"), _CHECK_FIELDS),
+        _values(status.get("requeueState"), _REQUEUE_FIELDS) if "requeueState" in status else None,
+    )
