@@ -42,7 +42,7 @@ from webhook.quota.model import QuotaModel
 from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo, NodeFit, Toleration
 from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound, CohortMembers, ResourceNodes
-from webhook.quota.table import Table
+from webhook.quota.table import SetTable, Table
 
 #: answers memoized on one part, at most: past it an answer is worked out and not kept, so no
 #: stream of distinct jobs can grow a snapshot's memory
@@ -173,6 +173,8 @@ class Snapshot:
         workloads: Table[WorkloadKey, WorkloadEntry],
         availability: tuple[int, dict[str, str], float],
         policy: Policy,
+        located: SetTable[tuple[str, str, str], WorkloadKey] | None = None,
+        kept: Mapping[str, Mapping[Any, Mapping[str, Any]]] | None = None,
     ) -> None:
         #: the store's count of changes this snapshot holds
         self.version = version
@@ -185,6 +187,11 @@ class Snapshot:
         self.availability_changes, self.unread, self.until = availability
         #: the policy the store reads objects with: answers memoized here are for it alone
         self.policy = policy
+        #: where each counted Workload is (``ClusterStore.workloads_at``): the simulator reads one queue's
+        #: Workloads through it; ``None``: not indexed (then read from ``workloads``)
+        self.located = located
+        #: kind name -> key -> kept document (LocalQueues, Kueue's Configuration), as the store kept them
+        self.kept: Mapping[str, Mapping[Any, Mapping[str, Any]]] = kept or {}
         self.memo = Memo()
         workloads_reason = self.unread.get(k.WORKLOADS.name)
         self.quota = QuotaModel(
@@ -223,10 +230,16 @@ class Snapshot:
                 ledger.move(key[0], entry, -1)
                 left_out.add(key)
         workloads = self.workloads.fork()
+        located = self.located.fork() if self.located is not None else None
         for key in left_out:
-            workloads.pop(key)
+            entry = workloads.pop(key)
+            if located is not None and entry is not None:
+                for where in places(key, entry):
+                    located.move(where, key, -1)
         changes = (self.availability_changes, self.unread, self.until)
-        return Snapshot(self.version, self.tpu, self.queues, self.nodes, ledger, workloads, changes, self.policy)
+        return Snapshot(
+            self.version, self.tpu, self.queues, self.nodes, ledger, workloads, changes, self.policy, located, self.kept
+        )
 
     # ---------------------------------------------------------------- ClusterView
 
@@ -352,3 +365,70 @@ class Snapshot:
             )
 
         return self.remember("by queue", make)  # type: ignore[no-any-return]
+
+    # ---------------------------------------------------------------- one queue's Workloads, by index
+
+    def holding_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadEntry]]:
+        """(namespace, name, entry) of the Workloads holding quota in the queue: O(the queue's
+        Workloads) through the index, not memoized (the caller memoizes what it builds)."""
+        return self._located(
+            (HOLDS, cluster_queue, ""), lambda e: e.state == HOLDS and e.cluster_queue == cluster_queue
+        )
+
+    def waiting_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadEntry]]:
+        """(namespace, name, entry) of the Workloads waiting in the queue's LocalQueues, unordered."""
+        out: list[tuple[str, str, WorkloadEntry]] = []
+        local_queues = self.queues.local_queues
+        for namespace, local in sorted(self.queues.queues_of_cq.get(cluster_queue, ())):
+            if local_queues.get((namespace, local)) != cluster_queue:
+                continue
+            out.extend(
+                self._located(
+                    (WAITS, namespace, local),
+                    lambda e, ns=namespace, lq=local: e.state == WAITS and e.local_queue == lq,  # type: ignore[misc]
+                    namespace,
+                )
+            )
+        return out
+
+    def _located(
+        self, where: tuple[str, str, str], keep: Callable[[WorkloadEntry], bool], namespace: str | None = None
+    ) -> list[tuple[str, str, WorkloadEntry]]:
+        located = self.located
+        if located is None:  # not indexed (a snapshot made by hand): the one scan
+            return [
+                (ns, name, entry)
+                for (ns, name), entry in self.workloads.items()
+                if keep(entry) and (namespace is None or ns == namespace)
+            ]
+        out = []
+        for key in sorted(located.get(where, ())):
+            entry = self.workloads.get(key)
+            if entry is not None:
+                out.append((key[0], key[1], entry))
+        return out
+
+    def queue_usages(self) -> dict[str, dict[tuple[str, str], Decimal]]:
+        """ClusterQueue -> (flavor, resource) -> usage, from the counters in one pass (memoized):
+        O(queues × flavors × resources), whatever the number of Workloads."""
+
+        def make() -> dict[str, dict[tuple[str, str], Decimal]]:
+            out: defaultdict[str, dict[tuple[str, str], Decimal]] = defaultdict(dict)
+            for (queue, flavor, resource), amount in self.ledger.usage.items():
+                out[queue][(flavor, resource)] = amount
+            return dict(out)
+
+        return self.remember("queue usages", make)  # type: ignore[no-any-return]
+
+    def kept_documents(self, kind: k.Kind) -> list[Mapping[str, Any]]:
+        """The kind's kept documents this snapshot carries (LocalQueues, Kueue's Configuration)."""
+        return list(self.kept.get(kind.name, {}).values())
+
+
+def places(key: WorkloadKey, entry: WorkloadEntry) -> tuple[tuple[str, str, str], ...]:
+    """Where a Workload is indexed: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)."""
+    if entry.state == HOLDS:
+        return ((HOLDS, entry.cluster_queue, ""),)
+    if entry.state == WAITS:
+        return ((WAITS, key[0], entry.local_queue),)
+    return ()

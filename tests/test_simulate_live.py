@@ -1,0 +1,60 @@
+"""The simulator on a live snapshot (``webhook.simulate.live``): the fixture cluster read as ``check
+--cluster-state`` reads it, one path for files and the server."""
+
+from __future__ import annotations
+
+from cluster_fixtures import OBJECTS, POLICY, STATE
+
+from webhook.cluster.statefiles import state_from_objects
+from webhook.simulate.live import live, simulate_object, simulate_stored, state_of
+
+
+def test_the_state_reads_the_snapshots_parts_and_kept_documents() -> None:
+    snapshot = STATE.snapshot()
+    simulator = live(snapshot, POLICY)
+    assert simulator is live(snapshot, POLICY)  # memoized on the snapshot
+    assert simulator.priorities == {"guaranteed": 1000, "best-effort": 100, "default": 10}
+    state = state_of(snapshot, POLICY)
+    assert state.usage == snapshot.queue_usages()
+    assert sorted(w.key for w in state.admitted_by_queue["team-a"]) == sorted(
+        f"{ns}/{name}" for ns, name, _ in snapshot.holding_in("team-a")
+    )
+
+
+def test_a_pending_stored_workload_is_answered_without_itself() -> None:
+    result = simulate_stored(STATE.snapshot(), "kubemaker", "jobset-a-pending-guaranteed-4c5d6", POLICY)
+    assert result is not None
+    assert (result.outcome, result.cluster_queue, result.message) == (
+        "admit",
+        "team-a",
+        "fits now in ClusterQueue team-a on tpu7x-4x4x4",
+    )
+    assert simulate_stored(STATE.snapshot(), "kubemaker", "no-such-workload", POLICY) is None
+
+
+def test_fair_sharing_is_on_with_the_configuration_in_the_state() -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": "kueue-system", "name": "kueue-manager-config"},
+        "data": {
+            "controller_manager_config.yaml": "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
+            "kind: Configuration\nfairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n"
+        },
+    }
+
+    store = state_from_objects([*OBJECTS, config], POLICY)
+    fair = state_of(store.snapshot(), POLICY).fair_sharing
+    assert (fair.enabled, fair.strategies) == (True, ("LessThanInitialShare",))
+    assert not state_of(STATE.snapshot(), POLICY).fair_sharing.enabled
+
+
+def test_a_job_is_read_as_kueue_makes_its_workload() -> None:
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "j", "namespace": "other", "labels": {"kueue.x-k8s.io/queue-name": "nowhere"}},
+        "spec": {"replicatedJobs": []},
+    }
+    result = simulate_object(live(STATE.snapshot(), POLICY), jobset, "j.yaml")
+    assert (result.outcome, result.reason, result.namespace, result.name) == ("never", "Misconfigured", "other", "j")
