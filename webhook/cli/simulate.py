@@ -14,28 +14,22 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Mapping
 from typing import Any, Final
 
 from webhook.admin.catalog import load_policy
 from webhook.cli.arguments import EXIT_USAGE_LINE, add_cluster_state, add_submitter_flags, submitter, subparser
 from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
-from webhook.engine.decision import AdmissionFacts, decide
-from webhook.engine.patches import default_labels
+from webhook.engine.simulating import NotSimulated, simulate_submitted
 from webhook.kube.typos import did_you_mean
-from webhook.objects.kinds import kind_of_document, likely_meant
-from webhook.objects.readers import read_workload
 from webhook.objects.sources import Document, SourceError, read_documents
 from webhook.policy.config import Policy
-from webhook.policy.tiers import resolve_tier
-from webhook.simulate.live import LiveSimulator, simulate_object, starts_now
-from webhook.simulate.result import NEVER, Result
+from webhook.simulate.live import LiveSimulator, starts_now
+from webhook.simulate.result import Result
 
 EXIT_STARTS, EXIT_WAITS, EXIT_USAGE = 0, 1, 2
 #: the kinds a live state is listed with: the cluster rules' and what the simulator reads besides
 LISTED_KINDS: Final = (*k.KINDS, k.KUEUE_CONFIG, k.WORKLOAD_PRIORITY_CLASSES)
-WORKLOAD_GROUP: Final = "kueue.x-k8s.io"
 
 
 class SimulateError(Exception):
@@ -69,66 +63,12 @@ def _snapshot(args: argparse.Namespace, policy: Policy) -> Snapshot:
     return store.snapshot()
 
 
-def _is_workload(data: Mapping[str, Any]) -> bool:
-    return data.get("kind") == "Workload" and str(data.get("apiVersion", "")).startswith(WORKLOAD_GROUP + "/")
-
-
-def _labelled(data: dict[str, Any], kind: str, namespace: str, tier: str, policy: Policy) -> dict[str, Any]:
-    """The object with the labels the mutating call adds on create."""
-    added = default_labels(read_workload(kind, data, policy, namespace), policy.tiers[tier], policy)
-    if not added:
-        return data
-    metadata = dict(data.get("metadata") or {})
-    metadata["labels"] = {**(metadata.get("labels") or {}), **added}
-    return {**data, "metadata": metadata}
-
-
-def simulate_document(
-    document: Document, simulator: LiveSimulator, args: argparse.Namespace, policy: Policy
-) -> Result | str:
+def simulate_document(document: Document, simulator: LiveSimulator, args: argparse.Namespace) -> Result | str:
     """One document's answer, or why it is not simulated (an error line)."""
-    data = document.data
     where = f"{document.source}:{document.line}" if document.line else document.source
-    if not isinstance(data, dict):
-        return f"{where}: not a Kubernetes object (a mapping with apiVersion and kind)"
-    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
-    namespace = str((metadata or {}).get("namespace") or "default")
-    if _is_workload(data):
-        return simulate_object(simulator, data, where, namespace)
-    kind = kind_of_document(data)
-    if kind is None:
-        meant = likely_meant(data)
-        found = f"{data.get('apiVersion') or 'no apiVersion'} {data.get('kind') or 'no kind'}"
-        return f"{where}: not a JobSet, Job, Deployment or kueue.x-k8s.io Workload ({found})" + (
-            f"; {meant}" if meant else ""
-        )
-    facts = AdmissionFacts(
-        operation="CREATE",
-        stage="mutate",
-        namespace=namespace,
-        tier_override=args.tier,
-        kind=kind,
-        user=submitter(args),
-    )
-    decision = decide(data, facts, policy, simulator.snapshot)
-    if not decision.allowed:
-        return Result(
-            NEVER,
-            "Denied",
-            "",
-            f"the webhook would deny it: {decision.deny_message().splitlines()[0]}",
-            source=where,
-            kind=kind,
-            namespace=namespace,
-            name=str((metadata or {}).get("name") or ""),
-        )
-    labels = simulator.snapshot.namespace_labels(namespace)
-    tier = resolve_tier(policy, namespace, override=args.tier, namespace_labels=labels).tier
-    if tier is not None:
-        data = _labelled(data, kind, namespace, tier, policy)
     try:
-        return simulate_object(simulator, data, where, namespace)
-    except ValueError as exc:
+        return simulate_submitted(document.data, simulator, user=submitter(args), tier=args.tier, source=where)
+    except NotSimulated as exc:
         return f"{where}: {exc}"
 
 
@@ -151,7 +91,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     simulator = LiveSimulator(snapshot, policy)
     results: list[Result] = []
     for document in documents:
-        answer = simulate_document(document, simulator, args, policy)
+        answer = simulate_document(document, simulator, args)
         if isinstance(answer, str):
             errors.append(answer)
         else:

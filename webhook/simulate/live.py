@@ -28,6 +28,7 @@ from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.readers import read_workload
+from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
 from webhook.quota.podsets import demands_of
 from webhook.simulate.candidates import QueueIndex, build_index
@@ -196,10 +197,18 @@ def simulate_object(simulator: LiveSimulator, obj: Mapping[str, Any], source: st
     workload = read_workload(kind, dict(obj), policy, namespace)
     if workload.malformed:
         raise ValueError(f"{kind} {workload.name}: {workload.malformed[0].message}")
-    queue = workload.labels.get(policy.queue_label, "")
-    priority_class = workload.labels.get(policy.priority_label, "")
+    return simulate_workload(simulator, workload, workload.labels, source)
+
+
+def simulate_workload(
+    simulator: LiveSimulator, workload: Workload, labels: Mapping[str, str], source: str = ""
+) -> Result:
+    """A job already read (``read_workload``), with the labels it will carry (the tier's defaults added)."""
+    policy = simulator.policy
+    kind = workload.kind
+    queue = labels.get(policy.queue_label, "")
+    priority_class = labels.get(policy.priority_label, "")
     ns = workload.namespace or "default"
-    created = datetime.now(UTC)
     if priority_class and priority_class not in simulator.priorities:
         return Result(
             UNKNOWN,
@@ -212,13 +221,34 @@ def simulate_object(simulator: LiveSimulator, obj: Mapping[str, Any], source: st
             name=workload.name,
         )
     priority = simulator.priorities.get(priority_class, 0)
-    podsets = tuple(demands_of(workload))
     key = f"{ns}/{workload.name}"
-    job = PendingWorkload(key, key, ns, queue, priority, created, podsets)
+    job = PendingWorkload(key, key, ns, queue, priority, datetime.now(UTC), tuple(demands_of(workload)))
     result = simulator.simulate(job, kind, source)
     if kind == DEPLOYMENT and workload.replicas != 1:
         result = _pods_now(simulator, job, workload.replicas, result)
     return result
+
+
+def warning_line(snapshot: Snapshot, workload: Workload, labels: Mapping[str, str], policy: Policy) -> str | None:
+    """The webhook's ``[simulate]`` line for a job the rules admit; ``None`` when the answer is
+    ``unknown`` (the cluster rules already name what the state lacks). Memoized on the snapshot
+    per namespace, labels and podSets: every job of one shape gets the same answer of one state."""
+    key = (
+        "simulate line",
+        workload.kind,
+        workload.namespace,
+        labels.get(policy.queue_label, ""),
+        labels.get(policy.priority_label, ""),
+        workload.replicas,
+        tuple(demands_of(workload)),
+    )
+
+    def make() -> str:
+        result = simulate_workload(live(snapshot, policy), workload, labels)
+        return "" if result.outcome == UNKNOWN else result.warning()
+
+    line: str = snapshot.remember(key, make)
+    return line or None
 
 
 def _pods_now(simulator: LiveSimulator, job: PendingWorkload, replicas: int, first: Result) -> Result:
