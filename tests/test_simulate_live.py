@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from cluster_fixtures import OBJECTS, POLICY, STATE
 
+from webhook.cluster import kinds as k
 from webhook.cluster.statefiles import state_from_objects
 from webhook.simulate.live import live, simulate_object, simulate_stored, state_of
 
@@ -58,3 +59,22 @@ def test_a_job_is_read_as_kueue_makes_its_workload() -> None:
     }
     result = simulate_object(live(STATE.snapshot(), POLICY), jobset, "j.yaml")
     assert (result.outcome, result.reason, result.namespace, result.name) == ("never", "Misconfigured", "other", "j")
+
+
+def test_a_queue_whose_workloads_did_not_change_shares_its_parts_with_the_previous_snapshot() -> None:
+    store = state_from_objects(OBJECTS, POLICY)
+    before = state_of(store.snapshot(), POLICY)
+    parts = {q: (before.admitted_by_queue[q], before.pending_by_queue[q]) for q in ("team-a", "team-b")}
+    running = next(
+        o for o in OBJECTS if o["kind"] == "Workload" and o["metadata"]["name"] == "jobset-a-running-guaranteed-1a2b3"
+    )
+    copy = {**running, "metadata": {**running["metadata"], "name": "another", "uid": "another-uid"}}
+    store.apply(k.WORKLOADS, "ADDED", copy)
+    after = state_of(store.snapshot(), POLICY)
+    assert after is not before
+    assert after.admitted_by_queue["team-b"] is parts["team-b"][0]  # untouched: shared
+    assert after.pending_by_queue["team-b"] is parts["team-b"][1]
+    assert after.pending_by_queue["team-a"] is parts["team-a"][1]  # its pending ones did not change either
+    assert sorted(w.key for w in after.admitted_by_queue["team-a"]) == sorted(
+        [*(w.key for w in parts["team-a"][0]), "kubemaker/another"]
+    )

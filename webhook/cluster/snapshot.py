@@ -192,6 +192,9 @@ class Snapshot:
         self.located = located
         #: kind name -> key -> kept document (LocalQueues, Kueue's Configuration), as the store kept them
         self.kept: Mapping[str, Mapping[Any, Mapping[str, Any]]] = kept or {}
+        #: the snapshot the store published just before this one (one link: the store cuts the one
+        #: before), so what is memoized per part can be shared when the part did not change
+        self.previous: Snapshot | None = None
         self.memo = Memo()
         workloads_reason = self.unread.get(k.WORKLOADS.name)
         self.quota = QuotaModel(

@@ -346,10 +346,14 @@ class ClusterStore:
                 {kind.name: dict(self.documents.by_kind.get(kind.name, {})) for kind in SIMULATOR_DOCUMENTS},
             )
         self._queues_changed = self._nodes_changed = self._ledger_changed = False
-        self._published = Snapshot(
+        published = Snapshot(
             self.version, self.tpu, queues, nodes, ledger, workloads, captured, self.policy, located, self._kept[1]
         )
-        return self._published
+        if last is not None:
+            last.previous = None  # one link only: nothing keeps a chain of old snapshots alive
+            published.previous = last
+        self._published = published
+        return published
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
         """Per kind, for /metrics: usable now, seconds since last known current, since last event."""

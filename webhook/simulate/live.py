@@ -30,6 +30,7 @@ from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.readers import read_workload
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
+from webhook.quota.ledger import HOLDS, WAITS
 from webhook.quota.podsets import demands_of
 from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.documents import fair_sharing
@@ -61,16 +62,36 @@ _MISSING: Final = {
 
 class _PerQueue(Mapping[str, Any]):
     """ClusterQueue -> a part built the first time it is read (then kept): the queues an attempt
-    never reads cost nothing."""
+    never reads cost nothing. A part is taken from the previous snapshot's state instead when the
+    index sets it was built from are the very same objects (``SetTable`` copies a set on its first
+    change after a fork, so an unchanged queue keeps its set, and a changed one never does)."""
 
-    def __init__(self, names: Callable[[], Iterator[str]], make: Callable[[str], Any]) -> None:
-        self._names, self._make = names, make
+    def __init__(
+        self,
+        names: Callable[[], Iterator[str]],
+        make: Callable[[str], Any],
+        token: Callable[[str], tuple[object, ...] | None] | None = None,
+        previous: _PerQueue | None = None,
+    ) -> None:
+        self._names, self._make, self._token, self._previous = names, make, token, previous
         self._parts: dict[str, Any] = {}
+        self._tokens: dict[str, tuple[object, ...]] = {}
 
     def __getitem__(self, queue: str) -> Any:
         part = self._parts.get(queue)
+        if part is not None:
+            return part
+        token = self._token(queue) if self._token is not None else None
+        previous = self._previous
+        if token is not None and previous is not None and queue in previous._parts:
+            held = previous._tokens.get(queue)
+            if held is not None and len(held) == len(token) and all(a is b for a, b in zip(held, token, strict=True)):
+                part = previous._parts[queue]
         if part is None:
-            part = self._parts[queue] = self._make(queue)
+            part = self._make(queue)
+        self._parts[queue] = part
+        if token is not None:
+            self._tokens[queue] = token
         return part
 
     def get(self, queue: str, default: Any = None) -> Any:
@@ -81,6 +102,30 @@ class _PerQueue(Mapping[str, Any]):
 
     def __len__(self) -> int:
         return sum(1 for _ in self._names())
+
+
+#: an index set that is absent: a token of its own (never ``is`` a set)
+_ABSENT: Final = object()
+
+
+def _admitted_token(snapshot: Snapshot, queue: str) -> tuple[object, ...] | None:
+    located = snapshot.located
+    if located is None:
+        return None
+    return (located.get((HOLDS, queue, ""), _ABSENT),)
+
+
+def _pending_token(snapshot: Snapshot, queue: str) -> tuple[object, ...] | None:
+    located = snapshot.located
+    if located is None:
+        return None
+    local_queues = snapshot.queues.queues_of_cq.get(queue)
+    if local_queues is None:
+        return (_ABSENT,)
+    return (
+        local_queues,
+        *(located.get((WAITS, namespace, name), _ABSENT) for namespace, name in sorted(local_queues)),
+    )
 
 
 def _configuration(snapshot: Snapshot, policy: Policy) -> Mapping[str, Any] | None:
@@ -130,13 +175,24 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
         def admitted(queue: str) -> tuple[AdmittedWorkload, ...]:
             return tuple(admitted_of(ns, name, entry) for ns, name, entry in snapshot.holding_in(queue))
 
-        admitted_parts = _PerQueue(lambda: iter(queues.cluster_queues), admitted)
+        before = _previous_state(snapshot, policy)
+
+        def names() -> Iterator[str]:
+            return iter(queues.cluster_queues)
+
+        def admitted_token(queue: str) -> tuple[object, ...] | None:
+            return _admitted_token(snapshot, queue)
+
+        admitted_parts = _PerQueue(names, admitted, admitted_token, _part(before, "admitted_by_queue"))
 
         def candidates(queue: str) -> QueueIndex:
             return build_index(admitted_parts[queue], moment)
 
         def pending(queue: str) -> tuple[PendingWorkload, ...]:
             return tuple(pending_of(ns, name, entry) for ns, name, entry in snapshot.waiting_in(queue))
+
+        def pending_token(queue: str) -> tuple[object, ...] | None:
+            return _pending_token(snapshot, queue)
 
         return State(
             queues.cluster_queues,
@@ -149,13 +205,31 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
             now=moment,
             usage=snapshot.queue_usages(),
             admitted_by_queue=admitted_parts,
-            pending_by_queue=_PerQueue(lambda: iter(queues.cluster_queues), pending),
-            candidates=_PerQueue(lambda: iter(queues.cluster_queues), candidates),
+            pending_by_queue=_PerQueue(names, pending, pending_token, _part(before, "pending_by_queue")),
+            candidates=_PerQueue(names, candidates, admitted_token, _part(before, "candidates")),
         )
 
     if now is not None:
         return make()
-    return snapshot.remember(("simulate state", id(policy)), make)  # type: ignore[no-any-return]
+    return snapshot.remember(_state_key(policy), make)  # type: ignore[no-any-return]
+
+
+def _state_key(policy: Policy) -> tuple[str, int]:
+    return ("simulate state", id(policy))
+
+
+def _previous_state(snapshot: Snapshot, policy: Policy) -> State | None:
+    """The state built on the snapshot published just before, if one was (its parts may be shared)."""
+    previous = snapshot.previous
+    if previous is None or previous.policy is not snapshot.policy:
+        return None
+    held = previous.memo.get(_state_key(policy))
+    return held if isinstance(held, State) else None
+
+
+def _part(state: State | None, name: str) -> _PerQueue | None:
+    part = getattr(state, name, None) if state is not None else None
+    return part if isinstance(part, _PerQueue) else None
 
 
 class LiveSimulator:
