@@ -146,7 +146,7 @@ def remembered(store: ClusterStore) -> list[Any]:
 
 
 def filled(store: ClusterStore) -> ClusterStore:
-    """``store`` holding the fixtures, every kind a job rule reads synced."""
+    """``store`` holding the fixtures, every kind a job rule reads synced, and the priority classes."""
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in OBJECTS:
         if obj.get("kind") in k.BY_KIND:
@@ -154,6 +154,8 @@ def filled(store: ClusterStore) -> ClusterStore:
     for kind in k.KINDS:
         store.replace(kind, by_kind.get(kind.kind, []))
         store.availability.mark_synced(kind.name)
+    # what the [simulate] line reads besides: the priority classes' values (as state files give them)
+    store.replace(k.WORKLOAD_PRIORITY_CLASSES, [o for o in OBJECTS if o.get("kind") == "WorkloadPriorityClass"])
     return store
 
 
