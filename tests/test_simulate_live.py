@@ -7,7 +7,7 @@ from cluster_fixtures import OBJECTS, POLICY, STATE
 
 from webhook.cluster import kinds as k
 from webhook.cluster.statefiles import state_from_objects
-from webhook.simulate.live import live, simulate_object, simulate_stored, state_of
+from webhook.simulate.live import LiveSimulator, live, simulate_object, simulate_stored, state_of
 
 
 def test_the_state_reads_the_snapshots_parts_and_kept_documents() -> None:
@@ -78,3 +78,46 @@ def test_a_queue_whose_workloads_did_not_change_shares_its_parts_with_the_previo
     assert sorted(w.key for w in after.admitted_by_queue["team-a"]) == sorted(
         [*(w.key for w in parts["team-a"][0]), "kubemaker/another"]
     )
+
+
+def test_after_a_workload_event_the_tree_taken_over_answers_as_one_built_anew() -> None:
+    store = state_from_objects(OBJECTS, POLICY)
+    job = _workload_job("probe", 128)
+    first = live(store.snapshot(), POLICY)
+    before = simulate_object(first, job)
+    running = next(
+        o for o in OBJECTS if o["kind"] == "Workload" and o["metadata"]["name"] == "jobset-a-running-guaranteed-1a2b3"
+    )
+    store.apply(k.WORKLOADS, "ADDED", {**running, "metadata": {**running["metadata"], "name": "more", "uid": "m"}})
+    snapshot = store.snapshot()
+    carried = live(snapshot, POLICY)
+    assert first.simulator is None and carried.simulator is not None  # the tree moved on
+    built = LiveSimulator(snapshot, POLICY, now=carried.state.now)  # a tree of its own
+    assert simulate_object(carried, job).to_json() == simulate_object(built, job).to_json()
+    assert simulate_object(first, job).to_json() == before.to_json()  # the old snapshot still answers as it did
+    assert simulate_object(carried, job).to_json() != before.to_json()  # and the event did change the answer
+
+
+def _workload_job(name: str, chips: int) -> dict[str, object]:
+    """A Workload for team-a's LocalQueue asking ``chips`` TPU chips of 4x4x4."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "kubemaker", "creationTimestamp": "2030-01-01T00:00:00Z"},
+        "spec": {
+            "queueName": "team-a-queue",
+            "priority": 1000,
+            "podSets": [
+                {
+                    "name": "workers",
+                    "count": chips // 4,
+                    "template": {
+                        "spec": {
+                            "nodeSelector": {"cloud.google.com/gke-tpu-topology": "4x4x4"},
+                            "containers": [{"name": "c", "resources": {"requests": {"google.com/tpu": "4"}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }

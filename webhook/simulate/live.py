@@ -20,12 +20,14 @@ import dataclasses
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
+from decimal import localcontext
 from typing import Any, Final
 
 import yaml
 
 from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
+from webhook.kube.quantity import CONTEXT
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.readers import read_workload
 from webhook.objects.workload import Workload
@@ -35,6 +37,7 @@ from webhook.quota.podsets import demands_of
 from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.documents import fair_sharing
 from webhook.simulate.engine import Simulator
+from webhook.simulate.preempt import Simulation
 from webhook.simulate.result import ADMIT, PREEMPT, UNKNOWN, Result
 from webhook.simulate.state import (
     COHORTS,
@@ -160,15 +163,7 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
     def make() -> State:
         moment = now or datetime.now(UTC)
         queues = snapshot.queues
-        stops = {}
-        for document in snapshot.kept_documents(k.LOCAL_QUEUES):
-            metadata, spec = document.get("metadata") or {}, document.get("spec") or {}
-            stops[(str(metadata.get("namespace", "")), str(metadata.get("name", "")))] = str(
-                spec.get("stopPolicy") or "None"
-            )
-        local_queues = {
-            key: LocalQueueInfo(key[0], key[1], cq, stops.get(key, "None")) for key, cq in queues.local_queues.items()
-        }
+        local_queues = _local_queues(snapshot)
         missing = frozenset(_MISSING[name] for name in snapshot.unread if name in _MISSING)
         labels = None if k.NAMESPACES.name in snapshot.unread else queues.namespaces
 
@@ -214,6 +209,23 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
     return snapshot.remember(_state_key(policy), make)  # type: ignore[no-any-return]
 
 
+def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:
+    """The LocalQueues with their stop policies, kept on the queue part (shared across Workload
+    events) for as long as the kept documents are the same."""
+    queues = snapshot.queues
+    held = queues.memo.get("simulate local queues")
+    if held is not None and held[0] is snapshot.kept:
+        return held[1]  # type: ignore[no-any-return]
+    stops = {}
+    for document in snapshot.kept_documents(k.LOCAL_QUEUES):
+        metadata, spec = document.get("metadata") or {}, document.get("spec") or {}
+        key = (str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+        stops[key] = str(spec.get("stopPolicy") or "None")
+    made = {key: LocalQueueInfo(key[0], key[1], cq, stops.get(key, "None")) for key, cq in queues.local_queues.items()}
+    queues.memo.answers["simulate local queues"] = (snapshot.kept, made)  # replaced, never changed
+    return made
+
+
 def _state_key(policy: Policy) -> tuple[str, int]:
     return ("simulate state", id(policy))
 
@@ -233,20 +245,64 @@ def _part(state: State | None, name: str) -> _PerQueue | None:
 
 
 class LiveSimulator:
-    """One snapshot's ``Simulator``, answering one job at a time."""
+    """One snapshot's ``Simulator``, answering one job at a time.
+
+    After a Workload event (the queues, the kept documents and what cannot be read all
+    unchanged) the previous snapshot's cohort tree is taken over instead of built again: each
+    ClusterQueue whose counted usage moved gets the difference, O(queues × flavors) to compare.
+    The previous snapshot's simulator then builds a tree of its own if it is asked again.
+    """
 
     def __init__(self, snapshot: Snapshot, policy: Policy, budget: int = 20_000, now: datetime | None = None) -> None:
         self.snapshot = snapshot
         self.policy = policy
+        self.budget = budget
         self.priorities = priority_values(snapshot)
-        names = {value: name for name, value in self.priorities.items()}
-        self.simulator = Simulator(
-            state_of(snapshot, policy, now), tpu=policy.tpu.resource_name, budget=budget, priority_names=names
-        )
+        self.names = {value: name for name, value in self.priorities.items()}
         self.lock = threading.Lock()
+        state = state_of(snapshot, policy, now)
+        self.state = state
+        carried = self._carried(state) if now is None else None
+        self.simulator: Simulator | None = carried or self._built(state)
+
+    def _built(self, state: State) -> Simulator:
+        tpu = self.policy.tpu.resource_name
+        return Simulator(state, tpu=tpu, budget=self.budget, priority_names=self.names)
+
+    def _carried(self, state: State) -> Simulator | None:
+        snapshot, previous = self.snapshot, self.snapshot.previous
+        if (
+            previous is None
+            or previous.queues is not snapshot.queues
+            or previous.kept is not snapshot.kept
+            or previous.unread != snapshot.unread
+            or state.usage is None
+        ):
+            return None
+        before = previous.memo.get(("simulator", id(self.policy)))
+        if not isinstance(before, LiveSimulator) or before.budget != self.budget or before.state.usage is None:
+            return None
+        with before.lock:
+            simulator, before.simulator = before.simulator, None
+        if simulator is None:
+            return None
+        old, new = before.state.usage, state.usage
+        tree = simulator.tree
+        with localcontext(CONTEXT):
+            for queue in old.keys() | new.keys():
+                was, now = old.get(queue, {}), new.get(queue, {})
+                if was is now or was == now:
+                    continue
+                tree.remove(queue, was)
+                tree.add(queue, now)
+        simulator.state = state
+        simulator.sim = Simulation(state, tree, self.budget)
+        return simulator
 
     def simulate(self, job: PendingWorkload, kind: str = WORKLOAD, source: str = "") -> Result:
         with self.lock:
+            if self.simulator is None:  # its tree went to the next snapshot's simulator
+                self.simulator = self._built(self.state)
             return self.simulator.simulate(job, kind, source)
 
 
