@@ -17,8 +17,7 @@ sent to LocalQueue ``team-NNNN-queue``, a different queue each run), median and 
    tree, the parts of the queues the attempt reads, shared with the previous snapshot's
    where unchanged) and the answer;
 3. **the [simulate] line** in ``decide`` on ``/validate/production`` (the rules and the
-   line, answers memoized per snapshot and job shape, steady), beside the same decision
-   with ``simulate: off``.
+   line, answers memoized per snapshot and job shape, steady).
 
 Also prints the first simulator's build on the fresh snapshot, and the outcomes seen.
 """
@@ -150,19 +149,14 @@ def main() -> int:
 
     bodies = [json.dumps(job).encode() for job in jobs]
     facts = AdmissionFacts(operation="CREATE", stage="validate", namespace="kubemaker", kind="JobSet")
-    off = POLICY.model_copy(update={"simulate": "off"})
     lines: Counter[str] = Counter()
 
     def with_line(i: int) -> None:
         decision = decide(bodies[i], facts, POLICY, store)
         lines[next((w.split(":")[0] for w in decision.warnings if w.startswith("[simulate]")), "no line")] += 1
 
-    def without_line(i: int) -> None:
-        decide(bodies[i], facts, off, store)
-
     timed(args.runs, nothing, with_line)  # warm: the rules' and the line's memos for this snapshot
     line_ms = timed(args.runs, nothing, with_line)
-    off_ms = timed(args.runs, nothing, without_line)
 
     print()
     print(f"first simulator on a fresh snapshot: {first_build:.1f} ms")
@@ -174,7 +168,6 @@ def main() -> int:
         ("simulate, steady", steady_ms),
         ("simulate, after a Workload event (new snapshot)", event_ms),
         ("decide on /validate/production with the [simulate] line", line_ms),
-        ("decide on /validate/production, simulate: off", off_ms),
     ):
         median, p99 = percentiles(samples)
         print(f"| {label} | {median:.3f} | {p99:.3f} |")
