@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import yaml
 from cluster_apiserver import FakeApiServer, write_kubeconfig
 from cluster_fixtures import OBJECTS, load
 from support import FIXTURES, run_cli, write_yaml
@@ -138,3 +139,22 @@ def test_from_a_live_cluster_the_answer_is_the_files(api: FakeApiServer, tmp_pat
     files = run_cli("simulate", FITS, "--cluster-state", STATE, "--output", "json")
     assert (live.returncode, live.stderr) == (0, "")
     assert json.loads(live.stdout) == json.loads(files.stdout)
+
+
+def test_a_deployment_says_how_many_of_its_pods_start_now(tmp_path: Path) -> None:
+    """One Workload per pod (Kueue's pod integration): team-b has the CPU for all 3 pods."""
+    deployment = yaml.safe_load((FIXTURES / "deployments" / "service-deployment.yaml").read_text())
+    deployment["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-b-queue"
+    path = write_yaml(tmp_path / "d.yaml", deployment)
+    done = run_cli("simulate", str(path), "--cluster-state", STATE, "--output", "json")
+    (result,) = json.loads(done.stdout)["results"]
+    assert (done.returncode, result["outcome"], result["clusterQueue"]) == (0, "admit", "team-b")
+    assert result["podSets"] == [
+        {
+            "name": "main",
+            "count": 1,
+            "flavors": {"cpu": "cpu-standard", "ephemeral-storage": "cpu-standard", "memory": "cpu-standard"},
+            "borrows": 0,
+        }
+    ]
+    assert result["message"].endswith("; 3 of 3 pods start now (one Workload per pod)")
