@@ -79,21 +79,34 @@ P99_GOAL = 2.0
 BOOKMARK_SECONDS = 60.0
 
 
+#: what the simulator reads besides the rules' kinds: the priority classes' values, Kueue's Configuration
+SIMULATOR_KINDS = (k.WORKLOAD_PRIORITY_CLASSES, k.KUEUE_CONFIG)
+
+
+def priority_classes() -> list[dict[str, Any]]:
+    return [
+        d.data for d in load_documents([str(FIXTURES / "cluster")]) if d.data.get("kind") == "WorkloadPriorityClass"
+    ]
+
+
 def fixture_api() -> FakeApiServer:
-    """The test API server holding tests/fixtures/cluster (the kinds the cache watches)."""
-    api = FakeApiServer()
+    """The test API server holding tests/fixtures/cluster (the kinds the cache watches, and the
+    WorkloadPriorityClasses the [simulate] line reads)."""
+    api = FakeApiServer(kinds=SIMULATOR_KINDS)
     api.bookmark_interval = BOOKMARK_SECONDS
     for document in load_documents([str(FIXTURES / "cluster")]):
         kind = k.BY_KIND.get(document.data.get("kind", ""))
         if kind is not None:
             api.put(kind, document.data)
+    api.load(k.WORKLOAD_PRIORITY_CLASSES, priority_classes())
     return api
 
 
 def big_api(workloads: int, queues: int, nodes: int) -> FakeApiServer:
     """The test API server holding bench/bench_cluster.py's cluster."""
-    api = FakeApiServer()
+    api = FakeApiServer(kinds=SIMULATOR_KINDS)
     api.bookmark_interval = BOOKMARK_SECONDS
+    api.load(k.WORKLOAD_PRIORITY_CLASSES, priority_classes())
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for kind, obj in cluster_objects(queues, nodes):
         by_kind.setdefault(kind.name, []).append(obj)
@@ -119,16 +132,28 @@ def post(server: Server, body: bytes, timeout: float = 5.0) -> str:
         connection.close()
 
 
-def wait_synced(server: Server, body: bytes, timeout: float) -> float:
-    """Seconds until the webhook answers ``body`` with every cluster rule run (its cache synced)."""
+def wait_synced(server: Server, body: bytes, timeout: float, need: str = "") -> tuple[float, str]:
+    """Seconds until the webhook answers ``body`` admitted with every cluster rule run (its cache
+    synced: no "skipped" warning), and that answer: the whole answer each request must then get
+    (the ``[simulate]`` line included, when the simulator answers)."""
     started = time.monotonic()
     answer = ""
     while time.monotonic() - started < timeout:
         answer = post(server, body)
-        if answer.endswith(EXPECT):
-            return time.monotonic() - started
+        if _fully_judged(answer) and need in answer:
+            return time.monotonic() - started, answer
         time.sleep(0.2)
     raise RuntimeError(f"{server.name} did not answer a fully judged decision in {timeout:.0f}s; last: {answer}")
+
+
+def _fully_judged(answer: str) -> bool:
+    """Admitted, and no warning but the simulator's line: every cluster rule ran, nothing warned."""
+    try:
+        response = json.loads(answer)["response"]
+    except (ValueError, KeyError, TypeError):
+        return False
+    warnings = response.get("warnings") or []
+    return response.get("allowed") is True and all(w.startswith("[simulate] ") for w in warnings)
 
 
 #: the dev tier's answer carries the label patch
@@ -185,6 +210,8 @@ def main() -> int:
 
     bodies = {
         "fixture": dumps(review_around(one_slice_job("team-a-queue"), namespace="kubemaker")),
+        # team-b has the chips free: the simulator answers "starts now", the [simulate] line is served
+        "fixture-b": dumps(review_around(one_slice_job("team-b-queue"), namespace="kubemaker")),
         "1k": dumps(review_around(one_slice_job("team-0007-queue"), namespace="kubemaker")),
         "big": dumps(review_around(one_slice_job("team-0007-queue"), namespace="kubemaker")),
         "dev": dumps(dev_review()),
@@ -202,6 +229,8 @@ def main() -> int:
     rows: list[tuple[str, str, str, str, str]] = []
     files: dict[str, Path] = {}
     synced: dict[str, float] = {}
+    #: per clustered server, the whole answer it gives once synced (what every loaded request must get)
+    answers: dict[str, str] = {}
     trees: list[tuple[str, Path | None]] = [("webhook", None)]
     if args.against is not None:
         trees.append((str(args.against), args.against.resolve()))
@@ -233,6 +262,11 @@ def main() -> int:
                 servers[label] = start(name, ["--kubeconfig", str(kubeconfigs[name])])
                 clustered[label] = name
                 rows.append((f"{label}, {PATH}", label, name, PATH, EXPECT))
+                if name == "fixture" and tree is None:
+                    label_b = f"{label} (team-b: [simulate] starts now)"
+                    servers[label_b] = start("fixture-b", ["--kubeconfig", str(kubeconfigs[name])])
+                    clustered[label_b] = "fixture-b"
+                    rows.append((f"{label_b}, {PATH}", label_b, "fixture-b", PATH, EXPECT))
         for name, body in bodies.items():
             files[name] = work / f"{name}.json"
             files[name].write_bytes(body)
@@ -241,8 +275,11 @@ def main() -> int:
             for server in servers.values():
                 server.start()
             for label, name in clustered.items():
-                synced[label] = wait_synced(servers[label], bodies[name], timeout=900)
-                print(f"{label}: synced in {synced[label]:.1f}s", flush=True)
+                need = "[simulate] starts now" if name == "fixture-b" else ""
+                synced[label], answers[label] = wait_synced(servers[label], bodies[name], timeout=900, need=need)
+                line = answers[label].partition('"warnings":[')[2].rstrip("]}") or "no warning"
+                print(f"{label}: synced in {synced[label]:.1f}s; answer's warnings: {line}", flush=True)
+            rows = [(row, server, body, path, answers.get(server, expect)) for row, server, body, path, expect in rows]
             for _, server, body, path, expect in rows:  # warm-up, not recorded
                 load(servers[server], files[body], 1, args.connections, path, expect)
             for _ in range(args.rounds):

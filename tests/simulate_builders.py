@@ -26,7 +26,7 @@ from webhook.simulate.state import (
     State,
 )
 from webhook.simulate.tree import build_tree
-from webhook.simulate.workloads import from_document
+from webhook.simulate.workloads import from_document, job_of
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 NAMESPACE = "default"
@@ -195,8 +195,7 @@ def job(
 ) -> PendingWorkload:
     """The job to simulate, in LocalQueue ``queue`` of the default namespace (one per ClusterQueue)."""
     document = pending_document(name, queue, requests, count, priority, created, active=active)
-    workload = from_document(document)
-    assert isinstance(workload, PendingWorkload)
+    workload = job_of(document)
     if podsets:
         demands = tuple(
             podset_demand(n, {"containers": [{"name": "c", "resources": {"requests": dict(r)}}]}, c)

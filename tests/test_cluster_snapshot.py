@@ -146,7 +146,7 @@ def remembered(store: ClusterStore) -> list[Any]:
 
 
 def filled(store: ClusterStore) -> ClusterStore:
-    """``store`` holding the fixtures, every kind a job rule reads synced."""
+    """``store`` holding the fixtures, every kind a job rule reads synced, and the priority classes."""
     by_kind: dict[str, list[dict[str, Any]]] = {}
     for obj in OBJECTS:
         if obj.get("kind") in k.BY_KIND:
@@ -154,6 +154,8 @@ def filled(store: ClusterStore) -> ClusterStore:
     for kind in k.KINDS:
         store.replace(kind, by_kind.get(kind.kind, []))
         store.availability.mark_synced(kind.name)
+    # what the [simulate] line reads besides: the priority classes' values (as state files give them)
+    store.replace(k.WORKLOAD_PRIORITY_CLASSES, [o for o in OBJECTS if o.get("kind") == "WorkloadPriorityClass"])
     return store
 
 
@@ -361,3 +363,30 @@ def test_a_snapshot_holds_each_queues_admitted_and_pending_workloads_for_the_sim
     assert first.uid == "uid-early-high" and first.shape and first.shape[0].total(TPU) > 0
     # published once per state: the same tuples until the next change
     assert snapshot.pending("team-a") is snapshot.pending("team-a")
+
+
+def _scan(snapshot: Snapshot, state: str, queue: str) -> list[tuple[str, str]]:
+    """What the per-queue index must give: a scan of every Workload held."""
+    local = snapshot.queues.local_queues
+    return sorted(
+        (ns, name)
+        for (ns, name), entry in snapshot.workloads.items()
+        if entry.state == state
+        and (entry.cluster_queue == queue if state == "holds" else local.get((ns, entry.local_queue)) == queue)
+    )
+
+
+def test_one_queues_workloads_by_index_are_the_scans_after_events_and_without() -> None:
+    store, _ = stores()
+    store.apply(k.WORKLOADS, "ADDED", holder("extra-a", "team-a-queue", 4))
+    store.apply(k.WORKLOADS, "ADDED", holder("extra-b", "team-b-queue", 4))
+    store.apply(k.WORKLOADS, "DELETED", holder("extra-a", "team-a-queue", 4))
+    snapshot = store.snapshot()
+    pending = next(key for key, entry in snapshot.workloads.items() if entry.state == "waits")
+    for view in (snapshot, snapshot.without([("kubemaker", "extra-b"), pending])):
+        for queue in ("team-a", "team-b", "team-c"):
+            assert sorted((ns, n) for ns, n, _ in view.holding_in(queue)) == _scan(view, "holds", queue)
+            assert sorted((ns, n) for ns, n, _ in view.waiting_in(queue)) == _scan(view, "waits", queue)
+    left = snapshot.without([("kubemaker", "extra-b")])  # its admission is team-a's, whatever its LocalQueue
+    assert ("kubemaker", "extra-b") in [(ns, n) for ns, n, _ in snapshot.holding_in("team-a")]
+    assert ("kubemaker", "extra-b") not in [(ns, n) for ns, n, _ in left.holding_in("team-a")]

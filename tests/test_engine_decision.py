@@ -7,6 +7,7 @@ from typing import Any
 
 import jsonpatch
 import pytest
+from cluster_fixtures import STATE
 from support import POD, delete_path, load_deployment, load_jobset, set_path
 
 from webhook.engine.decision import AdmissionFacts, Decision, decide
@@ -461,3 +462,37 @@ def test_an_unknown_submitter_skips_queue_permissions_with_a_warning_and_is_neve
         False,
         [f"{path}: user 'bob' may not submit to queue 'team-a-queue'; {fix}"],
     )
+
+
+# ---------------------------------------------------------------- the [simulate] line
+
+
+def test_the_validating_call_of_an_admitted_create_says_what_kueue_would_do() -> None:
+    obj = load_jobset("rfc-4.6-static-single")  # 256 chips of tpu7x-4x8x8 in team-b, which has them free
+    validate = AdmissionFacts(operation="CREATE", stage="validate", namespace="kubemaker", kind="JobSet")
+    decision = decide(obj, validate, STATIC, STATE)
+    assert decision.allowed
+    assert [w for w in decision.warnings if w.startswith("[simulate]")] == ["[simulate] starts now on tpu7x-4x8x8"]
+    # the mutating call, an UPDATE, the setting off, and no cluster: no line
+    mutate = AdmissionFacts(operation="CREATE", stage="mutate", namespace="kubemaker", kind="JobSet")
+    update = AdmissionFacts(operation="UPDATE", stage="validate", namespace="kubemaker", kind="JobSet", old_object=obj)
+    for said in (
+        decide(obj, mutate, STATIC, STATE),
+        decide(obj, update, STATIC, STATE),
+        decide(obj, validate, Policy(simulate="off"), STATE),
+        decide(obj, validate, STATIC, None),
+    ):
+        assert not [w for w in said.warnings if w.startswith("[simulate]")]
+
+
+def test_a_denied_create_gets_no_simulate_line() -> None:
+    obj = load_jobset("rfc-4.3.1-dynamic")  # in static mode: no topology selector, denied
+    validate = AdmissionFacts(operation="CREATE", stage="validate", namespace="kubemaker", kind="JobSet")
+    decision = decide(obj, validate, STATIC, STATE)
+    assert not decision.allowed
+    assert not [w for w in decision.warnings if w.startswith("[simulate]")]
+
+
+def test_the_simulate_setting_is_checked_like_every_key() -> None:
+    with pytest.raises(ValueError, match="simulate"):
+        Policy.model_validate({"simulate": "deny"})

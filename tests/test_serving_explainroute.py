@@ -120,7 +120,15 @@ def test_a_preempted_jobset_is_explained_to_a_named_client(
         "clusterQueue": {"tpu7x": {TPU: {"nominal": 256, "inUse": 0, "borrowed": 0, "pending": 0}}},
         "cohort": "tpu-pool",
     }
-    assert result["simulation"] is None
+    # requeued, it would be admitted at once: nothing holds team-b's quota now
+    simulation = result["simulation"]
+    assert (simulation["kind"], simulation["name"], simulation["outcome"], simulation["clusterQueue"]) == (
+        "Workload",
+        "jobset-llm-pretrain-a3f8-4f9d2",
+        "admit",
+        "team-b",
+    )
+    assert "(PendingEvaluation)" in result["message"]
 
 
 @pytest.mark.parametrize(

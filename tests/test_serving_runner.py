@@ -348,6 +348,24 @@ def test_mtls_admits_the_named_client(
     assert status == 200 and json.loads(body)["response"]["allowed"] is True
 
 
+def test_mtls_serves_simulate_to_the_named_client_and_refuses_others(
+    mtls_server: RunningServer, server_files: certs.CertificateFiles, client_certs: ClientCerts
+) -> None:
+    """``POST /simulate`` is behind the admission paths' client authentication."""
+    body = json.dumps(load_jobset("rfc-4.6-static")).encode()
+    good = client_context(server_files.ca.read_bytes(), cert=client_certs.apiserver)
+    status, answer, _ = post(mtls_server.port, good, "/simulate", body)
+    assert status == 200 and json.loads(answer)["outcome"] == "unknown"  # this server has no cluster
+    for who in ("intruder", "stranger"):
+        with pytest.raises((NotSent, OSError, http.client.HTTPException)):
+            post(
+                mtls_server.port,
+                client_context(server_files.ca.read_bytes(), cert=getattr(client_certs, who)),
+                "/simulate",
+                body,
+            )
+
+
 @pytest.mark.parametrize("who", ["intruder", "stranger"])
 def test_mtls_refuses_other_clients(
     mtls_server: RunningServer, server_files: certs.CertificateFiles, client_certs: ClientCerts, who: str
@@ -371,6 +389,7 @@ def test_mtls_without_a_certificate_reaches_the_probes_only(
         ("/readyz", "GET", 200),
         ("/mutate", "POST", 403),
         ("/validate/production", "POST", 403),
+        ("/simulate", "POST", 403),
         ("/metrics", "GET", 403),
         ("/healthz/../mutate", "POST", 403),
     ]:
@@ -520,8 +539,10 @@ def test_sighup_rereads_the_certificate_and_keeps_serving(tmp_path: Path) -> Non
         context = client_context((tmp_path / "tls" / "ca.crt").read_bytes())
         wait_for(lambda: readyz(port, context) == 200, what="readiness")
         process.send_signal(signal.SIGHUP)
-        wait_for(lambda: "SIGHUP: checking the certificate files now" in (tmp_path / "serve.log").read_text(),
-                 what="the SIGHUP log line")  # fmt: skip
+        wait_for(
+            lambda: "SIGHUP: checking the certificate files now" in (tmp_path / "serve.log").read_text(),
+            what="the SIGHUP log line",
+        )
         assert process.poll() is None
         assert readyz(port, context) == 200
         process.send_signal(signal.SIGTERM)

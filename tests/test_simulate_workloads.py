@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from tests.simulate_builders import NOW, admitted, pending_document
 from webhook.simulate.state import AdmittedWorkload, PendingWorkload
-from webhook.simulate.workloads import from_document
+from webhook.simulate.workloads import from_document, job_of
 
 
 def test_admitted_workload_usage_is_read_from_its_admission() -> None:
@@ -66,9 +66,20 @@ def test_pending_workload_keeps_its_queue_priority_creation_and_podsets() -> Non
     ]
 
 
-def test_deactivated_pending_workload_is_inactive() -> None:
-    workload = from_document(pending_document("p", "q", {"cpu": "1"}, active=False))
-    assert isinstance(workload, PendingWorkload) and not workload.active
+def test_deactivated_workload_is_not_counted_but_as_the_job_it_is_inactive() -> None:
+    """Kueue's cache counts neither a deactivated Workload's quota nor its place in the queue;
+    simulated as the job, it is answered Deactivated, so its reader keeps ``active``."""
+    document = pending_document("p", "q", {"cpu": "1"}, active=False)
+    assert from_document(document) is None
+    job = job_of(document)
+    assert (job.key, job.queue_name, job.active, [p.count for p in job.podsets]) == ("default/p", "q", False, [1])
+
+
+def test_evicted_admitted_workload_is_tried_first() -> None:
+    doc = admitted("w", "team-a", {"cpu": "1"}, flavors={"cpu": "cpu"}, at=NOW)
+    doc["status"]["conditions"].append({"type": "Evicted", "status": "True", "reason": "Preempted"})  # type: ignore[index]
+    workload = from_document(doc)
+    assert isinstance(workload, AdmittedWorkload) and workload.evicted
 
 
 def test_odd_fields_read_leniently() -> None:

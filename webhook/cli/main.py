@@ -21,7 +21,7 @@ from typing import Any
 
 from webhook import __version__
 from webhook.admin.catalog import load_policy
-from webhook.cli import lint_queues
+from webhook.cli import lint_queues, simulate
 from webhook.cli.arguments import EXIT_USAGE_LINE, Parser, add_judging_flags, add_submitter_flags, submitter, subparser
 from webhook.cli.audit import add_audit
 from webhook.cli.explain import add_explain, add_quota
@@ -722,6 +722,7 @@ SUBCOMMANDS: tuple[Callable[[Any], None], ...] = (
     add_audit,
     add_explain,
     add_quota,
+    simulate.add_parser,
     lint_queues.add_parser,
     _add_snapshot,
     _add_certs,

@@ -24,8 +24,9 @@ KEPT: Final[frozenset[k.Kind]] = frozenset(
 )
 #: the metadata a rule reads (names, and labels for namespaces and selectors)
 _METADATA: Final = ("name", "namespace", "labels")
-#: the top-level fields kept besides metadata (a ConfigMap has ``data``, the rest ``spec``)
-_BODY: Final = ("apiVersion", "kind", "spec", "data")
+#: the top-level fields kept besides metadata (a ConfigMap has ``data``, a WorkloadPriorityClass
+#: ``value``, the rest ``spec``)
+_BODY: Final = ("apiVersion", "kind", "spec", "data", "value")
 
 Key = str | tuple[str, str]
 

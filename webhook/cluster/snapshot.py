@@ -44,7 +44,7 @@ from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo, Node
 from webhook.quota.picture import QuotaPicture, build_picture, pending_requests
 from webhook.quota.podsets import PodSetDemand
 from webhook.quota.resource_node import Bound, CohortMembers, ResourceNodes
-from webhook.quota.table import Table
+from webhook.quota.table import SetTable, Table
 
 #: answers memoized on one part, at most: past it an answer is worked out and not kept, so no
 #: stream of distinct jobs can grow a snapshot's memory
@@ -179,6 +179,8 @@ class Snapshot:
         records: Mapping[WorkloadKey, WorkloadRecord] | None = None,
         records_version: int = 0,
         memo: Memo | None = None,
+        located: SetTable[tuple[str, str, str], WorkloadKey] | None = None,
+        kept: Mapping[str, Mapping[Any, Mapping[str, Any]]] | None = None,
     ) -> None:
         #: the store's count of changes this snapshot holds
         self.version = version
@@ -197,6 +199,14 @@ class Snapshot:
         self.memo = memo if memo is not None else Memo()
         #: answers read from ``records`` (never shared by ``with_records``)
         self.records_memo = Memo()
+        #: where each counted Workload is (``ClusterStore.workloads_at``): the simulator reads one queue's
+        #: Workloads through it; ``None``: not indexed (then read from ``workloads``)
+        self.located = located
+        #: kind name -> key -> kept document (LocalQueues, Kueue's Configuration), as the store kept them
+        self.kept: Mapping[str, Mapping[Any, Mapping[str, Any]]] = kept or {}
+        #: the snapshot the store published just before this one (one link: the store cuts the one
+        #: before), so what is memoized per part can be shared when the part did not change
+        self.previous: Snapshot | None = None
         workloads_reason = self.unread.get(k.WORKLOADS.name)
         self.quota = QuotaModel(
             queues,
@@ -234,8 +244,12 @@ class Snapshot:
                 ledger.move(key[0], entry, -1)
                 left_out.add(key)
         workloads = self.workloads.fork()
+        located = self.located.fork() if self.located is not None else None
         for key in left_out:
-            workloads.pop(key)
+            entry = workloads.pop(key)
+            if located is not None and entry is not None:
+                for where in places(key, entry):
+                    located.move(where, key, -1)
         changes = (self.availability_changes, self.unread, self.until)
         return Snapshot(
             self.version,
@@ -248,6 +262,8 @@ class Snapshot:
             self.policy,
             records=self.records,
             records_version=self.records_version,
+            located=located,
+            kept=self.kept,
         )
 
     def with_records(
@@ -270,6 +286,8 @@ class Snapshot:
             records=records,
             records_version=records_version,
             memo=self.memo,
+            located=self.located,
+            kept=self.kept,
         )
 
     # ---------------------------------------------------------------- ClusterView
@@ -413,3 +431,70 @@ class Snapshot:
             )
 
         return self.remember("by queue", make)  # type: ignore[no-any-return]
+
+    # ---------------------------------------------------------------- one queue's Workloads, by index
+
+    def holding_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadEntry]]:
+        """(namespace, name, entry) of the Workloads holding quota in the queue: O(the queue's
+        Workloads) through the index, not memoized (the caller memoizes what it builds)."""
+        return self._located(
+            (HOLDS, cluster_queue, ""), lambda e: e.state == HOLDS and e.cluster_queue == cluster_queue
+        )
+
+    def waiting_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadEntry]]:
+        """(namespace, name, entry) of the Workloads waiting in the queue's LocalQueues, unordered."""
+        out: list[tuple[str, str, WorkloadEntry]] = []
+        local_queues = self.queues.local_queues
+        for namespace, local in sorted(self.queues.queues_of_cq.get(cluster_queue, ())):
+            if local_queues.get((namespace, local)) != cluster_queue:
+                continue
+            out.extend(
+                self._located(
+                    (WAITS, namespace, local),
+                    lambda e, ns=namespace, lq=local: e.state == WAITS and e.local_queue == lq,  # type: ignore[misc]
+                    namespace,
+                )
+            )
+        return out
+
+    def _located(
+        self, where: tuple[str, str, str], keep: Callable[[WorkloadEntry], bool], namespace: str | None = None
+    ) -> list[tuple[str, str, WorkloadEntry]]:
+        located = self.located
+        if located is None:  # not indexed (a snapshot made by hand): the one scan
+            return [
+                (ns, name, entry)
+                for (ns, name), entry in self.workloads.items()
+                if keep(entry) and (namespace is None or ns == namespace)
+            ]
+        out = []
+        for key in sorted(located.get(where, ())):
+            entry = self.workloads.get(key)
+            if entry is not None:
+                out.append((key[0], key[1], entry))
+        return out
+
+    def queue_usages(self) -> dict[str, dict[tuple[str, str], Decimal]]:
+        """ClusterQueue -> (flavor, resource) -> usage, from the counters in one pass (memoized):
+        O(queues × flavors × resources), whatever the number of Workloads."""
+
+        def make() -> dict[str, dict[tuple[str, str], Decimal]]:
+            out: defaultdict[str, dict[tuple[str, str], Decimal]] = defaultdict(dict)
+            for (queue, flavor, resource), amount in self.ledger.usage.items():
+                out[queue][(flavor, resource)] = amount
+            return dict(out)
+
+        return self.remember("queue usages", make)  # type: ignore[no-any-return]
+
+    def kept_documents(self, kind: k.Kind) -> list[Mapping[str, Any]]:
+        """The kind's kept documents this snapshot carries (LocalQueues, Kueue's Configuration)."""
+        return list(self.kept.get(kind.name, {}).values())
+
+
+def places(key: WorkloadKey, entry: WorkloadEntry) -> tuple[tuple[str, str, str], ...]:
+    """Where a Workload is indexed: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)."""
+    if entry.state == HOLDS:
+        return ((HOLDS, entry.cluster_queue, ""),)
+    if entry.state == WAITS:
+        return ((WAITS, key[0], entry.local_queue),)
+    return ()

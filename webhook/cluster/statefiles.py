@@ -22,6 +22,10 @@ from webhook.cluster.store import ClusterStore
 from webhook.objects.sources import load_documents
 from webhook.policy.config import Policy
 
+#: the kinds read from files: the cluster rules' kinds, and what the simulator reads of the admin
+#: guard's (Kueue's Configuration, WorkloadPriorityClasses' values)
+_READ: dict[str, k.Kind] = {**k.BY_KIND, **{kind.kind: kind for kind in (k.KUEUE_CONFIG, k.WORKLOAD_PRIORITY_CLASSES)}}
+
 
 def state_from_objects(objects: Iterable[Any], policy: Policy) -> ClusterStore:
     """A store holding ``objects``; kinds without any object are marked unknown."""
@@ -32,11 +36,11 @@ def state_from_objects(objects: Iterable[Any], policy: Policy) -> ClusterStore:
             continue
         name = str(obj.get("kind", ""))
         group = str(obj.get("apiVersion", "")).partition("/")[0] if "/" in str(obj.get("apiVersion")) else ""
-        kind = k.BY_KIND.get(name)
+        kind = _READ.get(name)
         if kind is not None and group == kind.group:
             by_kind[kind.name].append(obj)
             continue
-        listed = k.BY_KIND.get(name.removesuffix("List")) if name.endswith("List") else None
+        listed = _READ.get(name.removesuffix("List")) if name.endswith("List") else None
         if listed is not None and group == listed.group and isinstance(obj.get("items"), list):
             by_kind[listed.name].extend(item for item in obj["items"] if isinstance(item, dict))
     for kind in k.KINDS:
@@ -46,6 +50,18 @@ def state_from_objects(objects: Iterable[Any], policy: Policy) -> ClusterStore:
         else:
             store.availability.mark_absent(kind.name, absent_reason(kind))
     for kind in k.ADMIN_KINDS:  # the admin guard's webhook reads them from the watch; `lint-queues` reads files itself
+        named = k.named(kind, policy)
+        objects_read = [
+            obj
+            for obj in by_kind.get(kind.name, ())
+            if named is None
+            or (
+                (obj.get("metadata") or {}).get("namespace", "default") == named[0]
+                and (obj.get("metadata") or {}).get("name") == named[1]
+            )
+        ]
+        if objects_read:  # kept for the simulator: Kueue's Configuration, priority classes' values
+            store.replace(kind, objects_read)
         store.availability.mark_absent(kind.name, "read from the cluster's watch only, not from --cluster-state")
     return store
 

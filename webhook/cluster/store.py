@@ -26,7 +26,7 @@ from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
-from webhook.cluster.snapshot import NodeState, QueueState, Snapshot
+from webhook.cluster.snapshot import NodeState, QueueState, Snapshot, places
 from webhook.cluster.workloaddocs import WorkloadRecord, workload_record
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
@@ -51,6 +51,21 @@ from webhook.quota.table import SetTable, Table
 Key = str | tuple[str, str]
 #: objects indexed per lock hold during a first list
 _CHUNK = 1000
+
+
+#: the kept documents a snapshot carries for the simulator
+SIMULATOR_DOCUMENTS: frozenset[k.Kind] = frozenset({k.LOCAL_QUEUES, k.KUEUE_CONFIG, k.WORKLOAD_PRIORITY_CLASSES})
+
+
+def _locate(
+    located: SetTable[tuple[str, str, str], tuple[str, str]],
+    key: tuple[str, str],
+    entry: WorkloadEntry | None,
+    sign: int,
+) -> None:
+    """Move a Workload's key into (or out of) the set of the queue it holds quota in or waits in."""
+    for where in places(key, entry) if entry is not None else ():
+        located.move(where, key, sign)
 
 
 def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
@@ -88,6 +103,12 @@ class ClusterStore:
         #: change count: a new condition message publishes a snapshot that keeps the others' memos
         self.workload_records: Table[tuple[str, str], WorkloadRecord] = Table()
         self.records_version = 0
+        #: where each counted Workload is: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)
+        #: -> its keys, so the simulator reads one queue's Workloads, never all of them
+        self.workloads_at: SetTable[tuple[str, str, str], tuple[str, str]] = SetTable()
+        #: the kept documents the simulator reads (LocalQueues' stopPolicy, Kueue's Configuration):
+        #: the generation they were copied at, and the copy
+        self._kept: tuple[int, Mapping[str, Mapping[Key, Mapping[str, Any]]]] = (-1, {})
         #: what ClusterQueues store in their cohorts, kept summed as they come and go
         self.members = CohortMembers()
         #: what the Workloads hold and wait for, moved by each one's difference
@@ -173,8 +194,11 @@ class ClusterStore:
         versions = self.object_versions[kind.name]
         if version and versions.get(key) == version and key in self.keys[kind.name]:
             return
+        generation = self.documents.generation
         self.documents.put(kind, key, obj)
         self._put(kind, key, obj)
+        if self.documents.generation != generation and kind in SIMULATOR_DOCUMENTS:
+            self.version += 1  # a LocalQueue's stopPolicy or the Configuration changed: a new snapshot
         if version:
             versions[key] = version
 
@@ -231,8 +255,10 @@ class ClusterStore:
             return
         self.keys[k.WORKLOADS.name].add(key)
         self.ledger.move(key[0], held, -1)
+        _locate(self.workloads_at, key, held, -1)
         self.workloads[key] = entry
         self.ledger.move(key[0], entry, +1)
+        _locate(self.workloads_at, key, entry, +1)
         self._bump(k.WORKLOADS)
 
     def _delete(self, kind: k.Kind, key: Key) -> None:
@@ -265,7 +291,9 @@ class ClusterStore:
         elif kind is k.NODES:
             self.node_index.remove(name)
         elif kind is k.WORKLOADS:
-            self.ledger.move(pair[0], self.workloads.pop(pair, None), -1)
+            gone = self.workloads.pop(pair, None)
+            self.ledger.move(pair[0], gone, -1)
+            _locate(self.workloads_at, pair, gone, -1)
             if self.workload_records.pop(pair, None) is not None:
                 self.records_version += 1
         self._bump(kind)
@@ -332,8 +360,14 @@ class ClusterStore:
         nodes = NodeState(self.node_index.copy(), self.tpu) if last is None or self._nodes_changed else last.nodes
         ledger = self.ledger.copy() if last is None or self._ledger_changed else last.ledger
         workloads = self.workloads.fork() if last is None or self._ledger_changed else last.workloads
+        located = self.workloads_at.fork() if last is None or self._ledger_changed else last.located
+        if self._kept[0] != self.documents.generation:
+            self._kept = (
+                self.documents.generation,
+                {kind.name: dict(self.documents.by_kind.get(kind.name, {})) for kind in SIMULATOR_DOCUMENTS},
+            )
         self._queues_changed = self._nodes_changed = self._ledger_changed = False
-        self._published = Snapshot(
+        published = Snapshot(
             self.version,
             self.tpu,
             queues,
@@ -344,8 +378,14 @@ class ClusterStore:
             self.policy,
             records=self.workload_records.fork(),
             records_version=self.records_version,
+            located=located,
+            kept=self._kept[1],
         )
-        return self._published
+        if last is not None:
+            last.previous = None  # one link only: nothing keeps a chain of old snapshots alive
+            published.previous = last
+        self._published = published
+        return published
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
         """Per kind, for /metrics: usable now, seconds since last known current, since last event."""

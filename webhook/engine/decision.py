@@ -13,6 +13,7 @@ from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
+from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.state import ClusterState, ClusterView
 from webhook.engine.patches import JsonPatch, default_labels, label_patch
 from webhook.kube.quantity import CONTEXT
@@ -32,6 +33,7 @@ from webhook.rules import Rule, RuleContext
 from webhook.rules.catalog import RULES
 from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
 from webhook.rules.cluster import recall_key
+from webhook.simulate.live import warning_line
 
 Stage = Literal["mutate", "validate"]
 
@@ -346,4 +348,18 @@ def decide(
         bound(decision, policy, workload.malformed_unrecorded, malformed)
     if decision.allowed and creating and facts.stage == "mutate":
         decision.patch = label_patch(workload, added)
+    elif decision.allowed and creating and policy.simulate == "warn" and isinstance(view, Snapshot):
+        _simulate(decision, view, workload, ctx.effective_labels, policy)
     return decision
+
+
+def _simulate(
+    decision: Decision, snapshot: Snapshot, workload: Workload, labels: Mapping[str, str], policy: Policy
+) -> None:
+    """The validating call's ``[simulate]`` line: what Kueue would do with the job now. It never
+    denies; a job the simulator cannot read, or an ``unknown`` answer, adds nothing."""
+    if workload.malformed:
+        return
+    line = warning_line(snapshot, workload, labels, policy)
+    if line is not None:
+        decision.warnings.append(clip(line, policy.limits.max_line_chars))

@@ -36,6 +36,7 @@ from webhook.explain.inputs import Document, Simulate, metadata, text_field
 from webhook.explain.workloads import WORKLOAD, job_workloads
 from webhook.kube.typos import did_you_mean
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.simulate.live import simulate_stored
 
 #: what a user may type for each kind, lower-cased: kubectl's names (singular, plural, short names
 #: from the CRDs: Workload's ``kwl``, ``kueueworkload``)
@@ -206,9 +207,12 @@ def request_from_snapshot(
     )
 
 
-def stored_simulator(snapshot: Snapshot) -> StoredSimulate | None:
-    """The simulator's answer for a stored Workload, for the CLI and the server alike: the one
-    place the simulator is connected. ``None`` until it is (explain then says nothing of it)."""
-    # integrator: return lambda namespace, name: simulate_stored(snapshot, namespace, name, snapshot.policy)
-    # (webhook/simulate/live.py)
-    return None
+def stored_simulator(snapshot: Snapshot) -> StoredSimulate:
+    """The simulator's answer for a stored Workload as if submitted now, itself left out of the
+    state (``webhook.simulate.live.simulate_stored``), as §12's JSON: the CLI and the server alike."""
+
+    def simulate(namespace: str, name: str) -> Mapping[str, Any] | None:
+        result = simulate_stored(snapshot, namespace, name, snapshot.policy)
+        return result.to_json() if result is not None else None
+
+    return simulate

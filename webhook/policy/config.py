@@ -250,6 +250,9 @@ class Policy(_Model):
     cluster: ClusterPolicy = Field(default_factory=ClusterPolicy)
     #: Kueue's own objects as the admin guard expects them (``lint-queues``)
     kueue: KueuePolicy = Field(default_factory=KueuePolicy)
+    #: ``warn``: the validating call of a CREATE the rules admit carries one ``[simulate]`` line (what
+    #: Kueue would do with the job now, ``webhook.simulate``); ``off``: no simulation. It never denies.
+    simulate: Literal["warn", "off"] = "warn"
 
     @field_validator("tiers")
     @classmethod

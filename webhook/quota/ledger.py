@@ -77,6 +77,7 @@ class WorkloadEntry:
         "chips",
         "cluster_queue",
         "created",
+        "evicted",
         "local_queue",
         "owner_kind",
         "owner_name",
@@ -105,6 +106,7 @@ class WorkloadEntry:
         usage: Usage = (),
         owner_kind: str = "",
         owner_name: str = "",
+        evicted: bool = False,
     ) -> None:
         self.local_queue = local_queue
         self.cluster_queue = cluster_queue
@@ -127,6 +129,8 @@ class WorkloadEntry:
         #: its controller owner (the job Kueue made it for), when it names one
         self.owner_kind = owner_kind
         self.owner_name = owner_name
+        #: holding quota with ``Evicted`` True: its eviction is under way (Kueue's preemptor tries it first)
+        self.evicted = evicted
 
     def __eq__(self, other: object) -> bool:
         """Same in every slot: a status-only update (most Workload events) changes nothing kept."""
@@ -225,19 +229,29 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
             _shared(chips),
             reserved_at=_seconds(since),
             usage=_shared(usage),
+            evicted=conditions.get("Evicted", (False, "", ""))[0],
             **common,
         )
     if reason in INADMISSIBLE_REASONS or conditions.get("WaitingForReplacementPods", (False, "", ""))[0]:
         return WorkloadEntry(queue, "", priority, INADMISSIBLE, **common)
+    return WorkloadEntry(queue, "", priority, WAITS, shape=shape_of(spec, tpu), **common)
+
+
+def shape_of(spec: Mapping[str, Any], tpu: str) -> Shape:
+    """A Workload's ``spec.podSets`` as the flavor assigner reads them (shared between equal shapes).
+
+    A TPU podSet asks for topology-aware scheduling as the rules judge it
+    (``webhook.quota.podsets.asks_for_tas``), whether or not it carries a ``topologyRequest`` yet.
+    """
     podsets = []
     for podset in map(_dict, spec.get("podSets") or ()):
         pod = _dict(_dict(podset.get("template")).get("spec"))
         count = podset.get("count", 1)
         demand = podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1)
-        if "topologyRequest" in podset or demand.total(tpu):  # as the rules judge a TPU podSet
+        if "topologyRequest" in podset or demand.total(tpu):
             demand = podset_demand(demand.name, pod, demand.count, dict(demand.requests), tas=True)
         podsets.append(demand)
-    return WorkloadEntry(queue, "", priority, WAITS, shape=_shared(tuple(podsets)), **common)
+    return _shared(tuple(podsets))  # type: ignore[no-any-return]
 
 
 class LedgerView(Protocol):

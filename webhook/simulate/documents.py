@@ -90,7 +90,6 @@ def state_from_objects(
                 admitted.append(workload)
             elif workload is not None:
                 pending.append(workload)
-    extra = {} if now is None else {"now": now}
     return State(
         queues,
         cohorts,
@@ -101,5 +100,5 @@ def state_from_objects(
         fair_sharing(configuration),
         frozenset(missing),
         labels or None,
-        **extra,
+        now or datetime.now().astimezone(),
     )

@@ -152,7 +152,8 @@ class Result:
                 lines.append(f"  largest users: {holders}")
         if self.position.ahead:
             lines.append(
-                f"  position: {self.position.ahead} Workloads ahead ({format_amount(self.position.chips_ahead)} chips),"
+                f"  position: {plural(self.position.ahead, 'Workload')} ahead "
+                f"({format_amount(self.position.chips_ahead)} chips),"
                 f" {self.position.strategy}"
             )
         lines += [f"  note: {note}" for note in self.notes[:LISTED]]

@@ -92,14 +92,20 @@ class State:
     #: namespace -> its labels, for ClusterQueue ``namespaceSelector``s; ``None``: not in the state
     namespace_labels: Mapping[str, Mapping[str, str]] | None = None
     now: datetime = field(default_factory=lambda: datetime.now().astimezone())
-    #: ClusterQueue -> its admitted Workloads (Kueue's ``ClusterQueueSnapshot.Workloads``)
-    admitted_by_queue: Mapping[str, tuple[AdmittedWorkload, ...]] = field(init=False)
+    #: ClusterQueue -> what its admitted Workloads use; given (a live snapshot's counters), the
+    #: tree is built from it instead of from ``admitted`` (which may then be empty)
+    usage: Mapping[str, Mapping[FlavorResource, Decimal]] | None = None
+    #: ClusterQueue -> its admitted Workloads (Kueue's ``ClusterQueueSnapshot.Workloads``);
+    #: given, a mapping that builds a queue's part when it is first read (a live snapshot)
+    admitted_by_queue: Mapping[str, tuple[AdmittedWorkload, ...]] = None  # type: ignore[assignment]
     #: ClusterQueue -> its pending Workloads, through their LocalQueue
-    pending_by_queue: Mapping[str, tuple[PendingWorkload, ...]] = field(init=False)
+    pending_by_queue: Mapping[str, tuple[PendingWorkload, ...]] = None  # type: ignore[assignment]
     #: ClusterQueue -> its admitted Workloads in Kueue's candidate order (``candidates``)
-    candidates: Mapping[str, QueueIndex] = field(init=False)
+    candidates: Mapping[str, QueueIndex] = None  # type: ignore[assignment]
 
     def __post_init__(self) -> None:
+        if self.admitted_by_queue is not None:
+            return  # built per queue by the caller (``webhook.simulate.live``)
         admitted: defaultdict[str, list[AdmittedWorkload]] = defaultdict(list)
         for workload in self.admitted:
             admitted[workload.cluster_queue].append(workload)

@@ -356,6 +356,10 @@ def build_tree(state: State) -> Tree:
     tree = Tree(queues, cohorts, cycles, [])
     if COHORTS in state.missing:
         tree.notes.append("Cohort objects are not in the state: the quota above each cohort is unknown")
+    if state.usage is not None:  # a live snapshot's counters: O(queues × flavors), never O(Workloads)
+        for name, usage in state.usage.items():
+            _add_counted(tree, state, name, usage)
+        return tree
     for workload in state.admitted:
         held = state.cluster_queues.get(workload.cluster_queue)
         if held is None:
@@ -371,3 +375,18 @@ def build_tree(state: State) -> Tree:
             )
         tree.add(workload.cluster_queue, workload.usage)
     return tree
+
+
+def _add_counted(tree: Tree, state: State, name: str, usage: Mapping[FlavorResource, Decimal]) -> None:
+    """A queue's usage as the snapshot counts it, with the notes ``build_tree`` gives Workload by Workload."""
+    held = state.cluster_queues.get(name)
+    if held is None:
+        tree.notes.append(f"Workloads are admitted to ClusterQueue {name}, which the state lacks")
+        return
+    strange = sorted({flavor for flavor, _ in usage if flavor not in {f for f, _ in held.flavors}})
+    if strange:
+        tree.notes.append(
+            f"ClusterQueue {name} holds quota of flavor {', '.join(strange)}, which it does not list; "
+            "counted there all the same"
+        )
+    tree.add(name, usage)

@@ -1,0 +1,160 @@
+"""``tpu-admission simulate`` end to end, through ``main(argv)``: from state files (read as ``check
+--cluster-state`` reads them) and from the local API test server (listed as ``audit`` lists it)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from cluster_apiserver import FakeApiServer, write_kubeconfig
+from cluster_fixtures import OBJECTS, load
+from support import FIXTURES, run_cli, write_yaml
+
+from webhook.cluster import kinds as k
+
+STATE = str(FIXTURES / "cluster")
+FITS = str(FIXTURES / "jobsets" / "rfc-4.6-static-single.yaml")  # 256 chips of tpu7x-4x8x8 in team-b
+PENDING = "jobset-a-pending-guaranteed-4c5d6"  # a guaranteed Workload waiting in team-a
+
+
+def _workload(name: str, chips: int, priority: int = 1000) -> dict[str, Any]:
+    """A kueue.x-k8s.io Workload for LocalQueue team-a-queue of kubemaker asking ``chips`` TPU chips."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "kubemaker", "creationTimestamp": "2030-01-01T00:00:00Z"},
+        "spec": {
+            "queueName": "team-a-queue",
+            "priority": priority,
+            "podSets": [
+                {
+                    "name": "workers",
+                    "count": chips // 4,
+                    "template": {
+                        "spec": {
+                            "nodeSelector": {"cloud.google.com/gke-tpu-topology": "4x4x4"},
+                            "containers": [{"name": "c", "resources": {"requests": {"google.com/tpu": "4"}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
+def test_a_jobset_that_fits_starts_now_text_outcome_first() -> None:
+    done = run_cli("simulate", FITS, "--cluster-state", STATE)
+    assert (done.returncode, done.stderr) == (0, "")
+    assert done.stdout.splitlines() == [
+        "ADMIT  JobSet kubemaker/eval-4x8x8",
+        "  ClusterQueue team-b",
+        "  fits now in ClusterQueue team-b on tpu7x-4x8x8",
+        "  podSet workers ×64: google.com/tpu: tpu7x-4x8x8",
+        "tpu-admission simulate: 1 of 1 would start now",
+    ]
+
+
+def test_json_is_the_contracts(tmp_path: Path) -> None:
+    job = write_yaml(tmp_path / "w.yaml", _workload("huge", 4096))
+    done = run_cli("simulate", FITS, str(job), "--cluster-state", STATE, "--output", "json")
+    assert done.returncode == 1  # one of them does not start now
+    answer = json.loads(done.stdout)
+    assert set(answer) == {"results", "errors"} and answer["errors"] == []
+    first, second = answer["results"]
+    assert first == {
+        "source": f"{FITS}:2",
+        "kind": "JobSet",
+        "namespace": "kubemaker",
+        "name": "eval-4x8x8",
+        "outcome": "admit",
+        "reason": "",
+        "clusterQueue": "team-b",
+        "podSets": [{"name": "workers", "count": 64, "flavors": {"google.com/tpu": "tpu7x-4x8x8"}, "borrows": 0}],
+        "preemptions": [],
+        "position": {"ahead": 0, "chipsAhead": 0},
+        "message": "fits now in ClusterQueue team-b on tpu7x-4x8x8",
+    }
+    assert (second["kind"], second["name"], second["outcome"], second["reason"]) == (
+        "Workload",
+        "huge",
+        "never",
+        "ExceedsMaxQuota",
+    )
+
+
+def test_the_pending_workload_created_before_it_is_in_front(tmp_path: Path) -> None:
+    """A Workload created after the one already pending in team-a has it in front."""
+    job = write_yaml(tmp_path / "w.yaml", _workload("late", 64))
+    done = run_cli("simulate", str(job), "--cluster-state", STATE, "--output", "json")
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["position"] == {"ahead": 1, "chipsAhead": 64}
+    assert done.returncode == (0 if result["outcome"] in ("admit", "preempt") else 1)
+
+
+def test_usage_errors_exit_2_with_a_message_never_a_traceback(tmp_path: Path) -> None:
+    typo = run_cli("simulate", FITS, "--cluster-state", STATE, "--tier", "prodction")
+    assert (typo.returncode, typo.stdout) == (2, "")
+    assert typo.stderr == (
+        "tpu-admission simulate: --tier 'prodction' is not a configured tier (production, dev); "
+        "did you mean 'production'?\n"
+    )
+    missing = run_cli("simulate", str(tmp_path / "nothing.yaml"), "--cluster-state", STATE)
+    assert missing.returncode == 2 and "Traceback" not in missing.stderr + missing.stdout
+    neither = run_cli("simulate", FITS)
+    assert neither.returncode == 2 and "one of the arguments --cluster-state --kubeconfig is required" in neither.stderr
+    bad_state = run_cli("simulate", FITS, "--cluster-state", str(tmp_path / "gone"))
+    assert bad_state.returncode == 2 and bad_state.stderr.startswith("tpu-admission simulate: --cluster-state: ")
+
+
+def test_an_object_that_is_not_a_job_is_named_and_fails(tmp_path: Path) -> None:
+    other = write_yaml(tmp_path / "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
+    done = run_cli("simulate", str(other), "--cluster-state", STATE, "--output", "json")
+    assert done.returncode == 1
+    assert json.loads(done.stdout) == {
+        "results": [],
+        "errors": [f"{other}:1: not a JobSet, Job, Deployment or kueue.x-k8s.io Workload (v1 ConfigMap)"],
+    }
+
+
+@pytest.fixture
+def api(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeApiServer]:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    server = load(FakeApiServer(kinds=(k.KUEUE_CONFIG, k.WORKLOAD_PRIORITY_CLASSES))).start()
+    for obj in OBJECTS:
+        if obj["kind"] == "WorkloadPriorityClass":
+            server.put(k.WORKLOAD_PRIORITY_CLASSES, obj)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def test_from_a_live_cluster_the_answer_is_the_files(api: FakeApiServer, tmp_path: Path) -> None:
+    kubeconfig = str(write_kubeconfig(tmp_path / "kubeconfig", api.port))
+    live = run_cli("simulate", FITS, "--kubeconfig", kubeconfig, "--output", "json")
+    files = run_cli("simulate", FITS, "--cluster-state", STATE, "--output", "json")
+    assert (live.returncode, live.stderr) == (0, "")
+    assert json.loads(live.stdout) == json.loads(files.stdout)
+
+
+def test_a_deployment_says_how_many_of_its_pods_start_now(tmp_path: Path) -> None:
+    """One Workload per pod (Kueue's pod integration): team-b has the CPU for all 3 pods."""
+    deployment = yaml.safe_load((FIXTURES / "deployments" / "service-deployment.yaml").read_text())
+    deployment["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] = "team-b-queue"
+    path = write_yaml(tmp_path / "d.yaml", deployment)
+    done = run_cli("simulate", str(path), "--cluster-state", STATE, "--output", "json")
+    (result,) = json.loads(done.stdout)["results"]
+    assert (done.returncode, result["outcome"], result["clusterQueue"]) == (0, "admit", "team-b")
+    assert result["podSets"] == [
+        {
+            "name": "main",
+            "count": 1,
+            "flavors": {"cpu": "cpu-standard", "ephemeral-storage": "cpu-standard", "memory": "cpu-standard"},
+            "borrows": 0,
+        }
+    ]
+    assert result["message"].endswith("; 3 of 3 pods start now (one Workload per pod)")

@@ -1,0 +1,123 @@
+"""The simulator on a live snapshot (``webhook.simulate.live``): the fixture cluster read as ``check
+--cluster-state`` reads it, one path for files and the server."""
+
+from __future__ import annotations
+
+from cluster_fixtures import OBJECTS, POLICY, STATE
+
+from webhook.cluster import kinds as k
+from webhook.cluster.statefiles import state_from_objects
+from webhook.simulate.live import LiveSimulator, live, simulate_object, simulate_stored, state_of
+
+
+def test_the_state_reads_the_snapshots_parts_and_kept_documents() -> None:
+    snapshot = STATE.snapshot()
+    simulator = live(snapshot, POLICY)
+    assert simulator is live(snapshot, POLICY)  # memoized on the snapshot
+    assert simulator.priorities == {"guaranteed": 1000, "best-effort": 100, "default": 10}
+    state = state_of(snapshot, POLICY)
+    assert state.usage == snapshot.queue_usages()
+    assert sorted(w.key for w in state.admitted_by_queue["team-a"]) == sorted(
+        f"{ns}/{name}" for ns, name, _ in snapshot.holding_in("team-a")
+    )
+
+
+def test_a_pending_stored_workload_is_answered_without_itself() -> None:
+    result = simulate_stored(STATE.snapshot(), "kubemaker", "jobset-a-pending-guaranteed-4c5d6", POLICY)
+    assert result is not None
+    assert (result.outcome, result.cluster_queue, result.message) == (
+        "admit",
+        "team-a",
+        "fits now in ClusterQueue team-a on tpu7x-4x4x4",
+    )
+    assert simulate_stored(STATE.snapshot(), "kubemaker", "no-such-workload", POLICY) is None
+
+
+def test_fair_sharing_is_on_with_the_configuration_in_the_state() -> None:
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"namespace": "kueue-system", "name": "kueue-manager-config"},
+        "data": {
+            "controller_manager_config.yaml": "apiVersion: config.kueue.x-k8s.io/v1beta2\n"
+            "kind: Configuration\nfairSharing:\n  preemptionStrategies: [LessThanInitialShare]\n"
+        },
+    }
+
+    store = state_from_objects([*OBJECTS, config], POLICY)
+    fair = state_of(store.snapshot(), POLICY).fair_sharing
+    assert (fair.enabled, fair.strategies) == (True, ("LessThanInitialShare",))
+    assert not state_of(STATE.snapshot(), POLICY).fair_sharing.enabled
+
+
+def test_a_job_is_read_as_kueue_makes_its_workload() -> None:
+    jobset = {
+        "apiVersion": "jobset.x-k8s.io/v1alpha2",
+        "kind": "JobSet",
+        "metadata": {"name": "j", "namespace": "other", "labels": {"kueue.x-k8s.io/queue-name": "nowhere"}},
+        "spec": {"replicatedJobs": []},
+    }
+    result = simulate_object(live(STATE.snapshot(), POLICY), jobset, "j.yaml")
+    assert (result.outcome, result.reason, result.namespace, result.name) == ("never", "Misconfigured", "other", "j")
+
+
+def test_a_queue_whose_workloads_did_not_change_shares_its_parts_with_the_previous_snapshot() -> None:
+    store = state_from_objects(OBJECTS, POLICY)
+    before = state_of(store.snapshot(), POLICY)
+    parts = {q: (before.admitted_by_queue[q], before.pending_by_queue[q]) for q in ("team-a", "team-b")}
+    running = next(
+        o for o in OBJECTS if o["kind"] == "Workload" and o["metadata"]["name"] == "jobset-a-running-guaranteed-1a2b3"
+    )
+    copy = {**running, "metadata": {**running["metadata"], "name": "another", "uid": "another-uid"}}
+    store.apply(k.WORKLOADS, "ADDED", copy)
+    after = state_of(store.snapshot(), POLICY)
+    assert after is not before
+    assert after.admitted_by_queue["team-b"] is parts["team-b"][0]  # untouched: shared
+    assert after.pending_by_queue["team-b"] is parts["team-b"][1]
+    assert after.pending_by_queue["team-a"] is parts["team-a"][1]  # its pending ones did not change either
+    assert sorted(w.key for w in after.admitted_by_queue["team-a"]) == sorted(
+        [*(w.key for w in parts["team-a"][0]), "kubemaker/another"]
+    )
+
+
+def test_after_a_workload_event_the_tree_taken_over_answers_as_one_built_anew() -> None:
+    store = state_from_objects(OBJECTS, POLICY)
+    job = _workload_job("probe", 128)
+    first = live(store.snapshot(), POLICY)
+    before = simulate_object(first, job)
+    running = next(
+        o for o in OBJECTS if o["kind"] == "Workload" and o["metadata"]["name"] == "jobset-a-running-guaranteed-1a2b3"
+    )
+    store.apply(k.WORKLOADS, "ADDED", {**running, "metadata": {**running["metadata"], "name": "more", "uid": "m"}})
+    snapshot = store.snapshot()
+    carried = live(snapshot, POLICY)
+    assert first.simulator is None and carried.simulator is not None  # the tree moved on
+    built = LiveSimulator(snapshot, POLICY, now=carried.state.now)  # a tree of its own
+    assert simulate_object(carried, job).to_json() == simulate_object(built, job).to_json()
+    assert simulate_object(first, job).to_json() == before.to_json()  # the old snapshot still answers as it did
+    assert simulate_object(carried, job).to_json() != before.to_json()  # and the event did change the answer
+
+
+def _workload_job(name: str, chips: int) -> dict[str, object]:
+    """A Workload for team-a's LocalQueue asking ``chips`` TPU chips of 4x4x4."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "kubemaker", "creationTimestamp": "2030-01-01T00:00:00Z"},
+        "spec": {
+            "queueName": "team-a-queue",
+            "priority": 1000,
+            "podSets": [
+                {
+                    "name": "workers",
+                    "count": chips // 4,
+                    "template": {
+                        "spec": {
+                            "nodeSelector": {"cloud.google.com/gke-tpu-topology": "4x4x4"},
+                            "containers": [{"name": "c", "resources": {"requests": {"google.com/tpu": "4"}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }

@@ -1,0 +1,83 @@
+"""One submitted object through the webhook and then the simulator: what ``simulate`` and
+``POST /simulate`` answer.
+
+A JobSet, Job or Deployment is first judged as its CREATE would be (``decide`` on the
+mutating call, the tier from ``--tier`` or the namespace): if the webhook would deny it,
+it would never be created, and the answer says so (``never``, reason ``Denied``, the first
+denial). Otherwise it gets the labels the mutating call adds (the tier's default queue and
+priority class) and goes to the simulator; a ``kueue.x-k8s.io`` Workload goes to the
+simulator as it is.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Final
+
+from webhook.cluster.snapshot import Snapshot
+from webhook.engine.decision import AdmissionFacts, decide
+from webhook.engine.patches import default_labels
+from webhook.objects.kinds import kind_of_document, likely_meant
+from webhook.objects.readers import read_workload
+from webhook.objects.request import UserInfo
+from webhook.policy.tiers import resolve_tier
+from webhook.simulate.live import LiveSimulator, simulate_object, simulate_workload
+from webhook.simulate.result import NEVER, Result
+
+WORKLOAD_GROUP: Final = "kueue.x-k8s.io"
+#: the reason of a job the webhook itself would refuse (not Kueue's: it never gets that far)
+DENIED: Final = "Denied"
+
+
+class NotSimulated(ValueError):
+    """The object is not one the simulator reads; the message says what it is and what would be."""
+
+
+def is_workload(data: Mapping[str, Any]) -> bool:
+    return data.get("kind") == "Workload" and str(data.get("apiVersion", "")).startswith(WORKLOAD_GROUP + "/")
+
+
+def simulate_submitted(
+    data: Any,
+    simulator: LiveSimulator,
+    *,
+    user: UserInfo | None = None,
+    tier: str | None = None,
+    source: str = "",
+) -> Result:
+    """What Kueue would do with ``data`` submitted now; ``NotSimulated`` when it is not a job or Workload."""
+    if not isinstance(data, dict):
+        raise NotSimulated("not a Kubernetes object (a mapping with apiVersion and kind)")
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    namespace = str((metadata or {}).get("namespace") or "default")
+    if is_workload(data):
+        return simulate_object(simulator, data, source, namespace)
+    kind = kind_of_document(data)
+    if kind is None:
+        meant = likely_meant(data)
+        found = f"{data.get('apiVersion') or 'no apiVersion'} {data.get('kind') or 'no kind'}"
+        raise NotSimulated(
+            f"not a JobSet, Job, Deployment or kueue.x-k8s.io Workload ({found})" + (f"; {meant}" if meant else "")
+        )
+    policy, snapshot = simulator.policy, simulator.snapshot
+    facts = AdmissionFacts(
+        operation="CREATE", stage="mutate", namespace=namespace, tier_override=tier, kind=kind, user=user or UserInfo()
+    )
+    decision = decide(data, facts, policy, snapshot)
+    if not decision.allowed:
+        first = decision.deny_message().splitlines()[0]
+        name = str((metadata or {}).get("name") or "")
+        message = f"the webhook would deny it: {first}"
+        return Result(NEVER, DENIED, "", message, source=source, kind=kind, namespace=namespace, name=name)
+    workload = read_workload(kind, data, policy, namespace)
+    if workload.malformed:
+        raise NotSimulated(f"{kind} {workload.name}: {workload.malformed[0].message}")
+    labels = dict(workload.labels)
+    resolved = resolve_tier(policy, namespace, override=tier, namespace_labels=_labels(snapshot, namespace)).tier
+    if resolved is not None:
+        labels.update(default_labels(workload, policy.tiers[resolved], policy))
+    return simulate_workload(simulator, workload, labels, source)
+
+
+def _labels(snapshot: Snapshot, namespace: str) -> Mapping[str, str] | None:
+    return snapshot.namespace_labels(namespace)

@@ -1,0 +1,58 @@
+"""``POST /simulate``: one object in, one SPEC §12 result out, for AIStudio.
+
+The body is one JSON object (a JobSet, Job, Deployment or ``kueue.x-k8s.io`` Workload),
+read within ``server.maxBodyBytes`` like an AdmissionReview; the answer is the result the
+CLI's ``--output json`` gives for it (``webhook.engine.simulating``), against the
+server's current snapshot. Bad input is a 4xx with ``{"error": reason}``; nothing is
+a 5xx. Without a cluster the answer is ``unknown``, saying so: the simulator never guesses
+usage. The HTTP plumbing (body limit, content type, client authentication) is the
+admission paths' own (``webhook.serving.app``, ``webhook.serving.guard``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+from webhook.cluster.snapshot import Snapshot
+from webhook.cluster.state import ClusterState
+from webhook.engine.simulating import NotSimulated, simulate_submitted
+from webhook.objects.jsontext import plain_json
+from webhook.policy.config import Policy
+from webhook.simulate.live import live
+from webhook.simulate.result import UNKNOWN, Result
+
+errors = logging.getLogger("tpu_admission.server")
+
+
+def answer(body: bytes, policy: Policy, cluster: ClusterState | None) -> tuple[int, dict[str, Any]]:
+    """(status, JSON) for one request body: 200 and the result, or a 4xx and ``{"error": ...}``."""
+    try:
+        obj = plain_json(body)
+    except RecursionError:
+        return 400, {"error": "the body is nested too deeply to be read"}
+    except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
+        return 400, {"error": f"the body is not JSON text: {exc}"}
+    if not isinstance(obj, dict):
+        return 400, {"error": "the body must be one JSON object: a JobSet, Job, Deployment or kueue.x-k8s.io Workload"}
+    snapshot = cluster.snapshot() if cluster is not None else None
+    if not isinstance(snapshot, Snapshot):
+        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        result = Result(
+            UNKNOWN,
+            "",
+            "",
+            "the server has no cluster state (serve --kubeconfig): what Kueue would do is unknown",
+            kind=str(obj.get("kind") or ""),
+            namespace=str((metadata or {}).get("namespace") or "default"),
+            name=str((metadata or {}).get("name") or ""),
+        )
+        return 200, result.to_json()
+    try:
+        return 200, simulate_submitted(obj, live(snapshot, policy), source="request").to_json()
+    except NotSimulated as exc:
+        return 422, {"error": str(exc)}
+    except Exception:  # a bug must not become a 5xx
+        errors.exception("internal error simulating a request")
+        return 422, {"error": "tpu-admission failed to simulate this object; see its logs"}

@@ -1,0 +1,440 @@
+"""The simulator on a live ``Snapshot``: the one path the CLI, the webhook and ``POST /simulate`` take.
+
+The engine's ``State`` for a snapshot is built from the snapshot and memoized on it. Its
+cost is not O(all Workloads): the cohort tree's usage comes from the snapshot's counters
+(O(queues × flavors)); a ClusterQueue's admitted Workloads (its candidate index) and its
+pending ones are built from the snapshot's per-queue index the first time an attempt
+reads that queue (``_PerQueue``), O(that queue's Workloads). Everything else is the
+snapshot's own parts: the queue tables, and the kept documents for LocalQueues'
+``stopPolicy``, Kueue's Configuration (fair sharing) and WorkloadPriorityClasses' values.
+
+A ``Simulator`` moves usage in its tree and puts it back; one is kept per snapshot and
+answers one job at a time (its lock). ``simulate_object`` reads a JobSet, Job,
+Deployment or Workload as Kueue would make its Workload; ``simulate_stored`` answers for
+a stored Workload as if it were submitted now, itself left out.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from decimal import localcontext
+from typing import Any, Final
+
+import yaml
+
+from webhook.cluster import kinds as k
+from webhook.cluster.snapshot import Snapshot
+from webhook.kube.quantity import CONTEXT
+from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.objects.readers import read_workload
+from webhook.objects.workload import Workload
+from webhook.policy.config import Policy
+from webhook.quota.ledger import HOLDS, WAITS
+from webhook.quota.podsets import demands_of
+from webhook.simulate.candidates import QueueIndex, build_index
+from webhook.simulate.documents import fair_sharing
+from webhook.simulate.engine import Simulator
+from webhook.simulate.preempt import Simulation
+from webhook.simulate.result import ADMIT, PREEMPT, UNKNOWN, Result
+from webhook.simulate.state import (
+    COHORTS,
+    FLAVORS,
+    LOCAL_QUEUES,
+    WORKLOADS,
+    AdmittedWorkload,
+    LocalQueueInfo,
+    PendingWorkload,
+    State,
+)
+from webhook.simulate.workloads import admitted_of, job_of, pending_of
+
+#: the job kinds read as Kueue's job integrations make their Workloads
+JOB_KINDS: Final = (JOBSET, JOB, DEPLOYMENT)
+WORKLOAD: Final = "Workload"
+#: the engine's kinds, by the store's kind names
+_MISSING: Final = {
+    k.WORKLOADS.name: WORKLOADS,
+    k.COHORTS.name: COHORTS,
+    k.RESOURCE_FLAVORS.name: FLAVORS,
+    k.LOCAL_QUEUES.name: LOCAL_QUEUES,
+}
+
+
+class _PerQueue(Mapping[str, Any]):
+    """ClusterQueue -> a part built the first time it is read (then kept): the queues an attempt
+    never reads cost nothing. A part is taken from the previous snapshot's state instead when the
+    index sets it was built from are the very same objects (``SetTable`` copies a set on its first
+    change after a fork, so an unchanged queue keeps its set, and a changed one never does)."""
+
+    def __init__(
+        self,
+        names: Callable[[], Iterator[str]],
+        make: Callable[[str], Any],
+        token: Callable[[str], tuple[object, ...] | None] | None = None,
+        previous: _PerQueue | None = None,
+    ) -> None:
+        self._names, self._make, self._token, self._previous = names, make, token, previous
+        self._parts: dict[str, Any] = {}
+        self._tokens: dict[str, tuple[object, ...]] = {}
+
+    def __getitem__(self, queue: str) -> Any:
+        part = self._parts.get(queue)
+        if part is not None:
+            return part
+        token = self._token(queue) if self._token is not None else None
+        previous = self._previous
+        if token is not None and previous is not None and queue in previous._parts:
+            held = previous._tokens.get(queue)
+            if held is not None and len(held) == len(token) and all(a is b for a, b in zip(held, token, strict=True)):
+                part = previous._parts[queue]
+        if part is None:
+            part = self._make(queue)
+        self._parts[queue] = part
+        if token is not None:
+            self._tokens[queue] = token
+        return part
+
+    def get(self, queue: str, default: Any = None) -> Any:
+        return self[queue]
+
+    def __iter__(self) -> Iterator[str]:
+        return self._names()
+
+    def __len__(self) -> int:
+        return sum(1 for _ in self._names())
+
+
+#: an index set that is absent: a token of its own (never ``is`` a set)
+_ABSENT: Final = object()
+
+
+def _admitted_token(snapshot: Snapshot, queue: str) -> tuple[object, ...] | None:
+    located = snapshot.located
+    if located is None:
+        return None
+    return (located.get((HOLDS, queue, ""), _ABSENT),)
+
+
+def _pending_token(snapshot: Snapshot, queue: str) -> tuple[object, ...] | None:
+    located = snapshot.located
+    if located is None:
+        return None
+    local_queues = snapshot.queues.queues_of_cq.get(queue)
+    if local_queues is None:
+        return (_ABSENT,)
+    return (
+        local_queues,
+        *(located.get((WAITS, namespace, name), _ABSENT) for namespace, name in sorted(local_queues)),
+    )
+
+
+def _configuration(snapshot: Snapshot, policy: Policy) -> Mapping[str, Any] | None:
+    """Kueue's Configuration from the kept ConfigMap; ``None`` when absent or unreadable."""
+    kueue = policy.kueue
+    for document in snapshot.kept_documents(k.KUEUE_CONFIG):
+        metadata = document.get("metadata") or {}
+        if (metadata.get("namespace"), metadata.get("name")) != (kueue.namespace, kueue.config_map):
+            continue
+        text = (document.get("data") or {}).get(kueue.config_key)
+        try:
+            config = yaml.safe_load(text) if isinstance(text, str) else None
+        except yaml.YAMLError:
+            return None
+        return config if isinstance(config, dict) else None
+    return None
+
+
+def priority_values(snapshot: Snapshot) -> dict[str, int]:
+    """WorkloadPriorityClass name -> its value, from the kept documents."""
+    out = {}
+    for document in snapshot.kept_documents(k.WORKLOAD_PRIORITY_CLASSES):
+        name, value = (document.get("metadata") or {}).get("name"), document.get("value")
+        if isinstance(name, str) and type(value) is int:
+            out[name] = value
+    return out
+
+
+def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) -> State:
+    """The engine's state for ``snapshot`` (memoized on it unless ``now`` is given)."""
+
+    def make() -> State:
+        moment = now or datetime.now(UTC)
+        queues = snapshot.queues
+        local_queues = _local_queues(snapshot)
+        missing = frozenset(_MISSING[name] for name in snapshot.unread if name in _MISSING)
+        labels = None if k.NAMESPACES.name in snapshot.unread else queues.namespaces
+
+        def admitted(queue: str) -> tuple[AdmittedWorkload, ...]:
+            return tuple(admitted_of(ns, name, entry) for ns, name, entry in snapshot.holding_in(queue))
+
+        before = _previous_state(snapshot, policy)
+
+        def names() -> Iterator[str]:
+            return iter(queues.cluster_queues)
+
+        def admitted_token(queue: str) -> tuple[object, ...] | None:
+            return _admitted_token(snapshot, queue)
+
+        admitted_parts = _PerQueue(names, admitted, admitted_token, _part(before, "admitted_by_queue"))
+
+        def candidates(queue: str) -> QueueIndex:
+            return build_index(admitted_parts[queue], moment)
+
+        def pending(queue: str) -> tuple[PendingWorkload, ...]:
+            return tuple(pending_of(ns, name, entry) for ns, name, entry in snapshot.waiting_in(queue))
+
+        def pending_token(queue: str) -> tuple[object, ...] | None:
+            return _pending_token(snapshot, queue)
+
+        return State(
+            queues.cluster_queues,
+            queues.cohorts,
+            queues.flavors,
+            local_queues,
+            fair_sharing=fair_sharing(_configuration(snapshot, policy)),
+            missing=missing,
+            namespace_labels=labels,
+            now=moment,
+            usage=snapshot.queue_usages(),
+            admitted_by_queue=admitted_parts,
+            pending_by_queue=_PerQueue(names, pending, pending_token, _part(before, "pending_by_queue")),
+            candidates=_PerQueue(names, candidates, admitted_token, _part(before, "candidates")),
+        )
+
+    if now is not None:
+        return make()
+    return snapshot.remember(_state_key(policy), make)  # type: ignore[no-any-return]
+
+
+def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:
+    """The LocalQueues with their stop policies, kept on the queue part (shared across Workload
+    events) for as long as the kept documents are the same."""
+    queues = snapshot.queues
+    held = queues.memo.get("simulate local queues")
+    if held is not None and held[0] is snapshot.kept:
+        return held[1]  # type: ignore[no-any-return]
+    stops = {}
+    for document in snapshot.kept_documents(k.LOCAL_QUEUES):
+        metadata, spec = document.get("metadata") or {}, document.get("spec") or {}
+        key = (str(metadata.get("namespace", "")), str(metadata.get("name", "")))
+        stops[key] = str(spec.get("stopPolicy") or "None")
+    made = {key: LocalQueueInfo(key[0], key[1], cq, stops.get(key, "None")) for key, cq in queues.local_queues.items()}
+    queues.memo.answers["simulate local queues"] = (snapshot.kept, made)  # replaced, never changed
+    return made
+
+
+def _state_key(policy: Policy) -> tuple[str, int]:
+    return ("simulate state", id(policy))
+
+
+def _previous_state(snapshot: Snapshot, policy: Policy) -> State | None:
+    """The state built on the snapshot published just before, if one was (its parts may be shared)."""
+    previous = snapshot.previous
+    if previous is None or previous.policy is not snapshot.policy:
+        return None
+    held = previous.memo.get(_state_key(policy))
+    return held if isinstance(held, State) else None
+
+
+def _part(state: State | None, name: str) -> _PerQueue | None:
+    part = getattr(state, name, None) if state is not None else None
+    return part if isinstance(part, _PerQueue) else None
+
+
+class LiveSimulator:
+    """One snapshot's ``Simulator``, answering one job at a time.
+
+    After a Workload event (the queues, the kept documents and what cannot be read all
+    unchanged) the previous snapshot's cohort tree is taken over instead of built again: each
+    ClusterQueue whose counted usage moved gets the difference, O(queues × flavors) to compare.
+    The previous snapshot's simulator then builds a tree of its own if it is asked again.
+    """
+
+    def __init__(self, snapshot: Snapshot, policy: Policy, budget: int = 20_000, now: datetime | None = None) -> None:
+        self.snapshot = snapshot
+        self.policy = policy
+        self.budget = budget
+        self.priorities = priority_values(snapshot)
+        self.names = {value: name for name, value in self.priorities.items()}
+        self.lock = threading.Lock()
+        state = state_of(snapshot, policy, now)
+        self.state = state
+        carried = self._carried(state) if now is None else None
+        self.simulator: Simulator | None = carried or self._built(state)
+
+    def _built(self, state: State) -> Simulator:
+        tpu = self.policy.tpu.resource_name
+        return Simulator(state, tpu=tpu, budget=self.budget, priority_names=self.names)
+
+    def _carried(self, state: State) -> Simulator | None:
+        snapshot, previous = self.snapshot, self.snapshot.previous
+        if (
+            previous is None
+            or previous.queues is not snapshot.queues
+            or previous.kept is not snapshot.kept
+            or previous.unread != snapshot.unread
+            or state.usage is None
+        ):
+            return None
+        before = previous.memo.get(("simulator", id(self.policy)))
+        if not isinstance(before, LiveSimulator) or before.budget != self.budget or before.state.usage is None:
+            return None
+        with before.lock:
+            simulator, before.simulator = before.simulator, None
+        if simulator is None:
+            return None
+        old, new = before.state.usage, state.usage
+        tree = simulator.tree
+        with localcontext(CONTEXT):
+            for queue in old.keys() | new.keys():
+                was, now = old.get(queue, {}), new.get(queue, {})
+                if was is now or was == now:
+                    continue
+                tree.remove(queue, was)
+                tree.add(queue, now)
+        simulator.state = state
+        simulator.sim = Simulation(state, tree, self.budget)
+        return simulator
+
+    def simulate(self, job: PendingWorkload, kind: str = WORKLOAD, source: str = "") -> Result:
+        with self.lock:
+            if self.simulator is None:  # its tree went to the next snapshot's simulator
+                self.simulator = self._built(self.state)
+            return self.simulator.simulate(job, kind, source)
+
+
+def live(snapshot: Snapshot, policy: Policy) -> LiveSimulator:
+    """The snapshot's simulator (memoized on it)."""
+    return snapshot.remember(("simulator", id(policy)), lambda: LiveSimulator(snapshot, policy))  # type: ignore[no-any-return]
+
+
+def simulate_object(simulator: LiveSimulator, obj: Mapping[str, Any], source: str = "", namespace: str = "") -> Result:
+    """One object (JobSet, Job, Deployment, or a ``kueue.x-k8s.io`` Workload) as Kueue would see
+    it submitted now. A Deployment is one Workload per pod: the answer is for its first pod, and
+    the message says how many of its pods start now."""
+    kind = str(obj.get("kind") or "")
+    policy = simulator.policy
+    tpu = policy.tpu.resource_name
+    if kind == WORKLOAD:
+        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
+        document = obj if not namespace or (metadata or {}).get("namespace") else _with_namespace(obj, namespace)
+        return simulator.simulate(job_of(document, tpu), WORKLOAD, source)
+    if kind not in JOB_KINDS:
+        raise ValueError(f"kind {kind!r} cannot be simulated: give a JobSet, Job, Deployment or Workload")
+    workload = read_workload(kind, dict(obj), policy, namespace)
+    if workload.malformed:
+        raise ValueError(f"{kind} {workload.name}: {workload.malformed[0].message}")
+    return simulate_workload(simulator, workload, workload.labels, source)
+
+
+def simulate_workload(
+    simulator: LiveSimulator, workload: Workload, labels: Mapping[str, str], source: str = ""
+) -> Result:
+    """A job already read (``read_workload``), with the labels it will carry (the tier's defaults added)."""
+    policy = simulator.policy
+    kind = workload.kind
+    queue = labels.get(policy.queue_label, "")
+    priority_class = labels.get(policy.priority_label, "")
+    ns = workload.namespace or "default"
+    if priority_class and priority_class not in simulator.priorities:
+        return Result(
+            UNKNOWN,
+            "",
+            "",
+            f"WorkloadPriorityClass {priority_class} is not in the state: the job's priority is unknown",
+            source=source,
+            kind=kind,
+            namespace=ns,
+            name=workload.name,
+        )
+    priority = simulator.priorities.get(priority_class, 0)
+    key = f"{ns}/{workload.name}"
+    job = PendingWorkload(key, key, ns, queue, priority, datetime.now(UTC), tuple(demands_of(workload)))
+    result = simulator.simulate(job, kind, source)
+    if kind == DEPLOYMENT and workload.replicas != 1:
+        result = _pods_now(simulator, job, workload.replicas, result)
+    return result
+
+
+def warning_line(snapshot: Snapshot, workload: Workload, labels: Mapping[str, str], policy: Policy) -> str | None:
+    """The webhook's ``[simulate]`` line for a job the rules admit; ``None`` when the answer is
+    ``unknown`` (the cluster rules already name what the state lacks). Memoized on the snapshot
+    per namespace, labels and podSets: every job of one shape gets the same answer of one state."""
+    key = (
+        "simulate line",
+        workload.kind,
+        workload.namespace,
+        labels.get(policy.queue_label, ""),
+        labels.get(policy.priority_label, ""),
+        workload.replicas,
+        tuple(demands_of(workload)),
+    )
+
+    def make() -> str:
+        result = simulate_workload(live(snapshot, policy), workload, labels)
+        return "" if result.outcome == UNKNOWN else result.warning()
+
+    line: str = snapshot.remember(key, make)
+    return line or None
+
+
+def _pods_now(simulator: LiveSimulator, job: PendingWorkload, replicas: int, first: Result) -> Result:
+    """How many of a Deployment's pods start now without preemption: the most pods that fit as one
+    Workload, found by bisection (pods placed one by one could also split across flavors, so this is a
+    floor)."""
+    if first.outcome != ADMIT or replicas <= 1:
+        note = f"a Deployment of {replicas} pods is one Workload per pod; this answer is for one pod"
+        return dataclasses.replace(first, message=f"{first.message}; {note}")
+
+    def fits(count: int) -> bool:
+        podsets = tuple(dataclasses.replace(p, count=p.count * count) for p in job.podsets)
+        return simulator.simulate(dataclasses.replace(job, podsets=podsets)).outcome == ADMIT
+
+    low, high = 1, replicas
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits(middle):
+            low = middle
+        else:
+            high = middle - 1
+    message = f"{first.message}; {low} of {replicas} pods start now (one Workload per pod)"
+    if low < replicas:
+        message += ", the rest wait or need preemption"
+    return dataclasses.replace(first, message=message)
+
+
+def _with_namespace(obj: Mapping[str, Any], namespace: str) -> dict[str, Any]:
+    metadata = dict(obj.get("metadata") or {})
+    metadata["namespace"] = namespace
+    return {**obj, "metadata": metadata}
+
+
+def starts_now(result: Result) -> bool:
+    return result.outcome in (ADMIT, PREEMPT)
+
+
+def simulate_stored(snapshot: Snapshot, namespace: str, name: str, policy: Policy) -> Result | None:
+    """The simulator's answer for the stored Workload ``namespace/name`` as if it were submitted now,
+    itself left out of the state (its quota or its place in the queue); ``None`` when the snapshot
+    holds no such Workload."""
+    entry = snapshot.workloads.get((namespace, name))
+    if entry is None:
+        return None
+    rest = snapshot.without([(namespace, name)])
+    shape = entry.shape
+    if not shape:
+        return Result(
+            UNKNOWN,
+            "",
+            entry.cluster_queue,
+            "the Workload holds quota or is not pending: its podSets as submitted are not kept, so it cannot be "
+            "simulated as new",
+            kind=WORKLOAD,
+            namespace=namespace,
+            name=name,
+        )
+    job = pending_of(namespace, name, entry)
+    return live(rest, policy).simulate(job, WORKLOAD)
