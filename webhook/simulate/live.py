@@ -204,9 +204,9 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
             candidates=_PerQueue(names, candidates, admitted_token, _part(before, "candidates")),
         )
 
-    if now is not None:
+    if now is not None or policy is not snapshot.policy:  # memoized for the snapshot's own policy alone
         return make()
-    return snapshot.remember(_state_key(policy), make)  # type: ignore[no-any-return]
+    return snapshot.remember(_STATE_KEY, make)  # type: ignore[no-any-return]
 
 
 def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:
@@ -226,16 +226,16 @@ def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo
     return made
 
 
-def _state_key(policy: Policy) -> tuple[str, int]:
-    return ("simulate state", id(policy))
+_STATE_KEY: Final = "simulate state"
+_SIMULATOR_KEY: Final = "simulator"
 
 
 def _previous_state(snapshot: Snapshot, policy: Policy) -> State | None:
     """The state built on the snapshot published just before, if one was (its parts may be shared)."""
     previous = snapshot.previous
-    if previous is None or previous.policy is not snapshot.policy:
+    if previous is None or previous.policy is not snapshot.policy or policy is not snapshot.policy:
         return None
-    held = previous.memo.get(_state_key(policy))
+    held = previous.memo.get(_STATE_KEY)
     return held if isinstance(held, State) else None
 
 
@@ -273,13 +273,15 @@ class LiveSimulator:
         snapshot, previous = self.snapshot, self.snapshot.previous
         if (
             previous is None
+            or self.policy is not snapshot.policy
+            or previous.policy is not snapshot.policy
             or previous.queues is not snapshot.queues
             or previous.kept is not snapshot.kept
             or previous.unread != snapshot.unread
             or state.usage is None
         ):
             return None
-        before = previous.memo.get(("simulator", id(self.policy)))
+        before = previous.memo.get(_SIMULATOR_KEY)
         if not isinstance(before, LiveSimulator) or before.budget != self.budget or before.state.usage is None:
             return None
         with before.lock:
@@ -308,7 +310,9 @@ class LiveSimulator:
 
 def live(snapshot: Snapshot, policy: Policy) -> LiveSimulator:
     """The snapshot's simulator (memoized on it)."""
-    return snapshot.remember(("simulator", id(policy)), lambda: LiveSimulator(snapshot, policy))  # type: ignore[no-any-return]
+    if policy is not snapshot.policy:  # memoized for the snapshot's own policy alone
+        return LiveSimulator(snapshot, policy)
+    return snapshot.remember(_SIMULATOR_KEY, lambda: LiveSimulator(snapshot, policy))  # type: ignore[no-any-return]
 
 
 def simulate_object(simulator: LiveSimulator, obj: Mapping[str, Any], source: str = "", namespace: str = "") -> Result:
