@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from decimal import localcontext
 from functools import lru_cache
 from typing import Any, Final, Literal, NamedTuple
@@ -214,7 +214,7 @@ def _missing(rule: Rule, unread: dict[str, str]) -> list[str]:
 
 
 def _cluster_outcomes(
-    steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, unread: dict[str, str]
+    steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, unread: dict[str, str], shape: Hashable | None
 ) -> dict[str, Outcome]:
     """The cluster family's outcomes, by rule ID: worked out once per snapshot and job shape."""
 
@@ -233,15 +233,22 @@ def _cluster_outcomes(
         return out
 
     view = ctx.cluster
-    key = recall_key(workload, ctx) if view is not None and view.policy is ctx.policy else None
-    if view is None or key is None:
+    if view is None or shape is None:
         return make()
     # Jobs of one shape read the same of one snapshot (``recall_key``), and under the snapshot's
     # policy the scope and the kind (in the key) make the plan: one answer per snapshot.
-    return view.remember(("cluster rules", scope, key), make)  # type: ignore[no-any-return]
+    return view.remember(("cluster rules", scope, shape), make)  # type: ignore[no-any-return]
 
 
-def _run(steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, decision: Decision) -> None:
+def _shape(workload: Workload, ctx: RuleContext) -> Hashable | None:
+    """The job's shape as the snapshot's memos key it (``recall_key``); ``None``: not memoized."""
+    view = ctx.cluster
+    return recall_key(workload, ctx) if view is not None and view.policy is ctx.policy else None
+
+
+def _run(
+    steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, decision: Decision, shape: Hashable | None
+) -> None:
     """Each step in catalog order, its findings with its action; every rule in the quantities'
     decimal context (quota and node fit sum and multiply), where every value the parser gives stays exact."""
     cluster = ctx.cluster
@@ -249,7 +256,7 @@ def _run(steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, decis
     unread = cluster.unavailable(steps.required) if cluster is not None and steps.required else {}
     findings = decision.findings
     with localcontext(CONTEXT):
-        remembered = _cluster_outcomes(steps, scope, workload, ctx, unread) if steps.clustered else None
+        remembered = _cluster_outcomes(steps, scope, workload, ctx, unread, shape) if steps.clustered else None
         for rule, action in steps.plan:
             if remembered is not None and rule.family == CLUSTER_FAMILY:
                 made, notes = remembered[rule.id]
@@ -337,7 +344,8 @@ def decide(
         cluster=view,
         namespace_labels=facts.namespace_labels,
     )
-    _run(_plan(policy, scope, facts.kind, view is not None), scope, workload, ctx, decision)
+    shape = _shape(workload, ctx)
+    _run(_plan(policy, scope, facts.kind, view is not None), scope, workload, ctx, decision, shape)
 
     decision.max_line = policy.limits.max_line_chars
     if decision.findings:  # most requests have none: nothing to except, count or bound
@@ -349,17 +357,22 @@ def decide(
     if decision.allowed and creating and facts.stage == "mutate":
         decision.patch = label_patch(workload, added)
     elif decision.allowed and creating and policy.simulate == "warn" and isinstance(view, Snapshot):
-        _simulate(decision, view, workload, ctx.effective_labels, policy)
+        _simulate(decision, view, workload, ctx.effective_labels, policy, shape)
     return decision
 
 
 def _simulate(
-    decision: Decision, snapshot: Snapshot, workload: Workload, labels: Mapping[str, str], policy: Policy
+    decision: Decision,
+    snapshot: Snapshot,
+    workload: Workload,
+    labels: Mapping[str, str],
+    policy: Policy,
+    shape: Hashable | None,
 ) -> None:
     """The validating call's ``[simulate]`` line: what Kueue would do with the job now. It never
     denies; a job the simulator cannot read, or an ``unknown`` answer, adds nothing."""
     if workload.malformed:
         return
-    line = warning_line(snapshot, workload, labels, policy)
+    line = warning_line(snapshot, workload, labels, policy, shape)
     if line is not None:
         decision.warnings.append(clip(line, policy.limits.max_line_chars))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from datetime import UTC, datetime
 from decimal import localcontext
 from typing import Any, Final
@@ -363,18 +363,25 @@ def simulate_workload(
     return result
 
 
-def warning_line(snapshot: Snapshot, workload: Workload, labels: Mapping[str, str], policy: Policy) -> str | None:
+def warning_line(
+    snapshot: Snapshot, workload: Workload, labels: Mapping[str, str], policy: Policy, shape: Hashable | None = None
+) -> str | None:
     """The webhook's ``[simulate]`` line for a job the rules admit; ``None`` when the answer is
     ``unknown`` (the cluster rules already name what the state lacks). Memoized on the snapshot
-    per namespace, labels and podSets: every job of one shape gets the same answer of one state."""
+    per job shape: ``shape``, the key the engine memoizes the cluster rules' findings under
+    (namespace, labels, tier and the spec's text), else the namespace, labels and podSets."""
     key = (
-        "simulate line",
-        workload.kind,
-        workload.namespace,
-        labels.get(policy.queue_label, ""),
-        labels.get(policy.priority_label, ""),
-        workload.replicas,
-        tuple(demands_of(workload)),
+        ("simulate line", shape)
+        if shape is not None
+        else (
+            "simulate line",
+            workload.kind,
+            workload.namespace,
+            labels.get(policy.queue_label, ""),
+            labels.get(policy.priority_label, ""),
+            workload.replicas,
+            tuple(demands_of(workload)),
+        )
     )
 
     def make() -> str:
