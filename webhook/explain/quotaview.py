@@ -16,6 +16,7 @@ from webhook.explain.bars import LEGEND, WIDTH, table, wrap
 from webhook.explain.inputs import Amounts, FlavorAmounts, QueueQuota, QuotaPicture
 from webhook.explain.result import number
 from webhook.quota.amounts import format_amount
+from webhook.quota.picture import subtree_cohorts
 
 #: a row of the tree: depth, label, its amounts for the table's flavor and resource (``None``:
 #: a cohort shown for the queues below it), and the ClusterQueue (``None`` for a cohort)
@@ -48,16 +49,6 @@ def _pairs(picture: QuotaPicture, queues: list[QueueQuota], cohorts: list[str]) 
     return sorted({(flavor, resource) for each in flavors for flavor in each for resource in each[flavor]})
 
 
-def _subtree_cohorts(picture: QuotaPicture, root: str) -> list[str]:
-    names, todo = [], [root]
-    while todo:
-        current = todo.pop()
-        if current not in names:
-            names.append(current)
-            todo += picture.child_cohorts(current)
-    return names
-
-
 def _limits(rows: list[Row], resource: str) -> list[str]:
     said = []
     for _, _, amounts, queue in rows:
@@ -86,7 +77,7 @@ def render_quota(picture: QuotaPicture, width: int = WIDTH) -> str:
     lines: list[str] = []
     for root in picture.roots():
         lines += wrap(f"cohort {root}", width)
-        cohorts = _subtree_cohorts(picture, root)
+        cohorts = subtree_cohorts(picture, root)
         for flavor, resource in _pairs(picture, picture.queues_under(root), cohorts):
             lines += _table(_rows(picture, root, flavor, resource, 0, set()), flavor, resource, width)
         lines.append("")

@@ -195,7 +195,7 @@ def build_picture(
     lent: dict[tuple[str, str, str], Decimal] = {}
     for root, members in trees.items():
         own: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
-        for cohort in _subtree(skeleton, root):
+        for cohort in subtree_cohorts(skeleton, root):
             for flavor, resources in cohort_quotas.get(cohort, CohortQuota(cohort)).flavors.items():
                 for resource, amounts in resources.items():
                     own[(flavor, resource)] = CONTEXT.add(own[(flavor, resource)], amounts.nominal)
@@ -231,7 +231,8 @@ def build_picture(
     return QuotaPicture(queues, cohort_quotas)
 
 
-def _subtree(picture: QuotaPicture, root: str) -> list[str]:
+def subtree_cohorts(picture: QuotaPicture, root: str) -> list[str]:
+    """``root`` and every Cohort below it, each once (a cycle in the tree is not followed twice)."""
     names, todo = [], [root]
     while todo:
         current = todo.pop()
