@@ -46,8 +46,8 @@ class ConnectionGate:
         self.open = 0
         self.refused = 0
         self.closed_idle = 0
-        self._logged = -math.inf
-        self._logged_room = -math.inf
+        #: per outcome, when it was last logged (one line per 10 s)
+        self._logged: dict[str, float] = {}
 
     def admit(self) -> bool:
         if self.open < self.limit:
@@ -55,32 +55,35 @@ class ConnectionGate:
             return True
         if self.make_room is not None and self.make_room():
             self.closed_idle += 1
-            if self.counted is not None:
-                self.counted.inc("closed_idle")
-            now = time.monotonic()
-            if now - self._logged_room > 10:
-                self._logged_room = now
-                log.info(
-                    "at server.maxConnections=%d: closing the connection idle the longest for each new one "
-                    "(%d closed so far)",
-                    self.limit,
-                    self.closed_idle,
-                )
+            self._note(
+                "closed_idle",
+                logging.INFO,
+                "at server.maxConnections=%d: closing the connection idle the longest for each new one "
+                "(%d closed so far)",
+                self.limit,
+                self.closed_idle,
+            )
             return True
         self.refused += 1
-        if self.counted is not None:
-            self.counted.inc("refused")
-        now = time.monotonic()
-        if now - self._logged > 10:
-            self._logged = now
-            log.warning(
-                "refusing connections: %d open (TLS handshakes included), none of them idle, the limit is "
-                "server.maxConnections=%d (%d refused so far)",
-                self.open,
-                self.limit,
-                self.refused,
-            )
+        self._note(
+            "refused",
+            logging.WARNING,
+            "refusing connections: %d open (TLS handshakes included), none of them idle, the limit is "
+            "server.maxConnections=%d (%d refused so far)",
+            self.open,
+            self.limit,
+            self.refused,
+        )
         return False
+
+    def _note(self, outcome: str, level: int, message: str, *args: object) -> None:
+        """Count ``outcome`` in the metric and log it, at most once per 10 s per outcome."""
+        if self.counted is not None:
+            self.counted.inc(outcome)
+        now = time.monotonic()
+        if now - self._logged.get(outcome, -math.inf) > 10:
+            self._logged[outcome] = now
+            log.log(level, message, *args)
 
     def release(self) -> None:
         self.open -= 1
