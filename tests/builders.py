@@ -19,8 +19,8 @@ TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 SLICE_TOPOLOGY = "cloud.google.com/gke-tpu-slice-topology"
 
 
-class _ObjectBuilder:
-    """What every judged kind has: metadata, labels, and one or more pod templates."""
+class MetadataBuilder:
+    """What every Kubernetes object has: a name, a namespace, labels."""
 
     def __init__(self, obj: dict[str, Any]) -> None:
         self._obj = obj
@@ -44,6 +44,10 @@ class _ObjectBuilder:
         else:
             labels[key] = value
         return self
+
+
+class _ObjectBuilder(MetadataBuilder):
+    """What every judged kind has: metadata, labels, and one or more pod templates."""
 
     def queue(self, name: str | None) -> Self:
         return self.label(QUEUE_LABEL, name)

@@ -13,7 +13,7 @@ import copy
 from decimal import Decimal
 from typing import Any, Self
 
-from builders import jobset
+from builders import MetadataBuilder, jobset
 
 from webhook.explain.inputs import Amounts, CohortQuota, QueueQuota, QuotaPicture
 
@@ -103,34 +103,15 @@ _EXAMPLE_TWO_STATUS: dict[str, Any] = {
 }
 
 
-class WorkloadBuilder:
+class WorkloadBuilder(MetadataBuilder):
     """A stored Workload document."""
-
-    def __init__(self, obj: dict[str, Any]) -> None:
-        self._obj = obj
-
-    def obj(self) -> dict[str, Any]:
-        return self._obj
-
-    def name(self, name: str) -> Self:
-        self._obj["metadata"]["name"] = name
-        return self
-
-    def namespace(self, namespace: str) -> Self:
-        self._obj["metadata"]["namespace"] = namespace
-        return self
 
     def uid(self, uid: str) -> Self:
         self._obj["metadata"]["uid"] = uid
         return self
 
     def job_uid(self, uid: str | None) -> Self:
-        labels = self._obj["metadata"].setdefault("labels", {})
-        if uid is None:
-            labels.pop("kueue.x-k8s.io/job-uid", None)
-        else:
-            labels["kueue.x-k8s.io/job-uid"] = uid
-        return self
+        return self.label("kueue.x-k8s.io/job-uid", uid)
 
     def owner(self, kind: str, name: str, uid: str = "", api_version: str = "v1") -> Self:
         self._obj["metadata"]["ownerReferences"] = [
