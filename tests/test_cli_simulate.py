@@ -158,3 +158,18 @@ def test_a_deployment_says_how_many_of_its_pods_start_now(tmp_path: Path) -> Non
         }
     ]
     assert result["message"].endswith("; 3 of 3 pods start now (one Workload per pod)")
+
+
+def test_a_typed_list_is_simulated_item_by_item(tmp_path: Path) -> None:
+    """A ``JobSetList`` (what a list call answers) is its JobSets, not an object of its own."""
+    job = yaml.safe_load(Path(FITS).read_text())
+    bare = {key: value for key, value in job.items() if key not in ("apiVersion", "kind")}
+    listed = {"apiVersion": "jobset.x-k8s.io/v1alpha2", "kind": "JobSetList", "items": [bare]}
+    write_yaml(tmp_path / "list.yaml", listed)
+    done = run_cli("simulate", str(tmp_path / "list.yaml"), "--cluster-state", STATE, "--output", "json")
+    answer = json.loads(done.stdout)
+    assert answer["errors"] == []
+    assert [(r["kind"], r["name"], r["outcome"]) for r in answer["results"]] == [
+        ("JobSet", job["metadata"]["name"], "admit")
+    ]
+    assert done.returncode == 0

@@ -133,7 +133,7 @@ def test_typed_lists_are_read_as_lists_with_a_head_first(tmp_path: Path) -> None
     empty = {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "WorkloadList", "items": []}
     (tmp_path / "a.yaml").write_text(yaml.safe_dump(api_list))
     (tmp_path / "b.json").write_text(json.dumps({"apiVersion": "v1", "kind": "List", "items": [empty, api_list]}))
-    documents, errors = read_documents([str(tmp_path)])
+    documents, errors = read_documents([str(tmp_path)], heads=True)
     assert errors == []
     assert [(Path(d.source).name, d.header, d.data["kind"], d.data["apiVersion"]) for d in documents] == [
         ("a.yaml", True, "JobSetList", "jobset.x-k8s.io/v1alpha2"),
@@ -143,6 +143,12 @@ def test_typed_lists_are_read_as_lists_with_a_head_first(tmp_path: Path) -> None
         ("b.json", False, "JobSet", "jobset.x-k8s.io/v1alpha2"),
     ]
     assert documents[1].data == job and documents[0].data["items"] == []
+    # the commands that judge objects read the items alone: no head reaches them
+    items, _ = read_documents([str(tmp_path)])
+    assert [(Path(d.source).name, d.header, d.data["kind"]) for d in items] == [
+        ("a.yaml", False, "JobSet"),
+        ("b.json", False, "JobSet"),
+    ]
     text = (tmp_path / "a.yaml").read_text().splitlines()
     assert text[documents[1].line_of(REPLICATED_JOBS.index(0).child("replicas")) - 1].strip().startswith("replicas:")
 
@@ -184,21 +190,23 @@ def test_a_json_number_is_read_as_the_text_it_was(tmp_path: Path) -> None:
 def test_a_state_is_read_without_node_trees(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text("kind: A\n---\nkind: B\n")
     (tmp_path / "b.json").write_text('{"kind": "C"}')
-    documents = load_documents([str(tmp_path)], lines=False)
+    documents = load_documents([str(tmp_path)], lines=False, heads=True)
     assert [(d.data, d.line, d.node) for d in documents] == [
         ({"kind": "A"}, 1, None),
         ({"kind": "B"}, 3, None),
         ({"kind": "C"}, 1, None),
     ]
     (tmp_path / "a.yaml").write_text("kind: A\n---\nkind: NodeList\napiVersion: v1\nitems:\n- kind: Node\n")
-    assert [(d.data["kind"], d.line, d.node) for d in load_documents([str(tmp_path / "a.yaml")], lines=False)] == [
+    assert [
+        (d.data["kind"], d.line, d.node) for d in load_documents([str(tmp_path / "a.yaml")], lines=False, heads=True)
+    ] == [
         ("A", 1, None),
         ("NodeList", 3, None),
         ("Node", 6, None),
     ]
     (tmp_path / "c.yaml").write_text("kind: [\n")
     with pytest.raises(SourceError, match=r"c\.yaml: not valid YAML or JSON: .*\(line 2, column 1\)"):
-        load_documents([str(tmp_path)], lines=False)
+        load_documents([str(tmp_path)], lines=False, heads=True)
 
 
 # ---------------------------------------------------------------- aliases

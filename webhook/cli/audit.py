@@ -124,7 +124,7 @@ def from_files(paths: list[str], policy: Policy) -> tuple[ClusterStore, OwnedWor
     from webhook.cluster.statefiles import state_from_objects
     from webhook.objects.sources import load_documents
 
-    documents = load_documents(paths)
+    documents = load_documents(paths, heads=True)
     # JobSets first: a Job is judged with its JobSet only once that JobSet has been seen
     judged = sorted(
         (d for d in documents if kind_of_document(d.data) is not None), key=lambda d: kind_of_document(d.data) != JOBSET
@@ -133,12 +133,8 @@ def from_files(paths: list[str], policy: Policy) -> tuple[ClusterStore, OwnedWor
     del documents
     owners = OwnedWorkloads()
     for obj in state:
-        if isinstance(obj, dict) and obj.get("kind") == "Workload":
+        if isinstance(obj, dict) and obj.get("kind") == "Workload":  # a WorkloadList's items come one by one
             owners.add(obj)
-        elif isinstance(obj, dict) and obj.get("kind") == "WorkloadList":
-            for item in obj.get("items") or ():
-                if isinstance(item, dict):
-                    owners.add(item)
     store = state_from_objects(state, policy)
     return store, owners, iter(judged)
 

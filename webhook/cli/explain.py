@@ -19,7 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, Final
 
 from webhook.cli.arguments import add_cluster_state, subparser
@@ -61,20 +61,6 @@ class StateError(Exception):
     """The state cannot be read (exit 2); the message says which input and why."""
 
 
-def _flatten(objects: Iterable[Any]) -> Iterable[dict[str, Any]]:
-    for obj in objects:
-        if not isinstance(obj, dict):
-            continue
-        items = obj.get("items")
-        if str(obj.get("kind", "")).endswith("List") and isinstance(items, list) and kind_of_document(obj) is None:
-            if obj.get("kind") != "List" and k.BY_KIND.get(str(obj["kind"]).removesuffix("List")) is not None:
-                yield obj  # a typed list of a state kind (``snapshot`` writes them): the store reads it whole
-                continue
-            yield from (item for item in items if isinstance(item, dict))
-        else:
-            yield obj
-
-
 def _key(obj: Mapping[str, Any], kind: str) -> tuple[str, str, str]:
     metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
     assert isinstance(metadata, dict)
@@ -84,12 +70,15 @@ def _key(obj: Mapping[str, Any], kind: str) -> tuple[str, str, str]:
 def state_from_files(paths: list[str]) -> State:
     """The snapshot of the files' state, and the jobs they hold (``StateError`` when unreadable)."""
     try:
-        documents = load_documents(paths)
+        documents = load_documents(paths, lines=False, heads=True)
     except SourceError as exc:
         raise StateError(f"--cluster-state: {exc}") from None
     jobs: Jobs = {}
     state: list[dict[str, Any]] = []
-    for obj in _flatten(document.data for document in documents):
+    for document in documents:  # lists come as their items (and a typed list's head, for the store)
+        obj = document.data
+        if not isinstance(obj, dict):
+            continue
         kind = kind_of_document(obj)
         if kind is not None:
             jobs[_key(obj, kind)] = obj

@@ -84,8 +84,6 @@ def run_check(args: argparse.Namespace) -> int:
 
     report = Report(errors=errors, mode=policy.mode, mode_source=mode_source, strict=args.strict, left_out=left_out)
     for document in documents:
-        if document.header:  # a typed list's head: its items follow
-            continue
         data: Any = document.data
         if not isinstance(data, dict):  # kubectl refuses these: no kind, no object
             reason = f"{_yaml_type(data)}, not a Kubernetes object (a mapping with apiVersion and kind)"

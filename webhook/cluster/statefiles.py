@@ -82,4 +82,4 @@ def absent_reason(kind: k.Kind) -> str:
 
 def load_state_files(paths: list[str], policy: Policy) -> ClusterStore:
     """Read the files; ``SourceError`` when one cannot be read or parsed."""
-    return state_from_objects((document.data for document in load_documents(paths, lines=False)), policy)
+    return state_from_objects((document.data for document in load_documents(paths, lines=False, heads=True)), policy)

@@ -285,6 +285,7 @@ def read_documents(
     *,
     loader: LoaderClass = ManifestLoader,
     lines: bool = True,
+    heads: bool = False,
 ) -> tuple[list[Document], list[SourceError]]:
     """Every document that can be read, and one error per path or file that cannot.
 
@@ -294,11 +295,16 @@ def read_documents(
     big inputs (libyaml; same values and line marks, libyaml's error wording).
     ``lines=False``: documents without node trees (every ``line_of`` is the document's
     line), read by the fastest reader (a state: JSON by msgspec, YAML by libyaml).
+    ``heads``: a typed list's head too (``header``, ``items: []``), which tells a state
+    reader the kind was read even when the list is empty; the commands that judge objects
+    want the items alone.
     """
     documents: list[Document] = []
     errors: list[SourceError] = []
     with _collector_paused():
         _read_into(documents, errors, paths, left_out, loader, lines)
+    if not heads:
+        documents = [document for document in documents if not document.header]
     return documents, errors
 
 
@@ -361,9 +367,9 @@ def _read_into(
             errors.extend([error] if error else [])
 
 
-def load_documents(paths: Iterable[str], *, lines: bool = True) -> list[Document]:
+def load_documents(paths: Iterable[str], *, lines: bool = True, heads: bool = False) -> list[Document]:
     """Every document, or ``SourceError`` for the first path that cannot be read."""
-    documents, errors = read_documents(paths, lines=lines)
+    documents, errors = read_documents(paths, lines=lines, heads=heads)
     if errors:
         raise errors[0]
     return documents
