@@ -245,7 +245,9 @@ def test_a_wrong_method_or_path_is_json_like_every_other_refusal(
     assert wrong_method.json() == {"error": "method GET is not allowed on /mutate; use POST"}
     no_path = client.post(f"{static_server.url}/mutat", json={})
     assert no_path.status_code == 404 and no_path.headers["content-type"] == "application/json"
-    assert no_path.json()["error"].startswith("no such path /mutat; served: POST /mutate, POST /mutate/{tier}, ")
+    assert no_path.json()["error"].startswith(
+        "no such path /mutat; served: POST /validate/{tier}, POST /mutate/{tier}, POST /validate, POST /mutate, "
+    )
 
 
 def test_probes(static_server: RunningServer, client: httpx.Client) -> None:

@@ -308,11 +308,13 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         metrics.ready.set(1 if state.ready else 0)
         return Response(metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
 
+    # The tiered paths first: the deployed webhook configurations call those (their patterns
+    # are disjoint from the untiered ones, so the order changes no match, only how many are tried).
     job_routes = (
-        Route("/mutate", _Asgi(mutate), methods=["POST"]),
+        Route("/validate/{tier}", _Asgi(validate), methods=["POST"]),
         Route("/mutate/{tier}", _Asgi(mutate), methods=["POST"]),
         Route("/validate", _Asgi(validate), methods=["POST"]),
-        Route("/validate/{tier}", _Asgi(validate), methods=["POST"]),
+        Route("/mutate", _Asgi(mutate), methods=["POST"]),
     )
     routes = [
         *job_routes,
