@@ -77,6 +77,7 @@ def test_json_is_the_contracts(tmp_path: Path) -> None:
         "preemptions": [],
         "position": {"ahead": 0, "chipsAhead": 0},
         "message": "fits now in ClusterQueue team-b on tpu7x-4x8x8",
+        "holders": None,
     }
     assert (second["kind"], second["name"], second["outcome"], second["reason"]) == (
         "Workload",

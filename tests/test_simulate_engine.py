@@ -123,7 +123,10 @@ def test_rfc_4_4_scenario_3_waits_when_nobody_borrows() -> None:
     )
     result = simulate(st, tpu_job("team-a", 100, GUARANTEED))
     assert (result.outcome, result.reason, result.preemptions) == ("wait", "WaitingForQuota", ())
-    assert result.warning() == "[simulate] will wait: team-a uses 256 of 256 tpu7x chips, cohort tpu-pool lends 0"
+    assert result.warning() == (
+        "[simulate] will wait: team-a uses 256 of 256 tpu7x chips, cohort tpu-pool lends 0;"
+        " held by team-a 256, team-b 256, team-c 256"
+    )
 
 
 def test_rfc_4_4_scenario_4_preempts_its_own_best_effort() -> None:
@@ -353,6 +356,7 @@ def test_json_has_exactly_the_contract_keys() -> None:
         ],
         "position": {"ahead": 0, "chipsAhead": 0},
         "message": "fits in ClusterQueue team-a once 1 Workload is preempted",
+        "holders": None,
     }
 
 
@@ -371,6 +375,7 @@ def test_text_puts_the_outcome_first_then_the_numbers() -> None:
         "  podSet main ×25: google.com/tpu: tpu7x, borrows 100 chips",
         "  google.com/tpu on tpu7x: needs 100, queue uses 256 of nominal 256, cohort tpu-pool lends 0",
         "  largest users: team-a 256, team-b 256, team-c 256",
+        "  largest in team-a: /a-1 256",
     ]
 
 
@@ -452,4 +457,4 @@ def test_a_wait_names_the_resource_and_flavor_that_is_short() -> None:
     n = result.numbers
     assert (n.flavor, n.resource, n.needs, n.uses, n.nominal, n.lends, n.cohort) == ("one", "cpu", 4, 0, 2, 1, "c")
     assert n.holders == (("other", 7),)
-    assert result.warning() == "[simulate] will wait: q uses 0 of 2 one cpu, cohort c lends 1"
+    assert result.warning() == "[simulate] will wait: q uses 0 of 2 one cpu, cohort c lends 1; held by other 7"
