@@ -238,15 +238,15 @@ class Simulator:
         placement = self.state.placement
         if not wanted or placement is None:
             return ""
-        slices = ", ".join(f"{plural(n.slices, 'node pool')} of {n.topology}" for n in wanted)
+        slices = ", ".join(f"{plural(n.slices, 'whole node pool')} of {n.topology}" for n in wanted)
         if placement.missing:
-            return f"{placement.missing}: whether {slices} have every host free is unknown"
+            return f"{placement.missing}: whether it finds {slices} with every host free is unknown"
         unread = placement.unreadable(frozenset(n.flavor for n in wanted))
         if unread:
             listed = ", ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else "")
             return (
                 f"the topologyAssignment of {listed} cannot be read: which node pools it holds, and so whether "
-                f"{slices} have every host free, is unknown"
+                f"the job finds {slices} with every host free, is unknown"
             )
         return ""
 
@@ -263,7 +263,7 @@ class Simulator:
         held = ", ".join(f"{key} ({plural(count, 'pool')})" for key, _, count in holders[:3])
         message = (
             f"needs {plural(need.slices, 'whole node pool')} of {need.topology} (flavor {need.flavor}) with every "
-            f"host free; {free} of {total} free" + (f", the rest held by {held}" if held else "") + f"; {why}"
+            f"host free; {free} of {total} free" + (f"; held by {held}" if held else "") + f"; {why}"
         )
         pools = Pools(need.topology, need.flavor, need.slices, free, total, holders)
         return Result(
