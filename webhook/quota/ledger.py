@@ -11,7 +11,9 @@ What counts, as Kueue's cache counts it (``pkg/workload``: ``HasActiveQuotaReser
 
 - **in use** (``HOLDS``): condition ``QuotaReserved`` is True, ``Finished`` is not True,
   and ``spec.active`` is not false. Its chips are read from ``status.admission``
-  (``podSetAssignments[].resourceUsage`` on ``flavors``), so the flavor is Kueue's own.
+  (``podSetAssignments[].resourceUsage`` on ``flavors``), so the flavor is Kueue's own;
+  the topology domains its ``topologyAssignment`` places pods in are kept too (static
+  mode's placement reads which node pools are held).
 - **pending** (``WAITS``): no active reservation, not finished, ``spec.active`` not false,
   ``WaitingForReplacementPods`` not True, and not marked inadmissible by Kueue: a
   ``QuotaReserved`` False condition with reason ``Inadmissible``, ``OnHold``,

@@ -2,11 +2,12 @@
 
 The order is Kueue's: workload-wide blockers first, in KEP-10852's precedence
 (``Deactivated``, ``Misconfigured``, ``Suspended``); then the flavor assignment with the
-current usage (``assign``), then, when it needs preemption, the victims Kueue's
-preemptor picks (``preempt``); last the job's place among the pending Workloads of its
-ClusterQueue. Where the state lacks what decides the answer the outcome is ``unknown``,
-naming what is missing: a guess that promises a start Kueue would not give, or names a
-victim Kueue would not touch, is the worst answer this can give.
+current usage (``assign``); in static mode, whether enough whole node pools are free
+(``placement``); then, when it needs preemption, the victims Kueue's preemptor picks
+(``preempt``), which must free pools too; last the job's place among the pending
+Workloads of its ClusterQueue. Where the state lacks what decides the answer the outcome
+is ``unknown``, naming what is missing: a guess that promises a start Kueue would not
+give, or names a victim Kueue would not touch, is the worst answer this can give.
 
 ``Simulator`` builds the tree once per state and answers any number of jobs; each answer
 puts back every usage it moved, so the state is never changed.
