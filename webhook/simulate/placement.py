@@ -61,6 +61,7 @@ class Placement:
     _loaded: tuple[Mapping[str, tuple[str, ...]], dict[str, tuple[str, ...]], tuple[str, ...]] | None = field(
         default=None, repr=False
     )
+    _unreadable: dict[frozenset[str], tuple[str, ...]] = field(default_factory=dict, repr=False)
 
     def _index(self) -> tuple[Mapping[str, tuple[str, ...]], dict[str, tuple[str, ...]], tuple[str, ...]]:
         if self._loaded is None:
@@ -81,8 +82,14 @@ class Placement:
         return self._index()[1].get(workload, ())
 
     def unreadable(self, flavors: frozenset[str]) -> tuple[str, ...]:
-        """Admitted Workloads on one of ``flavors`` whose ``topologyAssignment`` cannot be read."""
-        return tuple(key for key in self._index()[2] if self.flavors_of(key) & flavors)
+        """Admitted Workloads on one of ``flavors`` whose ``topologyAssignment`` cannot be read (kept
+        per set of flavors: a state where many cannot be read costs one pass, not one per job)."""
+        held = self._unreadable.get(flavors)
+        if held is None:
+            held = tuple(key for key in self._index()[2] if self.flavors_of(key) & flavors)
+            if len(self._unreadable) < 64:
+                self._unreadable[flavors] = held
+        return held
 
 
 def pool_needs(
