@@ -290,3 +290,125 @@ def assign(st: State, queue: str, incoming: PendingWorkload) -> Assignment:
 def chosen(assignment: Assignment) -> list[dict[str, tuple[str, str]]]:
     """Per podSet: resource -> (flavor, mode)."""
     return [{r: (p.flavors[r], p.modes[r]) for r in sorted(p.flavors)} for p in assignment.podsets]
+
+
+# ---------------------------------------------------------------- static placement
+
+#: the node labels of a static TPU node pool, and the level a slice is placed at
+TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+
+
+def tpu_flavor(topology: str = "4x4x4") -> dict[str, Any]:
+    """A TAS ResourceFlavor of static ``topology`` pools, as RFC-0033 4.6 defines them."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": f"tpu7x-{topology}"},
+        "spec": {
+            "nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "tpu7x", TOPOLOGY_LABEL: topology},
+            "topologyName": "nodepool-topology",
+            "tolerations": [{"key": "google.com/tpu", "operator": "Exists", "effect": "NoSchedule"}],
+        },
+    }
+
+
+def node(pool: str, index: int = 0, topology: str = "4x4x4", cordoned: bool = False) -> dict[str, Any]:
+    """One host of static node pool ``pool`` (named ``{pool}-{index}``)."""
+    name = f"{pool}-{index}"
+    labels = {
+        HOSTNAME_LABEL: name,
+        NODEPOOL_LABEL: pool,
+        "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+        TOPOLOGY_LABEL: topology,
+    }
+    spec: dict[str, Any] = {"taints": [{"key": "google.com/tpu", "value": "present", "effect": "NoSchedule"}]}
+    if cordoned:
+        spec["unschedulable"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": labels},
+        "spec": spec,
+        "status": {"allocatable": {"google.com/tpu": "4", "cpu": "200", "memory": "800Gi"}},
+    }
+
+
+def local_queue(name: str, cluster_queue: str, namespace: str = NAMESPACE) -> dict[str, Any]:
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "LocalQueue",
+        "metadata": {"name": name, "namespace": namespace},
+        "spec": {"clusterQueue": cluster_queue},
+    }
+
+
+def placed(document: dict[str, Any], assignment: Any) -> dict[str, Any]:
+    """``document`` (an ``admitted`` Workload) with ``assignment`` as its podSet's ``topologyAssignment``."""
+    (podset,) = document["status"]["admission"]["podSetAssignments"]
+    podset["topologyAssignment"] = assignment
+    return document
+
+
+def on_pools(*pools: str) -> dict[str, Any]:
+    """A v1beta2 ``topologyAssignment`` at the node-pool level: one domain per pool, 16 pods each."""
+    return {
+        "levels": [NODEPOOL_LABEL],
+        "slices": [
+            {
+                "domainCount": len(pools),
+                "valuesPerLevel": [{"individual": {"roots": list(pools)}}],
+                "podCounts": {"universal": 16},
+            }
+        ],
+    }
+
+
+def on_hosts(pool: str, *indexes: int) -> dict[str, Any]:
+    """A v1beta2 ``topologyAssignment`` at the hostname level (hosts ``{pool}-{i}``, a common prefix)."""
+    return {
+        "levels": [HOSTNAME_LABEL],
+        "slices": [
+            {
+                "domainCount": len(indexes),
+                "valuesPerLevel": [{"individual": {"prefix": f"{pool}-", "roots": [str(i) for i in indexes]}}],
+                "podCounts": {"universal": 1},
+            }
+        ],
+    }
+
+
+def finished(document: dict[str, Any]) -> dict[str, Any]:
+    """``document`` with ``Finished`` True: Kueue no longer counts it (nor its hosts)."""
+    stamp = NOW.strftime("%Y-%m-%dT%H:%M:%SZ")
+    document["status"]["conditions"].append(
+        {"type": "Finished", "status": "True", "reason": "Succeeded", "lastTransitionTime": stamp}
+    )
+    return document
+
+
+def static_job(
+    name: str, queue: str, slices: int, priority: int = 0, topology: str = "4x4x4", namespace: str = NAMESPACE
+) -> dict[str, Any]:
+    """A Workload asking ``slices`` slices of static ``topology`` (4 chips a pod, one pod per host)."""
+    chips = 1
+    for size in topology.split("x"):
+        chips *= int(size)
+    container = {"name": "c", "resources": {"requests": {"google.com/tpu": "4"}}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": namespace, "creationTimestamp": "2030-01-01T00:00:00Z"},
+        "spec": {
+            "queueName": queue,
+            "priority": priority,
+            "podSets": [
+                {
+                    "name": "workers",
+                    "count": slices * chips // 4,
+                    "template": {"spec": {"nodeSelector": {TOPOLOGY_LABEL: topology}, "containers": [container]}},
+                }
+            ],
+        },
+    }

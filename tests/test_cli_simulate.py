@@ -77,6 +77,7 @@ def test_json_is_the_contracts(tmp_path: Path) -> None:
         "preemptions": [],
         "position": {"ahead": 0, "chipsAhead": 0},
         "message": "fits now in ClusterQueue team-b on tpu7x-4x8x8",
+        "holders": None,
     }
     assert (second["kind"], second["name"], second["outcome"], second["reason"]) == (
         "Workload",
@@ -173,3 +174,59 @@ def test_a_typed_list_is_simulated_item_by_item(tmp_path: Path) -> None:
         ("JobSet", job["metadata"]["name"], "admit")
     ]
     assert done.returncode == 0
+
+
+def test_a_static_job_whose_pools_are_held_waits_topology_placement_failed(tmp_path: Path) -> None:
+    """The fixture's 4x8x8 JobSet fits team-b's quota, but a Workload of team-a holds both hosts of the
+    only 4x8x8 node pool (its topologyAssignment, by hostname) and team-b may not preempt it."""
+    holder = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "holder", "namespace": "kubemaker", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"queueName": "team-a-queue", "priority": 1000, "podSets": []},
+        "status": {
+            "conditions": [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}],
+            "admission": {
+                "clusterQueue": "team-a",
+                "podSetAssignments": [
+                    {
+                        "name": "workers",
+                        "flavors": {"google.com/tpu": "tpu7x-4x8x8"},
+                        "resourceUsage": {"google.com/tpu": "256"},
+                        "topologyAssignment": {
+                            "levels": ["kubernetes.io/hostname"],
+                            "slices": [
+                                {
+                                    "domainCount": 2,
+                                    "valuesPerLevel": [
+                                        {"individual": {"prefix": "gke-tpu-4x8x8-a-", "roots": ["0", "1"]}}
+                                    ],
+                                    "podCounts": {"universal": 32},
+                                }
+                            ],
+                        },
+                    }
+                ],
+            },
+        },
+    }
+    extra = write_yaml(tmp_path / "holder.yaml", holder)
+    done = run_cli("simulate", FITS, "--cluster-state", STATE, str(extra))
+    assert (done.returncode, done.stderr) == (1, "")
+    assert done.stdout.splitlines() == [
+        "WAIT (TopologyPlacementFailed)  JobSet kubemaker/eval-4x8x8",
+        "  ClusterQueue team-b",
+        "  needs 1 whole node pool of 4x8x8 (flavor tpu7x-4x8x8) with every host free; 0 of 1 free;"
+        " held by kubemaker/holder (1 pool); no preemption Kueue would make frees enough of them",
+        "  podSet workers ×64: google.com/tpu: tpu7x-4x8x8",
+        "  node pools of 4x8x8 (tpu7x-4x8x8): needs 1, 0 of 1 free",
+        "  held by: kubemaker/holder (team-a, 1 pool)",
+        "tpu-admission simulate: 0 of 1 would start now",
+    ]
+    answer = json.loads(run_cli("simulate", FITS, "--cluster-state", STATE, str(extra), "--output", "json").stdout)
+    assert answer["results"][0]["holders"] == {
+        "flavor": "tpu7x-4x8x8",
+        "resource": "nodePools",
+        "clusterQueues": [],
+        "workloads": [{"name": "kubemaker/holder", "clusterQueue": "team-a", "amount": 1}],
+    }

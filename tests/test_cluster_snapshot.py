@@ -390,3 +390,56 @@ def test_one_queues_workloads_by_index_are_the_scans_after_events_and_without() 
     left = snapshot.without([("kubemaker", "extra-b")])  # its admission is team-a's, whatever its LocalQueue
     assert ("kubemaker", "extra-b") in [(ns, n) for ns, n, _ in snapshot.holding_in("team-a")]
     assert ("kubemaker", "extra-b") not in [(ns, n) for ns, n, _ in left.holding_in("team-a")]
+
+
+def _on(workload: dict[str, Any], levels: list[str], *values: str) -> dict[str, Any]:
+    """``workload`` (admitted) placed on ``values`` of the lowest of ``levels`` (v1beta1 ``domains``)."""
+    placed = copy.deepcopy(workload)
+    domains = [{"values": [*(["x"] * (len(levels) - 1)), v], "count": 1} for v in values]
+    placed["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = {"levels": levels, "domains": domains}
+    return placed
+
+
+def test_the_domains_admitted_workloads_hold_are_indexed_as_events_arrive() -> None:
+    """The store keeps each admitted Workload's topology domains in its per-place index, so a
+    snapshot reads who holds what from the index (the hand-made snapshot's scan gives the same),
+    and an event moves only that Workload's domains."""
+    store = state_from_objects(OBJECTS, POLICY)
+    running = holder("on-pools", "team-a-queue", 32)
+    store.apply(k.WORKLOADS, "ADDED", _on(running, ["cloud.google.com/gke-nodepool"], "tpu-4x4x4-a", "tpu-4x4x4-b"))
+    hosts = _on(holder("on-hosts", "team-a-queue", 1), ["kubernetes.io/hostname"], "gke-tpu-4x4x8-a-0")
+    store.apply(k.WORKLOADS, "ADDED", hosts)
+    odd = copy.deepcopy(running)
+    odd["metadata"]["name"] = "odd"
+    odd["status"]["admission"]["podSetAssignments"][0]["topologyAssignment"] = {"levels": "nodepool"}
+    store.apply(k.WORKLOADS, "ADDED", odd)
+    snapshot = store.snapshot()
+    expected = (
+        {
+            ("cloud.google.com/gke-nodepool", "tpu-4x4x4-a"): (("kubemaker", "on-pools"),),
+            ("cloud.google.com/gke-nodepool", "tpu-4x4x4-b"): (("kubemaker", "on-pools"),),
+            ("kubernetes.io/hostname", "gke-tpu-4x4x8-a-0"): (("kubemaker", "on-hosts"),),
+        },
+        (("kubemaker", "odd"),),
+    )
+    assert snapshot.occupied() == expected
+    by_hand = Snapshot(
+        1,
+        POLICY.tpu.resource_name,
+        snapshot.queues,
+        snapshot.nodes,
+        snapshot.ledger,
+        snapshot.workloads,
+        (0, {}, 0.0),
+        POLICY,
+    )
+    assert by_hand.occupied() == expected
+    assert snapshot.nodes.pool_of("kubernetes.io/hostname", "gke-tpu-4x4x8-a-0") == "tpu-4x4x8-a"
+    assert snapshot.nodes.pools((("cloud.google.com/gke-tpu-topology", "4x8x8"),)) == {"tpu-4x8x8-a": 2}  # one cordoned
+    finished = copy.deepcopy(hosts)
+    finished["status"]["conditions"].append({"type": "Finished", "status": "True", "reason": "Succeeded"})
+    store.apply(k.WORKLOADS, "MODIFIED", finished)
+    assert store.snapshot().occupied() == (
+        {d: w for d, w in expected[0].items() if d[1] != "gke-tpu-4x4x8-a-0"},
+        expected[1],
+    )

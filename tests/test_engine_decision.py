@@ -7,9 +7,11 @@ from typing import Any
 
 import jsonpatch
 import pytest
-from cluster_fixtures import STATE
+from cluster_fixtures import OBJECTS, STATE
 from support import POD, delete_path, load_deployment, load_jobset, set_path
 
+from webhook.cluster import kinds as k
+from webhook.cluster.statefiles import state_from_objects
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
@@ -483,6 +485,29 @@ def test_the_validating_call_of_an_admitted_create_says_what_kueue_would_do() ->
         decide(obj, validate, STATIC, None),
     ):
         assert not [w for w in said.warnings if w.startswith("[simulate]")]
+
+
+def test_the_line_says_when_the_static_pools_are_held() -> None:
+    """The only 4x8x8 node pool held by a Workload of team-a (its topologyAssignment, as the watch
+    stores it): the create is admitted, and its line says it waits for a pool, and for whom."""
+    store = state_from_objects(OBJECTS, STATIC)
+    holder = copy.deepcopy(next(o for o in OBJECTS if o["kind"] == "Workload" and "running" in o["metadata"]["name"]))
+    holder["metadata"]["name"] = "holder"
+    (assignment,) = holder["status"]["admission"]["podSetAssignments"]
+    assignment["flavors"] = {"google.com/tpu": "tpu7x-4x8x8"}
+    assignment["resourceUsage"] = {"google.com/tpu": "64"}
+    assignment["topologyAssignment"] = {
+        "levels": ["cloud.google.com/gke-nodepool"],
+        "domains": [{"values": ["tpu-4x8x8-a"], "count": 16}],
+    }
+    store.apply(k.WORKLOADS, "ADDED", holder)
+    obj = load_jobset("rfc-4.6-static-single")
+    validate = AdmissionFacts(operation="CREATE", stage="validate", namespace="kubemaker", kind="JobSet")
+    decision = decide(obj, validate, STATIC, store)
+    assert decision.allowed
+    assert [w for w in decision.warnings if w.startswith("[simulate]")] == [
+        "[simulate] will wait: needs 1 free 4x8x8 node pool, 0 of 1 free; held by kubemaker/holder"
+    ]
 
 
 def test_a_denied_create_gets_no_simulate_line() -> None:

@@ -194,3 +194,116 @@ def test_with_the_workloads_unknown_the_balance_is_bounded_by_the_nominal() -> N
     assert bound.holds(Decimal(384)) is False and bound.holds(Decimal(128)) is None
     known = Balance(256, 192, 0).bound()
     assert known.exact and known.holds(Decimal(64)) and known.holds(Decimal(65)) is False
+
+
+# ---------------------------------------------------------------- topologyAssignment
+
+
+def _placed_entry(topology: Any, finished: bool = False) -> Any:
+    conditions = [{"type": "QuotaReserved", "status": "True", "reason": "QuotaReserved"}]
+    if finished:
+        conditions.append({"type": "Finished", "status": "True", "reason": "Succeeded"})
+    assignment: dict[str, Any] = {"name": "w", "flavors": {TPU: "f"}, "resourceUsage": {TPU: "64"}}
+    if topology is not None:
+        assignment["topologyAssignment"] = topology
+    status = {"conditions": conditions, "admission": {"clusterQueue": "q", "podSetAssignments": [assignment]}}
+    return project({"metadata": {"name": "w"}, "spec": {"queueName": "lq"}, "status": status}, TPU)
+
+
+POOL, HOST = "cloud.google.com/gke-nodepool", "kubernetes.io/hostname"
+
+
+@pytest.mark.parametrize(
+    ("topology", "placed"),
+    [
+        # kueue.x-k8s.io_workloads.yaml v1beta2 (``slices``): examples 1, 2 and 3 of the field's description
+        (
+            {
+                "levels": ["block", "rack"],
+                "slices": [
+                    {
+                        "domainCount": 2,
+                        "valuesPerLevel": [
+                            {"individual": {"roots": ["block-1", "block-1"]}},
+                            {"individual": {"roots": ["rack-1", "rack-2"]}},
+                        ],
+                        "podCounts": {"individual": [4, 2]},
+                    }
+                ],
+            },
+            (("rack", "rack-1"), ("rack", "rack-2")),
+        ),
+        (
+            {
+                "levels": ["block", "rack"],
+                "slices": [
+                    {
+                        "domainCount": 2,
+                        "valuesPerLevel": [
+                            {"universal": "block-1"},
+                            {"individual": {"prefix": "rack-", "roots": ["1", "2"]}},
+                        ],
+                        "podCounts": {"individual": [4, 2]},
+                    }
+                ],
+            },
+            (("rack", "rack-1"), ("rack", "rack-2")),
+        ),
+        (
+            {
+                "levels": [HOST],
+                "slices": [
+                    {
+                        "domainCount": 2,
+                        "valuesPerLevel": [{"individual": {"prefix": "b-1-", "roots": ["1", "2"], "suffix": "-n"}}],
+                        "podCounts": {"universal": 1},
+                    },
+                    {"domainCount": 1, "valuesPerLevel": [{"universal": "other"}], "podCounts": {"universal": 1}},
+                ],
+            },
+            ((HOST, "b-1-1-n"), (HOST, "b-1-2-n"), (HOST, "other")),
+        ),
+        # the node-pool level is kept over a lower one: a static slice is a whole pool
+        (
+            {
+                "levels": [POOL, HOST],
+                "slices": [
+                    {
+                        "domainCount": 2,
+                        "valuesPerLevel": [{"universal": "p1"}, {"individual": {"roots": ["h1", "h2"]}}],
+                        "podCounts": {"universal": 1},
+                    }
+                ],
+            },
+            ((POOL, "p1"),),
+        ),
+        # v1beta1's ``domains``
+        (
+            {"levels": [POOL], "domains": [{"values": ["p1"], "count": 16}, {"values": ["p2"], "count": 16}]},
+            ((POOL, "p1"), (POOL, "p2")),
+        ),
+        (None, ()),  # no topology-aware scheduling: it holds no domain
+        # what cannot be read is None, never "nothing held"
+        ({"levels": [], "slices": []}, None),
+        ({"levels": [POOL], "slices": "p1"}, None),
+        (
+            {"levels": [POOL], "slices": [{"domainCount": 2, "valuesPerLevel": [{"individual": {"roots": ["p1"]}}]}]},
+            None,
+        ),
+        (
+            {
+                "levels": [POOL],
+                "slices": [{"domainCount": 1, "valuesPerLevel": [{"universal": "p1", "individual": {}}]}],
+            },
+            None,
+        ),
+        ({"levels": [POOL, HOST], "domains": [{"values": ["p1"], "count": 1}]}, None),
+    ],
+)
+def test_a_topology_assignment_is_kept_as_the_domains_it_holds(topology: Any, placed: Any) -> None:
+    entry = _placed_entry(topology)
+    assert (entry.state, entry.placed) == (HOLDS, placed)
+
+
+def test_a_finished_workload_holds_no_domain() -> None:
+    assert _placed_entry({"levels": [POOL], "domains": [{"values": ["p1"], "count": 1}]}, finished=True).placed == ()

@@ -506,6 +506,7 @@ def test_simulate_answers_one_object_with_one_result(simulating: RunningServer, 
         "preemptions": [],
         "position": {"ahead": 0, "chipsAhead": 0},
         "message": "fits now in ClusterQueue team-b on tpu7x-4x8x8",
+        "holders": None,
     }
 
 

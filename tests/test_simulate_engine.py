@@ -123,7 +123,10 @@ def test_rfc_4_4_scenario_3_waits_when_nobody_borrows() -> None:
     )
     result = simulate(st, tpu_job("team-a", 100, GUARANTEED))
     assert (result.outcome, result.reason, result.preemptions) == ("wait", "WaitingForQuota", ())
-    assert result.warning() == "[simulate] will wait: team-a uses 256 of 256 tpu7x chips, cohort tpu-pool lends 0"
+    assert result.warning() == (
+        "[simulate] will wait: team-a uses 256 of 256 tpu7x chips, cohort tpu-pool lends 0;"
+        " held by team-a 256, team-b 256, team-c 256"
+    )
 
 
 def test_rfc_4_4_scenario_4_preempts_its_own_best_effort() -> None:
@@ -353,6 +356,7 @@ def test_json_has_exactly_the_contract_keys() -> None:
         ],
         "position": {"ahead": 0, "chipsAhead": 0},
         "message": "fits in ClusterQueue team-a once 1 Workload is preempted",
+        "holders": None,
     }
 
 
@@ -371,6 +375,7 @@ def test_text_puts_the_outcome_first_then_the_numbers() -> None:
         "  podSet main ×25: google.com/tpu: tpu7x, borrows 100 chips",
         "  google.com/tpu on tpu7x: needs 100, queue uses 256 of nominal 256, cohort tpu-pool lends 0",
         "  largest users: team-a 256, team-b 256, team-c 256",
+        "  largest in team-a: /a-1 256",
     ]
 
 
@@ -452,4 +457,65 @@ def test_a_wait_names_the_resource_and_flavor_that_is_short() -> None:
     n = result.numbers
     assert (n.flavor, n.resource, n.needs, n.uses, n.nominal, n.lends, n.cohort) == ("one", "cpu", 4, 0, 2, 1, "c")
     assert n.holders == (("other", 7),)
-    assert result.warning() == "[simulate] will wait: q uses 0 of 2 one cpu, cohort c lends 1"
+    assert result.warning() == "[simulate] will wait: q uses 0 of 2 one cpu, cohort c lends 1; held by other 7"
+
+
+def test_a_wait_names_who_holds_the_quota_in_its_queue_and_its_cohort() -> None:
+    """SPEC §12.5: what it needs, what is free, who holds the rest (the largest users in its queue and
+    cohort): the three largest Workloads of its queue and ClusterQueues of its cohort tree."""
+    st = rfc_state(
+        chips("a-1", "team-a", 128, GUARANTEED),
+        chips("a-2", "team-a", 64, GUARANTEED),
+        chips("a-3", "team-a", 32, GUARANTEED),
+        chips("a-4", "team-a", 32, GUARANTEED),
+        chips("b-1", "team-b", 256, GUARANTEED),
+        chips("c-1", "team-c", 200, GUARANTEED),
+    )
+    result = simulate(st, tpu_job("team-a", 100, GUARANTEED))
+    assert (result.outcome, result.reason) == ("wait", "WaitingForQuota")
+    assert result.to_json()["holders"] == {
+        "flavor": "tpu7x",
+        "resource": TPU,
+        "clusterQueues": [
+            {"name": "team-a", "amount": 256},
+            {"name": "team-b", "amount": 256},
+            {"name": "team-c", "amount": 200},
+        ],
+        "workloads": [
+            {"name": "/a-1", "clusterQueue": "team-a", "amount": 128},
+            {"name": "/a-2", "clusterQueue": "team-a", "amount": 64},
+            {"name": "/a-3", "clusterQueue": "team-a", "amount": 32},
+        ],
+    }
+    assert result.text().splitlines()[-2:] == [
+        "  largest users: team-a 256, team-b 256, team-c 200",
+        "  largest in team-a: /a-1 128, /a-2 64, /a-3 32",
+    ]
+    assert result.warning() == (
+        "[simulate] will wait: team-a uses 256 of 256 tpu7x chips, cohort tpu-pool lends 56;"
+        " held by team-a 256, team-b 256, team-c 200"
+    )
+
+
+def test_a_queue_without_a_cohort_names_its_largest_workloads_and_the_line_stays_short() -> None:
+    """Names run to 253 characters: the line names at most three holders, clipped, on one line."""
+    long = "w" * 240
+    queues = [cluster_queue("q", {"one": {"cpu": "8"}})]
+    workloads = [admitted(f"{long}-{i}", "q", {"cpu": str(i)}, flavor="one", namespace="ns") for i in (1, 2, 5)]
+    result = simulate(state(queues, workloads=workloads), job("q", {"cpu": "4"}))
+    assert (result.outcome, result.reason) == ("wait", "WaitingForQuota")
+    assert [(w["name"], w["amount"]) for w in result.to_json()["holders"]["workloads"]] == [
+        (f"ns/{long}-5", 5),
+        (f"ns/{long}-2", 2),
+        (f"ns/{long}-1", 1),
+    ]
+    line = result.warning()
+    assert "\n" not in line and len(line) < 250
+    assert line.startswith(f"[simulate] will wait: q uses 8 of 8 one cpu; held by ns/{long[:100]}")
+    assert line.endswith("…")
+
+
+def test_an_answer_that_is_not_a_wait_has_no_holders() -> None:
+    st = rfc_state(chips("a-1", "team-a", 64, GUARANTEED))
+    result = simulate(st, tpu_job("team-a", 64, GUARANTEED))
+    assert (result.outcome, result.to_json()["holders"]) == ("admit", None)

@@ -121,3 +121,29 @@ def _workload_job(name: str, chips: int) -> dict[str, object]:
             ],
         },
     }
+
+
+def test_the_holders_a_wait_names_follow_the_usage_after_an_event() -> None:
+    """The largest holders are kept per simulator until the usage moves: the tree taken over by the
+    next snapshot names them as a simulator built anew does."""
+    store = state_from_objects(OBJECTS, POLICY)
+    job = _workload_job("big", 384)
+    first = simulate_object(live(store.snapshot(), POLICY), job)
+    assert first.outcome == "wait" and first.to_json()["holders"]["workloads"][0] == {
+        "name": "kubemaker/jobset-a-running-guaranteed-1a2b3",
+        "clusterQueue": "team-a",
+        "amount": 128,
+    }
+    running = next(
+        o for o in OBJECTS if o["kind"] == "Workload" and o["metadata"]["name"] == "jobset-a-running-guaranteed-1a2b3"
+    )
+    bigger = {**running, "metadata": {**running["metadata"], "name": "bigger", "uid": "bigger"}}
+    admission = {**running["status"]["admission"]}
+    admission["podSetAssignments"] = [{**admission["podSetAssignments"][0], "resourceUsage": {"google.com/tpu": "192"}}]
+    bigger["status"] = {**running["status"], "admission": admission}
+    store.apply(k.WORKLOADS, "ADDED", bigger)
+    snapshot = store.snapshot()
+    carried = live(snapshot, POLICY)
+    after = simulate_object(carried, job).to_json()
+    assert after["holders"]["workloads"][0] == {"name": "kubemaker/bigger", "clusterQueue": "team-a", "amount": 192}
+    assert after == simulate_object(LiveSimulator(snapshot, POLICY, now=carried.state.now), job).to_json()

@@ -33,7 +33,7 @@ from decimal import Decimal
 from typing import Any, Final
 
 from webhook.cluster import kinds as k
-from webhook.cluster.nodes import NodeIndex
+from webhook.cluster.nodes import NODEPOOL_LABEL, NodeIndex
 from webhook.cluster.workloaddocs import WorkloadRecord
 from webhook.kube.quantity import CONTEXT
 from webhook.policy.config import Policy
@@ -142,6 +142,40 @@ class NodeState:
             held = self.index.fit(selector, requests, tolerations, tolerate_keys)
             self.memo.keep(key, held)
         return held  # type: ignore[no-any-return]
+
+    def pools(self, selector: tuple[tuple[str, str], ...]) -> Mapping[str, int]:
+        """Node pool -> its schedulable nodes, of the nodes carrying every label of ``selector`` (static
+        mode's slices: one whole pool each), memoized. Cordoned nodes take no new pods, so a pool with
+        one counts fewer hosts."""
+        key = ("pools", selector)
+        held = self.memo.get(key)
+        if held is None:
+            index = self.index
+            sets = sorted((index.label_index.get(item) or set() for item in selector), key=len)
+            names: Iterable[str] = sets[0] if sets else index.nodes.keys()
+            counted: dict[str, int] = {}
+            for name in names:
+                node = index.nodes.get(name)
+                if node is None or any(name not in other for other in sets[1:]):
+                    continue
+                pool = node.labels.get(NODEPOOL_LABEL)
+                if pool:
+                    counted[pool] = counted.get(pool, 0) + (0 if node.unschedulable else 1)
+            held = counted
+            self.memo.keep(key, held)
+        return held  # type: ignore[no-any-return]
+
+    def pool_of(self, label: str, value: str) -> str | None:
+        """The node pool of the node(s) a topology domain names (the pool itself, or a hostname's)."""
+        if label == NODEPOOL_LABEL:
+            return value
+        index = self.index
+        for name in index.label_index.get((label, value)) or ():
+            node = index.nodes.get(name)
+            pool = node.labels.get(NODEPOOL_LABEL) if node is not None else None
+            if pool:
+                return pool
+        return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -474,6 +508,32 @@ class Snapshot:
                 out.append((key[0], key[1], entry))
         return out
 
+    def occupied(self) -> tuple[dict[tuple[str, str], tuple[WorkloadKey, ...]], tuple[WorkloadKey, ...]]:
+        """(node label, value) of each topology domain an admitted Workload occupies -> those Workloads,
+        and the admitted Workloads whose ``topologyAssignment`` cannot be read (memoized): read from the
+        index's domain keys, O(domains), never all Workloads."""
+
+        def make() -> tuple[dict[tuple[str, str], tuple[WorkloadKey, ...]], tuple[WorkloadKey, ...]]:
+            domains: defaultdict[tuple[str, str], list[WorkloadKey]] = defaultdict(list)
+            unread: list[WorkloadKey] = []
+            located = self.located
+            if located is None:  # not indexed (a snapshot made by hand): the one scan
+                for key, entry in self.workloads.items():
+                    for where in places(key, entry):
+                        if where[0] == PLACED:
+                            domains[(where[1], where[2])].append(key)
+                        elif where[0] == UNPLACED:
+                            unread.append(key)
+            else:
+                for where, keys in located.items():
+                    if where[0] == PLACED and keys:
+                        domains[(where[1], where[2])].extend(keys)
+                    elif where[0] == UNPLACED:
+                        unread.extend(keys)
+            return {d: tuple(sorted(keys)) for d, keys in domains.items()}, tuple(sorted(unread))
+
+        return self.remember("occupied domains", make)  # type: ignore[no-any-return]
+
     def queue_usages(self) -> dict[str, dict[tuple[str, str], Decimal]]:
         """ClusterQueue -> (flavor, resource) -> usage, from the counters in one pass (memoized):
         O(queues × flavors × resources), whatever the number of Workloads."""
@@ -491,9 +551,19 @@ class Snapshot:
         return list(self.kept.get(kind.name, {}).values())
 
 
+#: index keys of the topology domains admitted Workloads occupy: (PLACED, node label, value), and
+#: (UNPLACED, "", "") for those whose ``topologyAssignment`` cannot be read
+PLACED, UNPLACED = "placed", "unplaced"
+
+
 def places(key: WorkloadKey, entry: WorkloadEntry) -> tuple[tuple[str, str, str], ...]:
-    """Where a Workload is indexed: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)."""
+    """Where a Workload is indexed: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue); one
+    holding quota also under each topology domain it occupies (static mode's placement reads them)."""
     if entry.state == HOLDS:
+        if entry.placed is None:
+            return ((HOLDS, entry.cluster_queue, ""), (UNPLACED, "", ""))
+        if entry.placed:
+            return ((HOLDS, entry.cluster_queue, ""), *((PLACED, label, value) for label, value in entry.placed))
         return ((HOLDS, entry.cluster_queue, ""),)
     if entry.state == WAITS:
         return ((WAITS, key[0], entry.local_queue),)

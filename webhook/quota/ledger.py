@@ -11,7 +11,9 @@ What counts, as Kueue's cache counts it (``pkg/workload``: ``HasActiveQuotaReser
 
 - **in use** (``HOLDS``): condition ``QuotaReserved`` is True, ``Finished`` is not True,
   and ``spec.active`` is not false. Its chips are read from ``status.admission``
-  (``podSetAssignments[].resourceUsage`` on ``flavors``), so the flavor is Kueue's own.
+  (``podSetAssignments[].resourceUsage`` on ``flavors``), so the flavor is Kueue's own;
+  the topology domains its ``topologyAssignment`` places pods in are kept too (static
+  mode's placement reads which node pools are held).
 - **pending** (``WAITS``): no active reservation, not finished, ``spec.active`` not false,
   ``WaitingForReplacementPods`` not True, and not marked inadmissible by Kueue: a
   ``QuotaReserved`` False condition with reason ``Inadmissible``, ``OnHold``,
@@ -81,6 +83,7 @@ class WorkloadEntry:
         "local_queue",
         "owner_kind",
         "owner_name",
+        "placed",
         "priority",
         "priority_value",
         "reserved_at",
@@ -107,6 +110,7 @@ class WorkloadEntry:
         owner_kind: str = "",
         owner_name: str = "",
         evicted: bool = False,
+        placed: Placed | None = (),
     ) -> None:
         self.local_queue = local_queue
         self.cluster_queue = cluster_queue
@@ -131,6 +135,10 @@ class WorkloadEntry:
         self.owner_name = owner_name
         #: holding quota with ``Evicted`` True: its eviction is under way (Kueue's preemptor tries it first)
         self.evicted = evicted
+        #: holding quota: the topology domains its admission's ``topologyAssignment`` places pods in,
+        #: as (node label, value) of the node-pool level, else of the lowest level (hostnames);
+        #: ``None`` when a ``topologyAssignment`` is there but cannot be read
+        self.placed = placed
 
     def __eq__(self, other: object) -> bool:
         """Same in every slot: a status-only update (most Workload events) changes nothing kept."""
@@ -143,6 +151,10 @@ class WorkloadEntry:
 
 #: (flavor, resource, amount) of an admitted Workload
 Usage = tuple[tuple[str, str, Decimal], ...]
+#: (node label, value) of the topology domains an admitted Workload's pods are placed in
+Placed = tuple[tuple[str, str], ...]
+#: the topology level of a static node pool (RFC-0033: one slice is one node pool)
+NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 #: shared values (usage, chips, shapes): Workloads made from one template hold one copy
 _SHARED: dict[Any, Any] = {}
 
@@ -196,6 +208,73 @@ def _usage(admission: Mapping[str, Any]) -> Usage:
     return tuple(sorted((flavor, resource, amount) for (flavor, resource), amount in sums.items()))
 
 
+def _placed(admission: Mapping[str, Any]) -> Placed | None:
+    """The domains of every podSet's ``topologyAssignment`` (shared); ``None`` when one cannot be read."""
+    found: set[tuple[str, str]] = set()
+    for assignment in map(_dict, admission.get("podSetAssignments") or ()):
+        topology = assignment.get("topologyAssignment")
+        if topology is None:
+            continue
+        domains = _domains(topology)
+        if domains is None:
+            return None
+        found.update(domains)
+    return _shared(tuple(sorted(found)))  # type: ignore[no-any-return]
+
+
+def _domains(topology: Any) -> set[tuple[str, str]] | None:
+    """(label, value) per domain of one ``topologyAssignment``: v1beta2's ``slices`` (values per level,
+    each ``universal`` or ``individual`` prefix + roots + suffix) or v1beta1's ``domains`` (values)."""
+    levels = topology.get("levels") if isinstance(topology, dict) else None
+    if not isinstance(levels, list) or not levels or not all(isinstance(level, str) and level for level in levels):
+        return None
+    at = levels.index(NODEPOOL_LABEL) if NODEPOOL_LABEL in levels else len(levels) - 1
+    label = _intern(levels[at])
+    found: set[tuple[str, str]] = set()
+    if "slices" in topology:
+        slices = topology["slices"]
+        if not isinstance(slices, list):
+            return None
+        for piece in slices:
+            values = _slice_values(piece, len(levels), at)
+            if values is None:
+                return None
+            found.update((label, value) for value in values)
+        return found
+    domains = topology.get("domains")
+    if not isinstance(domains, list):
+        return None
+    for domain in domains:
+        values = domain.get("values") if isinstance(domain, dict) else None
+        if not isinstance(values, list) or len(values) != len(levels) or not isinstance(values[at], str):
+            return None
+        found.add((label, _intern(values[at])))
+    return found
+
+
+def _slice_values(piece: Any, levels: int, at: int) -> list[str] | None:
+    """The values at level ``at`` of one v1beta2 ``TopologyAssignmentSlice``."""
+    if not isinstance(piece, dict):
+        return None
+    count, per_level = piece.get("domainCount"), piece.get("valuesPerLevel")
+    if type(count) is not int or count < 1 or not isinstance(per_level, list) or len(per_level) != levels:
+        return None
+    level = per_level[at]
+    if not isinstance(level, dict):
+        return None
+    universal, individual = level.get("universal"), level.get("individual")
+    if isinstance(universal, str) and universal and individual is None:
+        return [_intern(universal)]
+    if universal is not None or not isinstance(individual, dict):
+        return None
+    roots, prefix, suffix = individual.get("roots"), individual.get("prefix") or "", individual.get("suffix") or ""
+    if not isinstance(roots, list) or len(roots) != count or not isinstance(prefix, str) or not isinstance(suffix, str):
+        return None
+    if not all(isinstance(root, str) for root in roots):
+        return None
+    return [_intern(f"{prefix}{root}{suffix}") for root in roots]
+
+
 def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
     """A Workload object (``kueue.x-k8s.io/v1beta2``) reduced to what the ledger and the scheduler need."""
     metadata, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
@@ -230,6 +309,7 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
             reserved_at=_seconds(since),
             usage=_shared(usage),
             evicted=conditions.get("Evicted", (False, "", ""))[0],
+            placed=_placed(admission),
             **common,
         )
     if reason in INADMISSIBLE_REASONS or conditions.get("WaitingForReplacementPods", (False, "", ""))[0]:

@@ -12,8 +12,9 @@ asked (Preempt, or Preempt without candidates), else NoFit (``WaitingForQuota``)
 which of those tried is best (``isPreferred``). Earlier podSets' assignments count as
 usage for later ones.
 
-Not modelled (``docs/simulate.md``): podSet groups (``podSetGroupName``), the last-tried
-flavor of a requeued Workload, topology placement, elastic slices, DRA, admission checks.
+Static mode's topology placement is the engine's next step (``placement``). Not modelled
+(``docs/simulate.md``): podSet groups (``podSetGroupName``), the last-tried flavor of a
+requeued Workload, dynamic mode's placement, elastic slices, DRA, admission checks.
 """
 
 from __future__ import annotations

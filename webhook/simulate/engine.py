@@ -2,11 +2,12 @@
 
 The order is Kueue's: workload-wide blockers first, in KEP-10852's precedence
 (``Deactivated``, ``Misconfigured``, ``Suspended``); then the flavor assignment with the
-current usage (``assign``), then, when it needs preemption, the victims Kueue's
-preemptor picks (``preempt``); last the job's place among the pending Workloads of its
-ClusterQueue. Where the state lacks what decides the answer the outcome is ``unknown``,
-naming what is missing: a guess that promises a start Kueue would not give, or names a
-victim Kueue would not touch, is the worst answer this can give.
+current usage (``assign``); in static mode, whether enough whole node pools are free
+(``placement``); then, when it needs preemption, the victims Kueue's preemptor picks
+(``preempt``), which must free pools too; last the job's place among the pending
+Workloads of its ClusterQueue. Where the state lacks what decides the answer the outcome
+is ``unknown``, naming what is missing: a guess that promises a start Kueue would not
+give, or names a victim Kueue would not touch, is the worst answer this can give.
 
 ``Simulator`` builds the tree once per state and answers any number of jobs; each answer
 puts back every usage it moved, so the state is never changed.
@@ -14,10 +15,12 @@ puts back every usage it moved, so the state is never changed.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, localcontext
 
 from webhook.kube.quantity import CONTEXT
+from webhook.kube.topology import TopologyError, parse_topology
 from webhook.quota.amounts import format_amount
 from webhook.quota.objects import ClusterQueueInfo, describe_selector, selector_matches
 from webhook.simulate.assign import (
@@ -29,6 +32,7 @@ from webhook.simulate.assign import (
     Assignment,
     FlavorAssigner,
 )
+from webhook.simulate.placement import PoolNeed, PoolTracker, pool_needs
 from webhook.simulate.preempt import Preemptor, Simulation, Victim
 from webhook.simulate.result import (
     ADMIT,
@@ -38,13 +42,22 @@ from webhook.simulate.result import (
     WAIT,
     Numbers,
     PodSetResult,
+    Pools,
     Position,
     PreemptionResult,
     Result,
     plural,
 )
 from webhook.simulate.result import PREEMPT as PREEMPT_OUTCOME
-from webhook.simulate.state import COHORTS, FLAVORS, LOCAL_QUEUES, WORKLOADS, PendingWorkload, State
+from webhook.simulate.state import (
+    COHORTS,
+    FLAVORS,
+    LOCAL_QUEUES,
+    WORKLOADS,
+    FlavorResource,
+    PendingWorkload,
+    State,
+)
 from webhook.simulate.tree import Node, available, build_tree
 
 ZERO = Decimal(0)
@@ -52,6 +65,8 @@ TPU = "google.com/tpu"
 #: pending Workloads ahead of the job whose own chances are worked out (BestEffortFIFO);
 #: beyond it the answer is unknown rather than a long search
 AHEAD_CHECKED = 16
+#: the largest holders a wait names, in its queue and in its cohort tree
+HOLDERS = 3
 
 
 class Simulator:
@@ -67,6 +82,13 @@ class Simulator:
         with localcontext(CONTEXT):
             self.tree = build_tree(state)
         self.sim = Simulation(state, self.tree, budget)
+        #: the largest holders per (scope, flavor, resource), worked out once per state and usage
+        #: (``forget`` when either moves)
+        self.ranked: dict[tuple[str, str, str], tuple[tuple[str, Decimal], ...]] = {}
+
+    def forget(self) -> None:
+        """Drop what was worked out from the usage (the tree moved to another state's counts)."""
+        self.ranked.clear()
 
     def simulate(self, job: PendingWorkload, kind: str = "Workload", source: str = "") -> Result:
         self.sim.reset()
@@ -95,6 +117,7 @@ class Simulator:
             notes,
             self.tpu,
             self.priority_names,
+            result.pools,
         )
 
     def _simulate(self, job: PendingWorkload) -> Result:
@@ -152,13 +175,37 @@ class Simulator:
             message = "Workloads are not in the state: what the queues use now is unknown"
             return Result(UNKNOWN, "", queue.name, message, self._podsets(assignment, node, []))
         position = self._position(job, queue.name, queue.queueing_strategy)
-        if assignment.mode == FIT:
+        wanted = self._pool_needs(job, assignment) if assignment.mode != NOFIT else ()
+        unplaceable = self._placement_unknown(wanted)
+        tracker = PoolTracker(state.placement, wanted) if wanted and state.placement and not unplaceable else None
+        if assignment.mode == FIT and (tracker is None or tracker.fits()):
             podsets = self._podsets(assignment, node, [])
             result = Result(ADMIT, "", queue.name, _fits(podsets, queue.name, self.tpu), podsets, (), position)
-        elif assignment.mode == PREEMPT:
-            job_usage = Preemptor(node, job.priority, job.created, assignment.usage, assignment.need_preemption())
-            victims = self.sim.targets(job_usage)
-            if victims:
+        elif tracker is not None and not tracker.possible():  # Kueue: NoFit even with every Workload gone
+            result = self._unplaced(assignment, node, position, tracker, "not even with every Workload gone")
+        elif assignment.mode == PREEMPT or tracker is not None:
+            need = assignment.need_preemption()
+            if tracker is not None:  # ``updateModeForTASRequests``: the placed podSets' resources need preemption
+                flavors = {n.flavor for n in tracker.wanted}
+                placed = [p for p in assignment.podsets if p.flavors.get(self.tpu) in flavors]
+                need |= {(f, r) for p in placed for r, f in p.flavors.items()}
+            placing = tracker is not None
+            job_usage = Preemptor(node, job.priority, job.created, assignment.usage, frozenset(need), placing)
+            self.sim.pools = tracker
+            try:
+                victims = self.sim.targets(job_usage)
+            finally:
+                self.sim.pools = None
+            if not victims and tracker is not None:
+                quota_only = assignment.mode == FIT or self.sim.targets(
+                    Preemptor(node, job.priority, job.created, assignment.usage, assignment.need_preemption())
+                )
+                if quota_only:
+                    why = "no preemption Kueue would make frees enough of them"
+                    result = self._unplaced(assignment, node, position, tracker, why)
+                else:
+                    result = self._wait(assignment, node, position, "no preemption Kueue would make frees enough")
+            elif victims:
                 podsets = self._podsets(assignment, node, victims)
                 preemptions = tuple(
                     PreemptionResult(v.workload.key, v.workload.cluster_queue, v.workload.priority, v.reason)
@@ -173,7 +220,63 @@ class Simulator:
                 result = self._wait(assignment, node, position, "no preemption Kueue would make frees enough")
         else:
             result = self._wait(assignment, node, position, _why_not(assignment))
+        if unplaceable and result.outcome in (ADMIT, PREEMPT_OUTCOME):
+            return Result(UNKNOWN, "", queue.name, unplaceable, result.podsets, (), position)
         return self._behind(job, result, queue.queueing_strategy)
+
+    # ------------------------------------------------------------ static placement
+
+    def _pool_needs(self, job: PendingWorkload, assignment: Assignment) -> tuple[PoolNeed, ...]:
+        placement = self.state.placement
+        if placement is None:
+            return ()
+        assigned = [p.flavors for p in assignment.podsets]
+        label = placement.topology_label
+        return pool_needs(job.podsets, assigned, self.state.flavors, label, self.tpu, _topology_chips)
+
+    def _placement_unknown(self, wanted: Sequence[PoolNeed]) -> str:
+        """Why whether the job's pools are free cannot be told ("" when it can, or nothing is placed)."""
+        placement = self.state.placement
+        if not wanted or placement is None:
+            return ""
+        slices = ", ".join(f"{plural(n.slices, 'whole node pool')} of {n.topology}" for n in wanted)
+        if placement.missing:
+            return f"{placement.missing}: whether it finds {slices} with every host free is unknown"
+        unread = placement.unreadable(frozenset(n.flavor for n in wanted))
+        if unread:
+            listed = ", ".join(unread[:3]) + (f" and {len(unread) - 3} more" if len(unread) > 3 else "")
+            return (
+                f"the topologyAssignment of {listed} cannot be read: which node pools it holds, and so whether "
+                f"the job finds {slices} with every host free, is unknown"
+            )
+        return ""
+
+    def _unplaced(
+        self, assignment: Assignment, node: Node, position: Position, tracker: PoolTracker, why: str
+    ) -> Result:
+        """``wait`` ``TopologyPlacementFailed``: the quota fits, the topology has too few whole pools free."""
+        need = tracker.short() or tracker.wanted[0]
+        at = tracker.index_of(need)
+        free, total = tracker.free[at], len(tracker.usable[at])
+        placement = self.state.placement
+        assert placement is not None
+        holders = tuple((key, placement.queue_of(key), count) for key, count in tracker.holders(need)[:LISTED])
+        held = ", ".join(f"{key} ({plural(count, 'pool')})" for key, _, count in holders[:3])
+        message = (
+            f"needs {plural(need.slices, 'whole node pool')} of {need.topology} (flavor {need.flavor}) with every "
+            f"host free; {free} of {total} free" + (f"; held by {held}" if held else "") + f"; {why}"
+        )
+        pools = Pools(need.topology, need.flavor, need.slices, free, total, holders)
+        return Result(
+            WAIT,
+            "TopologyPlacementFailed",
+            node.name,
+            message,
+            self._podsets(assignment, node, []),
+            (),
+            position,
+            pools=pools,
+        )
 
     def _selector(self, queue: ClusterQueueInfo, namespace: str) -> str | None:
         """Why ``queue``'s namespaceSelector refuses ``namespace``; ``None`` when it admits it or the
@@ -301,12 +404,53 @@ class Simulator:
         needs = assignment.usage.get(target, ZERO)
         if failed is not None:  # what the podSet that did not fit asks, on top of those before it
             needs += failed.requests.get(target[1], ZERO)
-        scope = [node] if node.parent is None else list(_queues(node.root()))
-        holders = sorted(((q.name, q.usage.get(target, ZERO)) for q in scope), key=lambda h: (-h[1], h[0]))
         cohort = node.parent.name if node.parent is not None else None
         return Numbers(
-            target[0], target[1], needs, uses, nominal, lends, cohort, tuple(h for h in holders[:3] if h[1] > 0)
+            target[0],
+            target[1],
+            needs,
+            uses,
+            nominal,
+            lends,
+            cohort,
+            self._largest_queues(node, target),
+            self._largest_workloads(node.name, target),
         )
+
+    def _largest_queues(self, node: Node, target: FlavorResource) -> tuple[tuple[str, Decimal], ...]:
+        """The three ClusterQueues of the queue's cohort tree (or the queue alone) using most of ``target``:
+        one pass over the tree's queues per (tree, flavor, resource), kept until the usage moves."""
+        root = node.root() if node.parent is not None else node
+        key = (root.name, *target)
+        held = self.ranked.get(key)
+        if held is None:
+            scope = [node] if node.parent is None else _queues(root)
+            top = heapq.nsmallest(
+                HOLDERS, ((-q.usage.get(target, ZERO), q.name) for q in scope if q.usage.get(target, ZERO) > 0)
+            )
+            held = self.ranked[key] = tuple((name, -amount) for amount, name in top)
+        return held
+
+    def _largest_workloads(self, queue: str, target: FlavorResource) -> tuple[tuple[str, Decimal], ...]:
+        """The three admitted Workloads of ``queue`` using most of ``target`` (its index, read once)."""
+        key = ("queue " + queue, *target)
+        held = self.ranked.get(key)
+        if held is None:
+            admitted = self.state.admitted_by_queue.get(queue, ())
+            top = heapq.nsmallest(
+                HOLDERS,
+                ((-w.usage.get(target, ZERO), w.key) for w in admitted if w.usage.get(target, ZERO) > 0),
+            )
+            held = self.ranked[key] = tuple((name, -amount) for amount, name in top)
+        return held
+
+
+def _topology_chips(topology: str) -> int:
+    """The chips of one whole slice of ``topology`` (``4x4x4``: 64); 0 for a value that is not one."""
+    try:
+        return parse_topology(topology).chips
+    except TopologyError:
+        return 0
 
 
 def _queues(cohort: Node) -> list[Node]:

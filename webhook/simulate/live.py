@@ -32,11 +32,12 @@ from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.readers import read_workload
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
-from webhook.quota.ledger import HOLDS, WAITS
+from webhook.quota.ledger import HOLDS, WAITS, WorkloadEntry
 from webhook.quota.podsets import demands_of
 from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.documents import fair_sharing
 from webhook.simulate.engine import Simulator
+from webhook.simulate.placement import Placement
 from webhook.simulate.preempt import Simulation
 from webhook.simulate.result import ADMIT, PREEMPT, UNKNOWN, Result
 from webhook.simulate.state import (
@@ -202,11 +203,46 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
             admitted_by_queue=admitted_parts,
             pending_by_queue=_PerQueue(names, pending, pending_token, _part(before, "pending_by_queue")),
             candidates=_PerQueue(names, candidates, admitted_token, _part(before, "candidates")),
+            placement=_placement(snapshot, policy),
         )
 
     if now is not None or policy is not snapshot.policy:  # memoized for the snapshot's own policy alone
         return make()
     return snapshot.remember(_STATE_KEY, make)  # type: ignore[no-any-return]
+
+
+def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
+    """Static mode's node pools and who occupies them, read from the snapshot when a placed job first
+    asks: the pools from the node index (memoized per selector on its node part), the occupants from
+    the index of the topology domains admitted Workloads hold (O(domains), never all Workloads).
+    ``None`` in dynamic mode (sub-slice placement is not simulated)."""
+    if policy.mode != "static":
+        return None
+    nodes = snapshot.nodes
+
+    def load() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+        domains, unread = snapshot.occupied()
+        by_pool: dict[str, set[str]] = {}
+        for (label, value), keys in domains.items():
+            pool = nodes.pool_of(label, value)
+            if pool is not None:
+                by_pool.setdefault(pool, set()).update(f"{ns}/{name}" for ns, name in keys)
+        return {pool: tuple(sorted(keys)) for pool, keys in by_pool.items()}, tuple(f"{ns}/{n}" for ns, n in unread)
+
+    def entry_of(key: str) -> WorkloadEntry | None:
+        namespace, _, name = key.partition("/")
+        return snapshot.workloads.get((namespace, name))
+
+    def flavors_of(key: str) -> frozenset[str]:
+        entry = entry_of(key)
+        return frozenset(flavor for flavor, _, _ in entry.usage) if entry is not None else frozenset()
+
+    def queue_of(key: str) -> str:
+        entry = entry_of(key)
+        return entry.cluster_queue if entry is not None else ""
+
+    missing = "Nodes are not in the state" if k.NODES.name in snapshot.unread else None
+    return Placement(policy.tpu.topology_label, nodes.pools, load, flavors_of, queue_of, missing)
 
 
 def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:
@@ -299,6 +335,7 @@ class LiveSimulator:
                 tree.add(queue, now)
         simulator.state = state
         simulator.sim = Simulation(state, tree, self.budget)
+        simulator.forget()
         return simulator
 
     def simulate(self, job: PendingWorkload, kind: str = WORKLOAD, source: str = "") -> Result:

@@ -33,6 +33,7 @@ from functools import partial
 from itertools import chain
 
 from webhook.simulate.candidates import Peekable, QueueIndex, eligible, may_have, merged
+from webhook.simulate.placement import PoolTracker
 from webhook.simulate.state import AdmittedWorkload, FlavorResource, State
 from webhook.simulate.tree import (
     DRS,
@@ -79,6 +80,8 @@ class Preemptor:
     usage: Usage
     #: the (flavor, resource)s whose assignment mode is Preempt
     need: frozenset[FlavorResource]
+    #: the job needs static node pools free too (``Simulation.pools`` follows them)
+    placed: bool = False
 
 
 def ordering_key(queue: str, now: datetime) -> Callable[[AdmittedWorkload], tuple[int, int, int, float, str]]:
@@ -103,6 +106,8 @@ class Simulation:
         #: answers of ``targets`` within one simulation: the flavor assigner's oracle and the final
         #: ``GetTargets`` ask the same question when the job uses one (flavor, resource)
         self.answers: dict[object, list[Victim]] = {}
+        #: the job's static node pools, followed through removals while a placed job's victims are sought
+        self.pools: PoolTracker | None = None
 
     def reset(self) -> None:
         """Forget the last simulation's budget and answers (the tree itself is always restored)."""
@@ -121,22 +126,27 @@ class Simulation:
 
     def remove(self, workload: AdmittedWorkload) -> None:
         self.tree.remove(workload.cluster_queue, workload.usage)
+        if self.pools is not None:
+            self.pools.remove(workload.key)
 
     def add(self, workload: AdmittedWorkload) -> None:
         self.tree.add(workload.cluster_queue, workload.usage)
+        if self.pools is not None:
+            self.pools.add(workload.key)
 
     def restore(self, victims: list[Victim]) -> None:
         for victim in victims:
             self.add(victim.workload)
 
     def fits(self, job: Preemptor, borrowing: bool) -> bool:
-        """``workloadFits``: every (flavor, resource) of the job within what its queue has available."""
+        """``workloadFits``: every (flavor, resource) of the job within what its queue has available,
+        and, for a placed job, enough whole node pools free."""
         for fr, value in job.usage.items():
             if not borrowing and job.queue.borrowing_with(fr, value):
                 return False
             if value > available(job.queue, fr):
                 return False
-        return True
+        return not job.placed or self.pools is None or self.pools.fits()
 
     def fill_back(self, job: Preemptor, victims: list[Victim], borrowing: bool) -> list[Victim]:
         """``fillBackWorkloads``: put back, last but one first, each victim the job does not need gone."""
@@ -151,7 +161,7 @@ class Simulation:
 
     def targets(self, job: Preemptor) -> list[Victim]:
         """``getTargets``: the victims, or ``[]`` when no preemption Kueue would make lets the job fit."""
-        question = (job.queue.name, job.priority, job.created, frozenset(job.usage.items()), job.need)
+        question = (job.queue.name, job.priority, job.created, frozenset(job.usage.items()), job.need, job.placed)
         answer = self.answers.get(question)
         if answer is None:
             answer = self._fair(job) if self.state.fair_sharing.enabled else self._classical(job)

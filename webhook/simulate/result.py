@@ -1,14 +1,15 @@
 """The simulator's answer: the contract's JSON, a text read at one glance, the webhook's line.
 
-``Result.to_json`` gives exactly the keys of SPEC §12 (``source``, ``kind``, ``namespace``,
+``Result.to_json`` gives the keys of SPEC §12 (``source``, ``kind``, ``namespace``,
 ``name``, ``outcome``, ``reason``, ``clusterQueue``, ``podSets``, ``preemptions``,
-``position``, ``message``); the numbers behind a ``wait`` (``Numbers``) and the state's
-oddities (``notes``) feed the text and the message, not extra keys.
+``position``, ``message``) and one more, ``holders``: for a ``wait``, who holds what it
+waits for (§12.5 "who holds the rest"), else ``null``. The other numbers behind a ``wait``
+(``Numbers``, ``Pools``) and the state's oddities (``notes``) feed the text and the message.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
@@ -66,8 +67,27 @@ class Numbers:
     #: what the cohort tree could lend the queue now
     lends: Decimal
     cohort: str | None
-    #: (ClusterQueue, what it uses), largest first
+    #: (ClusterQueue, what it uses) of the queue's cohort tree (or the queue alone), largest first
     holders: tuple[tuple[str, Decimal], ...] = ()
+    #: (Workload ``ns/name``, what it uses) of the queue's own admitted Workloads, largest first
+    workloads: tuple[tuple[str, Decimal], ...] = ()
+
+
+#: the ``holders.resource`` of a placement wait: what is held is whole node pools
+NODE_POOLS = "nodePools"
+
+
+@dataclass(frozen=True, slots=True)
+class Pools:
+    """What a ``TopologyPlacementFailed`` wait is about: static node pools of one topology."""
+
+    topology: str
+    flavor: str
+    needed: int
+    free: int
+    total: int
+    #: (Workload ``ns/name``, its ClusterQueue, pools it holds hosts in), most first
+    holders: tuple[tuple[str, str, int], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +109,8 @@ class Result:
     chips: str = "google.com/tpu"
     #: priority -> what people call it (``best-effort``), for the webhook line; not in the JSON
     priority_names: Mapping[int, str] = field(default_factory=dict)
+    #: a placement wait's pools
+    pools: Pools | None = None
 
     def amount(self, value: Decimal, resource: str) -> str:
         """``64 chips``, ``32Gi memory``, ``4 cpu``: an amount with what it is of."""
@@ -121,6 +143,30 @@ class Result:
             ],
             "position": {"ahead": self.position.ahead, "chipsAhead": _number(self.position.chips_ahead)},
             "message": self.message,
+            "holders": self._holders_json(),
+        }
+
+    def _holders_json(self) -> dict[str, Any] | None:
+        """Who holds what a ``wait`` waits for: the largest ClusterQueues of its cohort tree and
+        Workloads of its queue (quota), or the Workloads on the topology's pools (placement)."""
+        if self.outcome != WAIT:
+            return None
+        if self.pools is not None:
+            pools = self.pools
+            return {
+                "flavor": pools.flavor,
+                "resource": NODE_POOLS,
+                "clusterQueues": [],
+                "workloads": [{"name": w, "clusterQueue": q, "amount": n} for w, q, n in pools.holders],
+            }
+        if self.numbers is None:
+            return None
+        n, queue = self.numbers, self.cluster_queue
+        return {
+            "flavor": n.flavor,
+            "resource": n.resource,
+            "clusterQueues": [{"name": q, "amount": _number(a)} for q, a in n.holders],
+            "workloads": [{"name": w, "clusterQueue": queue, "amount": _number(a)} for w, a in n.workloads],
         }
 
     def text(self) -> str:
@@ -150,6 +196,16 @@ class Result:
             )
             if holders:
                 lines.append(f"  largest users: {holders}")
+            if n.workloads:
+                largest = ", ".join(f"{w} {format_amount(a, r)}" for w, a in n.workloads)
+                lines.append(f"  largest in {self.cluster_queue}: {largest}")
+        if self.pools is not None:
+            where = self.pools
+            free = f"{where.free} of {where.total} free"
+            lines.append(f"  node pools of {where.topology} ({where.flavor}): needs {where.needed}, {free}")
+            if where.holders:
+                held = ", ".join(f"{w} ({q}, {plural(n, 'pool')})" for w, q, n in where.holders)
+                lines.append(f"  held by: {held}")
         if self.position.ahead:
             lines.append(
                 f"  position: {plural(self.position.ahead, 'Workload')} ahead "
@@ -173,22 +229,45 @@ class Result:
         if self.outcome == PREEMPT:
             return f"[simulate] will preempt {_victims(self.preemptions, self.priority_names)}"
         if self.outcome == WAIT:
-            n, ahead = self.numbers, self.position.ahead
+            n, pools, ahead = self.numbers, self.pools, self.position.ahead
             parts = []
-            if n is not None:
+            if pools is not None:
+                wanted = plural(pools.needed, "free " + pools.topology + " node pool")
+                parts.append(f"needs {wanted}, {pools.free} of {pools.total} free")
+                if pools.holders:
+                    parts.append("held by " + _names(w for w, _, _ in pools.holders))
+            elif n is not None:
                 r = n.resource
                 cohort = f", cohort {n.cohort} lends {format_amount(n.lends, r)}" if n.cohort else ""
                 unit = "chips" if r == self.chips else r
                 used = f"{format_amount(n.uses, r)} of {format_amount(n.nominal, r)}"
                 parts.append(f"{self.cluster_queue} uses {used} {n.flavor} {unit}{cohort}")
+                held = n.holders if n.cohort else tuple((w, a) for w, a in n.workloads)
+                if held:
+                    parts.append("held by " + _names(f"{q} {format_amount(a, r)}" for q, a in held))
             else:
-                parts.append(self.message)
+                parts.append(_clip(self.message, WARNING_PART))
             if ahead and self.reason != "StrictFIFO":
                 parts.append(f"{plural(ahead, 'Workload')} ahead")
             return "[simulate] will wait: " + "; ".join(parts)
         if self.outcome == NEVER:
             return f"[simulate] will not start: {self.message}"
         return f"[simulate] cannot tell: {self.message}"
+
+
+#: the longest a part of the webhook's line gets (names are up to 253 characters)
+WARNING_PART = 160
+#: holders named in the webhook's line
+WARNING_HOLDERS = 3
+
+
+def _clip(text: str, most: int) -> str:
+    return text if len(text) <= most else text[: most - 1] + "…"
+
+
+def _names(items: Iterable[str]) -> str:
+    """At most ``WARNING_HOLDERS`` names, the whole clipped to ``WARNING_PART``."""
+    return _clip(", ".join(list(items)[:WARNING_HOLDERS]), WARNING_PART)
 
 
 def plural(count: int, noun: str) -> str:

@@ -19,6 +19,7 @@ from decimal import Decimal
 from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo
 from webhook.quota.podsets import PodSetDemand
 from webhook.simulate.candidates import QueueIndex, build_index
+from webhook.simulate.placement import Placement
 
 #: Kueue's ``FlavorResource``: (flavor, resource)
 FlavorResource = tuple[str, str]
@@ -102,6 +103,9 @@ class State:
     pending_by_queue: Mapping[str, tuple[PendingWorkload, ...]] = None  # type: ignore[assignment]
     #: ClusterQueue -> its admitted Workloads in Kueue's candidate order (``candidates``)
     candidates: Mapping[str, QueueIndex] = None  # type: ignore[assignment]
+    #: static mode's node pools and who occupies them (``placement``); ``None``: placement is not
+    #: checked (dynamic mode, or a state made by hand without nodes)
+    placement: Placement | None = None
 
     def __post_init__(self) -> None:
         if self.admitted_by_queue is not None:

@@ -1,0 +1,189 @@
+"""Static mode's placement: whole node pools free for the job's slices, as Kueue's TAS finds them.
+
+In static mode (RFC-0033 4.6) a TPU slice is one node pool of a fixed topology
+(``cloud.google.com/gke-tpu-topology``), and a job asks Kueue's topology-aware scheduling
+for one pool per slice (``podset-slice-required-topology: cloud.google.com/gke-nodepool``
+with ``podset-slice-size``). Kueue places the job only when, besides the quota, enough
+pools of its flavor's nodes have every host free (``FindTopologyAssignmentsForWorkload``
+in kubernetes-sigs/kueue ``pkg/cache/scheduler/tas_flavor_snapshot.go``). A host is taken
+when an admitted, not finished Workload's ``topologyAssignment`` names it (or its pool);
+since a static slice takes all of a pool's hosts, a pool with any taken host holds no new
+slice, and a pool is counted whole or not at all.
+
+``Placement`` is what the engine reads of the cluster for that (built from a live snapshot
+by ``webhook.simulate.live``); ``needs`` works out the pools a job asks for from its podSets
+and the flavors the quota assignment gave them (``pool_needs``); ``PoolTracker`` follows, during one
+preemption search, which pools the victims removed so far free
+(``workloadFits`` checks TAS after quota, so Kueue's victims must free pools too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from decimal import Decimal
+
+from webhook.quota.objects import FlavorInfo
+from webhook.quota.podsets import PodSetDemand
+
+#: a node selector as a sorted tuple (hashable: the node side memoizes on it)
+Selector = tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True, slots=True)
+class PoolNeed:
+    """The whole free pools one topology's podSets need: ``slices`` of them."""
+
+    topology: str
+    flavor: str
+    #: the flavor's node labels and the podSet's node selector: the nodes Kueue's TAS considers
+    selector: Selector
+    slices: int
+
+
+@dataclass
+class Placement:
+    """What static placement reads of the cluster: the pools and who occupies them.
+
+    ``pools`` gives node pool -> schedulable hosts of the nodes matching a selector; ``load``
+    gives, once, node pool -> the Workloads (``ns/name``) whose assignment takes hosts in it and
+    the Workloads whose ``topologyAssignment`` cannot be read; ``flavors_of`` the flavors a
+    Workload holds quota on, ``queue_of`` its ClusterQueue. ``missing`` says why placement
+    cannot be checked (no Nodes in the state): then nothing here is read.
+    """
+
+    topology_label: str
+    pools: Callable[[Selector], Mapping[str, int]]
+    load: Callable[[], tuple[Mapping[str, tuple[str, ...]], tuple[str, ...]]]
+    flavors_of: Callable[[str], frozenset[str]]
+    queue_of: Callable[[str], str]
+    missing: str | None = None
+    _loaded: tuple[Mapping[str, tuple[str, ...]], dict[str, tuple[str, ...]], tuple[str, ...]] | None = field(
+        default=None, repr=False
+    )
+    _unreadable: dict[frozenset[str], tuple[str, ...]] = field(default_factory=dict, repr=False)
+
+    def _index(self) -> tuple[Mapping[str, tuple[str, ...]], dict[str, tuple[str, ...]], tuple[str, ...]]:
+        if self._loaded is None:
+            occupants, unread = self.load()
+            by_workload: dict[str, list[str]] = {}
+            for pool, keys in occupants.items():
+                for key in keys:
+                    by_workload.setdefault(key, []).append(pool)
+            self._loaded = (occupants, {k: tuple(v) for k, v in by_workload.items()}, unread)
+        return self._loaded
+
+    def occupants(self, pool: str) -> tuple[str, ...]:
+        """The admitted Workloads (``ns/name``) holding hosts of ``pool``."""
+        return self._index()[0].get(pool, ())
+
+    def pools_of(self, workload: str) -> tuple[str, ...]:
+        """The pools whose hosts ``workload`` holds."""
+        return self._index()[1].get(workload, ())
+
+    def unreadable(self, flavors: frozenset[str]) -> tuple[str, ...]:
+        """Admitted Workloads on one of ``flavors`` whose ``topologyAssignment`` cannot be read (kept
+        per set of flavors: a state where many cannot be read costs one pass, not one per job)."""
+        held = self._unreadable.get(flavors)
+        if held is None:
+            held = tuple(key for key in self._index()[2] if self.flavors_of(key) & flavors)
+            if len(self._unreadable) < 64:
+                self._unreadable[flavors] = held
+        return held
+
+
+def pool_needs(
+    podsets: Sequence[PodSetDemand],
+    assigned: Sequence[Mapping[str, str]],
+    flavors: Mapping[str, FlavorInfo],
+    topology_label: str,
+    tpu: str,
+    chips_of: Callable[[str], int],
+) -> tuple[PoolNeed, ...]:
+    """The pools the job's static podSets need, one group per topology (its first podSet's selector).
+
+    A podSet counts when it asks for topology-aware scheduling, selects a topology, and got a
+    TPU flavor that is a TAS flavor (``spec.topologyName``): a flavor without one is not placed by
+    Kueue's TAS. Its slices are its chips over the topology's chips (a 4x4x4 pool: 64).
+    """
+    groups: dict[str, PoolNeed] = {}
+    for podset, chosen in zip(podsets, assigned, strict=False):
+        topology = dict(podset.node_selector).get(topology_label)
+        flavor = chosen.get(tpu)
+        info = flavors.get(flavor) if flavor else None
+        if not podset.tas or not topology or info is None or info.topology_name is None:
+            continue
+        chips, per_slice = podset.total(tpu), chips_of(topology)
+        if chips <= 0 or per_slice <= 0:
+            continue
+        slices = int(-(-chips // Decimal(per_slice)))
+        held = groups.get(topology)
+        if held is None:
+            selector = tuple(sorted({**dict(info.node_labels), **dict(podset.node_selector)}.items()))
+            groups[topology] = PoolNeed(topology, info.name, selector, slices)
+        else:
+            groups[topology] = PoolNeed(topology, held.flavor, held.selector, held.slices + slices)
+    return tuple(groups[t] for t in sorted(groups))
+
+
+class PoolTracker:
+    """The free pools of each need, moved as Workloads are taken out and put back (one answer)."""
+
+    def __init__(self, placement: Placement, wanted: Sequence[PoolNeed]) -> None:
+        self.placement = placement
+        self.wanted = tuple(wanted)
+        #: per need: its usable pools (a schedulable host at least: a pool counts whole, at the size its
+        #: topology declares, as the capacity rules count it)
+        self.usable: list[tuple[str, ...]] = []
+        #: pool -> (need index, occupants not taken out)
+        self.left: dict[str, list[int]] = {}
+        self.free: list[int] = []
+        for i, need in enumerate(self.wanted):
+            pools = tuple(sorted(p for p, hosts in placement.pools(need.selector).items() if hosts))
+            self.usable.append(pools)
+            free = 0
+            for pool in pools:
+                taken = len(placement.occupants(pool))
+                if taken:
+                    self.left.setdefault(pool, [i, taken])
+                else:
+                    free += 1
+            self.free.append(free)
+
+    def fits(self) -> bool:
+        return all(free >= need.slices for free, need in zip(self.free, self.wanted, strict=True))
+
+    def possible(self) -> bool:
+        """Whether the job could be placed with every Workload gone (``WithSimulateEmpty``)."""
+        return all(len(pools) >= need.slices for pools, need in zip(self.usable, self.wanted, strict=True))
+
+    def remove(self, workload: str) -> None:
+        for pool in self.placement.pools_of(workload):
+            held = self.left.get(pool)
+            if held is not None:
+                held[1] -= 1
+                if held[1] == 0:
+                    self.free[held[0]] += 1
+
+    def add(self, workload: str) -> None:
+        for pool in self.placement.pools_of(workload):
+            held = self.left.get(pool)
+            if held is not None:
+                if held[1] == 0:
+                    self.free[held[0]] -= 1
+                held[1] += 1
+
+    def short(self) -> PoolNeed | None:
+        """The first need without enough free pools now."""
+        return next((n for n, free in zip(self.wanted, self.free, strict=True) if free < n.slices), None)
+
+    def index_of(self, need: PoolNeed) -> int:
+        return self.wanted.index(need)
+
+    def holders(self, need: PoolNeed) -> list[tuple[str, int]]:
+        """The Workloads occupying the need's usable pools, with how many each, most first."""
+        counted: dict[str, int] = {}
+        for pool in self.usable[self.index_of(need)]:
+            for key in self.placement.occupants(pool):
+                counted[key] = counted.get(key, 0) + 1
+        return sorted(counted.items(), key=lambda h: (-h[1], h[0]))
