@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from webhook.kube.sharing import shared
+
 _CONDITION_FIELDS: Final = ("type", "status", "reason", "message", "lastTransitionTime")
 _CHECK_FIELDS: Final = ("name", "state", "message", "lastTransitionTime")
 _OWNER_FIELDS: Final = ("apiVersion", "kind", "name", "uid", "controller")
@@ -33,22 +35,8 @@ _REQUEUE_FIELDS: Final = ("count", "requeueAt")
 #: the job-uid label first (``WorkloadRecord.job_uid``)
 _LABELS: Final = ("kueue.x-k8s.io/job-uid", "kueue.x-k8s.io/queue-name")
 
-#: equal strings and tuples of the records, held once; cleared when full (live records keep
-#: their own references, so clearing only stops sharing with records made before)
-_SHARED: dict[Any, Any] = {}
-_SHARED_LIMIT: Final = 65536
-
 #: a mapping's values in its fields' order, ``None`` for a field it does not have
 Values = tuple[Any, ...]
-
-
-def _shared(value: Any) -> Any:
-    if len(_SHARED) > _SHARED_LIMIT:
-        _SHARED.clear()
-    try:
-        return _SHARED.setdefault(value, value)
-    except TypeError:  # not hashable (not Kueue's shape): kept as it is
-        return value
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
@@ -58,13 +46,13 @@ def _dict(value: Any) -> Mapping[str, Any]:
 def _values(value: Any, fields: tuple[str, ...]) -> Values:
     """A mapping's ``fields`` as a shared tuple of shared values."""
     source = _dict(value)
-    return _shared(tuple(_shared(source.get(key)) for key in fields))  # type: ignore[no-any-return]
+    return shared(tuple(shared(source.get(key)) for key in fields))
 
 
 def _values_list(value: Any, fields: tuple[str, ...]) -> tuple[Values, ...] | None:
     if not isinstance(value, list):
         return None
-    return _shared(tuple(_values(item, fields) for item in value if isinstance(item, Mapping)))  # type: ignore[no-any-return]
+    return shared(tuple(_values(item, fields) for item in value if isinstance(item, Mapping)))
 
 
 def _mapping(values: Values, fields: tuple[str, ...]) -> dict[str, Any]:
@@ -137,17 +125,17 @@ def workload_record(obj: Mapping[str, Any]) -> WorkloadRecord:
     admission = _dict(status.get("admission"))
     cluster_queue = admission.get("clusterQueue")
     return WorkloadRecord(
-        _shared(str(obj.get("apiVersion") or "")),
-        _shared(str(metadata.get("namespace") or "")),
+        shared(str(obj.get("apiVersion") or "")),
+        shared(str(metadata.get("namespace") or "")),
         str(metadata.get("name") or ""),
         str(metadata.get("uid") or ""),
-        _shared(str(metadata.get("creationTimestamp") or "")),
+        shared(str(metadata.get("creationTimestamp") or "")),
         _values(metadata.get("labels"), _LABELS),
         _values_list(owners, _OWNER_FIELDS) or (),
         _values(spec, _SPEC_FIELDS),
         _values(ref, _REF_FIELDS) if isinstance(ref, Mapping) else None,
         _values_list(status.get("conditions"), _CONDITION_FIELDS) or (),
-        _shared(cluster_queue) if isinstance(cluster_queue, str) else None,
+        shared(cluster_queue) if isinstance(cluster_queue, str) else None,
         _values_list(status.get("admissionChecks"), _CHECK_FIELDS),
         _values(status.get("requeueState"), _REQUEUE_FIELDS) if "requeueState" in status else None,
     )

@@ -45,6 +45,7 @@ from decimal import Decimal
 from typing import Any, Protocol
 
 from webhook.kube.quantity import CONTEXT, quantity_or_none
+from webhook.kube.sharing import shared
 from webhook.quota.flavorassigner import Assignment, Assigns
 from webhook.quota.objects import ClusterQueueInfo
 from webhook.quota.podsets import PodSetDemand, podset_demand
@@ -155,14 +156,6 @@ Usage = tuple[tuple[str, str, Decimal], ...]
 Placed = tuple[tuple[str, str], ...]
 #: the topology level of a static node pool (RFC-0033: one slice is one node pool)
 NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
-#: shared values (usage, chips, shapes): Workloads made from one template hold one copy
-_SHARED: dict[Any, Any] = {}
-
-
-def _shared(value: Any) -> Any:
-    if len(_SHARED) > 65536:  # values of Workloads long gone; live entries keep their own reference
-        _SHARED.clear()
-    return _SHARED.setdefault(value, value)
 
 
 def _conditions(status: Mapping[str, Any]) -> dict[str, tuple[bool, str, str]]:
@@ -219,7 +212,7 @@ def _placed(admission: Mapping[str, Any]) -> Placed | None:
         if domains is None:
             return None
         found.update(domains)
-    return _shared(tuple(sorted(found)))  # type: ignore[no-any-return]
+    return shared(tuple(sorted(found)))
 
 
 def _domains(topology: Any) -> set[tuple[str, str]] | None:
@@ -284,7 +277,7 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
     owner_kind, owner_name = _owner(metadata)
     common: dict[str, Any] = {
         "uid": str(metadata.get("uid") or ""),
-        "priority_value": _shared(value) if type(value) is int else 0,
+        "priority_value": shared(value) if type(value) is int else 0,
         "created": _seconds(metadata.get("creationTimestamp")),
         "owner_kind": owner_kind,
         "owner_name": owner_name,
@@ -305,9 +298,9 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
             _intern(admission.get("clusterQueue")),
             priority,
             HOLDS,
-            _shared(chips),
+            shared(chips),
             reserved_at=_seconds(since),
-            usage=_shared(usage),
+            usage=shared(usage),
             evicted=conditions.get("Evicted", (False, "", ""))[0],
             placed=_placed(admission),
             **common,
@@ -331,7 +324,7 @@ def shape_of(spec: Mapping[str, Any], tpu: str) -> Shape:
         if "topologyRequest" in podset or demand.total(tpu):
             demand = podset_demand(demand.name, pod, demand.count, dict(demand.requests), tas=True)
         podsets.append(demand)
-    return _shared(tuple(podsets))  # type: ignore[no-any-return]
+    return shared(tuple(podsets))
 
 
 class LedgerView(Protocol):
