@@ -508,29 +508,28 @@ class Snapshot:
                 out.append((key[0], key[1], entry))
         return out
 
-    def occupied(self) -> tuple[dict[tuple[str, str], tuple[WorkloadKey, ...]], tuple[WorkloadKey, ...]]:
-        """(node label, value) of each topology domain an admitted Workload occupies -> those Workloads,
-        and the admitted Workloads whose ``topologyAssignment`` cannot be read (memoized): read from the
-        index's domain keys, O(domains), never all Workloads."""
+    def occupied(self) -> tuple[dict[tuple[str, str], Set[WorkloadKey]], tuple[WorkloadKey, ...]]:
+        """(node label, value) of each topology domain an admitted Workload occupies -> those Workloads
+        (the index's own sets, read only), and the admitted Workloads whose ``topologyAssignment``
+        cannot be read (memoized). O(queues + domains): the index's keys, never its Workloads, are
+        walked; a caller expands only the domains it asks about."""
 
-        def make() -> tuple[dict[tuple[str, str], tuple[WorkloadKey, ...]], tuple[WorkloadKey, ...]]:
-            domains: defaultdict[tuple[str, str], list[WorkloadKey]] = defaultdict(list)
-            unread: list[WorkloadKey] = []
+        def make() -> tuple[dict[tuple[str, str], Set[WorkloadKey]], tuple[WorkloadKey, ...]]:
             located = self.located
             if located is None:  # not indexed (a snapshot made by hand): the one scan
+                scanned: defaultdict[tuple[str, str], set[WorkloadKey]] = defaultdict(set)
+                unread: list[WorkloadKey] = []
                 for key, entry in self.workloads.items():
                     for where in places(key, entry):
                         if where[0] == PLACED:
-                            domains[(where[1], where[2])].append(key)
+                            scanned[(where[1], where[2])].add(key)
                         elif where[0] == UNPLACED:
                             unread.append(key)
-            else:
-                for where, keys in located.items():
-                    if where[0] == PLACED and keys:
-                        domains[(where[1], where[2])].extend(keys)
-                    elif where[0] == UNPLACED:
-                        unread.extend(keys)
-            return {d: tuple(sorted(keys)) for d, keys in domains.items()}, tuple(sorted(unread))
+                return dict(scanned), tuple(sorted(unread))
+            domains: dict[tuple[str, str], Set[WorkloadKey]] = {
+                (where[1], where[2]): keys for where, keys in located.items() if where[0] == PLACED and keys
+            }
+            return domains, tuple(sorted(located.get((UNPLACED, "", "")) or ()))
 
         return self.remember("occupied domains", make)  # type: ignore[no-any-return]
 

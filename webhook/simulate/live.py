@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Hashable, Iterator, Mapping
+from collections.abc import Callable, Hashable, Iterator, Mapping, Set
 from datetime import UTC, datetime
 from decimal import localcontext
 from typing import Any, Final
@@ -214,24 +214,33 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
 def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
     """Static mode's node pools and who occupies them, read from the snapshot when a placed job first
     asks: the pools from the node index (memoized per selector on its node part), the occupants from
-    the index of the topology domains admitted Workloads hold (O(domains), never all Workloads).
+    the index of the topology domains admitted Workloads hold (O(domains); a pool's Workloads are
+    listed when a job first asks about that pool), never all Workloads.
     ``None`` in dynamic mode (sub-slice placement is not simulated)."""
     if policy.mode != "static":
         return None
     nodes = snapshot.nodes
 
-    def load() -> tuple[dict[str, tuple[str, ...]], tuple[str, ...]]:
+    def load() -> tuple[dict[str, tuple[tuple[str, str], ...]], tuple[str, ...]]:
         domains, unread = snapshot.occupied()
-        by_pool: dict[str, set[str]] = {}
-        for (label, value), keys in domains.items():
-            pool = nodes.pool_of(label, value)
+        by_pool: dict[str, list[tuple[str, str]]] = {}
+        for domain in domains:
+            pool = nodes.pool_of(*domain)
             if pool is not None:
-                by_pool.setdefault(pool, set()).update(f"{ns}/{name}" for ns, name in keys)
-        return {pool: tuple(sorted(keys)) for pool, keys in by_pool.items()}, tuple(f"{ns}/{n}" for ns, n in unread)
+                by_pool.setdefault(pool, []).append(domain)
+        return {pool: tuple(held) for pool, held in by_pool.items()}, tuple(f"{ns}/{n}" for ns, n in unread)
+
+    def members(domain: tuple[str, str]) -> Set[tuple[str, str]]:
+        return snapshot.occupied()[0].get(domain) or frozenset()
 
     def entry_of(key: str) -> WorkloadEntry | None:
         namespace, _, name = key.partition("/")
         return snapshot.workloads.get((namespace, name))
+
+    def placed_in(key: str) -> tuple[str, ...]:
+        entry = entry_of(key)
+        domains = (entry.placed or ()) if entry is not None else ()
+        return tuple(sorted({pool for domain in domains if (pool := nodes.pool_of(*domain)) is not None}))
 
     def flavors_of(key: str) -> frozenset[str]:
         entry = entry_of(key)
@@ -242,7 +251,7 @@ def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
         return entry.cluster_queue if entry is not None else ""
 
     missing = "Nodes are not in the state" if k.NODES.name in snapshot.unread else None
-    return Placement(policy.tpu.topology_label, nodes.pools, load, flavors_of, queue_of, missing)
+    return Placement(policy.tpu.topology_label, nodes.pools, load, members, placed_in, flavors_of, queue_of, missing)
 
 
 def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:

@@ -19,13 +19,15 @@ preemption search, which pools the victims removed so far free
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from decimal import Decimal
 
 from webhook.quota.objects import FlavorInfo
 from webhook.quota.podsets import PodSetDemand
 
+#: a Workload as the snapshot keys it: (namespace, name)
+WorkloadKey = tuple[str, str]
 #: a node selector as a sorted tuple (hashable: the node side memoizes on it)
 Selector = tuple[tuple[str, str], ...]
 
@@ -46,47 +48,61 @@ class Placement:
     """What static placement reads of the cluster: the pools and who occupies them.
 
     ``pools`` gives node pool -> schedulable hosts of the nodes matching a selector; ``load``
-    gives, once, node pool -> the Workloads (``ns/name``) whose assignment takes hosts in it and
-    the Workloads whose ``topologyAssignment`` cannot be read; ``flavors_of`` the flavors a
-    Workload holds quota on, ``queue_of`` its ClusterQueue. ``missing`` says why placement
-    cannot be checked (no Nodes in the state): then nothing here is read.
+    gives, once, node pool -> the topology domains (a pool, or its hosts) admitted Workloads
+    hold in it, and the Workloads (``ns/name``) whose ``topologyAssignment`` cannot be read;
+    ``members`` the Workloads holding one domain, ``placed_in`` the pools one Workload holds,
+    ``flavors_of`` the flavors a Workload holds quota on, ``queue_of`` its ClusterQueue.
+    ``missing`` says why placement cannot be checked (no Nodes in the state): then nothing
+    here is read. A pool's occupants are worked out when a job first asks about that pool
+    (the pools of its topology), so the cost follows the pools asked about, not the Workloads.
     """
 
     topology_label: str
     pools: Callable[[Selector], Mapping[str, int]]
-    load: Callable[[], tuple[Mapping[str, tuple[str, ...]], tuple[str, ...]]]
+    load: Callable[[], tuple[Mapping[str, tuple[tuple[str, str], ...]], tuple[str, ...]]]
+    members: Callable[[tuple[str, str]], Set[WorkloadKey]]
+    placed_in: Callable[[str], tuple[str, ...]]
     flavors_of: Callable[[str], frozenset[str]]
     queue_of: Callable[[str], str]
     missing: str | None = None
-    _loaded: tuple[Mapping[str, tuple[str, ...]], dict[str, tuple[str, ...]], tuple[str, ...]] | None = field(
-        default=None, repr=False
-    )
+    _loaded: tuple[Mapping[str, tuple[tuple[str, str], ...]], tuple[str, ...]] | None = field(default=None, repr=False)
+    _occupants: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     _unreadable: dict[frozenset[str], tuple[str, ...]] = field(default_factory=dict, repr=False)
 
-    def _index(self) -> tuple[Mapping[str, tuple[str, ...]], dict[str, tuple[str, ...]], tuple[str, ...]]:
+    def _index(self) -> tuple[Mapping[str, tuple[tuple[str, str], ...]], tuple[str, ...]]:
         if self._loaded is None:
-            occupants, unread = self.load()
-            by_workload: dict[str, list[str]] = {}
-            for pool, keys in occupants.items():
-                for key in keys:
-                    by_workload.setdefault(key, []).append(pool)
-            self._loaded = (occupants, {k: tuple(v) for k, v in by_workload.items()}, unread)
+            self._loaded = self.load()
         return self._loaded
 
     def occupants(self, pool: str) -> tuple[str, ...]:
-        """The admitted Workloads (``ns/name``) holding hosts of ``pool``."""
-        return self._index()[0].get(pool, ())
+        """The admitted Workloads (``ns/name``) holding hosts of ``pool``, sorted (one pool's
+        domains expanded, at its first ask; at most as many pools as the cluster has are kept)."""
+        held = self._occupants.get(pool)
+        if held is None:
+            found: set[WorkloadKey] = set()
+            for domain in self._index()[0].get(pool, ()):
+                found.update(self.members(domain))
+            held = self._occupants[pool] = tuple(f"{ns}/{name}" for ns, name in sorted(found))
+        return held
+
+    def taken(self, pool: str) -> int:
+        """How many admitted Workloads hold hosts of ``pool``: read off the index when the pool is held
+        as a whole (its one domain), without listing them."""
+        domains = self._index()[0].get(pool, ())
+        if len(domains) == 1 and pool not in self._occupants:
+            return len(self.members(domains[0]))
+        return len(self.occupants(pool))
 
     def pools_of(self, workload: str) -> tuple[str, ...]:
         """The pools whose hosts ``workload`` holds."""
-        return self._index()[1].get(workload, ())
+        return self.placed_in(workload)
 
     def unreadable(self, flavors: frozenset[str]) -> tuple[str, ...]:
         """Admitted Workloads on one of ``flavors`` whose ``topologyAssignment`` cannot be read (kept
         per set of flavors: a state where many cannot be read costs one pass, not one per job)."""
         held = self._unreadable.get(flavors)
         if held is None:
-            held = tuple(key for key in self._index()[2] if self.flavors_of(key) & flavors)
+            held = tuple(key for key in self._index()[1] if self.flavors_of(key) & flavors)
             if len(self._unreadable) < 64:
                 self._unreadable[flavors] = held
         return held
@@ -143,7 +159,7 @@ class PoolTracker:
             self.usable.append(pools)
             free = 0
             for pool in pools:
-                taken = len(placement.occupants(pool))
+                taken = placement.taken(pool)
                 if taken:
                     self.left.setdefault(pool, [i, taken])
                 else:
