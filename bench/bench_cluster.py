@@ -134,7 +134,33 @@ def cluster_objects(queues: int, nodes: int) -> Iterator[tuple[k.Kind, dict[str,
         pool += 1
 
 
-def workload(i: int, queues: int) -> dict[str, Any]:
+def pool_triples(nodes: int) -> int:
+    """How many whole (4x4x4, 4x4x8, 4x8x8) triples of TPU node pools ``cluster_objects`` makes of ``nodes``."""
+    return max(1, int(nodes * 0.95) // sum(hosts for _, hosts in TOPOLOGIES[:3]))
+
+
+def placement(pool: int, hosts: int) -> dict[str, Any]:
+    """A v1beta2 ``topologyAssignment`` of one slice: every host of node pool ``pool``."""
+    return {
+        "levels": ["cloud.google.com/gke-nodepool", "kubernetes.io/hostname"],
+        "slices": [
+            {
+                "domainCount": hosts,
+                "valuesPerLevel": [
+                    {"universal": f"pool-{pool}"},
+                    {"individual": {"prefix": f"gke-pool-{pool}-", "roots": [str(h) for h in range(hosts)]}},
+                ],
+            }
+        ],
+    }
+
+
+def workload(i: int, queues: int, nodes: int = 5000) -> dict[str, Any]:
+    """A Workload of ``team-NNNN``: held (placed on a node pool of its topology), pending or finished.
+
+    Held Workloads far outnumber the pools at this scale, so every pool is held by some: the
+    simulator's static placement is exercised in full (a job waits for a pool, or preempts to free one).
+    """
     team = f"team-{i % queues:04}"
     topology, hosts = TOPOLOGIES[i % 3]
     guaranteed = i % 2 == 0
@@ -186,6 +212,7 @@ def workload(i: int, queues: int) -> dict[str, Any]:
                     "count": hosts,
                     "flavors": {"google.com/tpu": f"tpu7x-{topology}"},
                     "resourceUsage": {"google.com/tpu": str(hosts * 4)},
+                    "topologyAssignment": placement(i % 3 + 3 * (i // 3 % pool_triples(nodes)), hosts),
                 }
             ],
         }
@@ -375,7 +402,7 @@ def main() -> int:
         by_kind.setdefault(kind.name, []).append(obj)
     for kind in k.KINDS:
         api.load(kind, by_kind.get(kind.name, []))
-    api.load(k.WORKLOADS, (workload(i, args.queues) for i in range(args.workloads)))
+    api.load(k.WORKLOADS, (workload(i, args.queues, args.nodes) for i in range(args.workloads)))
     api.start()
     with tempfile.TemporaryDirectory() as tmp:
         kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", api.port)

@@ -112,7 +112,7 @@ def big_api(workloads: int, queues: int, nodes: int) -> FakeApiServer:
         by_kind.setdefault(kind.name, []).append(obj)
     for kind in k.KINDS:
         api.load(kind, by_kind.get(kind.name, []))
-    api.load(k.WORKLOADS, (workload(i, queues) for i in range(workloads)))
+    api.load(k.WORKLOADS, (workload(i, queues, nodes) for i in range(workloads)))
     return api
 
 

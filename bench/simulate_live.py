@@ -104,7 +104,7 @@ def main() -> int:
     for kind, obj in cluster_objects(args.queues, args.nodes):
         by_kind.setdefault(kind.name, []).append(obj)
     by_kind.setdefault(k.COHORTS.name, []).extend(cohort_tree(args.queues))
-    held = [workload(i, args.queues) for i in range(args.workloads)]
+    held = [workload(i, args.queues, args.nodes) for i in range(args.workloads)]
     by_kind[k.WORKLOADS.name] = held
     store = ClusterStore(POLICY)
     for kind in k.KINDS:  # as a synced watch holds them

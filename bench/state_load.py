@@ -38,7 +38,7 @@ def state_lists(workloads: int, queues: int, nodes: int) -> list[dict[str, Any]]
     kinds = {kind.name: kind for kind in k.KINDS}
     for kind, obj in cluster_objects(queues, nodes):
         by_kind[kind.name].append({"apiVersion": kind.api_version, "kind": kind.kind, **obj})
-    by_kind[k.WORKLOADS.name] = [workload(i, queues) for i in range(workloads)]
+    by_kind[k.WORKLOADS.name] = [workload(i, queues, nodes) for i in range(workloads)]
     return [
         {"apiVersion": kinds[name].api_version, "kind": f"{kinds[name].kind}List", "items": items}
         for name, items in by_kind.items()
