@@ -409,7 +409,7 @@ def main() -> int:
         started = time.perf_counter()
         cache = start_watch_cache(str(kubeconfig), POLICY, WatchSettings(watch_seconds=600))
         everything = frozenset(kind.name for kind in k.KINDS)
-        while cache.unavailable(everything):
+        while cache.snapshot().unavailable(everything):
             time.sleep(0.05)
         sync = time.perf_counter() - started
     print(f"synced in {sync:.1f}s; measuring latency ...", flush=True)

@@ -78,7 +78,7 @@ def _cases(tree: Path) -> tuple[dict[str, Callable[[], object]], Callable[[], No
         cache = start_watch_cache(str(kubeconfig), policy, WatchSettings(watch_seconds=600))
         every = frozenset(kind.name for kind in k.WATCHED)
         deadline = time.monotonic() + 60
-        while cache.unavailable(every) and time.monotonic() < deadline:
+        while cache.snapshot().unavailable(every) and time.monotonic() < deadline:
             time.sleep(0.05)
     line = msgspec.json.Encoder()
 

@@ -490,18 +490,18 @@ def hung_api_server(work: Path, *, bookmark: float) -> tuple[list[str], bool]:
     cache = start_watch_cache(str(write_kubeconfig(work / "kubeconfig", api.port)), Policy(), settings)
     try:
         deadline = time.monotonic() + 30
-        while cache.unavailable(every) and time.monotonic() < deadline:
+        while cache.snapshot().unavailable(every) and time.monotonic() < deadline:
             time.sleep(0.01)
         time.sleep(2 * bookmark)  # healthy but quiet: bookmarks keep every kind known
-        quiet_ok = not cache.unavailable(every)
+        quiet_ok = not cache.snapshot().unavailable(every)
         hung_at = time.monotonic()
         api.hang()
-        while len(cache.unavailable(every)) < len(every) and time.monotonic() - hung_at < 20 * bookmark:
+        while len(cache.snapshot().unavailable(every)) < len(every) and time.monotonic() - hung_at < 20 * bookmark:
             time.sleep(0.01)
         noticed = time.monotonic() - hung_at
         api.resume()
         resumed_at = time.monotonic()
-        while cache.unavailable(every) and time.monotonic() - resumed_at < 30:
+        while cache.snapshot().unavailable(every) and time.monotonic() - resumed_at < 30:
             time.sleep(0.01)
         recovered = time.monotonic() - resumed_at
     finally:

@@ -2,8 +2,9 @@
 
 ``cluster_queue``/``cohort`` follow Kueue's test wrappers (``MakeClusterQueue``,
 ``MakeCohort``, ``Resource(name, nominal, borrowing, lending)``); ``store`` puts the objects
-into a ``ClusterStore`` with every kind known, so a test reads the quota answers the rules
-read (``store.potential``, ``store.assign``, ``store.balance``).
+into a ``ClusterStore`` with every kind known, and ``snapshot`` is that store's snapshot, so a
+test reads the quota answers the rules read (``potential``, ``assign``, ``balance``) where
+they read them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from webhook.cluster import kinds as k
+from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore
 from webhook.kube.quantity import quantity_or_none
 from webhook.objects.workload import Workload, parse_jobset
@@ -64,6 +66,11 @@ def store(*objects: dict[str, Any], flavors: dict[str, dict[str, Any]] | None = 
     for kind in k.KINDS:
         state.availability.mark_synced(kind.name)
     return state
+
+
+def snapshot(*objects: dict[str, Any], flavors: dict[str, dict[str, Any]] | None = None) -> Snapshot:
+    """The snapshot of ``store(*objects, flavors=flavors)``, for a test that changes nothing after."""
+    return store(*objects, flavors=flavors).snapshot()
 
 
 def q(nominal: str, borrowing: str | None = None, lending: str | None = None) -> Q:

@@ -40,9 +40,10 @@ def test_snapshot_writes_every_kind_and_check_reads_it(tmp_path: Path, capsys: p
     assert all("managedFields" not in item["metadata"] for items in by_kind.values() for item in items)
 
     state = load_state_files([str(out)], POLICY)
-    assert state.unavailable(frozenset(kind.name for kind in k.KINDS)) == {}
+    view = state.snapshot()
+    assert view.unavailable(frozenset(kind.name for kind in k.KINDS)) == {}
     assert state.cohorts_known() and not state.cohorts
-    assert state.potential("team-a", "tpu7x-4x4x4", "google.com/tpu").value == 384  # the implicit cohort lends
+    assert view.potential("team-a", "tpu7x-4x4x4", "google.com/tpu").value == 384  # the implicit cohort lends
 
     job = Path(__file__).parent / "fixtures" / "jobsets" / "rfc-4.6-static.yaml"
     capsys.readouterr()
@@ -62,7 +63,7 @@ def test_a_kind_that_cannot_be_listed_is_left_out_and_named(tmp_path: Path, caps
     assert code == 1
     assert "Cohorts: absent (404)" in capsys.readouterr().err
     state = load_state_files([str(out)], POLICY)
-    assert set(state.unavailable(frozenset(kind.name for kind in k.KINDS))) == {"Cohorts"}
+    assert set(state.snapshot().unavailable(frozenset(kind.name for kind in k.KINDS))) == {"Cohorts"}
 
 
 def test_snapshot_without_a_cluster_configuration_is_a_usage_error(

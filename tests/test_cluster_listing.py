@@ -136,10 +136,11 @@ def test_the_state_is_the_servers(api: FakeApiServer, tmp_path: Path) -> None:
     api.put(k.WORKLOADS, running)
     with client_for(api, tmp_path) as api_client:
         store, owners = load_state(api_client, POLICY, page_size=2)
-    assert store.unavailable(frozenset(kind.name for kind in k.KINDS)) == {}
+    listed, fixtures = store.snapshot(), STATE.snapshot()
+    assert listed.unavailable(frozenset(kind.name for kind in k.KINDS)) == {}
     for queue in ("team-a", "team-b"):
-        assert store.balance(queue, "tpu7x-4x4x4") == STATE.balance(queue, "tpu7x-4x4x4")
-    assert store.namespace_labels("kubemaker") == STATE.namespace_labels("kubemaker")
+        assert listed.balance(queue, "tpu7x-4x4x4") == fixtures.balance(queue, "tpu7x-4x4x4")
+    assert listed.namespace_labels("kubemaker") == fixtures.namespace_labels("kubemaker")
     assert owners.of("JobSet", "kubemaker", "llm-pretrain-a3f8", "u1") == (
         ("kubemaker", "jobset-a-running-guaranteed-1a2b3"),
     )
@@ -150,7 +151,7 @@ def test_a_state_kind_that_cannot_be_listed_is_unknown(api: FakeApiServer, tmp_p
     api.errors = {"Nodes": 403, "Cohorts": 404}
     with client_for(api, tmp_path) as api_client:
         store, _ = load_state(api_client, POLICY)
-    missing = store.unavailable(frozenset({"Nodes", "Cohorts", "Workloads"}))
+    missing = store.snapshot().unavailable(frozenset({"Nodes", "Cohorts", "Workloads"}))
     assert set(missing) == {"Nodes", "Cohorts"}
     assert "forbidden (403)" in missing["Nodes"] and "absent (404)" in missing["Cohorts"]
 

@@ -11,6 +11,7 @@ from support import load_deployment, load_job, load_jobset, set_path
 
 from webhook.cluster.own import OwnedWorkloads, WithoutWorkloads
 from webhook.cluster.statefiles import state_from_objects
+from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 
@@ -87,7 +88,7 @@ def test_a_deployments_workloads_are_its_pods() -> None:
 # ---------------------------------------------------------------- WithoutWorkloads
 
 
-def _state(objects: list[dict[str, Any]]) -> Any:
+def _state(objects: list[dict[str, Any]]) -> ClusterStore:
     return state_from_objects(copy.deepcopy(objects), POLICY)
 
 
@@ -100,18 +101,20 @@ def test_the_view_answers_as_a_state_without_those_workloads(left_out: tuple[str
     whole = _state(OBJECTS)
     without = _state([o for o in OBJECTS if not (o["kind"] == "Workload" and o["metadata"]["name"] in left_out)])
     view = WithoutWorkloads(whole, [("kubemaker", name) for name in left_out]).snapshot()
+    expected = without.snapshot()
     for queue in QUEUES:
         for flavor in FLAVORS:
-            assert view.balance(queue, flavor) == without.balance(queue, flavor), (queue, flavor)
-            assert view.in_use(queue, flavor) == without.in_use(queue, flavor), (queue, flavor)
+            assert view.balance(queue, flavor) == expected.balance(queue, flavor), (queue, flavor)
+            assert view.in_use(queue, flavor) == expected.in_use(queue, flavor), (queue, flavor)
     # ... and the store itself is left as it was
-    assert whole.balance("team-a", "tpu7x-4x4x4") == _state(OBJECTS).balance("team-a", "tpu7x-4x4x4")
+    fresh = _state(OBJECTS).snapshot()
+    assert whole.snapshot().balance("team-a", "tpu7x-4x4x4") == fresh.balance("team-a", "tpu7x-4x4x4")
 
 
 def test_an_unknown_key_leaves_nothing_out() -> None:
     whole = _state(OBJECTS)
     view = WithoutWorkloads(whole, [("kubemaker", "no-such-workload")]).snapshot()
-    assert view.balance("team-a", "tpu7x-4x4x4") == whole.balance("team-a", "tpu7x-4x4x4")
+    assert view.balance("team-a", "tpu7x-4x4x4") == whole.snapshot().balance("team-a", "tpu7x-4x4x4")
 
 
 def _guaranteed_jobset() -> dict[str, Any]:
@@ -137,8 +140,9 @@ def test_a_running_job_is_not_refused_for_the_quota_it_holds() -> None:
 def test_every_other_answer_is_the_stores() -> None:
     whole = _state(OBJECTS)
     view = WithoutWorkloads(whole, [("kubemaker", RUNNING)]).snapshot()
+    stored = whole.snapshot()
     # the queues and nodes, and what is memoized on them, are the store's snapshot's
-    assert view.queues is whole.snapshot().queues and view.nodes is whole.snapshot().nodes
+    assert view.queues is stored.queues and view.nodes is stored.nodes
     for kind, obj in ((JOB, load_job("rfc-job-static")), (DEPLOYMENT, load_deployment("service-deployment"))):
         facts = AdmissionFacts(namespace="kubemaker", kind=kind)
         a, b = decide(copy.deepcopy(obj), facts, POLICY, whole), decide(copy.deepcopy(obj), facts, POLICY, view)
@@ -147,11 +151,11 @@ def test_every_other_answer_is_the_stores() -> None:
             [f.line() for f in b.findings],
             b.warnings,
         )
-    assert view.namespace_labels("kubemaker") == whole.namespace_labels("kubemaker")
-    assert view.local_queue_names("kubemaker") == whole.local_queue_names("kubemaker")
-    assert view.static_topologies() == whole.static_topologies()
-    assert view.accelerator_chips() == whole.accelerator_chips()
-    assert view.node_pools("4x4x4") == whole.node_pools("4x4x4")
-    assert view.potential("team-a", "tpu7x-4x4x4", "google.com/tpu") == whole.potential(
+    assert view.namespace_labels("kubemaker") == stored.namespace_labels("kubemaker")
+    assert view.local_queue_names("kubemaker") == stored.local_queue_names("kubemaker")
+    assert view.static_topologies() == stored.static_topologies()
+    assert view.accelerator_chips() == stored.accelerator_chips()
+    assert view.node_pools("4x4x4") == stored.node_pools("4x4x4")
+    assert view.potential("team-a", "tpu7x-4x4x4", "google.com/tpu") == stored.potential(
         "team-a", "tpu7x-4x4x4", "google.com/tpu"
     )

@@ -321,7 +321,7 @@ def test_a_request_asks_for_the_snapshot_once() -> None:
         counting.asked = 0
         assert answer(decide(obj, request, POLICY, counting)) == answer(decide(obj, request, POLICY, forgetful))
         assert counting.asked == 1
-    assert counting.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
+    assert counting.snapshot().static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
 
 
 def pending_workload(name: str, priority: int, created: str) -> dict[str, Any]:

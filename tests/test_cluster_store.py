@@ -347,16 +347,17 @@ FACTS = AdmissionFacts(namespace="kubemaker", stage="validate", path_tier="produ
 def answers(store: ClusterStore | Snapshot) -> list[Any]:
     """Every quota and node answer the cluster rules read, for every queue and flavor held or named."""
     out: list[Any] = []
-    queues = store.snapshot().queues
+    view = store.snapshot()
+    queues = view.queues
     flavors = sorted({*queues.flavors, *(f"tpu7x-{t}" for t in TOPOLOGIES)})
     for queue in sorted({*queues.cluster_queues, *CLUSTER_QUEUES}):
         for flavor in flavors:
-            out.append((queue, flavor, store.balance(queue, flavor), store.in_use(queue, flavor)))
-            out += [store.potential(queue, flavor, r) for r in (TPU, "cpu", "ephemeral-storage")]
+            out.append((queue, flavor, view.balance(queue, flavor), view.in_use(queue, flavor)))
+            out += [view.potential(queue, flavor, r) for r in (TPU, "cpu", "ephemeral-storage")]
         for job in PROBES[::3]:
             demands = demands_of(read_workload("JobSet", job, POLICY, "kubemaker"))
-            out += [store.assign(queue, demands), store.assign(queue, demands, within_balance=True)]
-    out += [store.accelerator_chips(), store.static_topologies(), [store.node_pools(t) for t in TOPOLOGIES]]
+            out += [view.assign(queue, demands), view.assign(queue, demands, within_balance=True)]
+    out += [view.accelerator_chips(), view.static_topologies(), [view.node_pools(t) for t in TOPOLOGIES]]
     # decoded and as the API server sends them (their text), each memoized on the snapshot
     for job in (*PROBES, *PROBE_TEXTS):
         decision = decide(job, FACTS, POLICY, store)
@@ -416,8 +417,8 @@ def test_a_status_only_workload_update_moves_nothing() -> None:
     for kind, objects in FIXTURES.items():
         store.replace(kind, objects)
     pending = copy.deepcopy(next(o for o in FIXTURES[k.WORKLOADS] if "pending" in o["metadata"]["name"]))
-    before = store.balance("team-a", "tpu7x-4x4x4")
     snapshot = store.snapshot()
+    before = snapshot.balance("team-a", "tpu7x-4x4x4")
     pending["metadata"]["resourceVersion"] = "status-1"
     pending.setdefault("status", {})["conditions"] = [{"type": "QuotaReserved", "status": "False", "reason": "Pending"}]
     store.apply(k.WORKLOADS, "MODIFIED", pending)
@@ -437,9 +438,9 @@ def test_a_status_only_workload_update_moves_nothing() -> None:
         )
     )
     assert store.snapshot() is new
-    assert store.balance("team-a", "tpu7x-4x4x4") == before
+    assert new.balance("team-a", "tpu7x-4x4x4") == before
     pending["metadata"]["resourceVersion"] = "admitted"
     pending["spec"]["priorityClassRef"]["name"] = "best-effort"  # no longer counts in the balance
     store.apply(k.WORKLOADS, "MODIFIED", pending)
-    after = store.balance("team-a", "tpu7x-4x4x4")
+    after = store.snapshot().balance("team-a", "tpu7x-4x4x4")
     assert after.waiting == before.waiting - 64 and after.holding == before.holding

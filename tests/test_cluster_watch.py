@@ -34,7 +34,7 @@ def api() -> Iterator[FakeApiServer]:
 
 def usage(cache: WatchCache) -> tuple[int, int]:
     """team-a's guaranteed chips on tpu7x-4x4x4: (holding quota, waiting)."""
-    balance = cache.balance("team-a", "tpu7x-4x4x4")
+    balance = cache.snapshot().balance("team-a", "tpu7x-4x4x4")
     return balance.holding, balance.waiting
 
 
@@ -45,7 +45,7 @@ def watch(port: int, tmp_path: Path, settings: WatchSettings = FAST) -> WatchCac
 @pytest.fixture
 def cache(api: FakeApiServer, tmp_path: Path) -> Iterator[WatchCache]:
     started = watch(api.port, tmp_path)
-    wait_until(lambda: not started.unavailable(ALL), what="initial sync")
+    wait_until(lambda: not started.snapshot().unavailable(ALL), what="initial sync")
     yield started
     started.stop()
 
@@ -69,11 +69,12 @@ def pending_workload(name: str, chips: int) -> dict[str, Any]:
 
 def test_initial_sync_lists_in_pages_then_watches(api: FakeApiServer, cache: WatchCache) -> None:
     assert usage(cache) == (128, 64)
-    assert cache.namespace_labels("kubemaker") == {
+    view = cache.snapshot()
+    assert view.namespace_labels("kubemaker") == {
         "kubernetes.io/metadata.name": "kubemaker",
         "scheduling.antgroup.com/kueue-tier": "production",
     }
-    assert cache.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
+    assert view.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
     assert len(cache.workloads) == 6
     assert api.list_requests(k.WORKLOADS) == 3  # 6 Workloads, pages of 2
     wait_until(lambda: api.watch_requests(k.WORKLOADS) >= 1, what="a watch")
@@ -118,8 +119,8 @@ def test_watch_expiry_relists(api: FakeApiServer, cache: WatchCache) -> None:
     # changes made while the cache relists are not lost: the list returns them
     api.delete(k.LOCAL_QUEUES, "team-c-queue", "kubemaker")
     wait_until(lambda: api.list_requests(k.LOCAL_QUEUES) > lists, what="a relist")
-    wait_until(lambda: cache.local_queue("kubemaker", "team-c-queue") is None, what="the deletion")
-    wait_until(lambda: not cache.unavailable(ALL), what="sync after relist")
+    wait_until(lambda: cache.snapshot().local_queue("kubemaker", "team-c-queue") is None, what="the deletion")
+    wait_until(lambda: not cache.snapshot().unavailable(ALL), what="sync after relist")
     obj = jobset().queue("team-c-queue").obj()
     assert "local-queue-not-found" in rules(cache, obj)
 
@@ -128,13 +129,12 @@ def test_api_server_absent_at_start(tmp_path: Path) -> None:
     port = free_port()
     cache = watch(port, tmp_path)
     try:
-        wait_until(
-            lambda: (
-                all("unreachable" in r for r in cache.unavailable(ALL).values())
-                and len(cache.unavailable(ALL)) == len(ALL)
-            ),
-            what="unreachable reasons",
-        )
+
+        def unreachable() -> bool:
+            reasons = cache.snapshot().unavailable(ALL)
+            return len(reasons) == len(ALL) and all("unreachable" in r for r in reasons.values())
+
+        wait_until(unreachable, what="unreachable reasons")
         obj = jobset().pod_priority_class("high").obj()
         decision = decide(obj, AdmissionFacts(namespace="kubemaker"), POLICY, cache)
         assert {f.rule for f in decision.violations} == {"pod-priority-class-forbidden"}  # structural
@@ -143,7 +143,7 @@ def test_api_server_absent_at_start(tmp_path: Path) -> None:
 
         api = load(FakeApiServer(port)).start()  # the API server comes up: the cache catches up
         try:
-            wait_until(lambda: not cache.unavailable(ALL), what="sync after the server came up")
+            wait_until(lambda: not cache.snapshot().unavailable(ALL), what="sync after the server came up")
             assert usage(cache) == (128, 64)
         finally:
             cache.stop()
@@ -158,7 +158,7 @@ def test_forbidden_and_absent_kinds_skip_their_rules(tmp_path: Path) -> None:
     api.start()
     cache = watch(api.port, tmp_path)
     try:
-        wait_until(lambda: set(cache.unavailable(ALL)) == {"Nodes", "Workloads"}, what="403/404")
+        wait_until(lambda: set(cache.snapshot().unavailable(ALL)) == {"Nodes", "Workloads"}, what="403/404")
         obj = JobSetBuilder(guaranteed_job(3)).queue("team-c-queue").obj()
         decision = decide(obj, AdmissionFacts(namespace="kubemaker"), POLICY, cache)
         # 192 chips never fit team-c (64): exceeds-queue-capacity decides, the balance has nothing to add
@@ -182,7 +182,7 @@ def test_a_kubeconfig_that_cannot_be_loaded_leaves_every_kind_unknown(tmp_path: 
     bad = tmp_path / "kubeconfig"
     bad.write_text("not: [a kubeconfig")
     cache = start_watch_cache(str(bad), POLICY, FAST)
-    reasons = cache.unavailable(ALL)
+    reasons = cache.snapshot().unavailable(ALL)
     assert set(reasons) == ALL
     assert all(r.startswith("cluster configuration could not be loaded") for r in reasons.values())
 
@@ -238,7 +238,7 @@ def test_a_drop_resumes_from_the_last_version_seen_not_a_relist(api: FakeApiServ
     wait_until(lambda: api.watch_requests(k.LOCAL_QUEUES) > watches, what="a re-watch")
     assert api.watch_queries(k.LOCAL_QUEUES)[-1]["resourceVersion"] == [str(bookmark_version)]
     assert api.list_requests(k.LOCAL_QUEUES) == lists
-    wait_until(lambda: not cache.unavailable(ALL), what="healthy again")
+    wait_until(lambda: not cache.snapshot().unavailable(ALL), what="healthy again")
 
 
 def test_an_expired_continue_token_falls_back_to_one_full_list(tmp_path: Path) -> None:
@@ -247,7 +247,7 @@ def test_an_expired_continue_token_falls_back_to_one_full_list(tmp_path: Path) -
     api.start()
     cache = watch(api.port, tmp_path)
     try:
-        wait_until(lambda: not cache.unavailable(ALL), what="sync through full lists")
+        wait_until(lambda: not cache.snapshot().unavailable(ALL), what="sync through full lists")
         assert len(cache.workloads) == 6
         queries = api.list_queries(k.WORKLOADS)
         # page one, its continue page (410), then one unpaged list: no tight relisting
@@ -265,11 +265,11 @@ def test_a_403_on_a_rewatch_clears_when_the_watch_succeeds(api: FakeApiServer, c
     # otherwise run its whole timeout (10-20 s here) before the 403 could be seen.
     def forbidden_after_a_drop() -> bool:
         api.drop_watches()
-        return "forbidden (403)" in cache.unavailable(ALL).get("Nodes", "")
+        return "forbidden (403)" in cache.snapshot().unavailable(ALL).get("Nodes", "")
 
     wait_until(forbidden_after_a_drop, what="the 403")
     api.errors = {}
-    wait_until(lambda: not cache.unavailable(ALL), what="the 403 cleared by a good watch")
+    wait_until(lambda: not cache.snapshot().unavailable(ALL), what="the 403 cleared by a good watch")
     assert api.list_requests(k.NODES) == lists  # resumed, not relisted
 
 
@@ -294,7 +294,7 @@ def test_watch_timeouts_are_randomised(api: FakeApiServer, cache: WatchCache) ->
 
 def nominal(cache: WatchCache, queue: str) -> int | None:
     """The queue's TPU nominal quota on the 4x4x4 flavor, as the cache holds it."""
-    info = cache.cluster_queue(queue)
+    info = cache.snapshot().cluster_queue(queue)
     quota = info.quota("tpu7x-4x4x4", "google.com/tpu") if info is not None else None
     return int(quota.nominal) if quota is not None else None
 
@@ -309,19 +309,19 @@ def test_a_hung_api_server_makes_the_kinds_unknown_then_known_again(tmp_path: Pa
     settings = replace(FAST, bookmark_interval=0.5)  # silent after 1 s
     cache = watch(api.port, tmp_path, settings)
     try:
-        wait_until(lambda: not cache.unavailable(ALL), what="initial sync")
+        wait_until(lambda: not cache.snapshot().unavailable(ALL), what="initial sync")
         threading.Event().wait(1.5)  # past the silence bound: bookmarks keep quiet kinds current
-        assert cache.unavailable(ALL) == {}
+        assert cache.snapshot().unavailable(ALL) == {}
         assert nominal(cache, "team-a") == 256
         api.hang()
         queue = copy.deepcopy(next(o for o in OBJECTS if o["metadata"]["name"] == "team-a"))
         queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = 8
         api.put(k.CLUSTER_QUEUES, queue)
-        wait_until(lambda: len(cache.unavailable(ALL)) == len(ALL), what="every kind unknown")
-        reason = cache.unavailable(ALL)["ClusterQueues"]
+        wait_until(lambda: len(cache.snapshot().unavailable(ALL)) == len(ALL), what="every kind unknown")
+        reason = cache.snapshot().unavailable(ALL)["ClusterQueues"]
         assert reason.startswith("silent: no event or bookmark for ") and "the API server may be hung" in reason
         api.resume()
-        wait_until(lambda: not cache.unavailable(ALL), what="known again")
+        wait_until(lambda: not cache.snapshot().unavailable(ALL), what="known again")
         wait_until(lambda: nominal(cache, "team-a") == 8, what="the change made while hung")
     finally:
         api.resume()

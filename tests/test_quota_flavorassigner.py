@@ -17,7 +17,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from quota_fixtures import CQ, affinity, cluster_queue, cohort, demand, jobset, pod, q, store
+from quota_fixtures import CQ, affinity, cluster_queue, cohort, demand, jobset, pod, q, snapshot, store
 
 from webhook.cluster import kinds as k
 from webhook.quota.flavorassigner import BeyondNominal, Exceeded, beyond_nominal, uncovered_requests
@@ -236,8 +236,8 @@ def test_flavor_assignment_as_kueue_does_it(
     difference: str,
 ) -> None:
     """Kueue: pkg/scheduler/flavorassigner/flavorassigner_test.go, TestAssignFlavors, case ``name``."""
-    state = store(*queues, flavors=FLAVORS)
-    assignment = state.assign(CQ, podsets)
+    view = snapshot(*queues, flavors=FLAVORS)
+    assignment = view.assign(CQ, podsets)
     got: list[dict[str, str] | str] = [dict(p.flavors) if p.status == "fit" else p.status for p in assignment.podsets]
     assert got == expected, difference
 
@@ -245,11 +245,11 @@ def test_flavor_assignment_as_kueue_does_it(
 def test_uncovered_resources_are_left_to_resource_not_covered() -> None:
     """Kueue TestAssignFlavors "resource not listed in clusterQueue" (NoFit: "resource example.com/gpu
     unavailable in ClusterQueue") and "zero resource request not in clusterQueue should succeed"."""
-    state = store(cluster_queue(CQ, [[("one", {"cpu": q("4")})]]), flavors=FLAVORS)
-    [gpu] = state.assign(CQ, [demand("main", 1, pod({"example.com/gpu": "2"}))]).podsets
+    view = snapshot(cluster_queue(CQ, [[("one", {"cpu": q("4")})]]), flavors=FLAVORS)
+    [gpu] = view.assign(CQ, [demand("main", 1, pod({"example.com/gpu": "2"}))]).podsets
     assert gpu.uncovered == ("example.com/gpu",)  # the resource-not-covered rule refuses it
-    state = store(cluster_queue(CQ, [[("default", {"cpu": q("4")})]]), flavors=FLAVORS)
-    [zero] = state.assign(CQ, [demand("main", 1, pod({"cpu": "1", "example.com/gpu": "0"}))]).podsets
+    view = snapshot(cluster_queue(CQ, [[("default", {"cpu": q("4")})]]), flavors=FLAVORS)
+    [zero] = view.assign(CQ, [demand("main", 1, pod({"cpu": "1", "example.com/gpu": "0"}))]).podsets
     assert (zero.status, dict(zero.flavors), zero.uncovered) == ("fit", {"cpu": "default"}, ())
 
 
@@ -260,8 +260,8 @@ def test_a_missing_flavor_object_leaves_the_next_flavor_to_decide() -> None:
     """Kueue TestDeletedFlavors "multiple flavors, skip missing ResourceFlavor": the missing flavor is
     NoFit ("flavor deleted-flavor not found") and the next flavor holds the podSet."""
     queue = cluster_queue(CQ, [[("deleted-flavor", {"cpu": q("4")}), ("flavor", {"cpu": q("4")})]])
-    state = store(queue, flavors={"flavor": {}})
-    assignment = state.assign(CQ, [demand("main", 1, pod({"cpu": "3"}))])
+    view = snapshot(queue, flavors={"flavor": {}})
+    assignment = view.assign(CQ, [demand("main", 1, pod({"cpu": "3"}))])
     assert assignment.status == "fit"
     assert dict(assignment.podsets[0].flavors) == {"cpu": "flavor"}
 
@@ -269,8 +269,8 @@ def test_a_missing_flavor_object_leaves_the_next_flavor_to_decide() -> None:
 def test_a_missing_flavor_object_alone_is_unknown_not_a_refusal() -> None:
     """Kueue TestDeletedFlavors "flavor not found": NoFit ("flavor deleted-flavor not found").
     Differs on purpose: the ResourceFlavor may yet be created, so the gate says nothing."""
-    state = store(cluster_queue(CQ, [[("deleted-flavor", {"cpu": q("4")})]]), flavors={})
-    assignment = state.assign(CQ, [demand("main", 1, pod({"cpu": "1"}))])
+    view = snapshot(cluster_queue(CQ, [[("deleted-flavor", {"cpu": q("4")})]]), flavors={})
+    assignment = view.assign(CQ, [demand("main", 1, pod({"cpu": "1"}))])
     assert assignment.status == "unknown"
     assert "flavor 'deleted-flavor': its ResourceFlavor object is not in the cluster state" in assignment.doubt
 
@@ -278,34 +278,34 @@ def test_a_missing_flavor_object_alone_is_unknown_not_a_refusal() -> None:
 def test_a_missing_flavor_object_is_still_ruled_out_by_its_quota() -> None:
     """The quota is the ClusterQueue's, known without the flavor object: a podSet beyond it never fits
     there, whatever the flavor would say (Kueue: NoFit on both flavors)."""
-    state = store(cluster_queue(CQ, [[("nonexistent", {"cpu": q("1")}), ("two", {"cpu": q("4")})]]), flavors=FLAVORS)
-    assignment = state.assign(CQ, [demand("main", 1, pod({"cpu": "8"}))])
+    view = snapshot(cluster_queue(CQ, [[("nonexistent", {"cpu": q("1")}), ("two", {"cpu": q("4")})]]), flavors=FLAVORS)
+    assignment = view.assign(CQ, [demand("main", 1, pod({"cpu": "8"}))])
     assert assignment.status == "nofit" and assignment.first_unassigned() == 0
     assert [(e.flavor, e.most) for e in assignment.podsets[0].exceeded] == [("nonexistent", 1), ("two", 4)]
 
 
 def test_a_cohort_cycle_makes_the_assignment_unknown() -> None:
     """Kueue refuses a cohort tree with a cycle (ErrCohortHasCycle); we say nothing about it."""
-    state = store(
+    view = snapshot(
         cluster_queue(CQ, [[("default", {"cpu": q("1")})]], "a"),
         cohort("a", "b"),
         cohort("b", "a"),
         flavors=FLAVORS,
     )
-    assert state.assign(CQ, [demand("main", 1, pod({"cpu": "8"}))]).status == "unknown"
+    assert view.assign(CQ, [demand("main", 1, pod({"cpu": "8"}))]).status == "unknown"
 
 
 def test_a_podset_without_a_topology_request_passes_over_topology_aware_flavors() -> None:
     """Kueue: pkg/scheduler/flavorassigner/tas_flavorassigner.go, checkPodSetAndFlavorMatchForTAS
     ("supports only TopologyAwareScheduling"), unless every flavor of the queue is one (TAS implied)."""
     flavors = {"tas": {"topologyName": "topo"}, "plain": {}}
-    state = store(cluster_queue(CQ, [[("tas", {"cpu": q("8")}), ("plain", {"cpu": q("8")})]]), flavors=flavors)
+    view = snapshot(cluster_queue(CQ, [[("tas", {"cpu": q("8")}), ("plain", {"cpu": q("8")})]]), flavors=flavors)
     cpu = pod({"cpu": "1"})
-    [plain] = state.assign(CQ, [podset_demand("main", cpu, 1, {"cpu": Decimal(1)})]).podsets
+    [plain] = view.assign(CQ, [podset_demand("main", cpu, 1, {"cpu": Decimal(1)})]).podsets
     assert dict(plain.flavors) == {"cpu": "plain"}
-    [tas] = state.assign(CQ, [podset_demand("main", cpu, 1, {"cpu": Decimal(1)}, tas=True)]).podsets
+    [tas] = view.assign(CQ, [podset_demand("main", cpu, 1, {"cpu": Decimal(1)}, tas=True)]).podsets
     assert dict(tas.flavors) == {"cpu": "tas"}
-    only_tas = store(cluster_queue(CQ, [[("tas", {"cpu": q("8")})]]), flavors=flavors)
+    only_tas = snapshot(cluster_queue(CQ, [[("tas", {"cpu": q("8")})]]), flavors=flavors)
     [implied] = only_tas.assign(CQ, [podset_demand("main", cpu, 1, {"cpu": Decimal(1)})]).podsets
     assert dict(implied.flavors) == {"cpu": "tas"}
 
@@ -313,13 +313,13 @@ def test_a_podset_without_a_topology_request_passes_over_topology_aware_flavors(
 def test_a_podset_no_flavor_holds_says_which_flavors_it_tried() -> None:
     """What exceeds-queue-capacity reads: the first podSet without a flavor, the flavors passed
     over for its labels, and those whose potential quota it exceeds, with the bound."""
-    state = store(
+    view = snapshot(
         cluster_queue(CQ, [[("one", {"cpu": q("4")}), ("two", {"cpu": q("4")}), ("default", {"cpu": q("6")})]]),
         flavors=FLAVORS,
     )
     small = demand("driver", 1, pod({"cpu": "1"}))
     big = demand("workers", 1, pod({"cpu": "8"}, nodeSelector={"type": "two"}))
-    assignment = state.assign(CQ, [small, big, small])
+    assignment = view.assign(CQ, [small, big, small])
     assert assignment.status == "nofit" and assignment.first_unassigned() == 1
     result = assignment.podsets[1]
     assert [(a.flavor, a.kind) for a in result.passed_over] == [("one", "mismatch")]
@@ -328,7 +328,7 @@ def test_a_podset_no_flavor_holds_says_which_flavors_it_tried() -> None:
         Exceeded("default", "cpu", Decimal(8), Decimal(6), "nominal 6, no cohort to borrow from"),
     )
     assert assignment.podsets[2].status == "fit"  # on its own; the message speaks of the first without a flavor
-    assert state.assign(CQ, [small]).first_unassigned() is None
+    assert view.assign(CQ, [small]).first_unassigned() is None
 
 
 def test_with_the_cohorts_unknown_a_choice_within_the_bounds_is_uncertain_not_refused() -> None:
@@ -339,7 +339,8 @@ def test_with_the_cohorts_unknown_a_choice_within_the_bounds_is_uncertain_not_re
         flavors=FLAVORS,
     )
     state.availability.mark_absent(k.COHORTS.name, "not watched")
-    assignment = state.assign(CQ, [demand("a", 1, pod({"cpu": "6"})), demand("b", 1, pod({"cpu": "19"}))])
+    view = state.snapshot()
+    assignment = view.assign(CQ, [demand("a", 1, pod({"cpu": "6"})), demand("b", 1, pod({"cpu": "19"}))])
     assert assignment.status == "unknown" and assignment.first_unassigned() is None
     assert [dict(p.flavors) for p in assignment.podsets] == [{"cpu": "one"}, {"cpu": "default"}]
     assert assignment.doubt == (
@@ -347,12 +348,12 @@ def test_with_the_cohorts_unknown_a_choice_within_the_bounds_is_uncertain_not_re
         "(4, at most 8: nominal 4 + borrowing limit 4, cohort cohort unknown) — decided by Cohorts: not watched"
     )
     # within what is certain (the nominal), it fits for certain: nothing to skip
-    assert state.assign(CQ, [demand("a", 1, pod({"cpu": "4"})), demand("b", 1, pod({"cpu": "19"}))]).fits
+    assert view.assign(CQ, [demand("a", 1, pod({"cpu": "4"})), demand("b", 1, pod({"cpu": "19"}))]).fits
     # beyond every upper bound, it never fits: an unknown elsewhere does not save it
-    assert state.assign(CQ, [demand("a", 1, pod({"cpu": "21"}))]).status == "unknown"  # default: no upper bound
+    assert view.assign(CQ, [demand("a", 1, pod({"cpu": "21"}))]).status == "unknown"  # default: no upper bound
     capped = store(cluster_queue(CQ, [[("one", {"cpu": q("4", "4")})]], "cohort"), flavors=FLAVORS)
     capped.availability.mark_absent(k.COHORTS.name, "not watched")
-    assert capped.assign(CQ, [demand("a", 1, pod({"cpu": "9"}))]).status == "nofit"
+    assert capped.snapshot().assign(CQ, [demand("a", 1, pod({"cpu": "9"}))]).status == "nofit"
 
 
 def test_one_resource_bounded_below_the_request_rules_the_flavor_out() -> None:
@@ -366,7 +367,7 @@ def test_one_resource_bounded_below_the_request_rules_the_flavor_out() -> None:
     state = store(queue, flavors=FLAVORS)
     state.availability.mark_absent(k.COHORTS.name, "not watched")
     job = [demand("main", 1, pod({"cpu": "2", "memory": "2Gi"}))]
-    assignment = state.assign(CQ, job)
+    assignment = state.snapshot().assign(CQ, job)
     assert assignment.status == "nofit"
     assert [(e.flavor, e.resource) for e in assignment.podsets[0].exceeded] == [("one", "memory"), ("two", "cpu")]
 
@@ -387,19 +388,19 @@ def test_uncovered_requests_are_named_once_each() -> None:
 
 def test_replicas_beyond_the_nominal_quota_of_the_flavor_one_pod_gets() -> None:
     """What replicas-beyond-nominal asks: a Deployment's pods are admitted one at a time."""
-    state = store(
+    view = snapshot(
         cluster_queue(CQ, [[("one", {"cpu": q("1")}), ("default", {"cpu": q("10", "90")})]], "c"),
         flavors=FLAVORS,
     )
-    info = state.cluster_queue(CQ)
+    info = view.cluster_queue(CQ)
     assert info is not None
     [podset] = jobset(("server", 1, None, pod({"cpu": "4"}))).podsets
-    assert beyond_nominal(state, info, podset, 2) is None  # 8 of 10
-    beyond = beyond_nominal(state, info, podset, 3)
+    assert beyond_nominal(view, info, podset, 2) is None  # 8 of 10
+    beyond = beyond_nominal(view, info, podset, 3)
     assert beyond == BeyondNominal("default", NominalFit(2, (("cpu", Decimal(12), Decimal(10)),)))
-    assert beyond_nominal(state, info, podset, 0) is None
+    assert beyond_nominal(view, info, podset, 0) is None
     [empty] = jobset(("server", 1, None, {"containers": [{"name": "c"}]})).podsets
-    assert beyond_nominal(state, info, empty, 3) is None  # requests nothing: takes no quota
+    assert beyond_nominal(view, info, empty, 3) is None  # requests nothing: takes no quota
 
 
 # ---------------------------------------------------------------- several podSets: any choice Kueue could make
@@ -450,8 +451,8 @@ def test_some_choice_of_flavors_holds_what_kueue_admits(
 ) -> None:
     """Kueue admits these with the flavors ``kueue``: each podSet could take its flavor, and some choice
     of eligible flavors holds them all at usage zero, so the gate never refuses them."""
-    state = store(queue, flavors={**FLAVORS, "on-demand": {}, "spot": {}})
-    assignment = state.assign(CQ, podsets)
+    view = snapshot(queue, flavors={**FLAVORS, "on-demand": {}, "spot": {}})
+    assignment = view.assign(CQ, podsets)
     assert assignment.status == "fit", name
     for podset, flavors in zip(assignment.podsets, kueue, strict=True):
         assert set(flavors.values()) <= set(podset.options)
@@ -460,20 +461,20 @@ def test_some_choice_of_flavors_holds_what_kueue_admits(
 def test_the_choice_found_is_kueues_own_at_zero_usage_when_that_one_fits() -> None:
     """Depth first in Kueue's order: the first choice found is the greedy one when it fits (TestAssignFlavors
     "multiple specs, fit different flavors"), else one that Kueue can reach through usage."""
-    state = store(cluster_queue(CQ, [[("one", {"cpu": q("2")}), ("two", {"cpu": q("2")})]]), flavors=FLAVORS)
+    view = snapshot(cluster_queue(CQ, [[("one", {"cpu": q("2")}), ("two", {"cpu": q("2")})]]), flavors=FLAVORS)
     both = [demand("a", 1, pod({"cpu": "1"})), demand("b", 1, pod({"cpu": "1"}))]
-    assert [dict(p.flavors) for p in state.assign(CQ, both).podsets] == [{"cpu": "one"}, {"cpu": "one"}]
+    assert [dict(p.flavors) for p in view.assign(CQ, both).podsets] == [{"cpu": "one"}, {"cpu": "one"}]
     _, _, issue, _ = TOGETHER[3]
-    assert [dict(p.flavors) for p in state.assign(CQ, issue).podsets] == [{"cpu": "two"}, {"cpu": "one"}]
+    assert [dict(p.flavors) for p in view.assign(CQ, issue).podsets] == [{"cpu": "two"}, {"cpu": "one"}]
 
 
 def test_no_choice_holds_the_podsets_together() -> None:
     """Each podSet fits flavor one on its own, but both must take it (type=one) and 2 + 1 > 2: Kueue's
     "previously considered podsets requests (2) + current podset request (1) > maximum capacity (2)"."""
-    state = store(cluster_queue(CQ, [[("one", {"cpu": q("2")}), ("two", {"cpu": q("2")})]]), flavors=FLAVORS)
+    view = snapshot(cluster_queue(CQ, [[("one", {"cpu": q("2")}), ("two", {"cpu": q("2")})]]), flavors=FLAVORS)
     one = {"type": "one"}
     job = [demand("a", 1, pod({"cpu": "2"}, nodeSelector=one)), demand("b", 1, pod({"cpu": "1"}, nodeSelector=one))]
-    assignment = state.assign(CQ, job)
+    assignment = view.assign(CQ, job)
     assert assignment.status == "nofit" and assignment.first_unassigned() is None
     assert [p.options for p in assignment.podsets] == [("one",), ("one",)]
     assert assignment.contended == (
@@ -484,20 +485,20 @@ def test_no_choice_holds_the_podsets_together() -> None:
 def test_identical_podsets_over_identical_flavors_are_summed_not_searched() -> None:
     """12 podSets of 1 cpu, 4 flavors of 2: 12 > 8 decides at once, however many choices there are."""
     flavors = {f"f{i}": {} for i in range(4)}
-    state = store(cluster_queue(CQ, [[(name, {"cpu": q("2")}) for name in flavors]]), flavors=flavors)
-    assert state.assign(CQ, [demand(f"p{i}", 1, pod({"cpu": "1"})) for i in range(12)]).status == "nofit"
-    assert state.assign(CQ, [demand(f"p{i}", 1, pod({"cpu": "1"})) for i in range(8)]).status == "fit"
+    view = snapshot(cluster_queue(CQ, [[(name, {"cpu": q("2")}) for name in flavors]]), flavors=flavors)
+    assert view.assign(CQ, [demand(f"p{i}", 1, pod({"cpu": "1"})) for i in range(12)]).status == "nofit"
+    assert view.assign(CQ, [demand(f"p{i}", 1, pod({"cpu": "1"})) for i in range(8)]).status == "fit"
 
 
 def test_past_the_search_limit_the_answer_is_unknown_never_a_guess() -> None:
     """15 podSets of 2 cpu over 10 flavors of 3: 30 <= 30 passes the sum, yet each flavor holds one podSet
     and no choice fits; finding that out takes more than the search's limit of options: unknown."""
     flavors = {f"f{i}": {} for i in range(10)}
-    state = store(cluster_queue(CQ, [[(name, {"cpu": q("3")}) for name in flavors]]), flavors=flavors)
-    assignment = state.assign(CQ, [demand(f"p{i}", 1, pod({"cpu": "2"})) for i in range(15)])
+    view = snapshot(cluster_queue(CQ, [[(name, {"cpu": q("3")}) for name in flavors]]), flavors=flavors)
+    assignment = view.assign(CQ, [demand(f"p{i}", 1, pod({"cpu": "2"})) for i in range(15)])
     assert assignment.status == "unknown"
     assert "more choices of flavors than the 4096 the gate tries" in assignment.doubt
-    assert state.assign(CQ, [demand(f"p{i}", 1, pod({"cpu": "2"})) for i in range(10)]).status == "fit"
+    assert view.assign(CQ, [demand(f"p{i}", 1, pod({"cpu": "2"})) for i in range(10)]).status == "fit"
 
 
 # ---------------------------------------------------------------- topology-aware scheduling splits the flavors
@@ -517,7 +518,7 @@ def test_a_podset_asking_for_a_topology_gets_no_flavor_without_one() -> None:
     for name, spec in TAS_FLAVORS.items():
         state.apply(k.RESOURCE_FLAVORS, "ADDED", {"metadata": {"name": name}, "spec": spec})
     topology = podset_demand("main", pod({"cpu": "1"}), 1, {"cpu": Decimal(1)}, tas=True)
-    assignment = state.assign(CQ, [topology])
+    assignment = state.snapshot().assign(CQ, [topology])
     assert assignment.status == "nofit"
     assert [(a.flavor, a.kind) for a in assignment.podsets[0].passed_over] == [("flavor-a", "tas"), ("flavor-b", "tas")]
 
@@ -527,8 +528,8 @@ def test_a_podset_asking_for_no_topology_passes_over_the_topology_flavor() -> No
     and flavor-tas, a podSet without a topology request and with nodeSelector type=wrong matches none:
     flavor-a's labels, flavor-b's taint, flavor-tas "supports only TopologyAwareScheduling"."""
     queue = cluster_queue(CQ, [[(name, {"cpu": q("2", "2")}) for name in TAS_FLAVORS]])
-    state = store(queue, flavors=TAS_FLAVORS)
-    assignment = state.assign(CQ, [demand("main", 1, pod({"cpu": "1"}, nodeSelector={"type": "wrong"}))])
+    view = snapshot(queue, flavors=TAS_FLAVORS)
+    assignment = view.assign(CQ, [demand("main", 1, pod({"cpu": "1"}, nodeSelector={"type": "wrong"}))])
     assert assignment.status == "nofit"
     kinds = [(a.flavor, a.kind) for a in assignment.podsets[0].passed_over]
     assert kinds == [("flavor-a", "mismatch"), ("flavor-b", "taint"), ("flavor-tas", "tas")]
@@ -547,12 +548,13 @@ def test_tpu_and_cpu_podsets_route_to_their_flavors_by_topology_request() -> Non
     )
     state = store(queue, flavors={"tpu7x": {"topologyName": "tpu7x-topology"}, "cpu-standard": {}})
     state.availability.mark_absent(k.COHORTS.name, "not watched")
+    view = state.snapshot()
     worker = podset_demand("workers", pod({tpu: "4"}), 160, {tpu: Decimal(4), "cpu": Decimal(1)}, tas=True)
     head = podset_demand("head", pod({"cpu": "4"}), 1, {"cpu": Decimal(4)})
-    assert state.assign(CQ, [head]).podsets[0].flavors == {"cpu": "cpu-standard"}
+    assert view.assign(CQ, [head]).podsets[0].flavors == {"cpu": "cpu-standard"}
     small = podset_demand("workers", pod({tpu: "4"}), 16, {tpu: Decimal(4), "cpu": Decimal(1)}, tas=True)
-    assert dict(state.assign(CQ, [small, head]).podsets[0].flavors) == {tpu: "tpu7x", "cpu": "tpu7x"}
-    big = state.assign(CQ, [worker])  # 640 chips > 256 + 128: never, whatever the cohort holds
+    assert dict(view.assign(CQ, [small, head]).podsets[0].flavors) == {tpu: "tpu7x", "cpu": "tpu7x"}
+    big = view.assign(CQ, [worker])  # 640 chips > 256 + 128: never, whatever the cohort holds
     assert big.status == "nofit"
     assert [(a.flavor, a.kind) for a in big.podsets[0].passed_over] == [("cpu-standard", "tas")]
     assert [(e.flavor, e.needed, e.most) for e in big.podsets[0].exceeded] == [("tpu7x", 640, 384)]

@@ -26,7 +26,7 @@ def test_the_cohort_sums_follow_cluster_queue_events() -> None:
     state = store(one, two)
 
     def most() -> Decimal | None:
-        return state.potential("one", "red", "cpu").value
+        return state.snapshot().potential("one", "red", "cpu").value
 
     assert most() == 20
     state.apply(k.CLUSTER_QUEUES, "MODIFIED", cluster_queue("two", [[("red", {"cpu": q("30", None, "10")})]], "c"))
@@ -61,12 +61,14 @@ def test_the_balance_passes_over_a_flavor_whose_guaranteed_chips_are_taken() -> 
     state.apply(k.WORKLOADS, "ADDED", admitted("held", "guaranteed", "first", 48))
     state.apply(k.WORKLOADS, "ADDED", admitted("spare", "best-effort", "second", 32))
     job = [podset_demand("workers", {}, 8, {TPU: Decimal(4)})]  # 32 chips
-    assert dict(state.assign("cq", job).podsets[0].flavors) == {TPU: "first"}
-    assert dict(state.assign("cq", job, within_balance=True).podsets[0].flavors) == {TPU: "second"}
-    assert (state.balance("cq", "first").left, state.balance("cq", "second").left) == (16, 64)
-    assert (state.in_use("cq", "first"), state.in_use("cq", "second")) == (48, 32)  # every priority
+    view = state.snapshot()
+    assert dict(view.assign("cq", job).podsets[0].flavors) == {TPU: "first"}
+    assert dict(view.assign("cq", job, within_balance=True).podsets[0].flavors) == {TPU: "second"}
+    assert (view.balance("cq", "first").left, view.balance("cq", "second").left) == (16, 64)
+    assert (view.in_use("cq", "first"), view.in_use("cq", "second")) == (48, 32)  # every priority
     state.apply(k.WORKLOADS, "DELETED", admitted("held", "guaranteed", "first", 48))
-    assert state.balance("cq", "first").left == 64 and state.in_use("cq", "first") == 0
+    view = state.snapshot()
+    assert view.balance("cq", "first").left == 64 and view.in_use("cq", "first") == 0
 
 
 def test_the_quota_package_imports_nothing_above_it() -> None:

@@ -13,7 +13,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from quota_fixtures import CQ, cluster_queue, cohort, q, store
+from quota_fixtures import CQ, cluster_queue, cohort, q, snapshot, store
 
 from webhook.cluster import kinds as k
 from webhook.quota.objects import Quota, parse_cluster_queue
@@ -117,27 +117,27 @@ def test_potential_quota_as_kueue_computes_it(
     name: str, objects: list[dict[str, Any]], expected: dict[tuple[str, str], int]
 ) -> None:
     """Kueue: pkg/cache/scheduler/resource_test.go, TestAvailable, case ``name`` (wantPotentiallyAvailable)."""
-    state = store(*objects)
-    got = {key: state.potential(key[0], key[1], "cpu").value for key in expected}
+    view = snapshot(*objects)
+    got = {key: view.potential(key[0], key[1], "cpu").value for key in expected}
     assert got == {key: Decimal(value) for key, value in expected.items()}
 
 
 def test_a_cohort_cycle_is_unknown() -> None:
     """Kueue refuses a cohort tree with a cycle (ErrCohortHasCycle); we say nothing about it."""
-    state = store(
+    view = snapshot(
         cluster_queue(CQ, [[("default", {"cpu": q("1")})]], "a"),
         cohort("a", "b"),
         cohort("b", "a"),
     )
-    cycle = state.potential(CQ, "default", "cpu")
+    cycle = view.potential(CQ, "default", "cpu")
     assert (cycle.value, cycle.floor) == (None, 0)  # Kueue leaves the queue inactive until the cycle is fixed
 
 
 def test_nominal_fit_counts_pods_within_nominal_and_skips_zero_requests() -> None:
     """The question ``replicas-beyond-nominal`` asks: pods of one shape in nominal, no borrowing.
     A zero request (cpu: 0) takes no quota and divides nothing."""
-    state = store(cluster_queue(CQ, [[("default", {"cpu": q("10", borrowing="90"), "memory": q("64Gi")})]]))
-    info = state.cluster_queue(CQ)
+    view = snapshot(cluster_queue(CQ, [[("default", {"cpu": q("10", borrowing="90"), "memory": q("64Gi")})]]))
+    info = view.cluster_queue(CQ)
     assert info is not None
     gi = Decimal(2**30)
     per_pod = {"cpu": Decimal(4), "memory": Decimal(8) * gi}
@@ -154,8 +154,8 @@ def test_nominal_fit_counts_pods_within_nominal_and_skips_zero_requests() -> Non
 def test_nominal_fit_of_quantities_at_the_parsers_bounds() -> None:
     """A nominal of 10^31 (where the parser holds larger ones) over a pod of 1n is 10^40 pods:
     more digits than Python's default context divides, none too many for the quantities'."""
-    state = store(cluster_queue(CQ, [[("default", {"cpu": q("1e400")})]]))
-    info = state.cluster_queue(CQ)
+    view = snapshot(cluster_queue(CQ, [[("default", {"cpu": q("1e400")})]]))
+    info = view.cluster_queue(CQ)
     assert info is not None
     assert nominal_fit(info, "default", {"cpu": Decimal("1e-9")}, 10**50) == NominalFit(
         within=10**40, over=(("cpu", Decimal("1e-9") * 10**50, Decimal("1e31")),)
@@ -189,15 +189,15 @@ def test_cohort_members_keep_what_their_queues_store_summed() -> None:
 
 def test_the_bound_says_how_it_is_made_up() -> None:
     """The explanation the exceeds-queue-capacity message quotes."""
-    state = store(
+    view = snapshot(
         cluster_queue("cq1", [[("red", {"cpu": q("10")})]], "cohort"),
         cluster_queue("cq2", [[("red", {"cpu": q("10", "2")})]], "cohort"),
         cohort("cohort", quotas={"red": {"cpu": q("10")}}),
     )
-    assert state.potential("cq1", "red", "cpu") == Bound(
+    assert view.potential("cq1", "red", "cpu") == Bound(
         Decimal(30), "nominal 10 + 20 the rest of cohort cohort could lend, no borrowing limit"
     )
-    assert state.potential("cq2", "red", "cpu") == Bound(
+    assert view.potential("cq2", "red", "cpu") == Bound(
         Decimal(12), "nominal 10 + borrowing limit 2 (cohort cohort could lend 20)"
     )
 
@@ -210,11 +210,12 @@ def test_unknown_cohorts_bound_a_queue_between_its_nominal_and_its_borrowing_lim
         cluster_queue("open", [[("red", {"cpu": q("10")})]], "cohort"),
     )
     state.availability.mark_absent(k.COHORTS.name, "not watched")
-    capped = state.potential("capped", "red", "cpu")
+    view = state.snapshot()
+    capped = view.potential("capped", "red", "cpu")
     assert (capped.value, capped.floor, capped.exact) == (Decimal(15), Decimal(10), False)
     assert capped.decided_by == "Cohorts: not watched"
     assert [capped.holds(Decimal(n)) for n in (10, 12, 16)] == [True, None, False]
-    opened = state.potential("open", "red", "cpu")
+    opened = view.potential("open", "red", "cpu")
     assert (opened.value, opened.floor) == (None, Decimal(10))  # no upper bound without a borrowingLimit
     assert opened.explanation == "nominal 10, cohort cohort is unknown and there is no borrowing limit"
     assert [opened.holds(Decimal(n)) for n in (10, 10**9)] == [True, None]

@@ -50,15 +50,16 @@ def test_the_rfc_job_passes_every_cluster_rule() -> None:
 
 
 def test_the_snapshot_reads_rfc_numbers() -> None:
-    capacity = STATE.potential("team-a", "tpu7x-4x4x4", "google.com/tpu")
+    view = STATE.snapshot()
+    capacity = view.potential("team-a", "tpu7x-4x4x4", "google.com/tpu")
     assert capacity.value == 384
     assert capacity.explanation == "nominal 256 + borrowing limit 128 (cohort tpu-pool could lend 320)"
-    assert STATE.potential("dev", "tpu7x-4x4x4", "google.com/tpu").value == 64 + 256
-    balance = STATE.balance("team-a", "tpu7x-4x4x4")
+    assert view.potential("dev", "tpu7x-4x4x4", "google.com/tpu").value == 64 + 256
+    balance = view.balance("team-a", "tpu7x-4x4x4")
     assert (balance.nominal, balance.holding, balance.waiting, balance.left) == (256, 128, 64, 64)
-    assert STATE.in_use("team-a", "tpu7x-4x4x4") == 128 + 64  # every priority: the best-effort job too
-    assert STATE.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
-    assert STATE.node_pools("4x4x4") == 2 and STATE.node_pools("8x8x8") == 0
+    assert view.in_use("team-a", "tpu7x-4x4x4") == 128 + 64  # every priority: the best-effort job too
+    assert view.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
+    assert view.node_pools("4x4x4") == 2 and view.node_pools("8x8x8") == 0
 
 
 # ---------------------------------------------------------------- one case each way
@@ -174,7 +175,7 @@ def test_no_borrowing_limit_means_what_the_cohort_can_lend() -> None:
     for obj in objects:
         if obj["kind"] == "ClusterQueue" and obj["metadata"]["name"] == "dev":
             del obj["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"]
-    capacity = state_from_objects(objects, POLICY).potential("dev", "tpu7x-4x4x4", "google.com/tpu")
+    capacity = state_from_objects(objects, POLICY).snapshot().potential("dev", "tpu7x-4x4x4", "google.com/tpu")
     assert capacity.value == 64 + 256 + 256  # team-a and team-b lend all of their nominal
     assert "no borrowing limit" in capacity.explanation
 
@@ -285,10 +286,11 @@ def test_node_fit_is_a_conjunction_per_node() -> None:
         }
         store.apply(k.NODES, "ADDED", node)
     requests = {"cpu": Decimal(50), "memory": Decimal(50 * 2**30)}
-    fit = store.node_fit({"pool": "p"}, requests)
+    view = store.snapshot()
+    fit = view.node_fit({"pool": "p"}, requests)
     assert (fit.matching, fit.fits) == (2, False)
-    assert store.node_fit({"pool": "p"}, {"cpu": Decimal(50)}).fits
-    assert store.node_fit({"pool": "other"}, requests).matching == 0  # unknown, not "too small"
+    assert view.node_fit({"pool": "p"}, {"cpu": Decimal(50)}).fits
+    assert view.node_fit({"pool": "other"}, requests).matching == 0  # unknown, not "too small"
 
 
 def test_taints_not_tolerated_exclude_a_node() -> None:
@@ -299,9 +301,10 @@ def test_taints_not_tolerated_exclude_a_node() -> None:
         "spec": {"taints": [{"key": "dedicated", "value": "infra", "effect": "NoSchedule"}]},
     }
     store.apply(k.NODES, "ADDED", node)
-    assert store.node_fit({}, {"cpu": Decimal(1)}).matching == 0
+    view = store.snapshot()
+    assert view.node_fit({}, {"cpu": Decimal(1)}).matching == 0
     tolerations = [Toleration("dedicated", "Equal", "infra", "NoSchedule")]
-    assert store.node_fit({}, {"cpu": Decimal(1)}, tolerations).fits
+    assert view.node_fit({}, {"cpu": Decimal(1)}, tolerations).fits
 
 
 def test_insufficient_node_pools() -> None:
@@ -354,7 +357,7 @@ def test_the_tier_comes_from_the_namespace_labels(namespace: str, tier: str | No
 
 
 def usage(store: ClusterStore) -> tuple[int, int]:
-    balance = store.balance("team-a", "tpu7x-4x4x4")
+    balance = store.snapshot().balance("team-a", "tpu7x-4x4x4")
     return balance.holding, balance.waiting
 
 
@@ -399,5 +402,5 @@ def test_status_only_updates_keep_the_memos() -> None:
     after = store.snapshot()
     assert after is not before and after.version > before.version
     assert after.nodes is not before.nodes and after.queues is not before.queues
-    assert store.node_fit({"pool": "q"}, {"cpu": Decimal(1)}).fits
-    assert store.node_fit({"pool": "p"}, {"cpu": Decimal(1)}).matching == 0
+    assert after.node_fit({"pool": "q"}, {"cpu": Decimal(1)}).fits
+    assert after.node_fit({"pool": "p"}, {"cpu": Decimal(1)}).matching == 0

@@ -165,7 +165,7 @@ def pod_flavor(state: ClusterStore, queue: str, selector: dict[str, str], tpu: b
     """The flavor one pod takes (the quota model's flavor assignment for a podSet of one pod)."""
     requests = {"google.com/tpu": Decimal(4)} if tpu else {"cpu": Decimal(1)}
     demand = podset_demand("main", {"nodeSelector": selector}, 1, requests, tas=tpu)
-    [assigned] = state.assign(queue, [demand]).podsets
+    [assigned] = state.snapshot().assign(queue, [demand]).podsets
     return next(iter(assigned.flavors.values())) if assigned.status == "fit" else None
 
 

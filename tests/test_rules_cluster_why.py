@@ -669,8 +669,10 @@ def live(
         kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kube") / "config", api.port)
         cache = start_watch_cache(str(kubeconfig), policy, FAST)
         known = ALL - unknown
-        wait_until(lambda cache=cache, known=known: not cache.unavailable(known), what="initial sync")
-        wait_until(lambda cache=cache, unknown=unknown: set(cache.unavailable(unknown)) == unknown, what="404s")
+        wait_until(lambda cache=cache, known=known: not cache.snapshot().unavailable(known), what="initial sync")
+        wait_until(
+            lambda cache=cache, unknown=unknown: set(cache.snapshot().unavailable(unknown)) == unknown, what="404s"
+        )
         server = RunningServer(ServerState(policy=policy, cluster=cache), tls).start()
         servers[key] = server
         stack.append((api, cache, server))

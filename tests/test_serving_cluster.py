@@ -57,7 +57,7 @@ def live(tmp_path_factory: pytest.TempPathFactory, tls: TlsSettings, client: htt
     api = load(FakeApiServer()).start()
     kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kube") / "config", api.port)
     cache = start_watch_cache(str(kubeconfig), POLICY, FAST)
-    wait_until(lambda: not cache.unavailable(ALL), what="initial sync")
+    wait_until(lambda: not cache.snapshot().unavailable(ALL), what="initial sync")
     server = serve(cache, tls)
     yield server
     client.close()
@@ -179,7 +179,9 @@ def kueue_live(
 ) -> Iterator[tuple[RunningServer, WatchCache]]:
     kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kueue") / "config", kueue_api.port)
     cache = start_watch_cache(str(kubeconfig), KUEUE_POLICY, FAST)
-    wait_until(lambda: not cache.unavailable(frozenset(kind.name for kind in k.WATCHED)), what="initial sync")
+    wait_until(
+        lambda: not cache.snapshot().unavailable(frozenset(kind.name for kind in k.WATCHED)), what="initial sync"
+    )
     server = serve(cache, tls, KUEUE_POLICY)
     yield server, cache
     server.stop()
@@ -316,7 +318,9 @@ def test_a_watch_event_changes_the_answer(tmp_path: Path, tls: TlsSettings, clie
     cache = start_watch_cache(str(write_kubeconfig(tmp_path / "config", api.port)), KUEUE_POLICY, FAST)
     server = None
     try:
-        wait_until(lambda: not cache.unavailable(frozenset(kind.name for kind in k.WATCHED)), what="initial sync")
+        wait_until(
+            lambda: not cache.snapshot().unavailable(frozenset(kind.name for kind in k.WATCHED)), what="initial sync"
+        )
         server = serve(cache, tls, KUEUE_POLICY)
         team_a = rfc("ClusterQueue/team-a")
         raised = kueue_review(with_nominal(team_a, 320), "UPDATE", team_a)
@@ -350,7 +354,7 @@ def test_a_remembered_job_answer_follows_the_watch(tmp_path: Path, tls: TlsSetti
     cache = start_watch_cache(str(write_kubeconfig(tmp_path / "config", api.port)), POLICY, FAST)
     server = None
     try:
-        wait_until(lambda: not cache.unavailable(ALL), what="initial sync")
+        wait_until(lambda: not cache.snapshot().unavailable(ALL), what="initial sync")
         server = serve(cache, tls)
         obj = jobset().queue("team-z-queue").priority("guaranteed").replicas(1).obj()
 
@@ -467,7 +471,7 @@ def simulating(
             api.put(k.WORKLOAD_PRIORITY_CLASSES, obj)
     kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kube") / "config", api.port)
     cache = start_watch_cache(str(kubeconfig), POLICY, FAST)
-    wait_until(lambda: not cache.unavailable(ALL), what="initial sync")
+    wait_until(lambda: not cache.snapshot().unavailable(ALL), what="initial sync")
     wait_until(lambda: len(cache.snapshot().kept_documents(k.WORKLOAD_PRIORITY_CLASSES)) == 3, what="priorities")
     server = serve(cache, tls)
     yield server

@@ -79,7 +79,7 @@ def server(
         api.put(k.BY_KIND[obj["kind"]], obj)
     kubeconfig = write_kubeconfig(tmp_path_factory.mktemp("kube") / "config", api.port)
     cache = start_watch_cache(str(kubeconfig), POLICY, FAST)
-    wait_until(lambda: not cache.unavailable(ALL), what="initial sync")
+    wait_until(lambda: not cache.snapshot().unavailable(ALL), what="initial sync")
     tls = TlsSettings(cert=cert_files.cert, key=cert_files.key, client_ca=clients.ca, client_names=("aistudio",))
     with running_server(POLICY, tls, cluster=cache) as running:
         yield running

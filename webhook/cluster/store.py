@@ -18,8 +18,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from decimal import Decimal
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from webhook.cluster import kinds as k
@@ -29,23 +28,19 @@ from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import NodeState, QueueState, Snapshot, places
 from webhook.cluster.workloaddocs import WorkloadRecord, workload_record
 from webhook.policy.config import Policy
-from webhook.quota.flavorassigner import Assignment
-from webhook.quota.ledger import Balance, BalanceAnswer, ChipsLedger, WorkloadEntry, project
+from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
 from webhook.quota.objects import (
     ClusterQueueInfo,
     CohortInfo,
     FlavorInfo,
-    NodeFit,
     NodeInfo,
-    Toleration,
     parse_cluster_queue,
     parse_cohort,
     parse_flavor,
     parse_node,
     string_map,
 )
-from webhook.quota.podsets import PodSetDemand
-from webhook.quota.resource_node import Bound, CohortMembers
+from webhook.quota.resource_node import CohortMembers
 from webhook.quota.table import SetTable, Table
 
 Key = str | tuple[str, str]
@@ -76,7 +71,11 @@ def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
 
 
 class ClusterStore:
-    """The objects (parsed), their indexes and counts, the lock, and the snapshot last published."""
+    """The objects (parsed), their indexes and counts, the lock, and the snapshot last published.
+
+    A ``ClusterState``: it answers no question about the cluster itself. The answers
+    (``ClusterView``) are the snapshot's, so a reader asks ``snapshot()`` and then it.
+    """
 
     def __init__(self, policy: Policy, stale_after: float = 120.0) -> None:
         self.policy = policy
@@ -399,54 +398,3 @@ class ClusterStore:
             )
             for kind in k.WATCHED
         ]
-
-    # ---------------------------------------------------------------- the current snapshot's answers
-
-    def unavailable(self, kinds: frozenset[str]) -> dict[str, str]:
-        return self.snapshot().unavailable(kinds)
-
-    def namespace_labels(self, namespace: str) -> Mapping[str, str] | None:
-        return self.snapshot().namespace_labels(namespace)
-
-    def static_topologies(self) -> frozenset[str]:
-        return self.snapshot().static_topologies()
-
-    def local_queue(self, namespace: str, name: str) -> str | None:
-        return self.snapshot().local_queue(namespace, name)
-
-    def local_queue_names(self, namespace: str) -> list[str]:
-        return self.snapshot().local_queue_names(namespace)
-
-    def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
-        return self.snapshot().cluster_queue(name)
-
-    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
-        return self.snapshot().assign(cluster_queue, podsets, within_balance)
-
-    def guaranteed_shortfalls(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> BalanceAnswer:
-        return self.snapshot().guaranteed_shortfalls(cluster_queue, podsets)
-
-    def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
-        return self.snapshot().potential(cluster_queue, flavor, resource)
-
-    def in_use(self, cluster_queue: str, flavor: str) -> int:
-        return self.snapshot().in_use(cluster_queue, flavor)
-
-    def balance(self, cluster_queue: str, flavor: str) -> Balance:
-        """The guaranteed balance of the queue's TPU quota on ``flavor`` (see ``webhook.quota.ledger``)."""
-        return self.snapshot().balance(cluster_queue, flavor)
-
-    def node_fit(
-        self,
-        selector: Mapping[str, str],
-        requests: Mapping[str, Decimal],
-        tolerations: Sequence[Toleration] = (),
-        tolerate_keys: frozenset[str] = frozenset(),
-    ) -> NodeFit:
-        return self.snapshot().node_fit(selector, requests, tolerations, tolerate_keys)
-
-    def node_pools(self, topology: str) -> int:
-        return self.snapshot().node_pools(topology)
-
-    def accelerator_chips(self) -> Decimal | None:
-        return self.snapshot().accelerator_chips()
