@@ -147,7 +147,7 @@ def main() -> int:
     steady_ms = timed(args.runs, nothing, steady)
     event_ms = timed(args.runs, event, after_event)
 
-    bodies = [json.dumps(job).encode() for job in jobs]
+    bodies = [json.loads(json.dumps(job)) for job in jobs]  # as the review decoder hands them on
     facts = AdmissionFacts(operation="CREATE", stage="validate", namespace="kubemaker", kind="JobSet")
     lines: Counter[str] = Counter()
 

@@ -114,8 +114,7 @@ def test_kind_of_a_document(doc: Any, kind: str | None) -> None:
 )
 def test_controlled_by_jobset(metadata: dict[str, Any], owned: bool) -> None:
     for kind in (JOBSET, JOB, DEPLOYMENT):
-        for document in ({"metadata": metadata}, json.dumps({"metadata": metadata}).encode()):
-            assert read_workload(kind, document, STATIC).controlled_by_jobset is owned
+        assert read_workload(kind, {"metadata": metadata}, STATIC).controlled_by_jobset is owned
         assert read_workload(kind, None, STATIC).controlled_by_jobset is False
 
 

@@ -284,7 +284,7 @@ def decide(
     policy: Policy,
     cluster: ClusterState | None = None,
 ) -> Decision:
-    """Judge ``obj``: the object's JSON text (``bytes``) or the object decoded (``read_workload``)."""
+    """Judge ``obj``, the object decoded (plain JSON, or what YAML gives a manifest: ``read_workload``)."""
     workload = read_workload(facts.kind, obj, policy, facts.namespace)
     if made_by_jobset_controller(workload, facts.user, policy):
         # A JobSet's own Job, sent by the JobSet controller: judged as part of its JobSet

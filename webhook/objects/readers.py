@@ -1,8 +1,8 @@
 """Every judged object → ``Workload``: ``read_workload``, the one way there, and the Job and Deployment readers.
 
 ``read_workload`` is the only way from a judged object to a ``Workload``: the engine
-calls it for the server (the object's JSON text, as the review decoder hands it on, or
-plain JSON from the review's general path) and for ``check`` (a decoded manifest) alike.
+calls it for the server (the object as plain JSON, decoded with the review's envelope)
+and for ``check`` (a decoded manifest) alike.
 
 RFC-0033 (last table) is the model. A batch/v1 Job is one Workload whose one
 podSet (Kueue names it ``main``) is gang-admitted over ``parallelism`` pods: for the
@@ -14,13 +14,10 @@ apps/v1 Deployment is one Workload *per pod* with no gang: its podSet is one pod
 
 from __future__ import annotations
 
-import json
-import sys
 from collections.abc import Callable
 from typing import Any, Final
 
 from webhook.kube.fieldpaths import METADATA, ROOT, SPEC
-from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.request import UserInfo
 from webhook.objects.workload import (
@@ -31,7 +28,6 @@ from webhook.objects.workload import (
     parse_metadata,
     parse_pod_template,
     podset_paths,
-    unreadable,
 )
 from webhook.policy.config import Policy, TierPolicy
 
@@ -107,27 +103,11 @@ _READERS: Final[dict[str, Callable[[Any, Policy, str], Workload]]] = {
 def read_workload(kind: str, document: Any, policy: Policy, namespace: str = "") -> Workload:
     """Read ``document`` as the judged ``kind`` (``webhook.objects.kinds``); never raises.
 
-    ``document`` is the object's JSON text (``bytes``, UTF-8) or the object decoded (any
-    JSON value, or what YAML gives). Text is decoded to plain JSON once, then every kind is
-    read by its one reader, which turns every odd shape into a ``jobset-malformed``
-    finding. ``namespace`` fills in when the object has none (a CREATE may omit it).
+    ``document`` is the object decoded: plain JSON from the review (decoded with its envelope,
+    ``webhook.wire.reviews``) or what YAML gives a manifest (``check``). Every kind is read by
+    its one reader, which turns every odd shape into a ``jobset-malformed`` finding.
+    ``namespace`` fills in when the object has none (a CREATE may omit it).
     """
-    if isinstance(document, bytes):
-        try:
-            document = plain_json(document)
-        except RecursionError:
-            # The review decoder read it a few frames up the stack; no real object is nested this deep.
-            return unreadable(kind, policy, namespace, "is nested too deeply to be read")
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:  # never handed on by the wire
-            return unreadable(kind, policy, namespace, f"is not JSON text ({exc})")
-        except ValueError:  # valid JSON, but ``int()`` refuses an integer that long (as the wire's general path)
-            return unreadable(
-                kind,
-                policy,
-                namespace,
-                f"holds an integer of more than {sys.get_int_max_str_digits()} digits, which no Kubernetes "
-                "field takes (the API server reads integers as 64-bit)",
-            )
     return _READERS[kind](document, policy, namespace)
 
 

@@ -331,13 +331,6 @@ def parse_metadata(reader: Reader, obj: Any, namespace: str, kind: str) -> Workl
     )
 
 
-def unreadable(kind: str, policy: Policy, namespace: str, problem: str) -> Workload:
-    """The workload of an object whose text could not be decoded: ``problem`` as its one finding."""
-    reader = Reader(policy)
-    reader.bad(FieldPath(), problem, f"submit a {kind}")
-    return Workload(namespace=namespace, name="", labels={}, annotations={}, spec={}, kind=kind).finish(reader)
-
-
 def controller_is_jobset(references: Any) -> bool:
     """Whether ``metadata.ownerReferences`` names a JobSet as the object's controller.
 

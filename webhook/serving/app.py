@@ -27,7 +27,6 @@ from webhook.admin.live import LiveObjects
 from webhook.cluster.state import ClusterState
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
-from webhook.objects.jsontext import plain_json
 from webhook.policy.config import Policy
 from webhook.serving import simulating
 from webhook.serving.explainroute import explain_route
@@ -246,12 +245,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         review = await _review(scope, receive, send, metrics, KUEUE_ENDPOINT, policy.server.max_body_bytes)
         if review is None:
             return
-        try:
-            request = KueueRequest(
-                review.operation, review.namespace, _decoded(review.object), _decoded(review.old_object)
-            )
-        except (ValueError, RecursionError):  # an object that is not JSON the general path would take
-            return await _refuse(send, metrics, KUEUE_ENDPOINT, 400, "request.object is not valid JSON")
+        request = KueueRequest(review.operation, review.namespace, review.object, review.old_object)
         try:
             decision = await anyio.to_thread.run_sync(decide_kueue, request, policy, live, limiter=kueue_limiter)
             answer = review_response(review.uid, decision)
@@ -360,11 +354,6 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         await application(scope, receive, send)
 
     return dispatch
-
-
-def _decoded(obj: Any) -> Any:
-    """An object as the admin guard reads it: plain JSON (the fast path hands on its text)."""
-    return plain_json(obj) if isinstance(obj, bytes) else obj
 
 
 class _Asgi:

@@ -6,14 +6,16 @@ normal answer with ``allowed: false``. Optional response fields are absent, not 
 
 Decoding has two paths with one outcome. The fast path is msgspec decoding straight
 into typed envelope structs: a well-formed review is checked by the C decoder as it is
-read, and the object (and old object) is handed on as its JSON text, undecoded, to the
-one reader (``webhook.objects.readers.read_workload``, through the engine). Anything the
-fast path does not accept, for whatever reason (a ``null`` where a string belongs, NaN,
-a lone surrogate, a UTF-16 body, nesting msgspec will not follow, a wrong ``kind``, an
-object that is not UTF-8), is decoded again by ``json.loads`` and checked field by
-field, which is also where every 4xx reason comes from; its object is plain JSON. So the
-fast path never decides anything the general path would decide differently;
-``tests/test_wire_reviews.py`` answers the same bodies both ways and compares the bytes.
+read, and the object (and old object) is decoded in the same pass, as plain JSON (numbers
+read as ``json.loads`` reads them: ``webhook.kube.quantity.json_number``), for the one
+reader (``webhook.objects.readers.read_workload``, through the engine). The body is
+decoded once. Anything the fast path does not accept, for whatever reason (a ``null``
+where a string belongs, NaN, a lone surrogate, a UTF-16 body, nesting msgspec will not
+follow, an integer too long for it, a wrong ``kind``, text that is not UTF-8), is decoded
+again by ``json.loads`` and checked field by field, which is also where every 4xx reason
+comes from. So the fast path never decides anything the general path would decide
+differently; ``tests/test_wire_reviews.py`` answers the same bodies both ways and
+compares the bytes.
 """
 
 from __future__ import annotations
@@ -28,7 +30,6 @@ import msgspec
 from webhook.engine.decision import Decision
 from webhook.engine.patches import JsonPatch
 from webhook.kube.quantity import json_number
-from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import judged_kind
 from webhook.objects.request import UserInfo
 from webhook.wire.jsonwire import encode
@@ -61,8 +62,8 @@ class AdmissionRequest(msgspec.Struct):
     namespace: str
     name: str
     user: UserInfo
-    #: the object's JSON text (``bytes``) from the fast path, plain JSON from the general
-    #: one (``None`` when absent): what ``webhook.objects.readers.read_workload`` reads
+    #: the object as plain JSON (``None`` when absent or null): what
+    #: ``webhook.objects.readers.read_workload`` reads
     object: Any
     old_object: Any
     dry_run: bool
@@ -76,11 +77,6 @@ class AdmissionRequest(msgspec.Struct):
         if self.name:
             return self.name
         obj = self.object
-        if isinstance(obj, bytes):  # only for the decision log, and seldom: most reviews name the object
-            try:
-                obj = plain_json(obj)
-            except RecursionError:
-                return ""
         if isinstance(obj, dict) and isinstance(obj.get("metadata"), dict):
             name = obj["metadata"].get("name") or obj["metadata"].get("generateName")
             return name if isinstance(name, str) else ""
@@ -121,9 +117,9 @@ class _Request(msgspec.Struct, rename={"user_info": "userInfo", "old_object": "o
     user_info: UserInfo | None = None
     namespace: str = ""
     name: str = ""
-    #: left as JSON text: the objects are read by their kind's reader
-    object: msgspec.Raw = msgspec.Raw()
-    old_object: msgspec.Raw = msgspec.Raw()
+    #: plain JSON, decoded in the same pass: the objects are read by their kind's reader
+    object: Any = None
+    old_object: Any = None
     dry_run: bool = False
 
 
@@ -136,7 +132,7 @@ class _Review(_Envelope):
     request: _Request
 
 
-_FAST = msgspec.json.Decoder(_Review)
+_FAST = msgspec.json.Decoder(_Review, float_hook=json_number)
 _NO_KIND = _Kind()
 _NO_USER = UserInfo()
 
@@ -164,24 +160,18 @@ def _fast_review(body: bytes) -> AdmissionRequest | None:
         namespace=request.namespace,
         name=request.name,
         user=request.user_info or _NO_USER,
-        object=_text(request.object),
-        old_object=_text(request.old_object),
+        object=request.object,
+        old_object=request.old_object,
         dry_run=request.dry_run,
         judged_kind=judged_kind(kind.group, kind.kind),
     )
-
-
-def _text(raw: msgspec.Raw) -> bytes | None:
-    """An object's JSON text, handed on undecoded; ``None`` when absent or ``null``."""
-    text = bytes(raw)
-    return None if not text or text == b"null" else text
 
 
 def _is_utf8(body: bytes) -> bool:
     """Whether ``body`` is UTF-8 throughout, as the general path (``json.loads``) requires.
 
     msgspec checks the UTF-8 of the strings it decodes, not of those it skips: the
-    objects, handed on undecoded, and the fields the webhook does not read.
+    fields the webhook does not read.
     """
     if body.isascii():  # ASCII is UTF-8, and the usual case: no decode to find out
         return True
@@ -193,7 +183,7 @@ def _is_utf8(body: bytes) -> bool:
 
 
 def parse_review(body: bytes) -> AdmissionRequest:
-    """Decode and check the envelope; the object inside is left to the engine."""
+    """Decode the body once and check the envelope; the object inside is left to the engine."""
     fast = _fast_review(body)
     return fast if fast is not None else parse_review_general(body)
 
