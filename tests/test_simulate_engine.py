@@ -519,3 +519,27 @@ def test_an_answer_that_is_not_a_wait_has_no_holders() -> None:
     st = rfc_state(chips("a-1", "team-a", 64, GUARANTEED))
     result = simulate(st, tpu_job("team-a", 64, GUARANTEED))
     assert (result.outcome, result.to_json()["holders"]) == ("admit", None)
+
+
+def test_a_wait_for_quota_lent_out_says_the_queue_does_not_reclaim_it() -> None:
+    """The job fits in its queue's own nominal quota, but the other queue of the cohort borrows all of
+    it and its queue's reclaimWithinCohort is Never (Kueue's default): Kueue preempts nobody, the job
+    waits for the borrower, and the answer says why its quota is not there and what would change it."""
+    other = cluster_queue("other", {"one": {"cpu": "8"}}, cohort="c")
+    borrower = [admitted("borrower", "other", {"cpu": "16"}, flavor="one")]
+    st = state([cluster_queue("q", {"one": {"cpu": "8"}}, cohort="c"), other], workloads=borrower)
+    result = simulate(st, job("q", {"cpu": "4"}, priority=100))
+    assert (result.outcome, result.reason) == ("wait", "WaitingForQuota")
+    assert result.numbers is not None and result.numbers.lent_out
+    assert result.message.endswith(
+        "its own nominal quota is borrowed by other queues of cohort c, and ClusterQueue q does not reclaim it "
+        "(preemption.reclaimWithinCohort: Never): it starts when they give it back, or sooner with "
+        "reclaimWithinCohort: LowerPriority or Any"
+    )
+    assert result.warning() == (
+        "[simulate] will wait: q uses 0 of 8 one cpu, cohort c lends 0 (borrowed from q, which does not reclaim);"
+        " held by other 16"
+    )
+    reclaims = cluster_queue("q", {"one": {"cpu": "8"}}, cohort="c", reclaim="Any")
+    preempting = simulate(state([reclaims, other], workloads=borrower), job("q", {"cpu": "4"}, priority=100))
+    assert (preempting.outcome, victims(preempting)) == ("preempt", {("borrower", "InCohortReclamation")})

@@ -371,6 +371,12 @@ class Simulator:
                 + (f", cohort {n.cohort} lends {format_amount(n.lends, r)}" if n.cohort else "")
                 + f"; {why}"
             )
+            if n.lent_out:
+                message += (
+                    f"; its own nominal quota is borrowed by other queues of cohort {n.cohort}, and ClusterQueue "
+                    f"{node.name} does not reclaim it (preemption.reclaimWithinCohort: Never): it starts when they "
+                    "give it back, or sooner with reclaimWithinCohort: LowerPriority or Any"
+                )
         assert node.info is not None
         return Result(
             WAIT,
@@ -405,6 +411,7 @@ class Simulator:
         if failed is not None:  # what the podSet that did not fit asks, on top of those before it
             needs += failed.requests.get(target[1], ZERO)
         cohort = node.parent.name if node.parent is not None else None
+        never = node.info is not None and node.info.preemption.reclaim_within_cohort == "Never"
         return Numbers(
             target[0],
             target[1],
@@ -415,6 +422,7 @@ class Simulator:
             cohort,
             self._largest_queues(node, target),
             self._largest_workloads(node.name, target),
+            lent_out=cohort is not None and never and uses + needs <= nominal,
         )
 
     def _largest_queues(self, node: Node, target: FlavorResource) -> tuple[tuple[str, Decimal], ...]:

@@ -71,6 +71,9 @@ class Numbers:
     holders: tuple[tuple[str, Decimal], ...] = ()
     #: (Workload ``ns/name``, what it uses) of the queue's own admitted Workloads, largest first
     workloads: tuple[tuple[str, Decimal], ...] = ()
+    #: the job fits in the queue's own nominal quota, which other queues of the cohort borrow, and
+    #: the queue does not reclaim it (``preemption.reclaimWithinCohort: Never``): it waits for them
+    lent_out: bool = False
 
 
 #: the ``holders.resource`` of a placement wait: what is held is whole node pools
@@ -239,6 +242,8 @@ class Result:
             elif n is not None:
                 r = n.resource
                 cohort = f", cohort {n.cohort} lends {format_amount(n.lends, r)}" if n.cohort else ""
+                if n.lent_out:
+                    cohort += f" (borrowed from {self.cluster_queue}, which does not reclaim)"
                 unit = "chips" if r == self.chips else r
                 used = f"{format_amount(n.uses, r)} of {format_amount(n.nominal, r)}"
                 parts.append(f"{self.cluster_queue} uses {used} {n.flavor} {unit}{cohort}")
