@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from webhook.simulate.documents import state_from_objects  # noqa: E402
+from simulate_builders import state_from_objects  # noqa: E402
+
 from webhook.simulate.engine import Simulator  # noqa: E402
 from webhook.simulate.workloads import from_document  # noqa: E402
 

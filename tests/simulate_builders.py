@@ -12,9 +12,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from webhook.kube.quantity import parse_quantity
-from webhook.quota.objects import FlavorInfo, parse_cluster_queue, parse_cohort, parse_flavor
+from webhook.quota.objects import FlavorInfo, parse_cluster_queue, parse_cohort, parse_flavor, string_map
 from webhook.quota.podsets import podset_demand
 from webhook.simulate.assign import Assignment, FlavorAssigner
+from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
 from webhook.simulate.preempt import Preemptor, Simulation
 from webhook.simulate.result import Result
@@ -412,3 +413,54 @@ def static_job(
             ],
         },
     }
+
+
+def state_from_objects(
+    objects: Iterable[Mapping[str, Any]],
+    configuration: Mapping[str, Any] | None = None,
+    missing: Iterable[str] = (),
+    now: datetime | None = None,
+) -> State:
+    """The engine's state of every ClusterQueue, Cohort, ResourceFlavor, LocalQueue, Namespace and
+    Workload in ``objects`` (other kinds are ignored), read by the project's parsers, for tests and
+    benchmarks that hand the engine documents; Namespaces' labels are used only when some are given.
+    (The product builds its state from the cluster's snapshot: ``webhook.simulate.live.state_of``.)"""
+    queues, cohorts, flavors, local_queues = {}, {}, {}, {}
+    labels: dict[str, dict[str, str]] = {}
+    admitted_workloads: list[AdmittedWorkload] = []
+    pending: list[PendingWorkload] = []
+    for obj in objects:
+        kind = obj.get("kind")
+        if kind == "ClusterQueue":
+            queue = parse_cluster_queue(obj)
+            queues[queue.name] = queue
+        elif kind == "Cohort":
+            parsed = parse_cohort(obj)
+            cohorts[parsed.name] = parsed
+        elif kind == "ResourceFlavor":
+            flavor = parse_flavor(obj)
+            flavors[flavor.name] = flavor
+        elif kind == "LocalQueue":
+            local = parse_local_queue(obj)
+            local_queues[(local.namespace, local.name)] = local
+        elif kind == "Namespace":
+            metadata = obj.get("metadata") or {}
+            labels[str(metadata.get("name", ""))] = string_map(metadata.get("labels"))
+        elif kind == "Workload":
+            workload = from_document(obj)
+            if isinstance(workload, AdmittedWorkload):
+                admitted_workloads.append(workload)
+            elif workload is not None:
+                pending.append(workload)
+    return State(
+        queues,
+        cohorts,
+        flavors,
+        local_queues,
+        tuple(admitted_workloads),
+        tuple(pending),
+        fair_sharing(configuration),
+        frozenset(missing),
+        labels or None,
+        now or datetime.now().astimezone(),
+    )

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from tests.simulate_builders import NOW
-from webhook.simulate.documents import fair_sharing, parse_local_queue, state_from_objects
+from tests.simulate_builders import NOW, state_from_objects
+from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
 from webhook.simulate.state import DEFAULT_STRATEGIES, WORKLOADS, FairSharing, LocalQueueInfo, PendingWorkload
 from webhook.simulate.workloads import from_document

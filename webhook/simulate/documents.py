@@ -1,30 +1,19 @@
-"""The engine's state from Kueue's objects as stored: the reader the wiring hands a state to.
+"""What the simulator reads of two of Kueue's objects beyond the quota model's: a LocalQueue and
+Kueue's Configuration.
 
-ClusterQueues, Cohorts and ResourceFlavors go through the quota model's parsers, Workloads
-through ``workloads.from_document``; LocalQueues and Namespaces are read here (a LocalQueue is
-its ClusterQueue and stop policy, a Namespace its labels). Fair sharing comes from Kueue's
+A LocalQueue is its ClusterQueue and its stop policy. Fair sharing comes from Kueue's
 Configuration (the decoded ``controller_manager_config.yaml`` of ConfigMap
 ``kueue-system/kueue-manager-config``): in ``v1beta2`` a ``fairSharing`` block turns it on;
-in ``v1beta1`` only with ``enable: true``. A kind the caller could not read is named in
-``missing``, so the engine answers ``unknown`` where it would decide.
+in ``v1beta1`` only with ``enable: true``. The state the engine runs on is built from the
+cluster's snapshot (``webhook.simulate.live.state_of``), which reads both through these.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from datetime import datetime
+from collections.abc import Mapping
 from typing import Any
 
-from webhook.quota.objects import parse_cluster_queue, parse_cohort, parse_flavor, string_map
-from webhook.simulate.state import (
-    DEFAULT_STRATEGIES,
-    AdmittedWorkload,
-    FairSharing,
-    LocalQueueInfo,
-    PendingWorkload,
-    State,
-)
-from webhook.simulate.workloads import from_document
+from webhook.simulate.state import DEFAULT_STRATEGIES, FairSharing, LocalQueueInfo
 
 STRATEGIES = frozenset(DEFAULT_STRATEGIES)
 
@@ -52,53 +41,4 @@ def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueueInfo:
         str(metadata.get("name", "")),
         str(spec.get("clusterQueue", "")),
         str(spec.get("stopPolicy") or "None"),
-    )
-
-
-def state_from_objects(
-    objects: Iterable[Mapping[str, Any]],
-    configuration: Mapping[str, Any] | None = None,
-    missing: Iterable[str] = (),
-    now: datetime | None = None,
-) -> State:
-    """A ``State`` of every ClusterQueue, Cohort, ResourceFlavor, LocalQueue, Namespace and Workload in
-    ``objects`` (other kinds are ignored); Namespaces' labels are used only when some are given."""
-    queues, cohorts, flavors, local_queues = {}, {}, {}, {}
-    labels: dict[str, dict[str, str]] = {}
-    admitted: list[AdmittedWorkload] = []
-    pending: list[PendingWorkload] = []
-    for obj in objects:
-        kind = obj.get("kind")
-        if kind == "ClusterQueue":
-            queue = parse_cluster_queue(obj)
-            queues[queue.name] = queue
-        elif kind == "Cohort":
-            cohort = parse_cohort(obj)
-            cohorts[cohort.name] = cohort
-        elif kind == "ResourceFlavor":
-            flavor = parse_flavor(obj)
-            flavors[flavor.name] = flavor
-        elif kind == "LocalQueue":
-            local = parse_local_queue(obj)
-            local_queues[(local.namespace, local.name)] = local
-        elif kind == "Namespace":
-            metadata = _dict(obj.get("metadata"))
-            labels[str(metadata.get("name", ""))] = string_map(metadata.get("labels"))
-        elif kind == "Workload":
-            workload = from_document(obj)
-            if isinstance(workload, AdmittedWorkload):
-                admitted.append(workload)
-            elif workload is not None:
-                pending.append(workload)
-    return State(
-        queues,
-        cohorts,
-        flavors,
-        local_queues,
-        tuple(admitted),
-        tuple(pending),
-        fair_sharing(configuration),
-        frozenset(missing),
-        labels or None,
-        now or datetime.now().astimezone(),
     )

@@ -35,7 +35,7 @@ from webhook.policy.config import Policy
 from webhook.quota.ledger import HOLDS, WAITS, WorkloadEntry
 from webhook.quota.podsets import demands_of
 from webhook.simulate.candidates import QueueIndex, build_index
-from webhook.simulate.documents import fair_sharing
+from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
 from webhook.simulate.placement import Placement
 from webhook.simulate.preempt import Simulation
@@ -263,9 +263,8 @@ def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo
         return held[1]  # type: ignore[no-any-return]
     stops = {}
     for document in snapshot.kept_documents(k.LOCAL_QUEUES):
-        metadata, spec = document.get("metadata") or {}, document.get("spec") or {}
-        key = (str(metadata.get("namespace", "")), str(metadata.get("name", "")))
-        stops[key] = str(spec.get("stopPolicy") or "None")
+        local = parse_local_queue(document)
+        stops[(local.namespace, local.name)] = local.stop_policy
     made = {key: LocalQueueInfo(key[0], key[1], cq, stops.get(key, "None")) for key, cq in queues.local_queues.items()}
     queues.memo.answers["simulate local queues"] = (snapshot.kept, made)  # replaced, never changed
     return made
