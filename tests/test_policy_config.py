@@ -47,6 +47,18 @@ def test_a_full_file_round_trips(tmp_path: Path) -> None:
     assert policy.rules["tpu-request-invalid"] == "off"
 
 
+def test_simulate_off_is_read_as_written_unquoted(tmp_path: Path) -> None:
+    """README's ``simulate: off`` is YAML 1.1's false when unquoted: it means off, as in ``rules``."""
+    path = tmp_path / "policy.yaml"
+    path.write_text("simulate: off\n")
+    assert load_policy(path).simulate == "off"
+    path.write_text("simulate: 'off'\n")
+    assert load_policy(path).simulate == "off"
+    path.write_text("simulate: on\n")
+    with pytest.raises(ConfigError, match="simulate: Input should be 'warn' or 'off'"):
+        load_policy(path)
+
+
 @pytest.mark.parametrize(
     ("data", "message"),
     [

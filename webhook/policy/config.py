@@ -271,13 +271,13 @@ class Policy(_Model):
             _topology(item)
         return value
 
-    @field_validator("rules", mode="before")
+    @field_validator("rules", "simulate", mode="before")
     @classmethod
     def _yaml_off(cls, value: Any) -> Any:
         # YAML 1.1 reads an unquoted ``off`` as false; that is what people write.
         if isinstance(value, dict):
             return {key: "off" if item is False else item for key, item in value.items()}
-        return value
+        return "off" if value is False else value
 
     @field_validator("rules")
     @classmethod
