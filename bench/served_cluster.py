@@ -13,8 +13,9 @@ webhook without a cluster (structural rules only), and the webhook as ``serve
 no "skipped" warning), ``wrk`` loads every row in turn, rows interleaved round by round:
 
 - with a cluster, a guaranteed one-slice RFC-0033 4.6 JobSet on ``/validate/production``:
-  admitted after every cluster rule, so the answer is the bare ``"allowed":true`` (any
-  warning makes the row count a failure);
+  admitted after every cluster rule (any warning but the ``[simulate]`` line makes the
+  row count a failure); with ``--workloads`` Workloads also on a webhook configured
+  ``simulate: off``, so the snapshot's cost is seen without the simulator's line;
 - without one, the same on ``/validate/production``, and the RFC example JobSet in a
   dev namespace without labels on ``/mutate/dev`` (answered with the label patch).
 
@@ -267,6 +268,14 @@ def main() -> int:
                     servers[label_b] = start("fixture-b", ["--kubeconfig", str(kubeconfigs[name])])
                     clustered[label_b] = "fixture-b"
                     rows.append((f"{label_b}, {PATH}", label_b, "fixture-b", PATH, EXPECT))
+                if name == "big" and tree is None:  # the same without the [simulate] line: the snapshot alone
+                    label_off = f"{label} (simulate: off)"
+                    quiet = Path(tmp) / "simulate-off.yaml"
+                    quiet.write_text("simulate: off\n")
+                    extra = ["--kubeconfig", str(kubeconfigs[name]), "--config", str(quiet)]
+                    servers[label_off] = start("big-off", extra)
+                    clustered[label_off] = "big"
+                    rows.append((f"{label_off}, {PATH}", label_off, "big", PATH, EXPECT))
         for name, body in bodies.items():
             files[name] = work / f"{name}.json"
             files[name].write_bytes(body)
