@@ -237,7 +237,7 @@ def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
         namespace, _, name = key.partition("/")
         return snapshot.workloads.get((namespace, name))
 
-    def placed_in(key: str) -> tuple[str, ...]:
+    def pools_of(key: str) -> tuple[str, ...]:
         entry = entry_of(key)
         domains = (entry.placed or ()) if entry is not None else ()
         return tuple(sorted({pool for domain in domains if (pool := nodes.pool_of(*domain)) is not None}))
@@ -251,7 +251,7 @@ def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
         return entry.cluster_queue if entry is not None else ""
 
     missing = "Nodes are not in the state" if k.NODES.name in snapshot.unread else None
-    return Placement(policy.tpu.topology_label, nodes.pools, load, members, placed_in, flavors_of, queue_of, missing)
+    return Placement(policy.tpu.topology_label, nodes.pools, load, members, pools_of, flavors_of, queue_of, missing)
 
 
 def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:

@@ -11,8 +11,8 @@ since a static slice takes all of a pool's hosts, a pool with any taken host hol
 slice, and a pool is counted whole or not at all.
 
 ``Placement`` is what the engine reads of the cluster for that (built from a live snapshot
-by ``webhook.simulate.live``); ``needs`` works out the pools a job asks for from its podSets
-and the flavors the quota assignment gave them (``pool_needs``); ``PoolTracker`` follows, during one
+by ``webhook.simulate.live``); ``pool_needs`` works out the pools a job asks for from its
+podSets and the flavors the quota assignment gave them; ``PoolTracker`` follows, during one
 preemption search, which pools the victims removed so far free
 (``workloadFits`` checks TAS after quota, so Kueue's victims must free pools too).
 """
@@ -50,7 +50,7 @@ class Placement:
     ``pools`` gives node pool -> schedulable hosts of the nodes matching a selector; ``load``
     gives, once, node pool -> the topology domains (a pool, or its hosts) admitted Workloads
     hold in it, and the Workloads (``ns/name``) whose ``topologyAssignment`` cannot be read;
-    ``members`` the Workloads holding one domain, ``placed_in`` the pools one Workload holds,
+    ``members`` the Workloads holding one domain, ``pools_of`` the pools one Workload (``ns/name``) holds,
     ``flavors_of`` the flavors a Workload holds quota on, ``queue_of`` its ClusterQueue.
     ``missing`` says why placement cannot be checked (no Nodes in the state): then nothing
     here is read. A pool's occupants are worked out when a job first asks about that pool
@@ -61,7 +61,7 @@ class Placement:
     pools: Callable[[Selector], Mapping[str, int]]
     load: Callable[[], tuple[Mapping[str, tuple[tuple[str, str], ...]], tuple[str, ...]]]
     members: Callable[[tuple[str, str]], Set[WorkloadKey]]
-    placed_in: Callable[[str], tuple[str, ...]]
+    pools_of: Callable[[str], tuple[str, ...]]
     flavors_of: Callable[[str], frozenset[str]]
     queue_of: Callable[[str], str]
     missing: str | None = None
@@ -92,10 +92,6 @@ class Placement:
         if len(domains) == 1 and pool not in self._occupants:
             return len(self.members(domains[0]))
         return len(self.occupants(pool))
-
-    def pools_of(self, workload: str) -> tuple[str, ...]:
-        """The pools whose hosts ``workload`` holds."""
-        return self.placed_in(workload)
 
     def unreadable(self, flavors: frozenset[str]) -> tuple[str, ...]:
         """Admitted Workloads on one of ``flavors`` whose ``topologyAssignment`` cannot be read (kept
