@@ -14,13 +14,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from webhook.cluster.snapshot import Snapshot
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.engine.patches import default_labels
 from webhook.objects.kinds import kind_of_document, likely_meant
 from webhook.objects.readers import read_workload
 from webhook.objects.request import UserInfo
-from webhook.policy.tiers import resolve_tier
 from webhook.simulate.live import LiveSimulator, simulate_object, simulate_workload
 from webhook.simulate.result import NEVER, Result
 
@@ -73,11 +71,6 @@ def simulate_submitted(
     if workload.malformed:
         raise NotSimulated(f"{kind} {workload.name}: {workload.malformed[0].message}")
     labels = dict(workload.labels)
-    resolved = resolve_tier(policy, namespace, override=tier, namespace_labels=_labels(snapshot, namespace)).tier
-    if resolved is not None:
-        labels.update(default_labels(workload, policy.tiers[resolved], policy))
+    if decision.tier is not None:  # the tier the mutating call resolved: its default labels
+        labels.update(default_labels(workload, policy.tiers[decision.tier], policy))
     return simulate_workload(simulator, workload, labels, source)
-
-
-def _labels(snapshot: Snapshot, namespace: str) -> Mapping[str, str] | None:
-    return snapshot.namespace_labels(namespace)
