@@ -11,6 +11,7 @@ from webhook.objects import kinds
 from webhook.policy.findings import Finding
 from webhook.rules import Rule
 from webhook.rules.catalog import RULES, RULES_BY_ID
+from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
 
 
 def findings_for(case: RuleCase) -> list[Finding]:
@@ -39,6 +40,12 @@ def test_examples_stay_within_the_kinds_a_rule_applies_to() -> None:
     """A refused example of a kind the rule does not apply to could never fire."""
     for case in CASES:
         assert case.kind in RULES_BY_ID[case.rule].kinds or not case.fires, case.id
+
+
+def test_the_rules_that_read_the_cluster_are_exactly_the_cluster_family() -> None:
+    """The engine asks the cluster, memoizes findings on the snapshot and words a skip for the
+    cluster family's rules only: a rule that requires a kind of cluster state must be one of them."""
+    assert [rule.id for rule in RULES if bool(rule.requires) != (rule.family == CLUSTER_FAMILY)] == []
 
 
 def test_examples_name_only_catalog_rules() -> None:

@@ -252,29 +252,26 @@ def _run(
     """Each step in catalog order, its findings with its action; every rule in the quantities'
     decimal context (quota and node fit sum and multiply), where every value the parser gives stays exact."""
     cluster = ctx.cluster
-    # Which kinds cannot be read is asked once, for every rule of the request.
-    unread = cluster.unavailable(steps.required) if cluster is not None and steps.required else {}
     findings = decision.findings
     with localcontext(CONTEXT):
-        remembered = _cluster_outcomes(steps, scope, workload, ctx, unread, shape) if steps.clustered else None
+        remembered: dict[str, Outcome] = {}
+        if steps.clustered:  # the only rules that read the cluster (``tests/test_rules.py`` holds it)
+            # Which kinds cannot be read is asked once, for every cluster rule of the request.
+            unread = cluster.unavailable(steps.required) if cluster is not None else {}
+            remembered = _cluster_outcomes(steps, scope, workload, ctx, unread, shape)
         for rule, action in steps.plan:
-            if remembered is not None and rule.family == CLUSTER_FAMILY:
+            if rule.family == CLUSTER_FAMILY:
                 made, notes = remembered[rule.id]
                 if made:  # a memoized finding is shared by the requests of its shape: each gets a copy
                     findings.extend(msgspec.structs.replace(finding, action=action) for finding in made)
                 if notes:
                     _skip(decision, rule.id, list(notes))
                 continue
-            if unread and rule.requires:
-                missing = _missing(rule, unread)
-                if missing:
-                    _skip(decision, rule.id, missing)
-                    continue
             for finding in rule.check(workload, ctx):
                 finding.action = action  # a fresh finding each request: set in place
                 findings.append(finding)
-            if ctx.unknown:
-                _skip(decision, rule.id, ctx.unknown, rule.family == CLUSTER_FAMILY)
+            if ctx.unknown:  # a structural rule whose subject is unknown (queue-not-permitted: the submitter)
+                _skip(decision, rule.id, ctx.unknown, cluster=False)
                 ctx.unknown.clear()
 
 
