@@ -57,16 +57,6 @@ def cohort(name: str, parent: str | None = None, quotas: dict[str, dict[str, Q]]
     return {"apiVersion": KQ, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
 
 
-def local_queue(namespace: str, name: str, queue: str) -> dict[str, Any]:
-    """A LocalQueue ``namespace/name`` that sends its Workloads to ClusterQueue ``queue``."""
-    return {
-        "apiVersion": KQ,
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": queue},
-    }
-
-
 def store(*objects: dict[str, Any], flavors: dict[str, dict[str, Any]] | None = None) -> ClusterStore:
     state = ClusterStore(Policy())
     for obj in objects:

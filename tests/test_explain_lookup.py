@@ -6,7 +6,8 @@ from typing import Any
 
 import pytest
 from explain_builders import JOBSET_UID, TPU, preemptor_workload, rfc_example_one, rfc_example_two, simulation
-from quota_fixtures import cluster_queue, cohort, local_queue, q
+from quota_fixtures import cluster_queue, cohort, q
+from simulate_builders import local_queue
 
 from webhook.cluster import kinds as k
 from webhook.cluster.statefiles import state_from_objects
@@ -20,7 +21,7 @@ def _objects(*workloads: dict[str, Any]) -> list[dict[str, Any]]:
         cluster_queue("team-a", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
         cluster_queue("team-b", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
         cohort("tpu-pool"),
-        local_queue("kubemaker", "team-a-queue", "team-b"),
+        local_queue("team-a-queue", "team-b", namespace="kubemaker"),
         *workloads,
     ]
 

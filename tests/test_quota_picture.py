@@ -11,7 +11,8 @@ from decimal import Decimal
 from typing import Any
 
 from explain_builders import TPU, rfc_example_one
-from quota_fixtures import cluster_queue, cohort, local_queue, q, store
+from quota_fixtures import cluster_queue, cohort, q, store
+from simulate_builders import local_queue
 
 from webhook.quota.picture import Amounts, CohortQuota, QueueQuota
 
@@ -45,7 +46,7 @@ def test_a_borrowing_team_borrows_what_the_other_lends_and_waiting_work_is_pendi
         cluster_queue("team-a", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
         cluster_queue("team-b", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
         cohort("tpu-pool"),
-        local_queue("team-b-ns", "team-b-queue", "team-b"),
+        local_queue("team-b-queue", "team-b", namespace="team-b-ns"),
         _admitted("a-big", "team-a", 320),
         _admitted("b-small", "team-b", 64),
         _pending("b-waiting", "team-b-queue", 4, 16),
