@@ -32,6 +32,32 @@ def load(api: FakeApiServer) -> FakeApiServer:
     return api
 
 
+def team_a_workload(name: str, chips: int) -> dict[str, Any]:
+    """A kueue.x-k8s.io Workload of the fixtures' namespace kubemaker, for LocalQueue team-a-queue, asking
+    ``chips`` TPU chips of 4x4x4 (four a pod) at the guaranteed priority 1000."""
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "kubemaker", "creationTimestamp": "2030-01-01T00:00:00Z"},
+        "spec": {
+            "queueName": "team-a-queue",
+            "priority": 1000,
+            "podSets": [
+                {
+                    "name": "workers",
+                    "count": chips // 4,
+                    "template": {
+                        "spec": {
+                            "nodeSelector": {"cloud.google.com/gke-tpu-topology": "4x4x4"},
+                            "containers": [{"name": "c", "resources": {"requests": {"google.com/tpu": "4"}}}],
+                        }
+                    },
+                }
+            ],
+        },
+    }
+
+
 def cluster_findings(decision: Decision) -> dict[str, list[str]]:
     """The cluster rules' finding lines by rule (each "<what is wrong>; <how to fix>", one "; " apart)."""
     out: dict[str, list[str]] = {}

@@ -111,6 +111,16 @@ def cohort(name: str, *groups: Group, parent: str | None = None, weight: str | N
     return {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
 
 
+def _workload_metadata(name: str, namespace: str, created: datetime) -> dict[str, Any]:
+    """A Workload's metadata as these builders write it: its name doubles as its uid."""
+    return {
+        "name": name,
+        "namespace": namespace,
+        "uid": name,
+        "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
+    }
+
+
 def admitted(
     name: str,
     queue: str,
@@ -131,12 +141,7 @@ def admitted(
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": name,
-            "creationTimestamp": (created or at).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        },
+        "metadata": _workload_metadata(name, namespace, created or at),
         "spec": {"priority": priority, "queueName": queue, "podSets": []},
         "status": {
             "admission": {
@@ -169,12 +174,7 @@ def pending_document(
     return {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
-        "metadata": {
-            "name": name,
-            "namespace": namespace,
-            "uid": name,
-            "creationTimestamp": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
-        },
+        "metadata": _workload_metadata(name, namespace, created),
         "spec": {
             "active": active,
             "priority": priority,

@@ -6,12 +6,11 @@ from __future__ import annotations
 import json
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
 from cluster_apiserver import FakeApiServer, write_kubeconfig
-from cluster_fixtures import OBJECTS, load
+from cluster_fixtures import OBJECTS, load, team_a_workload
 from support import FIXTURES, run_cli, write_yaml
 
 from webhook.cluster import kinds as k
@@ -19,31 +18,6 @@ from webhook.cluster import kinds as k
 STATE = str(FIXTURES / "cluster")
 FITS = str(FIXTURES / "jobsets" / "rfc-4.6-static-single.yaml")  # 256 chips of tpu7x-4x8x8 in team-b
 PENDING = "jobset-a-pending-guaranteed-4c5d6"  # a guaranteed Workload waiting in team-a
-
-
-def _workload(name: str, chips: int, priority: int = 1000) -> dict[str, Any]:
-    """A kueue.x-k8s.io Workload for LocalQueue team-a-queue of kubemaker asking ``chips`` TPU chips."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "kubemaker", "creationTimestamp": "2030-01-01T00:00:00Z"},
-        "spec": {
-            "queueName": "team-a-queue",
-            "priority": priority,
-            "podSets": [
-                {
-                    "name": "workers",
-                    "count": chips // 4,
-                    "template": {
-                        "spec": {
-                            "nodeSelector": {"cloud.google.com/gke-tpu-topology": "4x4x4"},
-                            "containers": [{"name": "c", "resources": {"requests": {"google.com/tpu": "4"}}}],
-                        }
-                    },
-                }
-            ],
-        },
-    }
 
 
 def test_a_jobset_that_fits_starts_now_text_outcome_first() -> None:
@@ -59,7 +33,7 @@ def test_a_jobset_that_fits_starts_now_text_outcome_first() -> None:
 
 
 def test_json_is_the_contracts(tmp_path: Path) -> None:
-    job = write_yaml(tmp_path / "w.yaml", _workload("huge", 4096))
+    job = write_yaml(tmp_path / "w.yaml", team_a_workload("huge", 4096))
     done = run_cli("simulate", FITS, str(job), "--cluster-state", STATE, "--output", "json")
     assert done.returncode == 1  # one of them does not start now
     answer = json.loads(done.stdout)
@@ -89,7 +63,7 @@ def test_json_is_the_contracts(tmp_path: Path) -> None:
 
 def test_the_pending_workload_created_before_it_is_in_front(tmp_path: Path) -> None:
     """A Workload created after the one already pending in team-a has it in front."""
-    job = write_yaml(tmp_path / "w.yaml", _workload("late", 64))
+    job = write_yaml(tmp_path / "w.yaml", team_a_workload("late", 64))
     done = run_cli("simulate", str(job), "--cluster-state", STATE, "--output", "json")
     (result,) = json.loads(done.stdout)["results"]
     assert result["position"] == {"ahead": 1, "chipsAhead": 64}

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 from explain_builders import JOBSET_UID, TPU, preemptor_workload, rfc_example_one, rfc_example_two, simulation
 from quota_fixtures import cluster_queue, cohort, q
+from simulate_builders import local_queue
 
 from webhook.cluster import kinds as k
 from webhook.cluster.statefiles import state_from_objects
@@ -15,21 +16,12 @@ from webhook.explain.lookup import BadTarget, NotFound, NotSynced, parse_kind, p
 from webhook.policy.config import Policy
 
 
-def _local_queue(namespace: str, name: str, queue: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": queue},
-    }
-
-
 def _objects(*workloads: dict[str, Any]) -> list[dict[str, Any]]:
     return [
         cluster_queue("team-a", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
         cluster_queue("team-b", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
         cohort("tpu-pool"),
-        _local_queue("kubemaker", "team-a-queue", "team-b"),
+        local_queue("team-a-queue", "team-b", namespace="kubemaker"),
         *workloads,
     ]
 

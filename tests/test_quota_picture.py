@@ -12,6 +12,7 @@ from typing import Any
 
 from explain_builders import TPU, rfc_example_one
 from quota_fixtures import cluster_queue, cohort, q, store
+from simulate_builders import local_queue
 
 from webhook.quota.picture import Amounts, CohortQuota, QueueQuota
 
@@ -40,21 +41,12 @@ def _pending(name: str, local_queue: str, pods: int, chips_per_pod: int) -> dict
     }
 
 
-def _local_queue(namespace: str, name: str, queue: str) -> dict[str, Any]:
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "LocalQueue",
-        "metadata": {"name": name, "namespace": namespace},
-        "spec": {"clusterQueue": queue},
-    }
-
-
 def test_a_borrowing_team_borrows_what_the_other_lends_and_waiting_work_is_pending() -> None:
     state = store(
         cluster_queue("team-a", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
         cluster_queue("team-b", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
         cohort("tpu-pool"),
-        _local_queue("team-b-ns", "team-b-queue", "team-b"),
+        local_queue("team-b-queue", "team-b", namespace="team-b-ns"),
         _admitted("a-big", "team-a", 320),
         _admitted("b-small", "team-b", 64),
         _pending("b-waiting", "team-b-queue", 4, 16),

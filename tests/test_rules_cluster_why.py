@@ -30,6 +30,7 @@ import yaml
 from builders import jobset
 from cluster_apiserver import FakeApiServer, wait_until, write_kubeconfig
 from cluster_fixtures import ALL, FAST
+from rfc_queues import team_flavor_quotas, tpu7x_flavor_spec
 from support import FIXTURES, RunningServer, review
 from support import JOBSET_CLUSTER_RULES as CLUSTER_RULES
 
@@ -192,39 +193,19 @@ def rfc_queues() -> list[dict[str, Any]]:
     """RFC-0033's dynamic-mode queues as its queue section writes them: flavors tpu7x (topology-aware) and
     cpu-standard (no topologyName, no labels), ClusterQueues team-a and team-b in cohort tpu-pool (tpu7x:
     256 chips, borrowingLimit 128; cpu-standard: 0 chips), no Cohort object, LocalQueue team-a-queue."""
-    toleration = {"key": TPU, "operator": "Exists", "effect": "NoSchedule"}
-    tpu7x = {"nodeLabels": {ACC: "tpu7x"}, "topologyName": "tpu7x-topology", "tolerations": [toleration]}
     objects: list[dict[str, Any]] = [
         namespace("kubemaker"),
-        {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "tpu7x"}, "spec": tpu7x},
+        {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "tpu7x"}, "spec": tpu7x_flavor_spec()},
         {"apiVersion": KQ, "kind": "ResourceFlavor", "metadata": {"name": "cpu-standard"}, "spec": {}},
         local_queue("kubemaker", "team-a"),
     ]
     for team in ("team-a", "team-b"):
-        flavors = [
-            {
-                "name": "tpu7x",
-                "resources": [
-                    {"name": TPU, "nominalQuota": 256, "borrowingLimit": 128},
-                    {"name": "cpu", "nominalQuota": "100000"},
-                    {"name": "memory", "nominalQuota": "100000Gi"},
-                    {"name": "ephemeral-storage", "nominalQuota": "100000Gi"},
-                ],
-            },
-            {
-                "name": "cpu-standard",
-                "resources": [
-                    {"name": TPU, "nominalQuota": 0},
-                    {"name": "cpu", "nominalQuota": "2000"},
-                    {"name": "memory", "nominalQuota": "8000Gi"},
-                    {"name": "ephemeral-storage", "nominalQuota": "4000Gi"},
-                ],
-            },
-        ]
         spec = {
             "cohortName": "tpu-pool",
             "namespaceSelector": {"matchLabels": {TIER: "production"}},
-            "resourceGroups": [{"coveredResources": [TPU, "cpu", "memory", "ephemeral-storage"], "flavors": flavors}],
+            "resourceGroups": [
+                {"coveredResources": [TPU, "cpu", "memory", "ephemeral-storage"], "flavors": team_flavor_quotas()}
+            ],
         }
         objects.append({"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": team}, "spec": spec})
     return objects

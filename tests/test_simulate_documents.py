@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from tests.rfc_queues import team_flavor_quotas, tpu7x_flavor_spec
 from tests.simulate_builders import NOW, state_from_objects
 from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
@@ -26,26 +27,7 @@ def _team(name: str) -> dict[str, Any]:
             "resourceGroups": [
                 {
                     "coveredResources": [TPU, "cpu", "memory", "ephemeral-storage"],
-                    "flavors": [
-                        {
-                            "name": "tpu7x",
-                            "resources": [
-                                {"name": TPU, "nominalQuota": 256, "borrowingLimit": 128},
-                                {"name": "cpu", "nominalQuota": "100000"},
-                                {"name": "memory", "nominalQuota": "100000Gi"},
-                                {"name": "ephemeral-storage", "nominalQuota": "100000Gi"},
-                            ],
-                        },
-                        {
-                            "name": "cpu-standard",
-                            "resources": [
-                                {"name": TPU, "nominalQuota": 0},
-                                {"name": "cpu", "nominalQuota": "2000"},
-                                {"name": "memory", "nominalQuota": "8000Gi"},
-                                {"name": "ephemeral-storage", "nominalQuota": "4000Gi"},
-                            ],
-                        },
-                    ],
+                    "flavors": team_flavor_quotas(),
                 }
             ],
             "preemption": {"reclaimWithinCohort": "LowerPriority", "withinClusterQueue": "LowerPriority"},
@@ -69,11 +51,7 @@ OBJECTS: list[dict[str, Any]] = [
     {
         "kind": "ResourceFlavor",
         "metadata": {"name": "tpu7x"},
-        "spec": {
-            "nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "tpu7x"},
-            "topologyName": "tpu7x-topology",
-            "tolerations": [{"key": TPU, "operator": "Exists", "effect": "NoSchedule"}],
-        },
+        "spec": tpu7x_flavor_spec(),
     },
     {"kind": "ResourceFlavor", "metadata": {"name": "cpu-standard"}},
     {

@@ -14,6 +14,7 @@ from datetime import timedelta
 
 import pytest
 
+from tests.rfc_queues import tpu7x_flavor_spec
 from tests.simulate_builders import (
     NOW,
     admitted,
@@ -35,11 +36,7 @@ TPU7X = {
     "apiVersion": "kueue.x-k8s.io/v1beta2",
     "kind": "ResourceFlavor",
     "metadata": {"name": "tpu7x"},
-    "spec": {
-        "nodeLabels": {"cloud.google.com/gke-tpu-accelerator": "tpu7x"},
-        "topologyName": "tpu7x-topology",
-        "tolerations": [{"key": TPU, "operator": "Exists", "effect": "NoSchedule"}],
-    },
+    "spec": tpu7x_flavor_spec(),
 }
 
 

@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from cluster_fixtures import OBJECTS, POLICY, STATE
+from cluster_fixtures import OBJECTS, POLICY, STATE, team_a_workload
 
 from webhook.cluster import kinds as k
 from webhook.cluster.statefiles import state_from_objects
@@ -82,7 +82,7 @@ def test_a_queue_whose_workloads_did_not_change_shares_its_parts_with_the_previo
 
 def test_after_a_workload_event_the_tree_taken_over_answers_as_one_built_anew() -> None:
     store = state_from_objects(OBJECTS, POLICY)
-    job = _workload_job("probe", 128)
+    job = team_a_workload("probe", 128)
     first = live(store.snapshot(), POLICY)
     before = simulate_object(first, job)
     running = next(
@@ -98,36 +98,11 @@ def test_after_a_workload_event_the_tree_taken_over_answers_as_one_built_anew() 
     assert simulate_object(carried, job).to_json() != before.to_json()  # and the event did change the answer
 
 
-def _workload_job(name: str, chips: int) -> dict[str, object]:
-    """A Workload for team-a's LocalQueue asking ``chips`` TPU chips of 4x4x4."""
-    return {
-        "apiVersion": "kueue.x-k8s.io/v1beta2",
-        "kind": "Workload",
-        "metadata": {"name": name, "namespace": "kubemaker", "creationTimestamp": "2030-01-01T00:00:00Z"},
-        "spec": {
-            "queueName": "team-a-queue",
-            "priority": 1000,
-            "podSets": [
-                {
-                    "name": "workers",
-                    "count": chips // 4,
-                    "template": {
-                        "spec": {
-                            "nodeSelector": {"cloud.google.com/gke-tpu-topology": "4x4x4"},
-                            "containers": [{"name": "c", "resources": {"requests": {"google.com/tpu": "4"}}}],
-                        }
-                    },
-                }
-            ],
-        },
-    }
-
-
 def test_the_holders_a_wait_names_follow_the_usage_after_an_event() -> None:
     """The largest holders are kept per simulator until the usage moves: the tree taken over by the
     next snapshot names them as a simulator built anew does."""
     store = state_from_objects(OBJECTS, POLICY)
-    job = _workload_job("big", 384)
+    job = team_a_workload("big", 384)
     first = simulate_object(live(store.snapshot(), POLICY), job)
     assert first.outcome == "wait" and first.to_json()["holders"]["workloads"][0] == {
         "name": "kubemaker/jobset-a-running-guaranteed-1a2b3",
