@@ -15,6 +15,7 @@ puts back every usage it moved, so the state is never changed.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, localcontext
@@ -101,23 +102,15 @@ class Simulator:
         notes = tuple(self.tree.notes[:LISTED]) + tuple(
             f"cohort cycle: {' → '.join((*c, c[0]))}" for c in self.tree.cycles[:LISTED]
         )
-        return Result(
-            result.outcome,
-            result.reason,
-            result.cluster_queue,
-            result.message,
-            result.podsets,
-            result.preemptions,
-            result.position,
-            source,
-            kind,
-            namespace,
-            name,
-            result.numbers,
-            notes,
-            self.tpu,
-            self.priority_names,
-            result.pools,
+        return dataclasses.replace(
+            result,
+            source=source,
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            notes=notes,
+            chips=self.tpu,
+            priority_names=self.priority_names,
         )
 
     def _simulate(self, job: PendingWorkload) -> Result:
