@@ -84,11 +84,14 @@ class Simulator:
             self.tree = build_tree(state)
         self.sim = Simulation(state, self.tree, budget)
         #: the largest holders per (scope, flavor, resource), worked out once per state and usage
-        #: (``forget`` when either moves)
+        #: (``rebase`` drops them)
         self.ranked: dict[tuple[str, str, str], tuple[tuple[str, Decimal], ...]] = {}
 
-    def forget(self) -> None:
-        """Drop what was worked out from the usage (the tree moved to another state's counts)."""
+    def rebase(self, state: State) -> None:
+        """Answer for ``state`` from now on, its usage already moved into ``tree`` by the caller (a
+        live snapshot's successor takes the tree over): what was worked out from the old usage goes."""
+        self.state = state
+        self.sim = Simulation(state, self.tree, self.sim.budget)
         self.ranked.clear()
 
     def simulate(self, job: PendingWorkload, kind: str = "Workload", source: str = "") -> Result:

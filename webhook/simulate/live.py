@@ -38,7 +38,6 @@ from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
 from webhook.simulate.placement import Placement
-from webhook.simulate.preempt import Simulation
 from webhook.simulate.result import ADMIT, PREEMPT, UNKNOWN, Result
 from webhook.simulate.state import (
     COHORTS,
@@ -341,9 +340,7 @@ class LiveSimulator:
                     continue
                 tree.remove(queue, was)
                 tree.add(queue, now)
-        simulator.state = state
-        simulator.sim = Simulation(state, tree, self.budget)
-        simulator.forget()
+        simulator.rebase(state)
         return simulator
 
     def simulate(self, job: PendingWorkload, kind: str = WORKLOAD, source: str = "") -> Result:
