@@ -45,6 +45,7 @@ from webhook.simulate.state import (
     LOCAL_QUEUES,
     WORKLOADS,
     AdmittedWorkload,
+    FairSharing,
     LocalQueueInfo,
     PendingWorkload,
     State,
@@ -194,7 +195,7 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
             queues.cohorts,
             queues.flavors,
             local_queues,
-            fair_sharing=fair_sharing(_configuration(snapshot, policy)),
+            fair_sharing=_fair_sharing(snapshot, policy),
             missing=missing,
             namespace_labels=labels,
             now=moment,
@@ -253,20 +254,44 @@ def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
     return Placement(policy.tpu.topology_label, nodes.pools, load, members, pools_of, flavors_of, queue_of, missing)
 
 
-def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:
-    """The LocalQueues with their stop policies, kept on the queue part (shared across Workload
-    events) for as long as the kept documents are the same."""
-    queues = snapshot.queues
-    held = queues.memo.get("simulate local queues")
-    if held is not None and held[0] is snapshot.kept:
-        return held[1]  # type: ignore[no-any-return]
-    stops = {}
-    for document in snapshot.kept_documents(k.LOCAL_QUEUES):
-        local = parse_local_queue(document)
-        stops[(local.namespace, local.name)] = local.stop_policy
-    made = {key: LocalQueueInfo(key[0], key[1], cq, stops.get(key, "None")) for key, cq in queues.local_queues.items()}
-    queues.memo.answers["simulate local queues"] = (snapshot.kept, made)  # replaced, never changed
+def _from_kept(snapshot: Snapshot, key: str, depends: Hashable, make: Callable[[], Any]) -> Any:
+    """An answer worked out from the kept documents (and ``depends``), kept on the queue part, which
+    Workload events share, for as long as the kept documents are the same: one entry per ``key``,
+    replaced, never changed."""
+    memo = snapshot.queues.memo
+    held = memo.get(key)
+    if held is not None and held[0] is snapshot.kept and held[1] == depends:
+        return held[2]
+    made = make()
+    memo.answers[key] = (snapshot.kept, depends, made)
     return made
+
+
+def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:
+    """The LocalQueues with their stop policies."""
+
+    def make() -> Mapping[tuple[str, str], LocalQueueInfo]:
+        stops = {}
+        for document in snapshot.kept_documents(k.LOCAL_QUEUES):
+            local = parse_local_queue(document)
+            stops[(local.namespace, local.name)] = local.stop_policy
+        return {
+            key: LocalQueueInfo(key[0], key[1], cq, stops.get(key, "None"))
+            for key, cq in snapshot.queues.local_queues.items()
+        }
+
+    return _from_kept(snapshot, "simulate local queues", (), make)  # type: ignore[no-any-return]
+
+
+def _fair_sharing(snapshot: Snapshot, policy: Policy) -> FairSharing:
+    """Fair sharing as Kueue's Configuration sets it (a YAML text to parse: kept, not parsed per snapshot)."""
+    kueue = policy.kueue
+    where = (kueue.namespace, kueue.config_map, kueue.config_key)
+
+    def make() -> FairSharing:
+        return fair_sharing(_configuration(snapshot, policy))
+
+    return _from_kept(snapshot, "simulate fair sharing", where, make)  # type: ignore[no-any-return]
 
 
 _STATE_KEY: Final = "simulate state"
