@@ -170,7 +170,9 @@ class Simulator:
         if WORKLOADS in state.missing:
             message = "Workloads are not in the state: what the queues use now is unknown"
             return Result(UNKNOWN, "", queue.name, message, self._podsets(assignment, node, []))
-        position = self._position(job, queue.name, queue.queueing_strategy)
+        ahead = self._ahead(job, queue.name)
+        chips_ahead = sum((ps.total(self.tpu) for p in ahead for ps in p.podsets), ZERO)
+        position = Position(len(ahead), chips_ahead, queue.queueing_strategy)
         wanted = self._pool_needs(job, assignment) if assignment.mode != NOFIT else ()
         unplaceable = self._placement_unknown(wanted)
         tracker = PoolTracker(state.placement, wanted) if wanted and state.placement and not unplaceable else None
@@ -218,7 +220,7 @@ class Simulator:
             result = self._wait(assignment, node, position, _why_not(assignment))
         if unplaceable and result.outcome in (ADMIT, PREEMPT_OUTCOME):
             return Result(UNKNOWN, "", queue.name, unplaceable, result.podsets, (), position)
-        return self._behind(job, result, queue.queueing_strategy)
+        return self._behind(result, ahead, queue.queueing_strategy)
 
     # ------------------------------------------------------------ static placement
 
@@ -297,21 +299,16 @@ class Simulator:
         ahead.sort(key=lambda p: (-p.priority, p.created, p.key))
         return ahead
 
-    def _position(self, job: PendingWorkload, queue: str, strategy: str) -> Position:
-        ahead = self._ahead(job, queue)
-        chips = sum((ps.total(self.tpu) for p in ahead for ps in p.podsets), ZERO)
-        return Position(len(ahead), chips, strategy)
-
-    def _behind(self, job: PendingWorkload, result: Result, strategy: str) -> Result:
-        """A start the queue in front would hold back: StrictFIFO waits; BestEffortFIFO is unknown when one
-        of those ahead could be admitted first (or too many are ahead to tell)."""
+    def _behind(self, result: Result, pending: Sequence[PendingWorkload], strategy: str) -> Result:
+        """A start the queue in front (``pending``, in Kueue's order) would hold back: StrictFIFO waits;
+        BestEffortFIFO is unknown when one of those ahead could be admitted first (or too many are ahead
+        to tell)."""
         if result.outcome not in (ADMIT, PREEMPT_OUTCOME) or not result.position.ahead:
             return result
         ahead = result.position.ahead
         if strategy == "StrictFIFO":
             message = f"behind {plural(ahead, 'Workload')} in StrictFIFO ClusterQueue {result.cluster_queue}"
             return Result(WAIT, "StrictFIFO", result.cluster_queue, message, result.podsets, (), result.position)
-        pending = self._ahead(job, result.cluster_queue)
         if len(pending) > AHEAD_CHECKED:
             message = (
                 f"{plural(ahead, 'Workload')} ahead of it in ClusterQueue {result.cluster_queue};"
