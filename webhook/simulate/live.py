@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Hashable, Iterator, Mapping, Set
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from datetime import UTC, datetime
 from decimal import localcontext
 from typing import Any, Final
@@ -32,7 +32,7 @@ from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.readers import read_workload
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
-from webhook.quota.ledger import HOLDS, WAITS, WorkloadEntry
+from webhook.quota.ledger import HOLDS, WAITS
 from webhook.quota.podsets import demands_of
 from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.documents import fair_sharing, parse_local_queue
@@ -219,39 +219,11 @@ def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
     ``None`` in dynamic mode (sub-slice placement is not simulated)."""
     if policy.mode != "static":
         return None
-    nodes = snapshot.nodes
-
-    def load() -> tuple[dict[str, tuple[tuple[str, str], ...]], tuple[str, ...]]:
-        domains, unread = snapshot.occupied()
-        by_pool: dict[str, list[tuple[str, str]]] = {}
-        for domain in domains:
-            pool = nodes.pool_of(*domain)
-            if pool is not None:
-                by_pool.setdefault(pool, []).append(domain)
-        return {pool: tuple(held) for pool, held in by_pool.items()}, tuple(f"{ns}/{n}" for ns, n in unread)
-
-    def members(domain: tuple[str, str]) -> Set[tuple[str, str]]:
-        return snapshot.occupied()[0].get(domain) or frozenset()
-
-    def entry_of(key: str) -> WorkloadEntry | None:
-        namespace, _, name = key.partition("/")
-        return snapshot.workloads.get((namespace, name))
-
-    def pools_of(key: str) -> tuple[str, ...]:
-        entry = entry_of(key)
-        domains = (entry.placed or ()) if entry is not None else ()
-        return tuple(sorted({pool for domain in domains if (pool := nodes.pool_of(*domain)) is not None}))
-
-    def flavors_of(key: str) -> frozenset[str]:
-        entry = entry_of(key)
-        return frozenset(flavor for flavor, _, _ in entry.usage) if entry is not None else frozenset()
-
-    def queue_of(key: str) -> str:
-        entry = entry_of(key)
-        return entry.cluster_queue if entry is not None else ""
-
     missing = "Nodes are not in the state" if k.NODES.name in snapshot.unread else None
-    return Placement(policy.tpu.topology_label, nodes.pools, load, members, pools_of, flavors_of, queue_of, missing)
+    nodes = snapshot.nodes
+    return Placement(
+        policy.tpu.topology_label, nodes.pools, nodes.pool_of, snapshot.occupied, snapshot.workloads, missing
+    )
 
 
 def _from_kept(snapshot: Snapshot, key: str, depends: Hashable, make: Callable[[], Any]) -> Any:
