@@ -35,6 +35,13 @@ def test_a_pending_stored_workload_is_answered_without_itself() -> None:
     assert simulate_stored(STATE.snapshot(), "kubemaker", "no-such-workload", POLICY) is None
 
 
+def test_a_stored_workload_is_simulated_once_per_snapshot() -> None:
+    snapshot = STATE.snapshot()
+    first = simulate_stored(snapshot, "kubemaker", "jobset-a-pending-guaranteed-4c5d6", POLICY)
+    assert first is not None and first.outcome == "admit"
+    assert simulate_stored(snapshot, "kubemaker", "jobset-a-pending-guaranteed-4c5d6", POLICY) is first
+
+
 def test_fair_sharing_is_on_with_the_configuration_in_the_state() -> None:
     config = {
         "apiVersion": "v1",

@@ -469,13 +469,12 @@ def starts_now(result: Result) -> bool:
 def simulate_stored(snapshot: Snapshot, namespace: str, name: str, policy: Policy) -> Result | None:
     """The simulator's answer for the stored Workload ``namespace/name`` as if it were submitted now,
     itself left out of the state (its quota or its place in the queue); ``None`` when the snapshot
-    holds no such Workload."""
+    holds no such Workload. Memoized on the snapshot per Workload: the state without it is a state of
+    its own, its tree built anew, so an explain asked again of the same snapshot does not pay for it twice."""
     entry = snapshot.workloads.get((namespace, name))
     if entry is None:
         return None
-    rest = snapshot.without([(namespace, name)])
-    shape = entry.shape
-    if not shape:
+    if not entry.shape:
         return Result(
             UNKNOWN,
             "",
@@ -486,5 +485,11 @@ def simulate_stored(snapshot: Snapshot, namespace: str, name: str, policy: Polic
             namespace=namespace,
             name=name,
         )
-    job = pending_of(namespace, name, entry)
-    return live(rest, policy).simulate(job, WORKLOAD)
+
+    def make() -> Result:
+        rest = snapshot.without([(namespace, name)])
+        return live(rest, policy).simulate(pending_of(namespace, name, entry), WORKLOAD)
+
+    if policy is not snapshot.policy:  # memoized for the snapshot's own policy alone
+        return make()
+    return snapshot.remember(("simulate stored", namespace, name), make)  # type: ignore[no-any-return]
