@@ -54,6 +54,7 @@ from webhook.simulate.state import (
     COHORTS,
     FLAVORS,
     LOCAL_QUEUES,
+    TPU,
     WORKLOADS,
     FlavorResource,
     PendingWorkload,
@@ -62,7 +63,6 @@ from webhook.simulate.state import (
 from webhook.simulate.tree import Node, available, build_tree
 
 ZERO = Decimal(0)
-TPU = "google.com/tpu"
 #: pending Workloads ahead of the job whose own chances are worked out (BestEffortFIFO);
 #: beyond it the answer is unknown rather than a long search
 AHEAD_CHECKED = 16
