@@ -370,7 +370,6 @@ class Simulator:
                     f"{node.name} does not reclaim it (preemption.reclaimWithinCohort: Never): it starts when they "
                     "give it back, or sooner with reclaimWithinCohort: LowerPriority or Any"
                 )
-        assert node.info is not None
         return Result(
             WAIT,
             "WaitingForQuota",
