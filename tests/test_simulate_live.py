@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from cluster_fixtures import OBJECTS, POLICY, STATE, team_a_workload
 
 from webhook.cluster import kinds as k
@@ -33,6 +35,13 @@ def test_a_pending_stored_workload_is_answered_without_itself() -> None:
     assert simulate_stored(STATE.snapshot(), "kubemaker", "no-such-workload", POLICY) is None
 
 
+def test_a_stored_workload_is_simulated_once_per_snapshot() -> None:
+    snapshot = STATE.snapshot()
+    first = simulate_stored(snapshot, "kubemaker", "jobset-a-pending-guaranteed-4c5d6", POLICY)
+    assert first is not None and first.outcome == "admit"
+    assert simulate_stored(snapshot, "kubemaker", "jobset-a-pending-guaranteed-4c5d6", POLICY) is first
+
+
 def test_fair_sharing_is_on_with_the_configuration_in_the_state() -> None:
     config = {
         "apiVersion": "v1",
@@ -48,6 +57,26 @@ def test_fair_sharing_is_on_with_the_configuration_in_the_state() -> None:
     fair = state_of(store.snapshot(), POLICY).fair_sharing
     assert (fair.enabled, fair.strategies) == (True, ("LessThanInitialShare",))
     assert not state_of(STATE.snapshot(), POLICY).fair_sharing.enabled
+
+
+def test_fair_sharing_is_read_once_per_configuration_not_per_snapshot() -> None:
+    def config(strategy: str) -> dict[str, Any]:
+        text = f"kind: Configuration\nfairSharing:\n  preemptionStrategies: [{strategy}]\n"
+        return {
+            "apiVersion": "v1",
+            "kind": "ConfigMap",
+            "metadata": {"namespace": "kueue-system", "name": "kueue-manager-config", "resourceVersion": strategy},
+            "data": {"controller_manager_config.yaml": text},
+        }
+
+    store = state_from_objects([*OBJECTS, config("LessThanInitialShare")], POLICY)
+    before = state_of(store.snapshot(), POLICY).fair_sharing
+    running = next(o for o in OBJECTS if o["kind"] == "Workload")
+    store.apply(k.WORKLOADS, "ADDED", {**running, "metadata": {**running["metadata"], "name": "another"}})
+    assert state_of(store.snapshot(), POLICY).fair_sharing is before  # a Workload event: not parsed again
+    store.apply(k.KUEUE_CONFIG, "MODIFIED", config("LessThanOrEqualToFinalShare"))
+    after = state_of(store.snapshot(), POLICY).fair_sharing
+    assert after.strategies == ("LessThanOrEqualToFinalShare",)
 
 
 def test_a_job_is_read_as_kueue_makes_its_workload() -> None:

@@ -15,6 +15,7 @@ puts back every usage it moved, so the state is never changed.
 
 from __future__ import annotations
 
+import dataclasses
 import heapq
 from collections.abc import Mapping, Sequence
 from decimal import Decimal, localcontext
@@ -53,6 +54,7 @@ from webhook.simulate.state import (
     COHORTS,
     FLAVORS,
     LOCAL_QUEUES,
+    TPU,
     WORKLOADS,
     FlavorResource,
     PendingWorkload,
@@ -61,7 +63,6 @@ from webhook.simulate.state import (
 from webhook.simulate.tree import Node, available, build_tree
 
 ZERO = Decimal(0)
-TPU = "google.com/tpu"
 #: pending Workloads ahead of the job whose own chances are worked out (BestEffortFIFO);
 #: beyond it the answer is unknown rather than a long search
 AHEAD_CHECKED = 16
@@ -83,11 +84,14 @@ class Simulator:
             self.tree = build_tree(state)
         self.sim = Simulation(state, self.tree, budget)
         #: the largest holders per (scope, flavor, resource), worked out once per state and usage
-        #: (``forget`` when either moves)
+        #: (``rebase`` drops them)
         self.ranked: dict[tuple[str, str, str], tuple[tuple[str, Decimal], ...]] = {}
 
-    def forget(self) -> None:
-        """Drop what was worked out from the usage (the tree moved to another state's counts)."""
+    def rebase(self, state: State) -> None:
+        """Answer for ``state`` from now on, its usage already moved into ``tree`` by the caller (a
+        live snapshot's successor takes the tree over): what was worked out from the old usage goes."""
+        self.state = state
+        self.sim = Simulation(state, self.tree, self.sim.budget)
         self.ranked.clear()
 
     def simulate(self, job: PendingWorkload, kind: str = "Workload", source: str = "") -> Result:
@@ -101,23 +105,15 @@ class Simulator:
         notes = tuple(self.tree.notes[:LISTED]) + tuple(
             f"cohort cycle: {' → '.join((*c, c[0]))}" for c in self.tree.cycles[:LISTED]
         )
-        return Result(
-            result.outcome,
-            result.reason,
-            result.cluster_queue,
-            result.message,
-            result.podsets,
-            result.preemptions,
-            result.position,
-            source,
-            kind,
-            namespace,
-            name,
-            result.numbers,
-            notes,
-            self.tpu,
-            self.priority_names,
-            result.pools,
+        return dataclasses.replace(
+            result,
+            source=source,
+            kind=kind,
+            namespace=namespace,
+            name=name,
+            notes=notes,
+            chips=self.tpu,
+            priority_names=self.priority_names,
         )
 
     def _simulate(self, job: PendingWorkload) -> Result:
@@ -174,7 +170,9 @@ class Simulator:
         if WORKLOADS in state.missing:
             message = "Workloads are not in the state: what the queues use now is unknown"
             return Result(UNKNOWN, "", queue.name, message, self._podsets(assignment, node, []))
-        position = self._position(job, queue.name, queue.queueing_strategy)
+        ahead = self._ahead(job, queue.name)
+        chips_ahead = sum((ps.total(self.tpu) for p in ahead for ps in p.podsets), ZERO)
+        position = Position(len(ahead), chips_ahead, queue.queueing_strategy)
         wanted = self._pool_needs(job, assignment) if assignment.mode != NOFIT else ()
         unplaceable = self._placement_unknown(wanted)
         tracker = PoolTracker(state.placement, wanted) if wanted and state.placement and not unplaceable else None
@@ -222,7 +220,7 @@ class Simulator:
             result = self._wait(assignment, node, position, _why_not(assignment))
         if unplaceable and result.outcome in (ADMIT, PREEMPT_OUTCOME):
             return Result(UNKNOWN, "", queue.name, unplaceable, result.podsets, (), position)
-        return self._behind(job, result, queue.queueing_strategy)
+        return self._behind(result, ahead, queue.queueing_strategy)
 
     # ------------------------------------------------------------ static placement
 
@@ -301,21 +299,16 @@ class Simulator:
         ahead.sort(key=lambda p: (-p.priority, p.created, p.key))
         return ahead
 
-    def _position(self, job: PendingWorkload, queue: str, strategy: str) -> Position:
-        ahead = self._ahead(job, queue)
-        chips = sum((ps.total(self.tpu) for p in ahead for ps in p.podsets), ZERO)
-        return Position(len(ahead), chips, strategy)
-
-    def _behind(self, job: PendingWorkload, result: Result, strategy: str) -> Result:
-        """A start the queue in front would hold back: StrictFIFO waits; BestEffortFIFO is unknown when one
-        of those ahead could be admitted first (or too many are ahead to tell)."""
+    def _behind(self, result: Result, pending: Sequence[PendingWorkload], strategy: str) -> Result:
+        """A start the queue in front (``pending``, in Kueue's order) would hold back: StrictFIFO waits;
+        BestEffortFIFO is unknown when one of those ahead could be admitted first (or too many are ahead
+        to tell)."""
         if result.outcome not in (ADMIT, PREEMPT_OUTCOME) or not result.position.ahead:
             return result
         ahead = result.position.ahead
         if strategy == "StrictFIFO":
             message = f"behind {plural(ahead, 'Workload')} in StrictFIFO ClusterQueue {result.cluster_queue}"
             return Result(WAIT, "StrictFIFO", result.cluster_queue, message, result.podsets, (), result.position)
-        pending = self._ahead(job, result.cluster_queue)
         if len(pending) > AHEAD_CHECKED:
             message = (
                 f"{plural(ahead, 'Workload')} ahead of it in ClusterQueue {result.cluster_queue};"
@@ -377,7 +370,6 @@ class Simulator:
                     f"{node.name} does not reclaim it (preemption.reclaimWithinCohort: Never): it starts when they "
                     "give it back, or sooner with reclaimWithinCohort: LowerPriority or Any"
                 )
-        assert node.info is not None
         return Result(
             WAIT,
             "WaitingForQuota",

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import threading
-from collections.abc import Callable, Hashable, Iterator, Mapping, Set
+from collections.abc import Callable, Hashable, Iterator, Mapping
 from datetime import UTC, datetime
 from decimal import localcontext
 from typing import Any, Final
@@ -32,13 +32,12 @@ from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.readers import read_workload
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
-from webhook.quota.ledger import HOLDS, WAITS, WorkloadEntry
+from webhook.quota.ledger import HOLDS, WAITS
 from webhook.quota.podsets import demands_of
 from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
 from webhook.simulate.placement import Placement
-from webhook.simulate.preempt import Simulation
 from webhook.simulate.result import ADMIT, PREEMPT, UNKNOWN, Result
 from webhook.simulate.state import (
     COHORTS,
@@ -46,6 +45,7 @@ from webhook.simulate.state import (
     LOCAL_QUEUES,
     WORKLOADS,
     AdmittedWorkload,
+    FairSharing,
     LocalQueueInfo,
     PendingWorkload,
     State,
@@ -195,7 +195,7 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
             queues.cohorts,
             queues.flavors,
             local_queues,
-            fair_sharing=fair_sharing(_configuration(snapshot, policy)),
+            fair_sharing=_fair_sharing(snapshot, policy),
             missing=missing,
             namespace_labels=labels,
             now=moment,
@@ -219,55 +219,51 @@ def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
     ``None`` in dynamic mode (sub-slice placement is not simulated)."""
     if policy.mode != "static":
         return None
-    nodes = snapshot.nodes
-
-    def load() -> tuple[dict[str, tuple[tuple[str, str], ...]], tuple[str, ...]]:
-        domains, unread = snapshot.occupied()
-        by_pool: dict[str, list[tuple[str, str]]] = {}
-        for domain in domains:
-            pool = nodes.pool_of(*domain)
-            if pool is not None:
-                by_pool.setdefault(pool, []).append(domain)
-        return {pool: tuple(held) for pool, held in by_pool.items()}, tuple(f"{ns}/{n}" for ns, n in unread)
-
-    def members(domain: tuple[str, str]) -> Set[tuple[str, str]]:
-        return snapshot.occupied()[0].get(domain) or frozenset()
-
-    def entry_of(key: str) -> WorkloadEntry | None:
-        namespace, _, name = key.partition("/")
-        return snapshot.workloads.get((namespace, name))
-
-    def pools_of(key: str) -> tuple[str, ...]:
-        entry = entry_of(key)
-        domains = (entry.placed or ()) if entry is not None else ()
-        return tuple(sorted({pool for domain in domains if (pool := nodes.pool_of(*domain)) is not None}))
-
-    def flavors_of(key: str) -> frozenset[str]:
-        entry = entry_of(key)
-        return frozenset(flavor for flavor, _, _ in entry.usage) if entry is not None else frozenset()
-
-    def queue_of(key: str) -> str:
-        entry = entry_of(key)
-        return entry.cluster_queue if entry is not None else ""
-
     missing = "Nodes are not in the state" if k.NODES.name in snapshot.unread else None
-    return Placement(policy.tpu.topology_label, nodes.pools, load, members, pools_of, flavors_of, queue_of, missing)
+    nodes = snapshot.nodes
+    return Placement(
+        policy.tpu.topology_label, nodes.pools, nodes.pool_of, snapshot.occupied, snapshot.workloads, missing
+    )
+
+
+def _from_kept(snapshot: Snapshot, key: str, depends: Hashable, make: Callable[[], Any]) -> Any:
+    """An answer worked out from the kept documents (and ``depends``), kept on the queue part, which
+    Workload events share, for as long as the kept documents are the same: one entry per ``key``,
+    replaced, never changed."""
+    memo = snapshot.queues.memo
+    held = memo.get(key)
+    if held is not None and held[0] is snapshot.kept and held[1] == depends:
+        return held[2]
+    made = make()
+    memo.answers[key] = (snapshot.kept, depends, made)
+    return made
 
 
 def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:
-    """The LocalQueues with their stop policies, kept on the queue part (shared across Workload
-    events) for as long as the kept documents are the same."""
-    queues = snapshot.queues
-    held = queues.memo.get("simulate local queues")
-    if held is not None and held[0] is snapshot.kept:
-        return held[1]  # type: ignore[no-any-return]
-    stops = {}
-    for document in snapshot.kept_documents(k.LOCAL_QUEUES):
-        local = parse_local_queue(document)
-        stops[(local.namespace, local.name)] = local.stop_policy
-    made = {key: LocalQueueInfo(key[0], key[1], cq, stops.get(key, "None")) for key, cq in queues.local_queues.items()}
-    queues.memo.answers["simulate local queues"] = (snapshot.kept, made)  # replaced, never changed
-    return made
+    """The LocalQueues with their stop policies."""
+
+    def make() -> Mapping[tuple[str, str], LocalQueueInfo]:
+        stops = {}
+        for document in snapshot.kept_documents(k.LOCAL_QUEUES):
+            local = parse_local_queue(document)
+            stops[(local.namespace, local.name)] = local.stop_policy
+        return {
+            key: LocalQueueInfo(key[0], key[1], cq, stops.get(key, "None"))
+            for key, cq in snapshot.queues.local_queues.items()
+        }
+
+    return _from_kept(snapshot, "simulate local queues", (), make)  # type: ignore[no-any-return]
+
+
+def _fair_sharing(snapshot: Snapshot, policy: Policy) -> FairSharing:
+    """Fair sharing as Kueue's Configuration sets it (a YAML text to parse: kept, not parsed per snapshot)."""
+    kueue = policy.kueue
+    where = (kueue.namespace, kueue.config_map, kueue.config_key)
+
+    def make() -> FairSharing:
+        return fair_sharing(_configuration(snapshot, policy))
+
+    return _from_kept(snapshot, "simulate fair sharing", where, make)  # type: ignore[no-any-return]
 
 
 _STATE_KEY: Final = "simulate state"
@@ -341,9 +337,7 @@ class LiveSimulator:
                     continue
                 tree.remove(queue, was)
                 tree.add(queue, now)
-        simulator.state = state
-        simulator.sim = Simulation(state, tree, self.budget)
-        simulator.forget()
+        simulator.rebase(state)
         return simulator
 
     def simulate(self, job: PendingWorkload, kind: str = WORKLOAD, source: str = "") -> Result:
@@ -475,13 +469,12 @@ def starts_now(result: Result) -> bool:
 def simulate_stored(snapshot: Snapshot, namespace: str, name: str, policy: Policy) -> Result | None:
     """The simulator's answer for the stored Workload ``namespace/name`` as if it were submitted now,
     itself left out of the state (its quota or its place in the queue); ``None`` when the snapshot
-    holds no such Workload."""
+    holds no such Workload. Memoized on the snapshot per Workload: the state without it is a state of
+    its own, its tree built anew, so an explain asked again of the same snapshot does not pay for it twice."""
     entry = snapshot.workloads.get((namespace, name))
     if entry is None:
         return None
-    rest = snapshot.without([(namespace, name)])
-    shape = entry.shape
-    if not shape:
+    if not entry.shape:
         return Result(
             UNKNOWN,
             "",
@@ -492,5 +485,11 @@ def simulate_stored(snapshot: Snapshot, namespace: str, name: str, policy: Polic
             namespace=namespace,
             name=name,
         )
-    job = pending_of(namespace, name, entry)
-    return live(rest, policy).simulate(job, WORKLOAD)
+
+    def make() -> Result:
+        rest = snapshot.without([(namespace, name)])
+        return live(rest, policy).simulate(pending_of(namespace, name, entry), WORKLOAD)
+
+    if policy is not snapshot.policy:  # memoized for the snapshot's own policy alone
+        return make()
+    return snapshot.remember(("simulate stored", namespace, name), make)  # type: ignore[no-any-return]

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from webhook.quota.ledger import WorkloadEntry
 from webhook.quota.objects import FlavorInfo
 from webhook.quota.podsets import PodSetDemand
 
@@ -43,36 +44,51 @@ class PoolNeed:
     slices: int
 
 
+#: a topology domain: (node label, value), a pool or one of its hosts
+Domain = tuple[str, str]
+
+
 @dataclass
 class Placement:
     """What static placement reads of the cluster: the pools and who occupies them.
 
-    ``pools`` gives node pool -> schedulable hosts of the nodes matching a selector; ``load``
-    gives, once, node pool -> the topology domains (a pool, or its hosts) admitted Workloads
-    hold in it, and the Workloads (``ns/name``) whose ``topologyAssignment`` cannot be read;
-    ``members`` the Workloads holding one domain, ``pools_of`` the pools one Workload (``ns/name``) holds,
-    ``flavors_of`` the flavors a Workload holds quota on, ``queue_of`` its ClusterQueue.
+    ``pools`` gives node pool -> schedulable hosts of the nodes matching a selector;
+    ``pool_of`` the node pool a topology domain names; ``occupied`` gives each domain admitted
+    Workloads hold -> those Workloads, and the Workloads whose ``topologyAssignment`` cannot be
+    read; ``workloads`` the stored Workloads (what a holder holds, and in which queue).
     ``missing`` says why placement cannot be checked (no Nodes in the state): then nothing
-    here is read. A pool's occupants are worked out when a job first asks about that pool
-    (the pools of its topology), so the cost follows the pools asked about, not the Workloads.
+    here is read. The domains are grouped by pool once, at the first ask; a pool's occupants
+    are worked out when a job first asks about that pool (the pools of its topology), so the
+    cost follows the pools asked about, not the Workloads.
     """
 
     topology_label: str
     pools: Callable[[Selector], Mapping[str, int]]
-    load: Callable[[], tuple[Mapping[str, tuple[tuple[str, str], ...]], tuple[str, ...]]]
-    members: Callable[[tuple[str, str]], Set[WorkloadKey]]
-    pools_of: Callable[[str], tuple[str, ...]]
-    flavors_of: Callable[[str], frozenset[str]]
-    queue_of: Callable[[str], str]
+    pool_of: Callable[[str, str], str | None]
+    occupied: Callable[[], tuple[Mapping[Domain, Set[WorkloadKey]], Sequence[WorkloadKey]]]
+    workloads: Mapping[WorkloadKey, WorkloadEntry]
     missing: str | None = None
-    _loaded: tuple[Mapping[str, tuple[tuple[str, str], ...]], tuple[str, ...]] | None = field(default=None, repr=False)
+    _by_pool: dict[str, tuple[Domain, ...]] | None = field(default=None, repr=False)
     _occupants: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
     _unreadable: dict[frozenset[str], tuple[str, ...]] = field(default_factory=dict, repr=False)
 
-    def _index(self) -> tuple[Mapping[str, tuple[tuple[str, str], ...]], tuple[str, ...]]:
-        if self._loaded is None:
-            self._loaded = self.load()
-        return self._loaded
+    def _domains(self, pool: str) -> tuple[Domain, ...]:
+        """The domains admitted Workloads hold in ``pool`` (the pool itself, or its hosts)."""
+        if self._by_pool is None:
+            by_pool: dict[str, list[Domain]] = {}
+            for domain in self.occupied()[0]:
+                found = self.pool_of(*domain)
+                if found is not None:
+                    by_pool.setdefault(found, []).append(domain)
+            self._by_pool = {name: tuple(held) for name, held in by_pool.items()}
+        return self._by_pool.get(pool, ())
+
+    def _members(self, domain: Domain) -> Set[WorkloadKey]:
+        return self.occupied()[0].get(domain) or frozenset()
+
+    def _entry(self, workload: str) -> WorkloadEntry | None:
+        namespace, _, name = workload.partition("/")
+        return self.workloads.get((namespace, name))
 
     def occupants(self, pool: str) -> tuple[str, ...]:
         """The admitted Workloads (``ns/name``) holding hosts of ``pool``, sorted (one pool's
@@ -80,25 +96,41 @@ class Placement:
         held = self._occupants.get(pool)
         if held is None:
             found: set[WorkloadKey] = set()
-            for domain in self._index()[0].get(pool, ()):
-                found.update(self.members(domain))
+            for domain in self._domains(pool):
+                found.update(self._members(domain))
             held = self._occupants[pool] = tuple(f"{ns}/{name}" for ns, name in sorted(found))
         return held
 
     def taken(self, pool: str) -> int:
         """How many admitted Workloads hold hosts of ``pool``: read off the index when the pool is held
         as a whole (its one domain), without listing them."""
-        domains = self._index()[0].get(pool, ())
+        domains = self._domains(pool)
         if len(domains) == 1 and pool not in self._occupants:
-            return len(self.members(domains[0]))
+            return len(self._members(domains[0]))
         return len(self.occupants(pool))
+
+    def pools_of(self, workload: str) -> tuple[str, ...]:
+        """The pools whose hosts ``workload`` (``ns/name``) holds, from its ``topologyAssignment``."""
+        entry = self._entry(workload)
+        domains = (entry.placed or ()) if entry is not None else ()
+        return tuple(sorted({pool for domain in domains if (pool := self.pool_of(*domain)) is not None}))
+
+    def queue_of(self, workload: str) -> str:
+        """The ClusterQueue ``workload`` holds quota in ("" when it is not stored)."""
+        entry = self._entry(workload)
+        return entry.cluster_queue if entry is not None else ""
 
     def unreadable(self, flavors: frozenset[str]) -> tuple[str, ...]:
         """Admitted Workloads on one of ``flavors`` whose ``topologyAssignment`` cannot be read (kept
         per set of flavors: a state where many cannot be read costs one pass, not one per job)."""
         held = self._unreadable.get(flavors)
         if held is None:
-            held = tuple(key for key in self._index()[1] if self.flavors_of(key) & flavors)
+            held = tuple(
+                f"{ns}/{name}"
+                for ns, name in self.occupied()[1]
+                if (entry := self.workloads.get((ns, name))) is not None
+                and any(flavor in flavors for flavor, _, _ in entry.usage)
+            )
             if len(self._unreadable) < 64:
                 self._unreadable[flavors] = held
         return held

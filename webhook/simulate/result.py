@@ -15,6 +15,7 @@ from decimal import Decimal
 from typing import Any
 
 from webhook.quota.amounts import format_amount
+from webhook.simulate.state import TPU
 
 ADMIT, PREEMPT, WAIT, NEVER, UNKNOWN = "admit", "preempt", "wait", "never", "unknown"
 #: at most this many victims, holders and notes are listed in a text or a message
@@ -109,7 +110,7 @@ class Result:
     numbers: Numbers | None = None
     notes: tuple[str, ...] = ()
     #: the resource counted as chips (``position.chipsAhead``, "borrowing N chips")
-    chips: str = "google.com/tpu"
+    chips: str = TPU
     #: priority -> what people call it (``best-effort``), for the webhook line; not in the JSON
     priority_names: Mapping[int, str] = field(default_factory=dict)
     #: a placement wait's pools

@@ -16,10 +16,14 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
+from webhook.policy.config import TpuPolicy
 from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo
 from webhook.quota.podsets import PodSetDemand
 from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.placement import Placement
+
+#: the resource counted as TPU chips when a caller names none: the policy's default
+TPU = TpuPolicy().resource_name
 
 #: Kueue's ``FlavorResource``: (flavor, resource)
 FlavorResource = tuple[str, str]

@@ -19,9 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook.quota.ledger import HOLDS, WAITS, WorkloadEntry, project, shape_of
-from webhook.simulate.state import AdmittedWorkload, PendingWorkload
+from webhook.simulate.state import TPU, AdmittedWorkload, PendingWorkload
 
-TPU = "google.com/tpu"
 EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 
 
