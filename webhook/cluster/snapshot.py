@@ -35,7 +35,6 @@ from typing import Any, Final
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NODEPOOL_LABEL, NodeIndex
 from webhook.cluster.workloaddocs import WorkloadRecord
-from webhook.kube.quantity import CONTEXT
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry
@@ -405,33 +404,6 @@ class Snapshot:
             for (queue, flavor, resource), amount in self.ledger.usage.items()
             if queue == cluster_queue
         }
-
-    def cohort_usage(self, cohort: str) -> dict[tuple[str, str], Decimal]:
-        """(flavor, resource) -> what the admitted Workloads of every ClusterQueue in ``cohort``'s
-        subtree use, summed (memoized)."""
-
-        def make() -> dict[tuple[str, str], Decimal]:
-            sums: dict[tuple[str, str], Decimal] = {}
-            members = self._subtree_queues(cohort)
-            for (queue, flavor, resource), amount in self.ledger.usage.items():
-                if queue in members:
-                    sums[(flavor, resource)] = CONTEXT.add(sums.get((flavor, resource), Decimal(0)), amount)
-            return sums
-
-        return self.remember(("cohort usage", cohort), make)  # type: ignore[no-any-return]
-
-    def _subtree_queues(self, cohort: str) -> frozenset[str]:
-        queues = self.queues
-        seen: set[str] = set()
-        todo, members = [cohort], set[str]()
-        while todo:
-            name = todo.pop()
-            if name in seen:
-                continue  # a cycle: Kueue leaves such a tree inactive
-            seen.add(name)
-            members.update(q.name for q in queues.cluster_queues.values() if q.cohort == name)
-            todo.extend(queues.children.get(name, ()))
-        return frozenset(members)
 
     def admitted(self, cluster_queue: str) -> tuple[Admitted, ...]:
         """The Workloads holding quota in the queue, by namespace and name (memoized)."""
