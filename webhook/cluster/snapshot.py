@@ -178,15 +178,6 @@ class NodeState:
 
 
 @dataclass(frozen=True, slots=True)
-class Admitted:
-    """A Workload holding quota in a ClusterQueue, as Kueue's preemption reads it."""
-
-    namespace: str
-    name: str
-    entry: WorkloadEntry
-
-
-@dataclass(frozen=True, slots=True)
 class Pending:
     """A Workload waiting in a ClusterQueue (through one of its LocalQueues), with its podSets' demand."""
 
@@ -397,46 +388,26 @@ class Snapshot:
 
     # ---------------------------------------------------------------- what the simulator reads
 
-    def usage(self, cluster_queue: str) -> dict[tuple[str, str], Decimal]:
-        """(flavor, resource) -> what the queue's admitted Workloads use (Kueue's ClusterQueue usage)."""
-        return {
-            (flavor, resource): amount
-            for (queue, flavor, resource), amount in self.ledger.usage.items()
-            if queue == cluster_queue
-        }
-
-    def admitted(self, cluster_queue: str) -> tuple[Admitted, ...]:
-        """The Workloads holding quota in the queue, by namespace and name (memoized)."""
-        return self._by_queue()[0].get(cluster_queue, ())
-
     def pending(self, cluster_queue: str) -> tuple[Pending, ...]:
         """The Workloads waiting for the queue in Kueue's order: priority descending, then
         creation ascending (then namespace and name, for a stable order) (memoized)."""
-        return self._by_queue()[1].get(cluster_queue, ())
+        return self._pending_by_queue().get(cluster_queue, ())
 
-    def _by_queue(self) -> tuple[dict[str, tuple[Admitted, ...]], dict[str, tuple[Pending, ...]]]:
-        def make() -> tuple[dict[str, tuple[Admitted, ...]], dict[str, tuple[Pending, ...]]]:
-            admitted: defaultdict[str, list[Admitted]] = defaultdict(list)
+    def _pending_by_queue(self) -> dict[str, tuple[Pending, ...]]:
+        def make() -> dict[str, tuple[Pending, ...]]:
             pending: defaultdict[str, list[Pending]] = defaultdict(list)
             local_queues = self.queues.local_queues
             for (namespace, name), entry in self.workloads.items():
-                if entry.state == HOLDS:
-                    admitted[entry.cluster_queue].append(Admitted(namespace, name, entry))
-                elif entry.state == WAITS:
+                if entry.state == WAITS:
                     queue = local_queues.get((namespace, entry.local_queue))
                     if queue is not None:
                         pending[queue].append(Pending(namespace, name, entry))
-            return (
-                {q: tuple(sorted(items, key=lambda a: (a.namespace, a.name))) for q, items in admitted.items()},
-                {
-                    q: tuple(
-                        sorted(items, key=lambda p: (-p.entry.priority_value, p.entry.created, p.namespace, p.name))
-                    )
-                    for q, items in pending.items()
-                },
-            )
+            return {
+                q: tuple(sorted(items, key=lambda p: (-p.entry.priority_value, p.entry.created, p.namespace, p.name)))
+                for q, items in pending.items()
+            }
 
-        return self.remember("by queue", make)  # type: ignore[no-any-return]
+        return self.remember("pending by queue", make)  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------------- one queue's Workloads, by index
 
