@@ -123,9 +123,6 @@ class ClusterStore:
     def nodes(self) -> Mapping[str, NodeInfo]:
         return self.node_index.nodes
 
-    def cohorts_known(self) -> bool:
-        return self.availability.reason(k.COHORTS.name) is None
-
     # ---------------------------------------------------------------- writes
 
     def apply(self, kind: k.Kind, event: str, obj: Mapping[str, Any]) -> None:
