@@ -150,13 +150,9 @@ class NodeState:
         held = self.memo.get(key)
         if held is None:
             index = self.index
-            sets = sorted((index.label_index.get(item) or set() for item in selector), key=len)
-            names: Iterable[str] = sets[0] if sets else index.nodes.keys()
             counted: dict[str, int] = {}
-            for name in names:
-                node = index.nodes.get(name)
-                if node is None or any(name not in other for other in sets[1:]):
-                    continue
+            for name in index.matching(dict(selector)):
+                node = index.nodes[name]
                 pool = node.labels.get(NODEPOOL_LABEL)
                 if pool:
                     counted[pool] = counted.get(pool, 0) + (0 if node.unschedulable else 1)
