@@ -70,6 +70,26 @@ def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
     return (sys.intern(str(metadata.get("namespace", ""))), name) if kind.namespaced else name
 
 
+def _parsed(kind: k.Kind, obj: Mapping[str, Any]) -> Any:
+    """What the store keeps of an object of a kind a snapshot part reads; ``None`` for the other kinds
+    (the admin guard's, of which only the kept document is read)."""
+    if kind is k.NODES:
+        return parse_node(obj)
+    if kind is k.CLUSTER_QUEUES:
+        return parse_cluster_queue(obj)
+    if kind is k.COHORTS:
+        return parse_cohort(obj)
+    if kind is k.RESOURCE_FLAVORS:
+        return parse_flavor(obj)
+    if kind is k.NAMESPACES:
+        metadata = obj.get("metadata")
+        return string_map(metadata.get("labels") if isinstance(metadata, dict) else None)
+    if kind is k.LOCAL_QUEUES:
+        spec = obj.get("spec")
+        return str((spec.get("clusterQueue") if isinstance(spec, dict) else None) or "")
+    return None
+
+
 class ClusterStore:
     """The objects (parsed), their indexes and counts, the lock, and the snapshot last published.
 
@@ -158,30 +178,21 @@ class ClusterStore:
                 for key in self.keys[kind.name] - seen:
                     self._delete(kind, key)
 
-    def _unchanged(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> bool:
-        """Whether an update leaves everything we keep of the object as it was.
-
-        Most MODIFIED events are status-only: node heartbeats and condition changes, Kueue
-        writing a ClusterQueue's usage on every admission. They must not reset the memos
-        every request reads (the generations), nor re-index a node.
-        """
-        if key not in self.keys[kind.name]:
-            return False
-        metadata = obj.get("metadata") or {}
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    def _held(self, kind: k.Kind, key: Key) -> Any:
+        """What the store holds of an object of a kind a snapshot part reads (``None``: nothing)."""
         if kind is k.NODES:
-            return self.node_index.nodes.get(str(key)) == parse_node(obj)
+            return self.node_index.nodes.get(str(key))
         if kind is k.CLUSTER_QUEUES:
-            return self.cluster_queues.get(str(key)) == parse_cluster_queue(obj)
+            return self.cluster_queues.get(str(key))
         if kind is k.COHORTS:
-            return self.cohorts.get(str(key)) == parse_cohort(obj)
+            return self.cohorts.get(str(key))
         if kind is k.RESOURCE_FLAVORS:
-            return self.flavors.get(str(key)) == parse_flavor(obj)
+            return self.flavors.get(str(key))
         if kind is k.NAMESPACES:
-            return self.namespaces.get(str(key)) == string_map(metadata.get("labels"))
-        if kind is k.LOCAL_QUEUES and isinstance(key, tuple) and isinstance(spec, dict):
-            return self.local_queues.get(key) == str(spec.get("clusterQueue") or "")
-        return False
+            return self.namespaces.get(str(key))
+        if kind is k.LOCAL_QUEUES and isinstance(key, tuple):
+            return self.local_queues.get(key)
+        return None
 
     def _put_version(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
         """``_put``, skipped for the very object already held (same resourceVersion)."""
@@ -199,42 +210,42 @@ class ClusterStore:
             versions[key] = version
 
     def _put(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
+        """An object, parsed once: an update that leaves what is kept of it as it was moves nothing.
+
+        Most MODIFIED events are status-only: node heartbeats and condition changes, Kueue
+        writing a ClusterQueue's usage on every admission. They must not reset the memos
+        every request reads (the generations), nor re-index a node.
+        """
         if kind is k.WORKLOADS:
             assert isinstance(key, tuple)
             return self._put_workload(key, obj)
-        if self._unchanged(kind, key, obj):
-            return None
+        value = _parsed(kind, obj)
         if key in self.keys[kind.name]:
+            if value is not None and self._held(kind, key) == value:
+                return None
             self._remove(kind, key)
         self.keys[kind.name].add(key)
-        metadata = obj.get("metadata") or {}
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        assert isinstance(spec, dict)
         if kind is k.NAMESPACES:
             assert isinstance(key, str)
-            self.namespaces[key] = string_map(metadata.get("labels"))
+            self.namespaces[key] = value
         elif kind is k.LOCAL_QUEUES:
             assert isinstance(key, tuple)
-            cq = str(spec.get("clusterQueue") or "")
-            self.local_queues[key] = cq
-            self.queues_of_cq.move(cq, key, +1)
+            self.local_queues[key] = value
+            self.queues_of_cq.move(value, key, +1)
         elif kind is k.CLUSTER_QUEUES:
             assert isinstance(key, str)
-            info = parse_cluster_queue(obj)
-            self.cluster_queues[key] = info
-            self.members.add(info)
+            self.cluster_queues[key] = value
+            self.members.add(value)
         elif kind is k.COHORTS:
             assert isinstance(key, str)
-            cohort = parse_cohort(obj)
-            self.cohorts[key] = cohort
-            if cohort.parent:
-                self.children.move(cohort.parent, key, +1)
+            self.cohorts[key] = value
+            if value.parent:
+                self.children.move(value.parent, key, +1)
         elif kind is k.RESOURCE_FLAVORS:
             assert isinstance(key, str)
-            self.flavors[key] = parse_flavor(obj)
+            self.flavors[key] = value
         elif kind is k.NODES:
-            assert isinstance(key, str)
-            self.node_index.put(parse_node(obj))
+            self.node_index.put(value)
         self._bump(kind)
         return None
 
