@@ -204,8 +204,7 @@ class ClusterStore:
         generation = self.documents.generation
         self.documents.put(kind, key, obj)
         self._put(kind, key, obj)
-        if self.documents.generation != generation and kind in SIMULATOR_DOCUMENTS:
-            self.version += 1  # a LocalQueue's stopPolicy or the Configuration changed: a new snapshot
+        self._kept_moved(kind, generation)
         if version:
             versions[key] = version
 
@@ -271,8 +270,16 @@ class ClusterStore:
     def _delete(self, kind: k.Kind, key: Key) -> None:
         """The object is gone: its indexes and its kept document (``_remove`` alone is also
         the first half of replacing an object, whose new document is already kept)."""
+        generation = self.documents.generation
         self._remove(kind, key)
         self.documents.remove(kind, key)
+        self._kept_moved(kind, generation)
+
+    def _kept_moved(self, kind: k.Kind, generation: int) -> None:
+        """A new snapshot when a kept document the simulator reads changed since ``generation`` (a
+        LocalQueue's stopPolicy, Kueue's Configuration, a WorkloadPriorityClass)."""
+        if self.documents.generation != generation and kind in SIMULATOR_DOCUMENTS:
+            self.version += 1
 
     def _remove(self, kind: k.Kind, key: Key) -> None:
         self.keys[kind.name].discard(key)
@@ -306,6 +313,11 @@ class ClusterStore:
         self._bump(kind)
 
     def _bump(self, kind: k.Kind) -> None:
+        """What a change of ``kind`` makes stale. The admin guard's kinds nothing: no part of a
+        snapshot reads them (the kept documents the simulator reads publish through ``_kept_moved``),
+        so Kueue's status writes to its controller Deployment or an AdmissionCheck keep every memo."""
+        if kind in k.ADMIN_KINDS:
+            return
         self.version += 1
         if kind is k.WORKLOADS:
             self._ledger_changed = True
