@@ -233,7 +233,6 @@ class Snapshot:
             queues.nodes,
             queues.assigner,
             ledger,
-            ledger.in_use,
             policy_tpu,
             f"{k.WORKLOADS.name}: {workloads_reason}" if workloads_reason is not None else None,
             self.memo.get,
