@@ -34,7 +34,7 @@ from typing import Any, Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NODEPOOL_LABEL, NodeIndex
-from webhook.cluster.workloaddocs import WorkloadRecord
+from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry
@@ -196,7 +196,7 @@ class Snapshot:
         availability: tuple[int, dict[str, str], float],
         policy: Policy,
         *,
-        records: Mapping[WorkloadKey, WorkloadRecord] | None = None,
+        records: WorkloadRecords | None = None,
         records_version: int = 0,
         memo: Memo | None = None,
         located: SetTable[tuple[str, str, str], WorkloadKey] | None = None,
@@ -214,11 +214,10 @@ class Snapshot:
         #: the policy the store reads objects with: answers memoized here are for it alone
         self.policy = policy
         #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``) and its change count
-        self.records: Mapping[WorkloadKey, WorkloadRecord] = records if records is not None else {}
+        self.record_tables = records if records is not None else WorkloadRecords()
+        self.records: Mapping[WorkloadKey, WorkloadRecord] = self.record_tables.by_key
         self.records_version = records_version
         self.memo = memo if memo is not None else Memo()
-        #: answers read from ``records`` (never shared by ``with_records``)
-        self.records_memo = Memo()
         #: where each counted Workload is (``ClusterStore.workloads_at``): the simulator reads one queue's
         #: Workloads through it; ``None``: not indexed (then read from ``workloads``)
         self.located = located
@@ -279,7 +278,7 @@ class Snapshot:
             workloads,
             changes,
             self.policy,
-            records=self.records,
+            records=self.record_tables,
             records_version=self.records_version,
             located=located,
             kept=self.kept,
@@ -287,7 +286,7 @@ class Snapshot:
 
     def with_records(
         self,
-        records: Mapping[WorkloadKey, WorkloadRecord],
+        records: WorkloadRecords,
         records_version: int,
         availability: tuple[int, dict[str, str], float],
     ) -> Snapshot:

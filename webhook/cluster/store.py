@@ -26,7 +26,7 @@ from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import NodeState, QueueState, Snapshot, places
-from webhook.cluster.workloaddocs import WorkloadRecord, workload_record
+from webhook.cluster.workloaddocs import WorkloadRecords, workload_record
 from webhook.policy.config import Policy
 from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
 from webhook.quota.objects import (
@@ -120,7 +120,7 @@ class ClusterStore:
         self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
         #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``), with its own
         #: change count: a new condition message publishes a snapshot that keeps the others' memos
-        self.workload_records: Table[tuple[str, str], WorkloadRecord] = Table()
+        self.workload_records = WorkloadRecords()
         self.records_version = 0
         #: where each counted Workload is: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)
         #: -> its keys, so the simulator reads one queue's Workloads, never all of them
@@ -252,8 +252,8 @@ class ClusterStore:
         """A Workload, projected once; an update that leaves its part of the ledger as it was
         (conditions' times and messages, most status writes) moves nothing."""
         record = workload_record(obj)
-        if self.workload_records.get(key) != record:
-            self.workload_records[key] = record
+        if self.workload_records.by_key.get(key) != record:
+            self.workload_records.put(key, record)
             self.records_version += 1
         entry = project(obj, self.tpu)
         held = self.workloads.get(key)
@@ -308,7 +308,7 @@ class ClusterStore:
             gone = self.workloads.pop(pair, None)
             self.ledger.move(pair[0], gone, -1)
             _locate(self.workloads_at, pair, gone, -1)
-            if self.workload_records.pop(pair, None) is not None:
+            if self.workload_records.pop(pair) is not None:
                 self.records_version += 1
         self._bump(kind)
 
