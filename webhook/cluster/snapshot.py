@@ -373,7 +373,7 @@ class Snapshot:
             queues = self.queues.cluster_queues
             pending: dict[tuple[str, str, str], Decimal] = {}
             for name, queue in queues.items():
-                shapes = (waiting.entry.shape for waiting in self.pending(name))
+                shapes = (entry.shape for _, _, entry in self.waiting_in(name))
                 for (flavor, resource), amount in pending_requests(queue, shapes).items():
                     pending[(name, flavor, resource)] = amount
             return build_picture(queues, self.queues.cohorts, dict(self.ledger.usage.items()), pending)
