@@ -118,8 +118,8 @@ class ClusterStore:
         self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
         self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
-        #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``), with its own
-        #: change count: a new condition message publishes a snapshot that keeps the others' memos
+        #: what ``explain`` reads of each Workload, with explain's lookups (``webhook.cluster.workloaddocs``),
+        #: and its own change count: a new condition message publishes a snapshot that keeps the others' memos
         self.workload_records = WorkloadRecords()
         self.records_version = 0
         #: where each counted Workload is: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)
