@@ -42,7 +42,7 @@ def test_snapshot_writes_every_kind_and_check_reads_it(tmp_path: Path, capsys: p
     state = load_state_files([str(out)], POLICY)
     view = state.snapshot()
     assert view.unavailable(frozenset(kind.name for kind in k.KINDS)) == {}
-    assert state.cohorts_known() and not state.cohorts
+    assert view.queues.cohorts_unknown() is None and not view.queues.cohorts
     assert view.potential("team-a", "tpu7x-4x4x4", "google.com/tpu").value == 384  # the implicit cohort lends
 
     job = Path(__file__).parent / "fixtures" / "jobsets" / "rfc-4.6-static.yaml"

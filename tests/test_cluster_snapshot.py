@@ -349,7 +349,7 @@ def test_a_snapshot_holds_each_queues_admitted_and_pending_workloads_for_the_sim
     ):
         store.apply(k.WORKLOADS, "ADDED", pending_workload(name, priority, created))
     snapshot = store.snapshot()
-    admitted = {(a.namespace, a.name): a.entry for a in snapshot.admitted("team-a")}
+    admitted = {(ns, name): entry for ns, name, entry in snapshot.holding_in("team-a")}
     assert sorted(admitted) == [
         ("kubemaker", "jobset-a-running-besteffort-7e8f9"),
         ("kubemaker", "jobset-a-running-guaranteed-1a2b3"),
@@ -358,7 +358,7 @@ def test_a_snapshot_holds_each_queues_admitted_and_pending_workloads_for_the_sim
     assert (running.priority, running.priority_value) == ("guaranteed", 1000)
     assert running.reserved_at == 1767225600.0  # 2026-01-01T00:00:00Z
     assert dict(((f, r), a) for f, r, a in running.usage)[("tpu7x-4x4x4", TPU)] == 128
-    assert snapshot.usage("team-a")[("tpu7x-4x4x4", TPU)] == sum(
+    assert snapshot.queue_usages()["team-a"][("tpu7x-4x4x4", TPU)] == sum(
         dict(((f, r), a) for f, r, a in entry.usage).get(("tpu7x-4x4x4", TPU), 0) for entry in admitted.values()
     )
     names = [p.name for p in snapshot.pending("team-a")]

@@ -25,8 +25,9 @@ not be refused. A node outside such a pool counts as it is.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Set
 from decimal import Decimal
+from itertools import islice
 from typing import TypeVar
 
 from webhook.kube.quantity import CONTEXT
@@ -130,9 +131,16 @@ class NodeIndex:
 
     # ---------------------------------------------------------------- answers
 
-    def _matching(self, names: set[str], selector: Mapping[str, str], first_only: bool) -> list[str]:
-        """Nodes of ``names`` that carry every label of ``selector`` (the first one, or all)."""
-        sets = [names, *(self.label_index.get(item) or set() for item in selector.items())]
+    def matching(
+        self, selector: Mapping[str, str], names: Set[str] | None = None, first_only: bool = False
+    ) -> list[str]:
+        """Nodes (of ``names``; else of all) that carry every label of ``selector`` (the first one, or
+        all): the smallest set of candidates walked, the others only looked up."""
+        sets: list[Set[str]] = [self.label_index.get(item) or set() for item in selector.items()]
+        if names is not None:
+            sets.append(names)
+        if not sets:
+            return list(islice(self.nodes, 1 if first_only else None))
         sets.sort(key=len)
         smallest, rest = sets[0], sets[1:]
         found = []
@@ -159,7 +167,7 @@ class NodeIndex:
                 continue
             offered = dict(allocatable)
             held = sum(1 for r, q in wanted.items() if offered.get(r, Decimal(0)) >= q)
-            if held == len(wanted) and self._matching(names, selector, first_only=True):
+            if held == len(wanted) and self.matching(selector, names, first_only=True):
                 return NodeFit(1, True)
             # closeness, for the message: resources held, then how much of the rest it offers
             share = sum((min(offered.get(r, Decimal(0)) / q, Decimal(1)) for r, q in wanted.items() if q), Decimal(0))
@@ -173,7 +181,7 @@ class NodeIndex:
                 if names and score > best:
                     closest, best = self.nodes[self._first_of(shape, names)], score
                 continue
-            found = self._matching(names, selector, first_only=False)
+            found = self.matching(selector, names)
             matching += len(found)
             if found and score > best:
                 closest, best = self.nodes[min(found)], score

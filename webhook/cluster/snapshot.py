@@ -34,8 +34,7 @@ from typing import Any, Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NODEPOOL_LABEL, NodeIndex
-from webhook.cluster.workloaddocs import WorkloadRecord
-from webhook.kube.quantity import CONTEXT
+from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry
@@ -151,13 +150,9 @@ class NodeState:
         held = self.memo.get(key)
         if held is None:
             index = self.index
-            sets = sorted((index.label_index.get(item) or set() for item in selector), key=len)
-            names: Iterable[str] = sets[0] if sets else index.nodes.keys()
             counted: dict[str, int] = {}
-            for name in names:
-                node = index.nodes.get(name)
-                if node is None or any(name not in other for other in sets[1:]):
-                    continue
+            for name in index.matching(dict(selector)):
+                node = index.nodes[name]
                 pool = node.labels.get(NODEPOOL_LABEL)
                 if pool:
                     counted[pool] = counted.get(pool, 0) + (0 if node.unschedulable else 1)
@@ -176,15 +171,6 @@ class NodeState:
             if pool:
                 return pool
         return None
-
-
-@dataclass(frozen=True, slots=True)
-class Admitted:
-    """A Workload holding quota in a ClusterQueue, as Kueue's preemption reads it."""
-
-    namespace: str
-    name: str
-    entry: WorkloadEntry
 
 
 @dataclass(frozen=True, slots=True)
@@ -210,7 +196,7 @@ class Snapshot:
         availability: tuple[int, dict[str, str], float],
         policy: Policy,
         *,
-        records: Mapping[WorkloadKey, WorkloadRecord] | None = None,
+        records: WorkloadRecords | None = None,
         records_version: int = 0,
         memo: Memo | None = None,
         located: SetTable[tuple[str, str, str], WorkloadKey] | None = None,
@@ -228,11 +214,10 @@ class Snapshot:
         #: the policy the store reads objects with: answers memoized here are for it alone
         self.policy = policy
         #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``) and its change count
-        self.records: Mapping[WorkloadKey, WorkloadRecord] = records if records is not None else {}
+        self.record_tables = records if records is not None else WorkloadRecords()
+        self.records: Mapping[WorkloadKey, WorkloadRecord] = self.record_tables.by_key
         self.records_version = records_version
         self.memo = memo if memo is not None else Memo()
-        #: answers read from ``records`` (never shared by ``with_records``)
-        self.records_memo = Memo()
         #: where each counted Workload is (``ClusterStore.workloads_at``): the simulator reads one queue's
         #: Workloads through it; ``None``: not indexed (then read from ``workloads``)
         self.located = located
@@ -247,7 +232,6 @@ class Snapshot:
             queues.nodes,
             queues.assigner,
             ledger,
-            ledger.in_use,
             policy_tpu,
             f"{k.WORKLOADS.name}: {workloads_reason}" if workloads_reason is not None else None,
             self.memo.get,
@@ -294,7 +278,7 @@ class Snapshot:
             workloads,
             changes,
             self.policy,
-            records=self.records,
+            records=self.record_tables,
             records_version=self.records_version,
             located=located,
             kept=self.kept,
@@ -302,7 +286,7 @@ class Snapshot:
 
     def with_records(
         self,
-        records: Mapping[WorkloadKey, WorkloadRecord],
+        records: WorkloadRecords,
         records_version: int,
         availability: tuple[int, dict[str, str], float],
     ) -> Snapshot:
@@ -389,7 +373,7 @@ class Snapshot:
             queues = self.queues.cluster_queues
             pending: dict[tuple[str, str, str], Decimal] = {}
             for name, queue in queues.items():
-                shapes = (waiting.entry.shape for waiting in self.pending(name))
+                shapes = (entry.shape for _, _, entry in self.waiting_in(name))
                 for (flavor, resource), amount in pending_requests(queue, shapes).items():
                     pending[(name, flavor, resource)] = amount
             return build_picture(queues, self.queues.cohorts, dict(self.ledger.usage.items()), pending)
@@ -398,73 +382,26 @@ class Snapshot:
 
     # ---------------------------------------------------------------- what the simulator reads
 
-    def usage(self, cluster_queue: str) -> dict[tuple[str, str], Decimal]:
-        """(flavor, resource) -> what the queue's admitted Workloads use (Kueue's ClusterQueue usage)."""
-        return {
-            (flavor, resource): amount
-            for (queue, flavor, resource), amount in self.ledger.usage.items()
-            if queue == cluster_queue
-        }
-
-    def cohort_usage(self, cohort: str) -> dict[tuple[str, str], Decimal]:
-        """(flavor, resource) -> what the admitted Workloads of every ClusterQueue in ``cohort``'s
-        subtree use, summed (memoized)."""
-
-        def make() -> dict[tuple[str, str], Decimal]:
-            sums: dict[tuple[str, str], Decimal] = {}
-            members = self._subtree_queues(cohort)
-            for (queue, flavor, resource), amount in self.ledger.usage.items():
-                if queue in members:
-                    sums[(flavor, resource)] = CONTEXT.add(sums.get((flavor, resource), Decimal(0)), amount)
-            return sums
-
-        return self.remember(("cohort usage", cohort), make)  # type: ignore[no-any-return]
-
-    def _subtree_queues(self, cohort: str) -> frozenset[str]:
-        queues = self.queues
-        seen: set[str] = set()
-        todo, members = [cohort], set[str]()
-        while todo:
-            name = todo.pop()
-            if name in seen:
-                continue  # a cycle: Kueue leaves such a tree inactive
-            seen.add(name)
-            members.update(q.name for q in queues.cluster_queues.values() if q.cohort == name)
-            todo.extend(queues.children.get(name, ()))
-        return frozenset(members)
-
-    def admitted(self, cluster_queue: str) -> tuple[Admitted, ...]:
-        """The Workloads holding quota in the queue, by namespace and name (memoized)."""
-        return self._by_queue()[0].get(cluster_queue, ())
-
     def pending(self, cluster_queue: str) -> tuple[Pending, ...]:
         """The Workloads waiting for the queue in Kueue's order: priority descending, then
         creation ascending (then namespace and name, for a stable order) (memoized)."""
-        return self._by_queue()[1].get(cluster_queue, ())
+        return self._pending_by_queue().get(cluster_queue, ())
 
-    def _by_queue(self) -> tuple[dict[str, tuple[Admitted, ...]], dict[str, tuple[Pending, ...]]]:
-        def make() -> tuple[dict[str, tuple[Admitted, ...]], dict[str, tuple[Pending, ...]]]:
-            admitted: defaultdict[str, list[Admitted]] = defaultdict(list)
+    def _pending_by_queue(self) -> dict[str, tuple[Pending, ...]]:
+        def make() -> dict[str, tuple[Pending, ...]]:
             pending: defaultdict[str, list[Pending]] = defaultdict(list)
             local_queues = self.queues.local_queues
             for (namespace, name), entry in self.workloads.items():
-                if entry.state == HOLDS:
-                    admitted[entry.cluster_queue].append(Admitted(namespace, name, entry))
-                elif entry.state == WAITS:
+                if entry.state == WAITS:
                     queue = local_queues.get((namespace, entry.local_queue))
                     if queue is not None:
                         pending[queue].append(Pending(namespace, name, entry))
-            return (
-                {q: tuple(sorted(items, key=lambda a: (a.namespace, a.name))) for q, items in admitted.items()},
-                {
-                    q: tuple(
-                        sorted(items, key=lambda p: (-p.entry.priority_value, p.entry.created, p.namespace, p.name))
-                    )
-                    for q, items in pending.items()
-                },
-            )
+            return {
+                q: tuple(sorted(items, key=lambda p: (-p.entry.priority_value, p.entry.created, p.namespace, p.name)))
+                for q, items in pending.items()
+            }
 
-        return self.remember("by queue", make)  # type: ignore[no-any-return]
+        return self.remember("pending by queue", make)  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------------- one queue's Workloads, by index
 

@@ -26,7 +26,7 @@ from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import NodeState, QueueState, Snapshot, places
-from webhook.cluster.workloaddocs import WorkloadRecord, workload_record
+from webhook.cluster.workloaddocs import WorkloadRecords, workload_record
 from webhook.policy.config import Policy
 from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
 from webhook.quota.objects import (
@@ -70,6 +70,26 @@ def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
     return (sys.intern(str(metadata.get("namespace", ""))), name) if kind.namespaced else name
 
 
+def _parsed(kind: k.Kind, obj: Mapping[str, Any]) -> Any:
+    """What the store keeps of an object of a kind a snapshot part reads; ``None`` for the other kinds
+    (the admin guard's, of which only the kept document is read)."""
+    if kind is k.NODES:
+        return parse_node(obj)
+    if kind is k.CLUSTER_QUEUES:
+        return parse_cluster_queue(obj)
+    if kind is k.COHORTS:
+        return parse_cohort(obj)
+    if kind is k.RESOURCE_FLAVORS:
+        return parse_flavor(obj)
+    if kind is k.NAMESPACES:
+        metadata = obj.get("metadata")
+        return string_map(metadata.get("labels") if isinstance(metadata, dict) else None)
+    if kind is k.LOCAL_QUEUES:
+        spec = obj.get("spec")
+        return str((spec.get("clusterQueue") if isinstance(spec, dict) else None) or "")
+    return None
+
+
 class ClusterStore:
     """The objects (parsed), their indexes and counts, the lock, and the snapshot last published.
 
@@ -98,9 +118,9 @@ class ClusterStore:
         self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
         self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
-        #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``), with its own
-        #: change count: a new condition message publishes a snapshot that keeps the others' memos
-        self.workload_records: Table[tuple[str, str], WorkloadRecord] = Table()
+        #: what ``explain`` reads of each Workload, with explain's lookups (``webhook.cluster.workloaddocs``),
+        #: and its own change count: a new condition message publishes a snapshot that keeps the others' memos
+        self.workload_records = WorkloadRecords()
         self.records_version = 0
         #: where each counted Workload is: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)
         #: -> its keys, so the simulator reads one queue's Workloads, never all of them
@@ -122,9 +142,6 @@ class ClusterStore:
     @property
     def nodes(self) -> Mapping[str, NodeInfo]:
         return self.node_index.nodes
-
-    def cohorts_known(self) -> bool:
-        return self.availability.reason(k.COHORTS.name) is None
 
     # ---------------------------------------------------------------- writes
 
@@ -161,30 +178,21 @@ class ClusterStore:
                 for key in self.keys[kind.name] - seen:
                     self._delete(kind, key)
 
-    def _unchanged(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> bool:
-        """Whether an update leaves everything we keep of the object as it was.
-
-        Most MODIFIED events are status-only: node heartbeats and condition changes, Kueue
-        writing a ClusterQueue's usage on every admission. They must not reset the memos
-        every request reads (the generations), nor re-index a node.
-        """
-        if key not in self.keys[kind.name]:
-            return False
-        metadata = obj.get("metadata") or {}
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
+    def _held(self, kind: k.Kind, key: Key) -> Any:
+        """What the store holds of an object of a kind a snapshot part reads (``None``: nothing)."""
         if kind is k.NODES:
-            return self.node_index.nodes.get(str(key)) == parse_node(obj)
+            return self.node_index.nodes.get(str(key))
         if kind is k.CLUSTER_QUEUES:
-            return self.cluster_queues.get(str(key)) == parse_cluster_queue(obj)
+            return self.cluster_queues.get(str(key))
         if kind is k.COHORTS:
-            return self.cohorts.get(str(key)) == parse_cohort(obj)
+            return self.cohorts.get(str(key))
         if kind is k.RESOURCE_FLAVORS:
-            return self.flavors.get(str(key)) == parse_flavor(obj)
+            return self.flavors.get(str(key))
         if kind is k.NAMESPACES:
-            return self.namespaces.get(str(key)) == string_map(metadata.get("labels"))
-        if kind is k.LOCAL_QUEUES and isinstance(key, tuple) and isinstance(spec, dict):
-            return self.local_queues.get(key) == str(spec.get("clusterQueue") or "")
-        return False
+            return self.namespaces.get(str(key))
+        if kind is k.LOCAL_QUEUES and isinstance(key, tuple):
+            return self.local_queues.get(key)
+        return None
 
     def _put_version(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
         """``_put``, skipped for the very object already held (same resourceVersion)."""
@@ -196,48 +204,47 @@ class ClusterStore:
         generation = self.documents.generation
         self.documents.put(kind, key, obj)
         self._put(kind, key, obj)
-        if self.documents.generation != generation and kind in SIMULATOR_DOCUMENTS:
-            self.version += 1  # a LocalQueue's stopPolicy or the Configuration changed: a new snapshot
+        self._kept_moved(kind, generation)
         if version:
             versions[key] = version
 
     def _put(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
+        """An object, parsed once: an update that leaves what is kept of it as it was moves nothing.
+
+        Most MODIFIED events are status-only: node heartbeats and condition changes, Kueue
+        writing a ClusterQueue's usage on every admission. They must not reset the memos
+        every request reads (the generations), nor re-index a node.
+        """
         if kind is k.WORKLOADS:
             assert isinstance(key, tuple)
             return self._put_workload(key, obj)
-        if self._unchanged(kind, key, obj):
-            return None
+        value = _parsed(kind, obj)
         if key in self.keys[kind.name]:
+            if value is not None and self._held(kind, key) == value:
+                return None
             self._remove(kind, key)
         self.keys[kind.name].add(key)
-        metadata = obj.get("metadata") or {}
-        spec = obj.get("spec") if isinstance(obj.get("spec"), dict) else {}
-        assert isinstance(spec, dict)
         if kind is k.NAMESPACES:
             assert isinstance(key, str)
-            self.namespaces[key] = string_map(metadata.get("labels"))
+            self.namespaces[key] = value
         elif kind is k.LOCAL_QUEUES:
             assert isinstance(key, tuple)
-            cq = str(spec.get("clusterQueue") or "")
-            self.local_queues[key] = cq
-            self.queues_of_cq.move(cq, key, +1)
+            self.local_queues[key] = value
+            self.queues_of_cq.move(value, key, +1)
         elif kind is k.CLUSTER_QUEUES:
             assert isinstance(key, str)
-            info = parse_cluster_queue(obj)
-            self.cluster_queues[key] = info
-            self.members.add(info)
+            self.cluster_queues[key] = value
+            self.members.add(value)
         elif kind is k.COHORTS:
             assert isinstance(key, str)
-            cohort = parse_cohort(obj)
-            self.cohorts[key] = cohort
-            if cohort.parent:
-                self.children.move(cohort.parent, key, +1)
+            self.cohorts[key] = value
+            if value.parent:
+                self.children.move(value.parent, key, +1)
         elif kind is k.RESOURCE_FLAVORS:
             assert isinstance(key, str)
-            self.flavors[key] = parse_flavor(obj)
+            self.flavors[key] = value
         elif kind is k.NODES:
-            assert isinstance(key, str)
-            self.node_index.put(parse_node(obj))
+            self.node_index.put(value)
         self._bump(kind)
         return None
 
@@ -245,8 +252,8 @@ class ClusterStore:
         """A Workload, projected once; an update that leaves its part of the ledger as it was
         (conditions' times and messages, most status writes) moves nothing."""
         record = workload_record(obj)
-        if self.workload_records.get(key) != record:
-            self.workload_records[key] = record
+        if self.workload_records.by_key.get(key) != record:
+            self.workload_records.put(key, record)
             self.records_version += 1
         entry = project(obj, self.tpu)
         held = self.workloads.get(key)
@@ -263,8 +270,16 @@ class ClusterStore:
     def _delete(self, kind: k.Kind, key: Key) -> None:
         """The object is gone: its indexes and its kept document (``_remove`` alone is also
         the first half of replacing an object, whose new document is already kept)."""
+        generation = self.documents.generation
         self._remove(kind, key)
         self.documents.remove(kind, key)
+        self._kept_moved(kind, generation)
+
+    def _kept_moved(self, kind: k.Kind, generation: int) -> None:
+        """A new snapshot when a kept document the simulator reads changed since ``generation`` (a
+        LocalQueue's stopPolicy, Kueue's Configuration, a WorkloadPriorityClass)."""
+        if self.documents.generation != generation and kind in SIMULATOR_DOCUMENTS:
+            self.version += 1
 
     def _remove(self, kind: k.Kind, key: Key) -> None:
         self.keys[kind.name].discard(key)
@@ -293,11 +308,16 @@ class ClusterStore:
             gone = self.workloads.pop(pair, None)
             self.ledger.move(pair[0], gone, -1)
             _locate(self.workloads_at, pair, gone, -1)
-            if self.workload_records.pop(pair, None) is not None:
+            if self.workload_records.pop(pair) is not None:
                 self.records_version += 1
         self._bump(kind)
 
     def _bump(self, kind: k.Kind) -> None:
+        """What a change of ``kind`` makes stale. The admin guard's kinds nothing: no part of a
+        snapshot reads them (the kept documents the simulator reads publish through ``_kept_moved``),
+        so Kueue's status writes to its controller Deployment or an AdmissionCheck keep every memo."""
+        if kind in k.ADMIN_KINDS:
+            return
         self.version += 1
         if kind is k.WORKLOADS:
             self._ledger_changed = True

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from webhook.kube.sharing import shared
+from webhook.quota.table import SetTable, Table
 
 _CONDITION_FIELDS: Final = ("type", "status", "reason", "message", "lastTransitionTime")
 _CHECK_FIELDS: Final = ("name", "state", "message", "lastTransitionTime")
@@ -37,6 +38,8 @@ _LABELS: Final = ("kueue.x-k8s.io/job-uid", "kueue.x-k8s.io/queue-name")
 
 #: a mapping's values in its fields' order, ``None`` for a field it does not have
 Values = tuple[Any, ...]
+#: (namespace, name) of a Workload
+Key = tuple[str, str]
 
 
 def _dict(value: Any) -> Mapping[str, Any]:
@@ -139,3 +142,51 @@ def workload_record(obj: Mapping[str, Any]) -> WorkloadRecord:
         _values_list(status.get("admissionChecks"), _CHECK_FIELDS),
         _values(status.get("requeueState"), _REQUEUE_FIELDS) if "requeueState" in status else None,
     )
+
+
+class WorkloadRecords:
+    """Every Workload's record by key, and the three lookups ``explain`` makes into them (by uid, by
+    the job-uid label, by namespace), moved record by record as events arrive.
+
+    Copy-on-write tables (``webhook.quota.table``): a snapshot forks them whatever their size, and
+    a condition change moves one record's entries, so an explanation after it reads the lookups as
+    they are instead of indexing every Workload again.
+    """
+
+    def __init__(self) -> None:
+        self.by_key: Table[Key, WorkloadRecord] = Table()
+        self.by_uid: Table[str, Key] = Table()
+        self.by_job_uid: SetTable[str, Key] = SetTable()
+        self.by_namespace: SetTable[str, Key] = SetTable()
+
+    def put(self, key: Key, record: WorkloadRecord) -> None:
+        held = self.by_key.get(key)
+        self.by_key[key] = record
+        if held is not None and (held.uid, held.job_uid) == (record.uid, record.job_uid):
+            return  # filed as before (a status change): no lookup's set is copied
+        if held is not None:
+            self._index(key, held, -1)
+        self._index(key, record, +1)
+
+    def pop(self, key: Key) -> WorkloadRecord | None:
+        record = self.by_key.pop(key)
+        if record is not None:
+            self._index(key, record, -1)
+        return record
+
+    def _index(self, key: Key, record: WorkloadRecord, sign: int) -> None:
+        if record.uid:
+            if sign > 0:
+                self.by_uid[record.uid] = key
+            elif self.by_uid.get(record.uid) == key:
+                self.by_uid.pop(record.uid)
+        if record.job_uid:
+            self.by_job_uid.move(record.job_uid, key, sign)
+        self.by_namespace.move(key[0], key, sign)
+
+    def fork(self) -> WorkloadRecords:
+        """Records that nothing moves (a snapshot's), sharing what neither side changes."""
+        out = WorkloadRecords.__new__(WorkloadRecords)
+        out.by_key, out.by_uid = self.by_key.fork(), self.by_uid.fork()
+        out.by_job_uid, out.by_namespace = self.by_job_uid.fork(), self.by_namespace.fork()
+        return out

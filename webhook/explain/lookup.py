@@ -22,14 +22,13 @@ Nothing here calls the API server.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence, Set
 from typing import Any, Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.own import OwnedWorkloads
 from webhook.cluster.snapshot import Snapshot
-from webhook.cluster.workloaddocs import WorkloadRecord
+from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
 from webhook.explain import state as s
 from webhook.explain.explainer import ExplainError, ExplainRequest
 from webhook.explain.inputs import Document, Simulate, metadata, text_field
@@ -90,42 +89,36 @@ def parse_target(text: str) -> tuple[str, str]:
 
 
 class RecordIndex:
-    """A ``WorkloadIndex`` over a snapshot's Workload records: indexed once, each record turned
-    into a document only when explain reads it (one job's Workloads and its preemptor; a
-    Deployment's namespace)."""
+    """A ``WorkloadIndex`` over a snapshot's Workload records, through the lookups the store keeps
+    moved per event (``webhook.cluster.workloaddocs.WorkloadRecords``): nothing is indexed per
+    request, and a record is turned into a document only when explain reads it (one job's
+    Workloads and its preemptor; a Deployment's namespace)."""
 
-    def __init__(self, records: Mapping[tuple[str, str], WorkloadRecord]) -> None:
-        self._by_uid: dict[str, WorkloadRecord] = {}
-        self._by_job: defaultdict[str, list[WorkloadRecord]] = defaultdict(list)
-        self._by_namespace: defaultdict[str, list[WorkloadRecord]] = defaultdict(list)
-        for record in records.values():
-            if record.uid:
-                self._by_uid[record.uid] = record
-            if record.job_uid:
-                self._by_job[record.job_uid].append(record)
-            self._by_namespace[record.namespace].append(record)
+    def __init__(self, records: WorkloadRecords) -> None:
+        self._records = records
 
     def by_uid(self, uid: str) -> Document | None:
-        record = self._by_uid.get(uid)
-        return record.document() if record is not None else None
+        key = self._records.by_uid.get(uid)
+        return self._records.by_key[key].document() if key is not None else None
 
     def by_job_uid(self, job_uid: str) -> Sequence[Document]:
-        return [record.document() for record in self._by_job.get(job_uid, ())]
+        return [record.document() for record in self._in(self._records.by_job_uid, job_uid)]
 
     def in_namespace(self, namespace: str) -> Sequence[Document]:
-        return [record.document() for record in self._by_namespace.get(namespace, ())]
+        return [record.document() for record in self.records_in(namespace)]
 
     def records_in(self, namespace: str) -> Sequence[WorkloadRecord]:
-        return self._by_namespace.get(namespace, ())
+        return self._in(self._records.by_namespace, namespace)
+
+    def _in(self, lookup: Mapping[str, Set[tuple[str, str]]], value: str) -> list[WorkloadRecord]:
+        """The records ``lookup`` files under ``value``, by namespace and name."""
+        by_key = self._records.by_key
+        return [by_key[key] for key in sorted(lookup.get(value) or ())]
 
 
 def workload_index(snapshot: Snapshot) -> RecordIndex:
-    """The snapshot's Workload records indexed (built once per snapshot, on first use)."""
-    held = snapshot.records_memo.get("workload index")
-    if held is None:
-        held = RecordIndex(snapshot.records)
-        snapshot.records_memo.keep("workload index", held)
-    return held  # type: ignore[no-any-return]
+    """The snapshot's Workload records, as explain looks them up."""
+    return RecordIndex(snapshot.record_tables)
 
 
 def _job_from_owners(kind: str, namespace: str, name: str, index: RecordIndex) -> Document | None:

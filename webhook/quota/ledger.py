@@ -328,7 +328,11 @@ def shape_of(spec: Mapping[str, Any], tpu: str) -> Shape:
 
 
 class LedgerView(Protocol):
-    """What the guaranteed balance reads of the counted Workloads (a ``ChipsLedger``)."""
+    """What the quota model and the guaranteed balance read of the counted Workloads (a ``ChipsLedger``)."""
+
+    @property
+    def in_use(self) -> Mapping[tuple[str, str], int]:
+        """Every priority's chips holding quota per (ClusterQueue, flavor)."""
 
     @property
     def holding(self) -> Mapping[tuple[str, str], int]: ...

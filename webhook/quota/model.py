@@ -74,7 +74,6 @@ class QuotaModel:
         nodes: ResourceNodes,
         assigner: FlavorAssigner,
         ledger: LedgerView,
-        in_use: Mapping[tuple[str, str], int],
         tpu: str,
         workloads_unknown: str | None,
         memo: Memo,
@@ -84,7 +83,6 @@ class QuotaModel:
         self.nodes = nodes
         self.assigner = assigner
         self.ledger = ledger
-        self._in_use = in_use
         self.tpu = tpu
         #: why the Workloads cannot be read (``"Workloads: …"``); ``None`` when they can
         self.workloads_unknown = workloads_unknown
@@ -134,7 +132,7 @@ class QuotaModel:
         return held
 
     def in_use(self, cluster_queue: str, flavor: str) -> int:
-        return self._in_use.get((cluster_queue, flavor), 0)
+        return self.ledger.in_use.get((cluster_queue, flavor), 0)
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
         unknown = self.workloads_unknown
