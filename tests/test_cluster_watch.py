@@ -158,7 +158,14 @@ def test_forbidden_and_absent_kinds_skip_their_rules(tmp_path: Path) -> None:
     api.start()
     cache = watch(api.port, tmp_path)
     try:
-        wait_until(lambda: set(cache.snapshot().unavailable(ALL)) == {"Nodes", "Workloads"}, what="403/404")
+        # until both refusals are in: a kind still listing is unavailable too ("not synced yet")
+        wait_until(
+            lambda: (
+                {kind: "(40" in why for kind, why in cache.snapshot().unavailable(ALL).items()}
+                == {"Nodes": True, "Workloads": True}
+            ),
+            what="403/404",
+        )
         obj = JobSetBuilder(guaranteed_job(3)).queue("team-c-queue").obj()
         decision = decide(obj, AdmissionFacts(namespace="kubemaker"), POLICY, cache)
         # 192 chips never fit team-c (64): exceeds-queue-capacity decides, the balance has nothing to add
