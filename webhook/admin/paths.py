@@ -14,6 +14,7 @@ from typing import Any, Final
 
 from webhook.admin.objects import KueueObject
 from webhook.kube.fieldpaths import SPEC, FieldPath
+from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import quantity_or_none
 
 GROUPS: Final = SPEC.child("resourceGroups")
@@ -22,10 +23,6 @@ LIMITS: Final = ("nominalQuota", "borrowingLimit", "lendingLimit")
 
 def _list(value: Any) -> list[Any]:
     return value if isinstance(value, list) else []
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 @dataclass(frozen=True, slots=True)
@@ -50,9 +47,9 @@ class Group:
 def groups(obj: KueueObject) -> list[Group]:
     out = []
     for index, group in enumerate(_list(obj.spec.get("resourceGroups"))):
-        group = _dict(group)
+        group = as_dict(group)
         covered = tuple(str(r) for r in _list(group.get("coveredResources")))
-        flavors = tuple(str(_dict(f).get("name")) for f in _list(group.get("flavors")))
+        flavors = tuple(str(as_dict(f).get("name")) for f in _list(group.get("flavors")))
         out.append(Group(index, covered, flavors))
     return out
 
@@ -84,10 +81,10 @@ class Entry:
 def entries(obj: KueueObject, resource: str | None = None) -> Iterator[Entry]:
     """Every (flavor, resource) entry, in the order written; only ``resource``'s when given."""
     for g, group in enumerate(_list(obj.spec.get("resourceGroups"))):
-        for f, flavor in enumerate(_list(_dict(group).get("flavors"))):
-            flavor = _dict(flavor)
+        for f, flavor in enumerate(_list(as_dict(group).get("flavors"))):
+            flavor = as_dict(flavor)
             for r, item in enumerate(_list(flavor.get("resources"))):
-                item = _dict(item)
+                item = as_dict(item)
                 name = str(item.get("name"))
                 if resource is None or name == resource:
                     path = GROUPS.index(g).child("flavors").index(f).child("resources").index(r)

@@ -35,16 +35,13 @@ from typing import Any, Final
 
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore
+from webhook.kube.jsonvalues import as_dict
 from webhook.objects.kinds import DEPLOYMENT
 
 WorkloadKey = tuple[str, str]
 #: Kubernetes' ``rand.String`` alphabet (no vowels, no 0/1/3): pod-template-hash and pod name suffixes
 _SAFE: Final = "bcdfghjklmnpqrstvwxz2456789"
 _DEPLOYMENT_POD: Final = re.compile(rf"^(?P<deployment>.+)-[{_SAFE}]{{1,10}}-[{_SAFE}]{{5}}$")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 class JobSetJobs:
@@ -62,8 +59,8 @@ class JobSetJobs:
         self._jobsets: dict[tuple[str, str], tuple[str, frozenset[str]]] = {}
 
     def add(self, jobset: Mapping[str, Any]) -> None:
-        metadata = _dict(jobset.get("metadata"))
-        replicated = _dict(jobset.get("spec")).get("replicatedJobs")
+        metadata = as_dict(jobset.get("metadata"))
+        replicated = as_dict(jobset.get("spec")).get("replicatedJobs")
         names = frozenset(
             str(r["name"])
             for r in (replicated if isinstance(replicated, list) else [])
@@ -74,10 +71,10 @@ class JobSetJobs:
 
     def owns(self, job: Mapping[str, Any]) -> bool:
         """Whether ``job`` is the Job of an audited JobSet's replicatedJob (see the class)."""
-        metadata = _dict(job.get("metadata"))
+        metadata = as_dict(job.get("metadata"))
         namespace, name = str(metadata.get("namespace") or "default"), str(metadata.get("name") or "")
         for reference in metadata.get("ownerReferences") or ():
-            reference = _dict(reference)
+            reference = as_dict(reference)
             if (
                 reference.get("kind") != "JobSet"
                 or not str(reference.get("apiVersion", "")).startswith("jobset.x-k8s.io/")
@@ -107,12 +104,12 @@ class OwnedWorkloads:
 
     def add(self, workload: Mapping[str, Any]) -> None:
         """Index one Workload object by its owner references (a Workload without any is nobody's)."""
-        metadata = _dict(workload.get("metadata"))
+        metadata = as_dict(workload.get("metadata"))
         namespace, name = str(metadata.get("namespace") or ""), str(metadata.get("name") or "")
         if not name:
             return
         for reference in metadata.get("ownerReferences") or ():
-            reference = _dict(reference)
+            reference = as_dict(reference)
             kind, owner = str(reference.get("kind") or ""), str(reference.get("name") or "")
             if not kind or not owner:
                 continue

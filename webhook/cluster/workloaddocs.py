@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from webhook.kube.jsonvalues import as_dict
 from webhook.kube.sharing import shared
 from webhook.quota.table import SetTable, Table
 
@@ -42,13 +43,9 @@ Values = tuple[Any, ...]
 Key = tuple[str, str]
 
 
-def _dict(value: Any) -> Mapping[str, Any]:
-    return value if isinstance(value, Mapping) else {}
-
-
 def _values(value: Any, fields: tuple[str, ...]) -> Values:
     """A mapping's ``fields`` as a shared tuple of shared values."""
-    source = _dict(value)
+    source = as_dict(value)
     return shared(tuple(shared(source.get(key)) for key in fields))
 
 
@@ -122,10 +119,10 @@ class WorkloadRecord:
 
 def workload_record(obj: Mapping[str, Any]) -> WorkloadRecord:
     """The part of a Workload ``explain`` reads (see the module)."""
-    metadata, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    metadata, spec, status = as_dict(obj.get("metadata")), as_dict(obj.get("spec")), as_dict(obj.get("status"))
     owners = metadata.get("ownerReferences")
     ref = spec.get("priorityClassRef")
-    admission = _dict(status.get("admission"))
+    admission = as_dict(status.get("admission"))
     cluster_queue = admission.get("clusterQueue")
     return WorkloadRecord(
         shared(str(obj.get("apiVersion") or "")),

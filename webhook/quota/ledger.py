@@ -44,6 +44,7 @@ from datetime import datetime
 from decimal import Decimal
 from typing import Any, Protocol
 
+from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import CONTEXT, quantity_or_none
 from webhook.kube.sharing import shared
 from webhook.quota.flavorassigner import Assignment, Assigns
@@ -63,10 +64,6 @@ Shape = tuple[PodSetDemand, ...]
 
 def _intern(value: Any) -> str:
     return sys.intern(str(value)) if value else ""
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 class WorkloadEntry:
@@ -191,9 +188,9 @@ def _owner(metadata: Mapping[str, Any]) -> tuple[str, str]:
 def _usage(admission: Mapping[str, Any]) -> Usage:
     """Per (flavor, resource), what the admission's podSets use (``resourceUsage`` on ``flavors``)."""
     sums: dict[tuple[str, str], Decimal] = {}
-    for assignment in map(_dict, admission.get("podSetAssignments") or ()):
-        flavors = _dict(assignment.get("flavors"))
-        for resource, raw in _dict(assignment.get("resourceUsage")).items():
+    for assignment in map(as_dict, admission.get("podSetAssignments") or ()):
+        flavors = as_dict(assignment.get("flavors"))
+        for resource, raw in as_dict(assignment.get("resourceUsage")).items():
             amount, flavor = quantity_or_none(raw), flavors.get(resource)
             if amount is not None and flavor:
                 key = (_intern(flavor), _intern(resource))
@@ -204,7 +201,7 @@ def _usage(admission: Mapping[str, Any]) -> Usage:
 def _placed(admission: Mapping[str, Any]) -> Placed | None:
     """The domains of every podSet's ``topologyAssignment`` (shared); ``None`` when one cannot be read."""
     found: set[tuple[str, str]] = set()
-    for assignment in map(_dict, admission.get("podSetAssignments") or ()):
+    for assignment in map(as_dict, admission.get("podSetAssignments") or ()):
         topology = assignment.get("topologyAssignment")
         if topology is None:
             continue
@@ -270,7 +267,7 @@ def _slice_values(piece: Any, levels: int, at: int) -> list[str] | None:
 
 def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
     """A Workload object (``kueue.x-k8s.io/v1beta2``) reduced to what the ledger and the scheduler need."""
-    metadata, spec, status = _dict(obj.get("metadata")), _dict(obj.get("spec")), _dict(obj.get("status"))
+    metadata, spec, status = as_dict(obj.get("metadata")), as_dict(obj.get("spec")), as_dict(obj.get("status"))
     ref = spec.get("priorityClassRef")
     priority = _intern(ref.get("name")) if isinstance(ref, dict) else ""
     value = spec.get("priority")
@@ -290,7 +287,7 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
     if spec.get("active", True) is False:
         return WorkloadEntry(queue, "", priority, IDLE, **common)
     if reserved:
-        admission = _dict(status.get("admission"))
+        admission = as_dict(status.get("admission"))
         usage = _usage(admission)
         chips = tuple((flavor, int(amount)) for flavor, resource, amount in usage if resource == tpu and amount)
         return WorkloadEntry(
@@ -317,8 +314,8 @@ def shape_of(spec: Mapping[str, Any], tpu: str) -> Shape:
     (``webhook.quota.podsets.asks_for_tas``), whether or not it carries a ``topologyRequest`` yet.
     """
     podsets = []
-    for podset in map(_dict, spec.get("podSets") or ()):
-        pod = _dict(_dict(podset.get("template")).get("spec"))
+    for podset in map(as_dict, spec.get("podSets") or ()):
+        pod = as_dict(as_dict(podset.get("template")).get("spec"))
         count = podset.get("count", 1)
         demand = podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1)
         if "topologyRequest" in podset or demand.total(tpu):

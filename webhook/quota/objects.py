@@ -14,14 +14,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
+from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import quantity_or_none
 
 #: resources judged by the node-fit rule (DD-0018: one node must hold them all together)
 NODE_FIT_RESOURCES = ("cpu", "memory", "ephemeral-storage")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _list(value: Any) -> list[Any]:
@@ -29,7 +26,7 @@ def _list(value: Any) -> list[Any]:
 
 
 def string_map(value: Any) -> dict[str, str]:
-    return {str(k): str(v) for k, v in _dict(value).items() if isinstance(v, str | int | float)}
+    return {str(k): str(v) for k, v in as_dict(value).items() if isinstance(v, str | int | float)}
 
 
 # ---------------------------------------------------------------- label selectors
@@ -39,11 +36,11 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
     """A Kubernetes ``LabelSelector``; ``None`` (null) matches nothing, ``{}`` everything."""
     if selector is None:
         return False
-    for key, value in _dict(selector.get("matchLabels")).items():
+    for key, value in as_dict(selector.get("matchLabels")).items():
         if labels.get(key) != value:
             return False
     for expression in _list(selector.get("matchExpressions")):
-        expression = _dict(expression)
+        expression = as_dict(expression)
         key = str(expression.get("key"))
         values = _list(expression.get("values"))
         operator = expression.get("operator")
@@ -63,9 +60,9 @@ def selector_matches(selector: Mapping[str, Any] | None, labels: Mapping[str, st
 def describe_selector(selector: Mapping[str, Any] | None) -> str:
     if selector is None:
         return "null"
-    parts = [f"{k}={v}" for k, v in sorted(_dict(selector.get("matchLabels")).items())]
+    parts = [f"{k}={v}" for k, v in sorted(as_dict(selector.get("matchLabels")).items())]
     for expression in _list(selector.get("matchExpressions")):
-        expression = _dict(expression)
+        expression = as_dict(expression)
         values = ",".join(str(v) for v in _list(expression.get("values")))
         parts.append(f"{expression.get('key')} {expression.get('operator')} ({values})".replace(" ()", ""))
     return "{" + ", ".join(parts) + "}"
@@ -97,13 +94,13 @@ def _quotas(resource_groups: Any) -> tuple[tuple[ResourceGroup, ...], FlavorQuot
     groups: list[ResourceGroup] = []
     flavors: list[tuple[str, Mapping[str, Quota]]] = []
     for group in _list(resource_groups):
-        group = _dict(group)
+        group = as_dict(group)
         names: list[str] = []
         for flavor in _list(group.get("flavors")):
-            flavor = _dict(flavor)
+            flavor = as_dict(flavor)
             resources: dict[str, Quota] = {}
             for resource in _list(flavor.get("resources")):
-                resource = _dict(resource)
+                resource = as_dict(resource)
                 borrowing = resource.get("borrowingLimit")
                 lending = resource.get("lendingLimit")
                 resources[str(resource.get("name"))] = Quota(
@@ -142,8 +139,8 @@ class FlavorFungibility:
 
 
 def _preemption(value: Any) -> Preemption:
-    spec = _dict(value)
-    borrow = _dict(spec.get("borrowWithinCohort"))
+    spec = as_dict(value)
+    borrow = as_dict(spec.get("borrowWithinCohort"))
     threshold = borrow.get("maxPriorityThreshold")
     return Preemption(
         str(spec.get("withinClusterQueue") or "Never"),
@@ -154,7 +151,7 @@ def _preemption(value: Any) -> Preemption:
 
 
 def _fungibility(value: Any) -> FlavorFungibility:
-    spec = _dict(value)
+    spec = as_dict(value)
 
     def policy(key: str, default: str) -> str:
         raw = str(spec.get(key) or default)
@@ -170,7 +167,7 @@ def _fungibility(value: Any) -> FlavorFungibility:
 
 def fair_weight(spec: Mapping[str, Any]) -> Decimal:
     """``spec.fairSharing.weight`` (a quantity; Kueue's default 1)."""
-    weight = quantity_or_none(_dict(spec.get("fairSharing")).get("weight"))
+    weight = quantity_or_none(as_dict(spec.get("fairSharing")).get("weight"))
     return weight if weight is not None and weight >= 0 else Decimal(1)
 
 
@@ -204,12 +201,12 @@ class ClusterQueueInfo:
 
 
 def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueInfo:
-    spec = _dict(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     selector = spec.get("namespaceSelector")
     groups, flavors = _quotas(spec.get("resourceGroups"))
     cohort = spec.get("cohortName")
     return ClusterQueueInfo(
-        name=str(_dict(obj.get("metadata")).get("name", "")),
+        name=str(as_dict(obj.get("metadata")).get("name", "")),
         cohort=str(cohort) if cohort else None,
         namespace_selector=selector if isinstance(selector, dict) else None,
         groups=groups,
@@ -241,10 +238,10 @@ class CohortInfo:
 
 
 def parse_cohort(obj: Mapping[str, Any]) -> CohortInfo:
-    spec = _dict(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     parent = spec.get("parentName")
     return CohortInfo(
-        name=str(_dict(obj.get("metadata")).get("name", "")),
+        name=str(as_dict(obj.get("metadata")).get("name", "")),
         parent=str(parent) if parent else None,
         flavors=_quotas(spec.get("resourceGroups"))[1],
         fair_weight=fair_weight(spec),
@@ -267,7 +264,7 @@ def parse_tolerations(value: Any) -> tuple[Toleration, ...]:
             str(t.get("value") or ""),
             str(t.get("effect") or ""),
         )
-        for t in map(_dict, _list(value))
+        for t in map(as_dict, _list(value))
     )
 
 
@@ -284,9 +281,9 @@ class FlavorInfo:
 
 
 def parse_flavor(obj: Mapping[str, Any]) -> FlavorInfo:
-    spec = _dict(obj.get("spec"))
+    spec = as_dict(obj.get("spec"))
     return FlavorInfo(
-        name=str(_dict(obj.get("metadata")).get("name", "")),
+        name=str(as_dict(obj.get("metadata")).get("name", "")),
         node_labels=string_map(spec.get("nodeLabels")),
         node_taints=_blocking_taints(spec.get("nodeTaints")),
         tolerations=parse_tolerations(spec.get("tolerations")),
@@ -331,17 +328,19 @@ Affinity = tuple[tuple[Requirement, ...], ...]
 
 def parse_required_affinity(pod_spec: Mapping[str, Any]) -> Affinity:
     """``affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms``."""
-    required = _dict(
-        _dict(_dict(pod_spec.get("affinity")).get("nodeAffinity")).get("requiredDuringSchedulingIgnoredDuringExecution")
+    required = as_dict(
+        as_dict(as_dict(pod_spec.get("affinity")).get("nodeAffinity")).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
     )
     terms = []
-    for term in map(_dict, _list(required.get("nodeSelectorTerms"))):
+    for term in map(as_dict, _list(required.get("nodeSelectorTerms"))):
         terms.append(
             tuple(
                 Requirement(
                     str(e.get("key", "")), str(e.get("operator", "")), tuple(str(v) for v in _list(e.get("values")))
                 )
-                for e in map(_dict, _list(term.get("matchExpressions")))
+                for e in map(as_dict, _list(term.get("matchExpressions")))
             )
         )
     return tuple(terms)
@@ -368,10 +367,10 @@ class NodeInfo:
 
 
 def parse_node(obj: Mapping[str, Any]) -> NodeInfo:
-    metadata = _dict(obj.get("metadata"))
-    spec = _dict(obj.get("spec"))
+    metadata = as_dict(obj.get("metadata"))
+    spec = as_dict(obj.get("spec"))
     allocatable = {}
-    for key, raw in _dict(_dict(obj.get("status")).get("allocatable")).items():
+    for key, raw in as_dict(as_dict(obj.get("status")).get("allocatable")).items():
         value = quantity_or_none(raw)
         if value is not None:
             allocatable[str(key)] = value
@@ -388,7 +387,7 @@ def _blocking_taints(value: Any) -> tuple[Taint, ...]:
     """NoSchedule and NoExecute taints (PreferNoSchedule never blocks)."""
     return tuple(
         Taint(str(t.get("key", "")), str(t.get("value", "")), str(t.get("effect", "")))
-        for t in map(_dict, _list(value))
+        for t in map(as_dict, _list(value))
         if t.get("effect") in ("NoSchedule", "NoExecute")
     )
 

@@ -13,13 +13,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from webhook.kube.jsonvalues import as_dict
 from webhook.simulate.state import DEFAULT_STRATEGIES, FairSharing, LocalQueueInfo
 
 STRATEGIES = frozenset(DEFAULT_STRATEGIES)
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def fair_sharing(configuration: Mapping[str, Any] | None) -> FairSharing:
@@ -35,7 +32,7 @@ def fair_sharing(configuration: Mapping[str, Any] | None) -> FairSharing:
 
 
 def parse_local_queue(obj: Mapping[str, Any]) -> LocalQueueInfo:
-    metadata, spec = _dict(obj.get("metadata")), _dict(obj.get("spec"))
+    metadata, spec = as_dict(obj.get("metadata")), as_dict(obj.get("spec"))
     return LocalQueueInfo(
         str(metadata.get("namespace", "")),
         str(metadata.get("name", "")),

@@ -18,14 +18,11 @@ from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
+from webhook.kube.jsonvalues import as_dict
 from webhook.quota.ledger import HOLDS, WAITS, WorkloadEntry, project, shape_of
 from webhook.simulate.state import TPU, AdmittedWorkload, PendingWorkload
 
 EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
-
-
-def _dict(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 def _time(seconds: float) -> datetime:
@@ -73,14 +70,14 @@ def from_entry(namespace: str, name: str, entry: WorkloadEntry) -> AdmittedWorkl
 
 def from_document(obj: Mapping[str, Any], tpu: str = TPU) -> AdmittedWorkload | PendingWorkload | None:
     """A stored Workload document through the one reader (files, tests)."""
-    metadata = _dict(obj.get("metadata"))
+    metadata = as_dict(obj.get("metadata"))
     return from_entry(str(metadata.get("namespace", "")), str(metadata.get("name", "")), project(obj, tpu))
 
 
 def job_of(obj: Mapping[str, Any], tpu: str = TPU) -> PendingWorkload:
     """The Workload being simulated, as submitted now: its podSets whatever its status says, and
     whether it is active."""
-    metadata, spec = _dict(obj.get("metadata")), _dict(obj.get("spec"))
+    metadata, spec = as_dict(obj.get("metadata")), as_dict(obj.get("spec"))
     entry = project(obj, tpu)
     namespace, name = str(metadata.get("namespace", "")), str(metadata.get("name", ""))
     key = f"{namespace}/{name}"
