@@ -28,7 +28,6 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Mapping, Sequence, Set
-from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
@@ -171,15 +170,6 @@ class NodeState:
             if pool:
                 return pool
         return None
-
-
-@dataclass(frozen=True, slots=True)
-class Pending:
-    """A Workload waiting in a ClusterQueue (through one of its LocalQueues), with its podSets' demand."""
-
-    namespace: str
-    name: str
-    entry: WorkloadEntry
 
 
 class Snapshot:
@@ -381,29 +371,6 @@ class Snapshot:
         return self.remember("quota picture", make)  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------------- what the simulator reads
-
-    def pending(self, cluster_queue: str) -> tuple[Pending, ...]:
-        """The Workloads waiting for the queue in Kueue's order: priority descending, then
-        creation ascending (then namespace and name, for a stable order) (memoized)."""
-        return self._pending_by_queue().get(cluster_queue, ())
-
-    def _pending_by_queue(self) -> dict[str, tuple[Pending, ...]]:
-        def make() -> dict[str, tuple[Pending, ...]]:
-            pending: defaultdict[str, list[Pending]] = defaultdict(list)
-            local_queues = self.queues.local_queues
-            for (namespace, name), entry in self.workloads.items():
-                if entry.state == WAITS:
-                    queue = local_queues.get((namespace, entry.local_queue))
-                    if queue is not None:
-                        pending[queue].append(Pending(namespace, name, entry))
-            return {
-                q: tuple(sorted(items, key=lambda p: (-p.entry.priority_value, p.entry.created, p.namespace, p.name)))
-                for q, items in pending.items()
-            }
-
-        return self.remember("pending by queue", make)  # type: ignore[no-any-return]
-
-    # ---------------------------------------------------------------- one queue's Workloads, by index
 
     def holding_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadEntry]]:
         """(namespace, name, entry) of the Workloads holding quota in the queue: O(the queue's

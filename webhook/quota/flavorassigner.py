@@ -52,11 +52,10 @@ from webhook.objects.workload import Container, PodSet
 from webhook.quota.amounts import format_amount
 from webhook.quota.combinations import LIMIT, Bounds, Choice, Doubt, Option, choose, holds, most
 from webhook.quota.objects import ClusterQueueInfo, FlavorInfo, tolerated
-from webhook.quota.podsets import PodSetDemand, demand_of
+from webhook.quota.podsets import PODS, PodSetDemand, demand_of
 from webhook.quota.resource_node import Bound, Memo, NominalFit, Remember, ResourceNodes, nominal_fit
 
 ZERO = Decimal(0)
-PODS = "pods"
 
 #: ``budget(flavor, resource)``: a further cap per flavor (the guaranteed balance), ``None`` = none
 Budget = Callable[[str, str], Bound | None]
@@ -297,9 +296,7 @@ class FlavorAssigner:
         slots: list[_Slot] = []
         alone: list[PodSetAssignment] = []
         for index, demand in enumerate(podsets):
-            requests = {r: v * demand.count for r, v in demand.requests}
-            if pods_group is not None:
-                requests[PODS] = Decimal(demand.count)
+            requests = demand.totals(pods_group is not None)
             attempts: list[Attempt] = []
             uncovered: list[str] = []
             options: list[str] = []

@@ -22,6 +22,8 @@ from webhook.objects.workload import PodSet, Workload
 from webhook.quota.objects import Affinity, Toleration, parse_required_affinity, parse_tolerations
 
 ZERO = Decimal(0)
+#: the resource by which a ClusterQueue may limit how many pods it admits
+PODS = "pods"
 
 #: Kueue's annotations by which a podSet asks for topology-aware scheduling
 TAS_ANNOTATIONS = (
@@ -52,6 +54,15 @@ class PodSetDemand:
             if name == resource:
                 return value * self.count
         return ZERO
+
+    def totals(self, counts_pods: bool) -> dict[str, Decimal]:
+        """Every request of the podSet's pods together (per pod × count), as Kueue's flavor
+        assigner sums them; with ``counts_pods`` (the ClusterQueue covers ``pods``) the pod
+        count too, as ``pods``."""
+        totals = {resource: value * self.count for resource, value in self.requests}
+        if counts_pods:
+            totals[PODS] = Decimal(self.count)
+        return totals
 
 
 _DEMANDS: dict[PodSetDemand, PodSetDemand] = {}

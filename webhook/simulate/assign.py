@@ -26,7 +26,7 @@ from decimal import Decimal
 
 from webhook.quota.flavorassigner import flavor_mismatch
 from webhook.quota.objects import ClusterQueueInfo, FlavorFungibility, ResourceGroup
-from webhook.quota.podsets import PodSetDemand
+from webhook.quota.podsets import PODS, PodSetDemand
 from webhook.simulate.preempt import Preemptor, Simulation
 from webhook.simulate.state import FlavorResource
 from webhook.simulate.tree import Node, available, lowest_fitting_height, potential_available
@@ -145,11 +145,8 @@ class Assignment:
 
 
 def podset_requests(queue: ClusterQueueInfo, podset: PodSetDemand) -> dict[str, Decimal]:
-    """A podSet's total requests (per pod × count), with ``pods`` when the queue covers it."""
-    requests = {resource: value * podset.count for resource, value in podset.requests}
-    if queue.group_of("pods") is not None:
-        requests["pods"] = Decimal(podset.count)
-    return requests
+    """A podSet's total requests, with ``pods`` when the queue covers it."""
+    return podset.totals(queue.group_of(PODS) is not None)
 
 
 class FlavorAssigner:
