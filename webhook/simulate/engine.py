@@ -17,11 +17,10 @@ from __future__ import annotations
 
 import dataclasses
 import heapq
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal, localcontext
 
 from webhook.kube.quantity import CONTEXT
-from webhook.kube.topology import TopologyError, parse_topology
 from webhook.quota.amounts import format_amount
 from webhook.quota.objects import ClusterQueueInfo, describe_selector, selector_matches
 from webhook.simulate.assign import (
@@ -230,7 +229,7 @@ class Simulator:
             return ()
         assigned = [p.flavors for p in assignment.podsets]
         label = placement.topology_label
-        return pool_needs(job.podsets, assigned, self.state.flavors, label, self.tpu, _topology_chips)
+        return pool_needs(job.podsets, assigned, self.state.flavors, label, self.tpu)
 
     def _placement_unknown(self, wanted: Sequence[PoolNeed]) -> str:
         """Why whether the job's pools are free cannot be told ("" when it can, or nothing is placed)."""
@@ -421,36 +420,24 @@ class Simulator:
         """The three ClusterQueues of the queue's cohort tree (or the queue alone) using most of ``target``:
         one pass over the tree's queues per (tree, flavor, resource), kept until the usage moves."""
         root = node.root() if node.parent is not None else node
-        key = (root.name, *target)
-        held = self.ranked.get(key)
-        if held is None:
-            scope = [node] if node.parent is None else _queues(root)
-            top = heapq.nsmallest(
-                HOLDERS, ((-q.usage.get(target, ZERO), q.name) for q in scope if q.usage.get(target, ZERO) > 0)
-            )
-            held = self.ranked[key] = tuple((name, -amount) for amount, name in top)
-        return held
+        scope = [node] if node.parent is None else _queues(root)
+        return self._largest((root.name, *target), ((q.name, q.usage.get(target, ZERO)) for q in scope))
 
     def _largest_workloads(self, queue: str, target: FlavorResource) -> tuple[tuple[str, Decimal], ...]:
         """The three admitted Workloads of ``queue`` using most of ``target`` (its index, read once)."""
-        key = ("queue " + queue, *target)
+        admitted = self.state.admitted_by_queue.get(queue, ())
+        return self._largest(("queue " + queue, *target), ((w.key, w.usage.get(target, ZERO)) for w in admitted))
+
+    def _largest(
+        self, key: tuple[str, str, str], amounts: Iterator[tuple[str, Decimal]]
+    ) -> tuple[tuple[str, Decimal], ...]:
+        """The ``HOLDERS`` largest of ``amounts`` (name, amount) above zero, most first, kept under
+        ``key``; ``amounts`` is a generator, walked only the first time."""
         held = self.ranked.get(key)
         if held is None:
-            admitted = self.state.admitted_by_queue.get(queue, ())
-            top = heapq.nsmallest(
-                HOLDERS,
-                ((-w.usage.get(target, ZERO), w.key) for w in admitted if w.usage.get(target, ZERO) > 0),
-            )
+            top = heapq.nsmallest(HOLDERS, ((-amount, name) for name, amount in amounts if amount > 0))
             held = self.ranked[key] = tuple((name, -amount) for amount, name in top)
         return held
-
-
-def _topology_chips(topology: str) -> int:
-    """The chips of one whole slice of ``topology`` (``4x4x4``: 64); 0 for a value that is not one."""
-    try:
-        return parse_topology(topology).chips
-    except TopologyError:
-        return 0
 
 
 def _queues(cohort: Node) -> list[Node]:

@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from webhook.quota.capacity import topology_chips
 from webhook.quota.ledger import WorkloadEntry
 from webhook.quota.objects import FlavorInfo
 from webhook.quota.podsets import PodSetDemand
@@ -142,7 +143,6 @@ def pool_needs(
     flavors: Mapping[str, FlavorInfo],
     topology_label: str,
     tpu: str,
-    chips_of: Callable[[str], int],
 ) -> tuple[PoolNeed, ...]:
     """The pools the job's static podSets need, one group per topology (its first podSet's selector).
 
@@ -157,8 +157,8 @@ def pool_needs(
         info = flavors.get(flavor) if flavor else None
         if not podset.tas or not topology or info is None or info.topology_name is None:
             continue
-        chips, per_slice = podset.total(tpu), chips_of(topology)
-        if chips <= 0 or per_slice <= 0:
+        chips, per_slice = podset.total(tpu), topology_chips(topology)
+        if chips <= 0 or not per_slice:
             continue
         slices = int(-(-chips // Decimal(per_slice)))
         held = groups.get(topology)
