@@ -31,13 +31,12 @@ from itertools import islice
 from typing import TypeVar
 
 from webhook.kube.quantity import CONTEXT
-from webhook.kube.topology import TopologyError, parse_topology
+from webhook.kube.topology import NODEPOOL_LABEL, TopologyError, parse_topology
 from webhook.policy.config import TpuPolicy
 from webhook.quota.objects import NodeFit, NodeInfo, Taint, Toleration, tolerated
 from webhook.quota.table import SetTable, Table
 
 _K = TypeVar("_K")
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
 #: allocatable (sorted) and blocking taints
 Shape = tuple[tuple[tuple[str, Decimal], ...], tuple[Taint, ...]]

@@ -32,8 +32,9 @@ from decimal import Decimal
 from typing import Any, Final
 
 from webhook.cluster import kinds as k
-from webhook.cluster.nodes import NODEPOOL_LABEL, NodeIndex
+from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
+from webhook.kube.topology import NODEPOOL_LABEL
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry

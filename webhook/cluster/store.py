@@ -27,6 +27,7 @@ from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import NodeState, QueueState, Snapshot, places
 from webhook.cluster.workloaddocs import WorkloadRecords, workload_record
+from webhook.kube.jsonvalues import as_dict
 from webhook.policy.config import Policy
 from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
 from webhook.quota.objects import (
@@ -82,11 +83,9 @@ def _parsed(kind: k.Kind, obj: Mapping[str, Any]) -> Any:
     if kind is k.RESOURCE_FLAVORS:
         return parse_flavor(obj)
     if kind is k.NAMESPACES:
-        metadata = obj.get("metadata")
-        return string_map(metadata.get("labels") if isinstance(metadata, dict) else None)
+        return string_map(as_dict(obj.get("metadata")).get("labels"))
     if kind is k.LOCAL_QUEUES:
-        spec = obj.get("spec")
-        return str((spec.get("clusterQueue") if isinstance(spec, dict) else None) or "")
+        return str(as_dict(obj.get("spec")).get("clusterQueue") or "")
     return None
 
 

@@ -12,6 +12,10 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Final, Protocol
 
+#: the node label of a static node pool, the topology level of one static slice (RFC-0033: one slice
+#: is one node pool)
+NODEPOOL_LABEL: Final = "cloud.google.com/gke-nodepool"
+
 _GRAMMAR: Final = re.compile(r"^([0-9]{1,6})x([0-9]{1,6})x([0-9]{1,6})$")
 
 

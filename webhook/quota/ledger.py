@@ -47,6 +47,7 @@ from typing import Any, Protocol
 from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import CONTEXT, quantity_or_none
 from webhook.kube.sharing import shared
+from webhook.kube.topology import NODEPOOL_LABEL
 from webhook.quota.flavorassigner import Assignment, Assigns
 from webhook.quota.objects import ClusterQueueInfo
 from webhook.quota.podsets import PodSetDemand, podset_demand
@@ -151,8 +152,6 @@ class WorkloadEntry:
 Usage = tuple[tuple[str, str, Decimal], ...]
 #: (node label, value) of the topology domains an admitted Workload's pods are placed in
 Placed = tuple[tuple[str, str], ...]
-#: the topology level of a static node pool (RFC-0033: one slice is one node pool)
-NODEPOOL_LABEL = "cloud.google.com/gke-nodepool"
 
 
 def _conditions(status: Mapping[str, Any]) -> dict[str, tuple[bool, str, str]]:

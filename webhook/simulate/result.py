@@ -248,7 +248,7 @@ class Result:
                 unit = "chips" if r == self.chips else r
                 used = f"{format_amount(n.uses, r)} of {format_amount(n.nominal, r)}"
                 parts.append(f"{self.cluster_queue} uses {used} {n.flavor} {unit}{cohort}")
-                held = n.holders if n.cohort else tuple((w, a) for w, a in n.workloads)
+                held = n.holders if n.cohort else n.workloads
                 if held:
                     parts.append("held by " + _names(f"{q} {format_amount(a, r)}" for q, a in held))
             else:
