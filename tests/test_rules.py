@@ -2,10 +2,15 @@
 
 from __future__ import annotations
 
+import ast
+import re
+from pathlib import Path
+
 import pytest
 from rule_cases import CASES, RuleCase
 from support import assert_example_findings
 
+import webhook
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects import kinds
 from webhook.policy.findings import Finding
@@ -107,3 +112,33 @@ def test_the_chips_shortcut_answers_as_the_quantity_parse_does(raw: object) -> N
     from webhook.rules.shape import _is_chips
 
     assert _is_chips(raw, 4, "4", Decimal(4)) is (quantity_or_none(raw) == Decimal(4))
+
+
+def _literals(tree: ast.AST) -> list[ast.Constant]:
+    """The string constants of a module (f-strings' parts too), its docstrings left out."""
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docstrings
+    ]
+
+
+def test_a_rule_id_is_written_once_in_the_product() -> None:
+    """One rule, one home: every other module takes the ID from the rule's declaration."""
+    package = Path(webhook.__file__).parent
+    written: dict[str, list[str]] = {rule.id: [] for rule in RULES}
+    patterns = {rule.id: re.compile(rf"(?<![\w-]){re.escape(rule.id)}(?![\w-])") for rule in RULES}
+    for path in sorted(package.rglob("*.py")):
+        for literal in _literals(ast.parse(path.read_text(encoding="utf-8"))):
+            for rule_id, pattern in patterns.items():
+                if pattern.search(literal.value):
+                    written[rule_id].append(f"{path.relative_to(package)}:{literal.lineno}")
+    assert {rule_id: where for rule_id, where in written.items() if len(where) != 1} == {}

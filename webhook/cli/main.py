@@ -36,6 +36,7 @@ from webhook.objects.sources import SourceError, named, read_documents
 from webhook.policy.config import ConfigError, Policy
 from webhook.rules import Rule
 from webhook.rules.catalog import RULES, markdown_table
+from webhook.rules.labels import QUEUE_NOT_PERMITTED
 from webhook.serving import certs, logsink
 from webhook.serving.logsink import BufferedJsonHandler
 
@@ -456,7 +457,7 @@ examples:
   tpu-admission check jobs/ --output junit > tpu-admission.xml
   tpu-admission check jobs/ --config policy.yaml --user alice --group team-a
 
-Who submits (--user, --group) decides queue-not-permitted when the policy sets
+Who submits (--user, --group) decides {QUEUE_NOT_PERMITTED.id} when the policy sets
 queuePermissions; where the name or groups left out could permit the job, that rule
 is skipped with a warning naming the flag.
 

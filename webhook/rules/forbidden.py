@@ -67,7 +67,7 @@ def _suspend_cel(policy: Policy) -> Iterator[Validation]:
     # false can be known to be the user's (see the rule's VAP note).
     line = SUSPEND_FORBIDDEN.finding(_SUSPEND, value="false").line()
     yield SUSPEND_FORBIDDEN.validation(
-        policy, "object.?spec.?suspend.orValue(true) != false", line.removeprefix("[suspend-forbidden] ")
+        policy, "object.?spec.?suspend.orValue(true) != false", line.removeprefix(f"[{SUSPEND_FORBIDDEN.id}] ")
     )
 
 
