@@ -396,7 +396,7 @@ CASES = [
             local_queue("why-e", "why-e"),
             workload("why-e", "holds-64", 16, "4x4x4", admitted_to=("why-e", "why-e-4x4x4")),
             workload("why-e", "waits-1024", 256, "4x4x4"),  # over nominal on its own: never admitted
-            workload(  # Kueue marked it inadmissible
+            workload(  # whatever reason Kueue gives, it is still pending and fits: it counts
                 "why-e",
                 "inadmissible-128",
                 32,
@@ -405,11 +405,11 @@ CASES = [
             ),
         ],
         [
-            (static_job("why-e", 2, guaranteed=True), set(), []),  # 128 ≤ 256 − 64
+            (static_job("why-e", 1, guaranteed=True), set(), []),  # 64 ≤ 256 − 64 − 128
             (
-                static_job("why-e", 4, guaranteed=True),
+                static_job("why-e", 2, guaranteed=True),
                 {"guaranteed-balance-exceeded"},
-                ["192 guaranteed chips left: nominal 256 − in use 64 − pending 0"],
+                ["64 guaranteed chips left: nominal 256 − in use 64 − pending 128"],
             ),
         ],
     ),

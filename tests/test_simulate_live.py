@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 from cluster_fixtures import OBJECTS, POLICY, STATE, team_a_workload
 
 from webhook.cluster import kinds as k
@@ -151,3 +152,32 @@ def test_the_holders_a_wait_names_follow_the_usage_after_an_event() -> None:
     after = simulate_object(carried, job).to_json()
     assert after["holders"]["workloads"][0] == {"name": "kubemaker/bigger", "clusterQueue": "team-a", "amount": 192}
     assert after == simulate_object(LiveSimulator(snapshot, POLICY, now=carried.state.now), job).to_json()
+
+
+def _with_reason(reason: str) -> list[dict[str, Any]]:
+    """The fixture objects with ``jobset-a-pending-guaranteed-4c5d6`` refused by Kueue with ``reason``."""
+    out = []
+    for obj in OBJECTS:
+        if obj["kind"] == "Workload" and obj["metadata"]["name"] == "jobset-a-pending-guaranteed-4c5d6":
+            condition = {"type": "QuotaReserved", "status": "False", "reason": reason, "message": "not yet"}
+            obj = {**obj, "status": {"conditions": [condition]}}
+        out.append(obj)
+    return out
+
+
+@pytest.mark.parametrize("reason", ["WaitingForQuota", "ExceedsMaxQuota", "NoMatchingFlavor", "Inadmissible"])
+def test_a_workload_pending_with_any_reason_is_simulated_and_counted_as_pending(reason: str) -> None:
+    """KEP-10852's reasons name a Workload still in its queue, as the older ``Pending`` does: it is
+    simulated, stands in front of a later job, and is the quota picture's pending."""
+    before = state_from_objects(_with_reason("Pending"), POLICY).snapshot()
+    after = state_from_objects(_with_reason(reason), POLICY).snapshot()
+    name = "jobset-a-pending-guaranteed-4c5d6"
+    assert simulate_stored(after, "kubemaker", name, POLICY) == simulate_stored(before, "kubemaker", name, POLICY)
+    later = team_a_workload("later", 64)
+    assert simulate_object(live(after, POLICY), later).position == simulate_object(live(before, POLICY), later).position
+    assert simulate_object(live(after, POLICY), later).position.ahead >= 1
+    assert [w.key for w in state_of(after, POLICY).pending_by_queue["team-a"]] == [
+        w.key for w in state_of(before, POLICY).pending_by_queue["team-a"]
+    ]
+    assert after.quota_picture() == before.quota_picture()
+    assert before.quota_picture().cluster_queues["team-a"].flavors["tpu7x-4x4x4"]["google.com/tpu"].pending == 64

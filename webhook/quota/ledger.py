@@ -15,14 +15,16 @@ What counts, as Kueue's cache counts it (``pkg/workload``: ``HasActiveQuotaReser
   the topology domains its ``topologyAssignment`` places pods in are kept too (static
   mode's placement reads which node pools are held).
 - **pending** (``WAITS``): no active reservation, not finished, ``spec.active`` not false,
-  ``WaitingForReplacementPods`` not True, and not marked inadmissible by Kueue: a
-  ``QuotaReserved`` False condition with reason ``Inadmissible``, ``OnHold``,
-  ``ExceedsMaxQuota``, ``NoMatchingFlavor`` or ``Misconfigured`` leaves it out. Pending
-  Workloads are kept by LocalQueue and podSet shape; which ClusterQueue and flavor they
+  and ``WaitingForReplacementPods`` not True, whatever reason its ``QuotaReserved`` False
+  condition gives: Kueue writes ``Pending``, ``Inadmissible`` or, with
+  ``UnadmittedWorkloadsObservability`` (KEP-10852, on by default from v0.20), a token per
+  cause (``WaitingForQuota``, ``ExceedsMaxQuota``, ``NoMatchingFlavor``, …), and every one
+  of them names a Workload still in its queue, to be tried again when the cluster changes.
+  Pending Workloads are kept by LocalQueue and podSet shape; which ClusterQueue and flavor they
   would use (and whether they could ever fit at all, else they do not count either) is
   resolved by the quota model when a request reads the balance, because that depends on
   objects that may arrive later or change.
-- everything else (finished, deactivated, inadmissible) does not count.
+- everything else (finished, deactivated, waiting for replacement pods) does not count.
 
 The **guaranteed balance** is ours, not Kueue's (RFC-0033: beyond its nominal quota a
 guaranteed job runs without its preemption privilege): a ClusterQueue's nominal TPU quota
@@ -55,10 +57,7 @@ from webhook.quota.resource_node import Bound
 from webhook.quota.table import Table
 
 ZERO = Decimal(0)
-HOLDS, WAITS, IDLE, FINISHED, INADMISSIBLE = "holds", "waits", "idle", "finished", "inadmissible"
-
-#: ``QuotaReserved=False`` reasons with which Kueue says the Workload cannot be admitted as it is
-INADMISSIBLE_REASONS = frozenset({"Inadmissible", "OnHold", "ExceedsMaxQuota", "NoMatchingFlavor", "Misconfigured"})
+HOLDS, WAITS, IDLE, FINISHED, REPLACING = "holds", "waits", "idle", "finished", "replacing"
 
 Shape = tuple[PodSetDemand, ...]
 
@@ -280,7 +279,7 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
     }
     queue = _intern(spec.get("queueName"))
     conditions = _conditions(status)
-    reserved, reason, since = conditions.get("QuotaReserved", (False, "", ""))
+    reserved, _, since = conditions.get("QuotaReserved", (False, "", ""))
     if conditions.get("Finished", (False, "", ""))[0]:
         return WorkloadEntry(queue, "", priority, FINISHED, **common)
     if spec.get("active", True) is False:
@@ -301,8 +300,8 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
             placed=_placed(admission),
             **common,
         )
-    if reason in INADMISSIBLE_REASONS or conditions.get("WaitingForReplacementPods", (False, "", ""))[0]:
-        return WorkloadEntry(queue, "", priority, INADMISSIBLE, **common)
+    if conditions.get("WaitingForReplacementPods", (False, "", ""))[0]:
+        return WorkloadEntry(queue, "", priority, REPLACING, **common)
     return WorkloadEntry(queue, "", priority, WAITS, shape=shape_of(spec, tpu), **common)
 
 

@@ -4,8 +4,8 @@ A stored Workload is read once, into a ``WorkloadEntry`` (a few slots), whoever 
 the ledger, the rules and the simulator. Here an entry becomes the engine's Workload when
 a scheduling attempt reads its queue: holding quota (``HOLDS``: ``QuotaReserved`` True,
 not finished, active) is an ``AdmittedWorkload`` with the entry's usage per (flavor,
-resource); waiting (``WAITS``: active, not finished, not reserved, not marked
-inadmissible) is a ``PendingWorkload`` with the entry's podSets; anything else is not
+resource); waiting (``WAITS``: active, not finished, not reserved, whatever reason
+Kueue gives) is a ``PendingWorkload`` with the entry's podSets; anything else is not
 counted, as Kueue's cache does not count it.
 
 ``job_of`` reads the job being simulated when it is a Workload: the same reader, plus
