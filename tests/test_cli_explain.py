@@ -190,3 +190,23 @@ def test_from_a_live_cluster_the_job_is_read_by_name_and_its_own_status_decides(
         api.stop()
     done = run_cli("explain", "jobset/x", "--kubeconfig", kubeconfig)
     assert done.returncode == 2 and "could not be listed" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_deployments_pod_running_and_ready_in_the_files_is_running(tmp_path: Path) -> None:
+    """A Deployment is one Workload per Pod: the Pod's readiness, read from the state, decides."""
+    pod = "web-7c9d8f6b4-x2k4m"
+    workload = rfc_example_one().name(f"pod-{pod}-abcde").job_uid("uid-pod").owner("Pod", pod).obj()
+    running = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": pod, "namespace": "kubemaker"},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]},
+    }
+    answers = []
+    for objects in ((workload,), (workload, running)):
+        code, answer, _ = _explain(
+            "deployment/web", "-n", "kubemaker", "--cluster-state", _state(tmp_path, "team-a", *objects)
+        )
+        assert code == 0, answer
+        answers.append(answer["results"][0]["state"])
+    assert answers == ["Starting", "Running"]

@@ -272,3 +272,25 @@ def test_a_kind_explain_does_not_answer_for_is_an_error(kind: str, message: str)
     with pytest.raises(ExplainError) as raised:
         explain(ExplainRequest(kind, StoredJobSet().obj(), WorkloadList([])))
     assert str(raised.value).startswith(message)
+
+
+def _pod(namespace: str, name: str, ready: str) -> dict[str, Any]:
+    conditions = [{"type": "Ready", "status": ready, "lastTransitionTime": T1}]
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace},
+        "status": {"phase": "Running", "conditions": conditions},
+    }
+
+
+@pytest.mark.parametrize(("ready", "state"), [("True", "Running"), ("False", "Starting"), (None, "Starting")])
+def test_a_deployments_pod_workload_is_as_ready_as_its_pod(ready: str | None, state: str) -> None:
+    """One Workload per pod: its Pod's Ready condition says whether it runs, as a JobSet's status does."""
+    service = deployment().obj()
+    name, namespace = service["metadata"]["name"], service["metadata"]["namespace"]
+    pod = f"{name}-7c9d8f6b4-x2k4m"
+    workload = rfc_example_one().name(f"pod-{pod}-abcde").namespace(namespace).job_uid("uid-pod").owner("Pod", pod)
+    pods = {(namespace, pod): _pod(namespace, pod, ready)} if ready is not None else {}
+    request = ExplainRequest("Deployment", service, WorkloadList([workload.obj()]), pods=pods)
+    assert explain(request).decided.state == state

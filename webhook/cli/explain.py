@@ -28,6 +28,7 @@ from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.statefiles import state_from_objects
 from webhook.explain.explainer import ExplainError, explain
+from webhook.explain.jobstatus import POD
 from webhook.explain.lookup import (
     BadTarget,
     NotFound,
@@ -79,7 +80,7 @@ def state_from_files(paths: list[str]) -> State:
         obj = document.data
         if not isinstance(obj, dict):
             continue
-        kind = kind_of_document(obj)
+        kind = kind_of_document(obj) or (POD if (obj.get("apiVersion"), obj.get("kind")) == ("v1", POD) else None)
         if kind is not None:
             jobs[_key(obj, kind)] = obj
         else:
@@ -155,7 +156,7 @@ def run_explain(args: argparse.Namespace) -> int:
         state = _load(args, (kind, namespace, name))
         jobs = state.jobs if kind in state.read else None
         snapshot = state.snapshot
-        request = request_from_snapshot(snapshot, kind, namespace, name, jobs, stored_simulator(snapshot))
+        request = request_from_snapshot(snapshot, kind, namespace, name, jobs, stored_simulator(snapshot), state.jobs)
         explanation = explain(request)
     except StateError as exc:
         return _fail("explain", str(exc), EXIT_USAGE, args.output)

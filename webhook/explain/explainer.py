@@ -20,6 +20,7 @@ from typing import Any, Final
 
 from webhook.explain import state as s
 from webhook.explain.inputs import Document, QuotaPicture, Simulate, WorkloadIndex, metadata, text_field
+from webhook.explain.jobstatus import POD
 from webhook.explain.preemption import parse_preemption_message, why
 from webhook.explain.preemptor import Preemptor, admitted_cluster_queue, resolve_preemptor
 from webhook.explain.result import ExplainResult, PreemptorJson, QuotaJson, quota_numbers, simulation_json
@@ -43,7 +44,8 @@ class ExplainRequest:
 
     ``kind`` is JobSet, Job, Deployment or Workload; ``job`` its document as stored.
     ``local_queues`` maps (namespace, LocalQueue) to its ClusterQueue, for a Workload
-    that holds no quota yet.
+    that holds no quota yet. ``pods`` maps (namespace, name) to the Pods read, for a
+    Deployment's Workloads (one per Pod, each as ready as its Pod).
     """
 
     kind: str
@@ -52,6 +54,7 @@ class ExplainRequest:
     quota: QuotaPicture | None = None
     simulate: Simulate | None = None
     local_queues: Mapping[tuple[str, str], str] = field(default_factory=dict)
+    pods: Mapping[tuple[str, str], Document] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,11 +142,14 @@ def explain(request: ExplainRequest) -> Explanation:
                 "kueue.x-k8s.io/job-uid), so give the object as stored (kubectl get -o yaml)"
             )
         workloads = job_workloads(request.kind, request.job, request.workloads)
-        # a Deployment's status counts all its pods; each Workload is one pod's (its PodsReady)
+        # a Deployment's status counts all its pods; each Workload is one pod's (its Pod, its PodsReady)
         job_kind, job = request.kind, (None if request.kind == DEPLOYMENT else request.job)
     if not workloads:
         return _not_managed(request, namespace, name)
-    decided = [(s.decide(w, job_kind, job), w) for w in workloads]
+    if request.kind == DEPLOYMENT:
+        decided = [(s.decide(w, POD, _pod_of(w, request.pods)), w) for w in workloads]
+    else:
+        decided = [(s.decide(w, job_kind, job), w) for w in workloads]
     decided.sort(key=lambda pair: s.NEEDS_EXPLAINING.index(pair[0].state))
     chosen, workload = decided[0]
     counts = Counter(d.state for d, _ in decided)
@@ -167,6 +173,13 @@ def explain(request: ExplainRequest) -> Explanation:
         dict(counts),
         points,
     )
+
+
+def _pod_of(workload: Document, pods: Mapping[tuple[str, str], Document]) -> Document | None:
+    """The Pod a Deployment's Workload is for (its owner), when it was read."""
+    kind, _, rest = (owner_job(workload) or "").partition("/")
+    namespace, _, name = rest.partition("/")
+    return pods.get((namespace, name)) if kind == POD else None
 
 
 def _not_managed(request: ExplainRequest, namespace: str, name: str) -> Explanation:

@@ -6,16 +6,23 @@ mirrors the end in the Workload's ``Finished`` condition (reason ``Succeeded`` o
 ``Failed``), and readiness in ``PodsReady`` when ``waitForPodsReady`` is on. The job's
 word is read first, the Workload's when the job says nothing. ``None`` means the job
 does not say, which is not "no".
+
+A Deployment's pods are one Workload each, owned by the Pod: such a Workload's job is its
+Pod, ready when its ``Ready`` condition is True (or it has succeeded), as the kubelet
+reports it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 from webhook.explain.conditions import Condition, read_conditions
 from webhook.explain.inputs import Document
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+
+#: the owner of a Workload that Kueue's pod integration made (a Deployment's pod)
+POD: Final = "Pod"
 
 #: the job's condition types that end it, per kind: (succeeded, failed)
 _TERMINAL = {JOBSET: ("Completed", "Failed"), JOB: ("Complete", "Failed")}
@@ -56,7 +63,16 @@ def all_ready(kind: str, job: Document | None) -> bool | None:
     if kind == DEPLOYMENT:
         wanted = _count(spec.get("replicas"), 1)
         return (_count(status.get("readyReplicas"), 0) or 0) >= (wanted or 0)
+    if kind == POD:
+        return _pod_ready(status)
     return None
+
+
+def _pod_ready(status: Mapping[str, Any]) -> bool | None:
+    if status.get("phase") == "Succeeded":
+        return True
+    ready = read_conditions(status.get("conditions")).get("Ready")
+    return ready.true if ready is not None else None
 
 
 def _jobset_ready(spec: Mapping[str, Any], status: Mapping[str, Any]) -> bool | None:

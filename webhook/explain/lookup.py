@@ -32,6 +32,7 @@ from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
 from webhook.explain import state as s
 from webhook.explain.explainer import ExplainError, ExplainRequest
 from webhook.explain.inputs import Document, Simulate, metadata, text_field
+from webhook.explain.jobstatus import POD
 from webhook.explain.workloads import WORKLOAD, job_workloads
 from webhook.kube.typos import did_you_mean
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
@@ -163,11 +164,14 @@ def request_from_snapshot(
     name: str,
     jobs: Mapping[tuple[str, str, str], Document] | None = None,
     simulator: StoredSimulate | None = None,
+    read: Mapping[tuple[str, str, str], Document] | None = None,
 ) -> ExplainRequest:
     """The ``ExplainRequest`` for ``kind`` ``namespace``/``name`` (see the module for the errors).
 
     ``jobs``: (kind, namespace, name) -> document, when the caller read ``kind``'s objects
     (the CLI's files or cluster; empty: none); ``None`` when it did not (the server).
+    ``read``: every object the caller read by (kind, namespace, name), whatever the kind
+    asked: the Pods among them tell a Deployment's Workloads' readiness.
     """
     reason = snapshot.unread.get(k.WORKLOADS.name)
     if reason is not None:
@@ -197,6 +201,7 @@ def request_from_snapshot(
         quota=snapshot.quota_picture() if unread_queues is None else None,
         simulate=_bound_simulation(kind, job, index, simulator),
         local_queues=snapshot.queues.local_queues,
+        pods={(ns, pod): doc for (of, ns, pod), doc in (read or {}).items() if of == POD},
     )
 
 
