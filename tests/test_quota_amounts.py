@@ -7,7 +7,7 @@ from decimal import Decimal, localcontext
 import pytest
 
 from webhook.kube.quantity import BOUND
-from webhook.quota.amounts import format_amount, format_amounts
+from webhook.quota.amounts import canonical, format_amount, format_amounts
 
 GI = 2**30
 
@@ -55,3 +55,25 @@ def test_amounts_beyond_the_parsers_bound_say_so_and_never_raise(resource: str |
 def test_format_amounts_lists_resources_sorted() -> None:
     values = {"memory": Decimal(8 * GI), "cpu": Decimal("0.5"), "google.com/tpu": Decimal(4)}
     assert format_amounts(values) == "cpu 500m, google.com/tpu 4, memory 8Gi"
+
+
+@pytest.mark.parametrize(
+    ("value", "resource", "text"),
+    [
+        (10485760, "memory", "10Mi"),
+        (1048576, "memory", "1Mi"),
+        (1536, "memory", "1536"),
+        (512, "memory", "512"),
+        (3 * 2**30, "ephemeral-storage", "3Gi"),
+        (2**21, "hugepages-2Mi", "2Mi"),
+        (Decimal("0.5"), "cpu", "500m"),
+        (2000, "cpu", "2k"),
+        (1500, "cpu", "1500"),
+        (4, "cpu", "4"),
+        (0, "cpu", "0"),
+        (64, "google.com/tpu", "64"),
+        (Decimal("0.0000000001"), "cpu", "1n"),
+    ],
+)
+def test_canonical_writes_a_quantity_as_kubernetes_does(value: Decimal | int, resource: str, text: str) -> None:
+    assert canonical(value, resource) == text

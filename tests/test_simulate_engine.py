@@ -369,7 +369,7 @@ def test_text_puts_the_outcome_first_then_the_numbers() -> None:
         "  ClusterQueue team-a",
         "  needs 100 google.com/tpu on tpu7x; ClusterQueue team-a uses 256 of 256, cohort tpu-pool lends 0;"
         " no preemption Kueue would make frees enough",
-        "  podSet main ×25: google.com/tpu: tpu7x, borrows 100 chips",
+        "  podSet main ×25: no flavor fits yet",
         "  google.com/tpu on tpu7x: needs 100, queue uses 256 of nominal 256, cohort tpu-pool lends 0",
         "  largest users: team-a 256, team-b 256, team-c 256",
         "  largest in team-a: /a-1 256",
@@ -540,3 +540,38 @@ def test_a_wait_for_quota_lent_out_says_the_queue_does_not_reclaim_it() -> None:
     reclaims = cluster_queue("q", {"one": {"cpu": "8"}}, cohort="c", reclaim="Any")
     preempting = simulate(state([reclaims, other], workloads=borrower), job("q", {"cpu": "4"}, priority=100))
     assert (preempting.outcome, victims(preempting)) == ("preempt", {("borrower", "InCohortReclamation")})
+
+
+def test_a_never_answer_shows_no_borrowing_and_kueues_quantities() -> None:
+    """A queue outside any cohort borrows nothing, a job that never starts has no flavors, and
+    memory reads as Kubernetes writes it."""
+    st = state(
+        [cluster_queue("q", {"on-demand": {"cpu": ("2", None), "memory": ("1Mi", None)}})],
+        workloads=[admitted("a", "q", {"cpu": "2"}, flavor="on-demand")],
+    )
+    incoming = job("q", {}, podsets=[("a", 1, {"cpu": "1"}), ("b", 1, {"cpu": "1", "memory": "10Mi"})])
+    result = simulate(st, incoming)
+    assert result.text().splitlines() == [
+        "NEVER (ExceedsMaxQuota)  Workload default/in",
+        "  ClusterQueue q",
+        "  podSet b: on-demand: memory in flavor on-demand: 10Mi > maximum capacity 1Mi",
+        "  podSet a ×1: no flavor assigned",
+        "  podSet b ×1: no flavor assigned",
+    ]
+    assert [p["borrows"] for p in result.to_json()["podSets"]] == [0, 0]
+
+
+def test_two_waits_say_no_flavor_fits_yet_the_same_way() -> None:
+    """Whether the assigner found a flavor that needs preemption nobody can make, or no flavor at all."""
+    queues = [
+        cluster_queue("q", {"on-demand": {"cpu": ("8", None)}}, cohort="c"),
+        cluster_queue("r", {"on-demand": {"cpu": ("8", None)}}, cohort="c"),
+    ]
+    held = [admitted("a", "q", {"cpu": "6"}, flavor="on-demand"), admitted("b", "r", {"cpu": "8"}, flavor="on-demand")]
+    needs_preemption = simulate(state(queues, workloads=held), job("q", {"cpu": "4"}))
+    beyond_now = simulate(state(queues, workloads=held), job("q", {"cpu": "12"}))
+    lines = [
+        [line for line in r.text().splitlines() if "podSet main ×" in line] for r in (needs_preemption, beyond_now)
+    ]
+    assert [r.outcome for r in (needs_preemption, beyond_now)] == ["wait", "wait"]
+    assert lines == [["  podSet main ×1: no flavor fits yet"], ["  podSet main ×1: no flavor fits yet"]]

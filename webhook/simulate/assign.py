@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
+from webhook.quota.amounts import canonical
 from webhook.quota.flavorassigner import flavor_mismatch
 from webhook.quota.objects import ClusterQueueInfo, FlavorFungibility, ResourceGroup
 from webhook.quota.podsets import PODS, PodSetDemand
@@ -296,13 +297,13 @@ class FlavorAssigner:
             return (
                 Granular(NO_FIT, 0),
                 EXCEEDS_MAX_QUOTA,
-                f"{fr[1]} in flavor {fr[0]}: {value} > maximum capacity {most}",
+                f"{fr[1]} in flavor {fr[0]}: {canonical(value, fr[1])} > maximum capacity {canonical(most, fr[1])}",
             )
         borrow, may_reclaim = lowest_fitting_height(node, fr, value)
         free = available(node, fr)
         if value <= free:
             return Granular(FIT_MODE, borrow), "", ""
-        short = f"insufficient unused quota for {fr[1]} in flavor {fr[0]}, {value - free} more needed"
+        short = f"insufficient unused quota for {fr[1]} in flavor {fr[0]}, {canonical(value - free, fr[1])} more needed"
         if node.quota(fr).nominal >= value or may_reclaim or self.preempt_while_borrowing:
             job = Preemptor(node, self.priority, self.created, {fr: value}, frozenset({fr}))
             victims = self.sim.targets(job)

@@ -164,11 +164,11 @@ class Simulator:
         assignment = assigner.assign(job.podsets)
         if assignment.mode == NOFIT and assignment.reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR):
             return Result(
-                NEVER, assignment.reason, queue.name, _why_not(assignment), self._podsets(assignment, node, [])
+                NEVER, assignment.reason, queue.name, _why_not(assignment), self._podsets(assignment, node, [], False)
             )
         if WORKLOADS in state.missing:
             message = "Workloads are not in the state: what the queues use now is unknown"
-            return Result(UNKNOWN, "", queue.name, message, self._podsets(assignment, node, []))
+            return Result(UNKNOWN, "", queue.name, message, self._podsets(assignment, node, [], False))
         ahead = self._ahead(job, queue.name)
         chips_ahead = sum((ps.total(self.tpu) for p in ahead for ps in p.podsets), ZERO)
         position = Position(len(ahead), chips_ahead, queue.queueing_strategy)
@@ -269,7 +269,7 @@ class Simulator:
             "TopologyPlacementFailed",
             node.name,
             message,
-            self._podsets(assignment, node, []),
+            self._podsets(assignment, node, [], assignment.mode == FIT),  # the quota's flavors are found
             (),
             position,
             pools=pools,
@@ -332,8 +332,16 @@ class Simulator:
 
     # ------------------------------------------------------------ numbers
 
-    def _podsets(self, assignment: Assignment, node: Node, victims: Sequence[Victim]) -> tuple[PodSetResult, ...]:
-        """Each podSet's flavors and what it borrows of its main resource, with ``victims`` gone."""
+    def _podsets(
+        self, assignment: Assignment, node: Node, victims: Sequence[Victim], made: bool = True
+    ) -> tuple[PodSetResult, ...]:
+        """Each podSet's flavors and what it borrows of its main resource, with ``victims`` gone.
+
+        Only an assignment that is made (the job starts, with or without preemption) has flavors and
+        borrows: a job that waits or never starts has none yet, whatever flavor the assigner tried,
+        and a queue outside any cohort borrows nothing."""
+        if not made:
+            return tuple(PodSetResult(p.name, p.count, {}, ZERO, "") for p in assignment.podsets)
         for victim in victims:
             self.sim.remove(victim.workload)
         results = []
@@ -344,7 +352,7 @@ class Simulator:
             for fr, value in podset.usage.items():
                 before = node.usage.get(fr, ZERO) + assumed.get(fr, ZERO)
                 nominal = node.quota(fr).nominal
-                if fr[1] == main:
+                if fr[1] == main and node.parent is not None:
                     borrows += max(ZERO, before + value - nominal) - max(ZERO, before - nominal)
                 assumed[fr] = assumed.get(fr, ZERO) + value
             results.append(PodSetResult(podset.name, podset.count, dict(podset.flavors), borrows, main))
@@ -374,7 +382,7 @@ class Simulator:
             "WaitingForQuota",
             node.name,
             message,
-            self._podsets(assignment, node, []),
+            self._podsets(assignment, node, [], False),
             (),
             position,
             numbers=numbers,

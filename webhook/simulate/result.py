@@ -20,6 +20,15 @@ from webhook.simulate.state import TPU
 ADMIT, PREEMPT, WAIT, NEVER, UNKNOWN = "admit", "preempt", "wait", "never", "unknown"
 #: at most this many victims, holders and notes are listed in a text or a message
 LISTED = 10
+#: a podSet of a job that waits: the one way of saying so, whatever the assigner tried
+NO_FLAVOR_YET = "no flavor fits yet"
+
+
+def _no_flavor(outcome: str) -> str:
+    """A podSet without flavors, by outcome: one that starts asks no quota; one that never starts gets none."""
+    if outcome in (ADMIT, PREEMPT):
+        return "no quota asked"
+    return "no flavor assigned" if outcome == NEVER else NO_FLAVOR_YET
 
 
 def _number(value: Decimal) -> int | str:
@@ -182,7 +191,7 @@ class Result:
             lines.append(f"  ClusterQueue {self.cluster_queue}")
         lines.append(f"  {self.message}")
         for p in self.podsets:
-            flavors = ", ".join(f"{r}: {f}" for r, f in sorted(p.flavors.items())) or "no flavor"
+            flavors = ", ".join(f"{r}: {f}" for r, f in sorted(p.flavors.items())) or _no_flavor(self.outcome)
             borrows = f", borrows {self.amount(p.borrows, p.resource)}" if p.borrows else ""
             lines.append(f"  podSet {p.name} ×{p.count}: {flavors}{borrows}")
         for v in self.preemptions[:LISTED]:
