@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from rule_cases import CASES, RuleCase
-from support import assert_example_findings
+from support import assert_example_findings, upstream_crd
 
 import webhook
 from webhook.engine.decision import AdmissionFacts, decide
@@ -17,6 +17,7 @@ from webhook.policy.findings import Finding
 from webhook.rules import Rule
 from webhook.rules.catalog import RULES, RULES_BY_ID
 from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
+from webhook.rules.shape import PODSET_COUNT_MAX, PODSET_NAME_MAX_LENGTH, PODSET_NAME_PATTERN, WORKLOAD_MAX_PODSETS
 
 
 def findings_for(case: RuleCase) -> list[Finding]:
@@ -142,3 +143,19 @@ def test_a_rule_id_is_written_once_in_the_product() -> None:
                 if pattern.search(literal.value):
                     written[rule_id].append(f"{path.relative_to(package)}:{literal.lineno}")
     assert {rule_id: where for rule_id, where in written.items() if len(where) != 1} == {}
+
+
+def test_the_workload_limits_are_the_workload_crds() -> None:
+    """The limits ``workload-schema-exceeded`` declares are those of the Workload CRD Kueue serves
+    (its storage version), as the API server would apply them to the Workload Kueue makes."""
+    crd = upstream_crd("kueue.x-k8s.io_workloads.yaml")
+    (version,) = [v for v in crd["spec"]["versions"] if v.get("storage")]
+    podsets = version["schema"]["openAPIV3Schema"]["properties"]["spec"]["properties"]["podSets"]
+    podset = podsets["items"]["properties"]
+    int32 = {"int32": 2**31 - 1}
+    assert (
+        podsets["maxItems"],
+        podset["name"]["maxLength"],
+        podset["name"]["pattern"],
+        int32[podset["count"]["format"]],
+    ) == (WORKLOAD_MAX_PODSETS, PODSET_NAME_MAX_LENGTH, PODSET_NAME_PATTERN, PODSET_COUNT_MAX)

@@ -1,17 +1,20 @@
-"""Shape of a TPU podSet, both modes: host count and per-host chip request."""
+"""Shape of a job, both modes: host count and per-host chip request of a TPU podSet, and the
+limits of the Workload Kueue makes of it."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Final
 
+from webhook.kube.fieldpaths import REPLICATED_JOBS
 from webhook.kube.quantity import quantity_or_none
 from webhook.kube.topology import Topology, TopologyError, parse_topology, super_slice_problems
 from webhook.objects.workload import MALFORMED, PodSet, Workload
 from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
-from webhook.rules import JOBS, Message, Rule, RuleContext, VapExport
+from webhook.rules import JOBS, JOBSET_ONLY, Message, Rule, RuleContext, VapExport
 from webhook.rules.cel import (
     ANN,
     CONTAINERS,
@@ -319,4 +322,72 @@ TPU_REQUEST_INVALID: Final = Rule(
     why="each tpu7x host has exactly 4 chips; requests and limits must both say 4",
 )
 
-RULES: Final = (HOST_COUNT_MISMATCH, TPU_REQUEST_INVALID)
+
+# ------------------------------------------------------------------ workload-schema-exceeded
+
+#: Kueue's Workload schema (``kueue.x-k8s.io/v1beta2``, the CRD of the Kueue RFC-0033 runs),
+#: as far as a job maps into it: a JobSet's replicatedJob is one podSet, named as it is, of
+#: replicas × pods per Job. The API server refuses a Workload beyond them, so Kueue cannot
+#: create it and the job stays suspended for good. The product cannot read the CRD when it
+#: runs; a test holds these equal to its schema.
+WORKLOAD_MAX_PODSETS: Final = 18  # spec.podSets maxItems
+PODSET_NAME_MAX_LENGTH: Final = 63  # spec.podSets[].name maxLength
+PODSET_NAME_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # spec.podSets[].name pattern
+PODSET_COUNT_MAX: Final = 2**31 - 1  # spec.podSets[].count format int32
+_PODSET_NAME: Final = re.compile(PODSET_NAME_PATTERN)
+
+
+def _pods_per_job(podset: PodSet) -> int:
+    """Pods of one of the podSet's Jobs, as Kueue counts them: parallelism (default 1), capped by completions."""
+    parallelism = podset.parallelism if podset.parallelism is not None else 1
+    return min(parallelism, podset.completions) if podset.completions is not None else parallelism
+
+
+def _workload_schema(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
+    podsets = workload.podsets
+    if len(podsets) > WORKLOAD_MAX_PODSETS:
+        yield WORKLOAD_SCHEMA_EXCEEDED.finding(
+            REPLICATED_JOBS, "podsets", count=len(podsets), limit=WORKLOAD_MAX_PODSETS
+        )
+    for podset in podsets:
+        if len(podset.name) > PODSET_NAME_MAX_LENGTH or not _PODSET_NAME.match(podset.name):
+            yield WORKLOAD_SCHEMA_EXCEEDED.finding(
+                podset.paths.name, "name", name=podset.name, limit=PODSET_NAME_MAX_LENGTH
+            )
+        pods = podset.replicas * _pods_per_job(podset)
+        if pods > PODSET_COUNT_MAX:
+            yield WORKLOAD_SCHEMA_EXCEEDED.finding(
+                podset.paths.replicas, "count", name=podset.name, pods=pods, limit=PODSET_COUNT_MAX
+            )
+
+
+_STRANDED: Final = "Kueue cannot create its Workload, and the JobSet stays suspended"
+
+WORKLOAD_SCHEMA_EXCEEDED: Final = Rule(
+    "workload-schema-exceeded",
+    "Beyond Kueue's Workload schema",
+    FAMILY,
+    _workload_schema,
+    {
+        "podsets": Message(
+            "{count} replicatedJobs make {count} podSets, but a Kueue Workload holds at most {limit}: " + _STRANDED,
+            "split the JobSet into JobSets of at most {limit} replicatedJobs, or merge replicatedJobs that share "
+            "a pod template",
+        ),
+        "name": Message(
+            "replicatedJob name {name!r} is its podSet's name in Kueue's Workload, which must be at most {limit} "
+            "lower-case letters, digits and '-', starting and ending with a letter or digit: " + _STRANDED,
+            "rename the replicatedJob",
+        ),
+        "count": Message(
+            "replicatedJob {name!r} makes a podSet of {pods} pods, more than a Kueue Workload can count "
+            "({limit}): " + _STRANDED,
+            "lower replicas or parallelism",
+        ),
+    },
+    VapExport("judges the Workload Kueue derives, as the webhook derives it"),
+    kinds=JOBSET_ONLY,
+    why="Kueue cannot create a Workload its CRD refuses: the job would stay suspended",
+)
+
+RULES: Final = (HOST_COUNT_MISMATCH, TPU_REQUEST_INVALID, WORKLOAD_SCHEMA_EXCEEDED)
