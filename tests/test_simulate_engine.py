@@ -27,6 +27,7 @@ from tests.simulate_builders import (
     victims,
 )
 from webhook.quota.objects import parse_flavor
+from webhook.simulate import engine
 from webhook.simulate.engine import Simulator
 from webhook.simulate.state import COHORTS, WORKLOADS, State
 
@@ -304,7 +305,7 @@ def test_position_counts_higher_priority_and_earlier_equal_priority() -> None:
     assert result.to_json()["position"] == {"ahead": 2, "chipsAhead": 1024}
 
 
-def test_strict_fifo_waits_behind_the_head() -> None:
+def test_strict_fifo_waits_behind_a_head_that_does_not_fit() -> None:
     st = state(
         [team("team-a", strategy="StrictFIFO"), team("team-b"), team("team-c")],
         workloads=[_waiting("w-early", "team-a", 512, GUARANTEED, 5)],
@@ -312,20 +313,99 @@ def test_strict_fifo_waits_behind_the_head() -> None:
     )
     result = simulate(st, tpu_job("team-a", 8, GUARANTEED))
     assert (result.outcome, result.reason, result.position.ahead) == ("wait", "StrictFIFO", 1)
-    assert result.warning() == "[simulate] will wait: behind 1 Workload in StrictFIFO ClusterQueue team-a"
+    assert result.warning() == (
+        "[simulate] will wait: behind 1 Workload in StrictFIFO ClusterQueue team-a, whose head default/w-early "
+        "does not fit now"
+    )
 
 
-def test_best_effort_fifo_is_unknown_when_one_ahead_could_go_first() -> None:
+def test_strict_fifo_starts_after_heads_that_fit() -> None:
+    st = state(
+        [team("team-a", strategy="StrictFIFO"), team("team-b"), team("team-c")],
+        workloads=[_waiting("w-early", "team-a", 64, GUARANTEED, 5)],
+        flavors=[TPU7X],
+    )
+    result = simulate(st, tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.message) == (
+        "admit",
+        "fits now in ClusterQueue team-a on tpu7x, once 1 Workload ahead of it is admitted first",
+    )
+
+
+def test_best_effort_fifo_admits_those_ahead_that_fit_first() -> None:
+    """The one ahead fits and goes first with its usage; the job still fits after it."""
     pending = (_waiting("w-early", "team-a", 64, GUARANTEED, 5),)
     result = simulate(rfc_state(pending=pending), tpu_job("team-a", 8, GUARANTEED))
-    assert result.outcome == "unknown"
-    assert result.message == "Workload default/w-early, ahead of it in ClusterQueue team-a, could be admitted first"
+    assert (result.outcome, result.message) == (
+        "admit",
+        "fits now in ClusterQueue team-a on tpu7x, once 1 Workload ahead of it is admitted first",
+    )
 
 
-def test_too_many_ahead_to_work_out_is_unknown() -> None:
-    pending = tuple(_waiting(f"w-{i}", "team-a", 512, GUARANTEED, i) for i in range(20))
-    result = simulate(rfc_state(pending=pending), tpu_job("team-a", 8, GUARANTEED))
-    assert (result.outcome, result.position.ahead) == ("unknown", 20)
+def test_best_effort_fifo_waits_when_those_ahead_take_the_room() -> None:
+    """Two ahead of 128 chips each fit one after the other and fill team-a's 256 and its 128 to borrow
+    but one: the job's 8 chips no longer fit."""
+    st = rfc_state(
+        chips("a-1", "team-a", 124, GUARANTEED),
+        pending=(
+            _waiting("w-1", "team-a", 128, GUARANTEED, 1),
+            _waiting("w-2", "team-a", 128, GUARANTEED, 2),
+        ),
+    )
+    alone = simulate(rfc_state(chips("a-1", "team-a", 124, GUARANTEED)), tpu_job("team-a", 8, GUARANTEED))
+    result = simulate(st, tpu_job("team-a", 8, GUARANTEED))
+    assert alone.outcome == "admit"
+    assert (result.outcome, result.reason) == ("wait", "WaitingForQuota")
+    assert result.message.startswith("once 2 Workloads ahead of it are admitted first: needs 8 ")
+
+
+def test_best_effort_fifo_is_unknown_when_one_ahead_would_preempt_first() -> None:
+    st = rfc_state(
+        chips("a-1", "team-a", 256, BEST_EFFORT),
+        chips("b-1", "team-b", 256, BEST_EFFORT),
+        chips("c-1", "team-c", 256, BEST_EFFORT),
+        pending=(_waiting("w-early", "team-a", 64, GUARANTEED, 5),),
+    )
+    result = simulate(st, tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.message) == (
+        "unknown",
+        "Workload default/w-early, ahead of it in ClusterQueue team-a, could be admitted first by preempting",
+    )
+
+
+def test_a_long_queue_that_cannot_start_is_passed_and_the_state_is_left_as_it_was() -> None:
+    """Eighty ahead, each beyond the queue's potential: BestEffortFIFO lets the small job pass them all."""
+    pending = tuple(_waiting(f"w-{i}", "team-a", 512 + 64 * (i % 3), GUARANTEED, i // 2) for i in range(80))
+    st = rfc_state(pending=pending)
+    simulator = Simulator(st)
+    before = {name: dict(node.usage) for name, node in simulator.tree.queues.items()}
+    result = simulator.simulate(tpu_job("team-a", 8, GUARANTEED))
+    assert (result.outcome, result.position.ahead) == ("admit", 80)
+    assert result.message == (
+        "fits now in ClusterQueue team-a on tpu7x; 80 Workloads ahead of it cannot start now: BestEffortFIFO lets "
+        "it pass them"
+    )
+    assert {name: dict(node.usage) for name, node in simulator.tree.queues.items()} == before
+
+
+def test_a_queue_in_front_is_tried_once_per_shape() -> None:
+    """Workloads of one shape and priority that do not fit cost one assignment, however many."""
+    pending = tuple(_waiting(f"w-{i}", "team-a", 512 + 64 * (i % 3), GUARANTEED, i // 6) for i in range(300))
+    simulator = Simulator(rfc_state(pending=pending))
+    tried: list[object] = []
+    original = engine.FlavorAssigner.assign
+
+    def counting(self: engine.FlavorAssigner, podsets: object) -> object:
+        tried.append(podsets)
+        return original(self, podsets)  # type: ignore[arg-type]
+
+    engine.FlavorAssigner.assign = counting  # type: ignore[assignment,method-assign]
+    try:
+        result = simulator.simulate(tpu_job("team-a", 8, GUARANTEED))
+    finally:
+        engine.FlavorAssigner.assign = original  # type: ignore[method-assign]
+    assert result.outcome == "admit"
+    assert len(tried) == 1 + 3  # the job, then each of the three shapes in front
 
 
 # ---------------------------------------------------------------- the answer

@@ -62,9 +62,8 @@ from webhook.simulate.state import (
 from webhook.simulate.tree import Node, available, build_tree
 
 ZERO = Decimal(0)
-#: pending Workloads ahead of the job whose own chances are worked out (BestEffortFIFO);
-#: beyond it the answer is unknown rather than a long search
-AHEAD_CHECKED = 16
+#: a Workload ahead of the job that fits now and goes first (``Simulator._goes_first``)
+_GOES = "goes"
 #: the largest holders a wait names, in its queue and in its cohort tree
 HOLDERS = 3
 
@@ -172,6 +171,13 @@ class Simulator:
         ahead = self._ahead(job, queue.name)
         chips_ahead = sum((ps.total(self.tpu) for p in ahead for ps in p.podsets), ZERO)
         position = Position(len(ahead), chips_ahead, queue.queueing_strategy)
+        result = self._attempt(job, node, assignment, position)
+        return self._behind(job, node, result, ahead, queue.queueing_strategy)
+
+    def _attempt(self, job: PendingWorkload, node: Node, assignment: Assignment, position: Position) -> Result:
+        """The job's answer from its flavor assignment on, as if no Workload waited in front of it."""
+        queue, state = node.info, self.state
+        assert queue is not None
         wanted = self._pool_needs(job, assignment) if assignment.mode != NOFIT else ()
         unplaceable = self._placement_unknown(wanted)
         tracker = PoolTracker(state.placement, wanted) if wanted and state.placement and not unplaceable else None
@@ -219,7 +225,7 @@ class Simulator:
             result = self._wait(assignment, node, position, _why_not(assignment))
         if unplaceable and result.outcome in (ADMIT, PREEMPT_OUTCOME):
             return Result(UNKNOWN, "", queue.name, unplaceable, result.podsets, (), position)
-        return self._behind(result, ahead, queue.queueing_strategy)
+        return result
 
     # ------------------------------------------------------------ static placement
 
@@ -298,37 +304,99 @@ class Simulator:
         ahead.sort(key=lambda p: (-p.priority, p.created, p.key))
         return ahead
 
-    def _behind(self, result: Result, pending: Sequence[PendingWorkload], strategy: str) -> Result:
-        """A start the queue in front (``pending``, in Kueue's order) would hold back: StrictFIFO waits;
-        BestEffortFIFO is unknown when one of those ahead could be admitted first (or too many are ahead
-        to tell)."""
-        if result.outcome not in (ADMIT, PREEMPT_OUTCOME) or not result.position.ahead:
+    def _behind(
+        self, job: PendingWorkload, node: Node, result: Result, pending: Sequence[PendingWorkload], strategy: str
+    ) -> Result:
+        """A start, with the queue in front (``pending``, in Kueue's order) tried first, as Kueue's
+        scheduler tries a ClusterQueue's heads one after another.
+
+        Each one ahead either fits with the usage of those admitted before it, and is admitted (its
+        usage moved into the tree), or does not and is skipped (BestEffortFIFO) or blocks the queue
+        (StrictFIFO). One ahead that would start by preempting, or that needs static node pools that
+        are free, is not followed further: the answer is ``unknown``. Workloads of one shape and
+        priority that did not go cannot go later either, as usage only grows along the queue (and a
+        later one of the same priority is newer, so it may preempt no more): each such group is
+        tried once, so the cost grows with the shapes in front, and with the Workloads admitted
+        first, not with the length of the queue. Then the job is tried again on the moved usage;
+        every usage moved is put back."""
+        if result.outcome not in (ADMIT, PREEMPT_OUTCOME) or not pending:
             return result
-        ahead = result.position.ahead
-        if strategy == "StrictFIFO":
-            message = f"behind {plural(ahead, 'Workload')} in StrictFIFO ClusterQueue {result.cluster_queue}"
-            return Result(WAIT, "StrictFIFO", result.cluster_queue, message, result.podsets, (), result.position)
-        if len(pending) > AHEAD_CHECKED:
-            message = (
-                f"{plural(ahead, 'Workload')} ahead of it in ClusterQueue {result.cluster_queue};"
-                " whether they go first is not worked out"
+        cq = result.cluster_queue
+        moved: list[Mapping[FlavorResource, Decimal]] = []
+        stuck: set[tuple[object, int]] = set()
+        ranked, self.ranked = self.ranked, {}  # the holders below are ranked on the moved usage
+        try:
+            for other in pending:
+                group = (other.podsets, other.priority)
+                if group in stuck or self._held(other):
+                    continue
+                assigned = FlavorAssigner(self.sim, node, other.priority, other.created).assign(other.podsets)
+                why = self._goes_first(other, node, assigned)
+                if why == _GOES:
+                    self.tree.add(cq, assigned.usage)
+                    self.sim.answers.clear()
+                    moved.append(assigned.usage)
+                    continue
+                if why:
+                    return Result(
+                        UNKNOWN,
+                        "",
+                        cq,
+                        f"Workload {other.key}, ahead of it in ClusterQueue {cq}, {why}",
+                        result.podsets,
+                        (),
+                        result.position,
+                    )
+                if strategy == "StrictFIFO":
+                    message = (
+                        f"behind {plural(len(pending), 'Workload')} in StrictFIFO ClusterQueue {cq}, "
+                        f"whose head {other.key} does not fit now"
+                    )
+                    return Result(WAIT, "StrictFIFO", cq, message, result.podsets, (), result.position)
+                stuck.add(group)
+            if not moved:
+                them = "them" if len(pending) > 1 else "it"
+                ahead = plural(len(pending), "Workload")
+                note = f"; {ahead} ahead of it cannot start now: BestEffortFIFO lets it pass {them}"
+                return dataclasses.replace(result, message=result.message + note)
+            assignment = FlavorAssigner(self.sim, node, job.priority, job.created).assign(job.podsets)
+            again = self._attempt(job, node, assignment, result.position)
+            first = (
+                f"once {plural(len(moved), 'Workload')} ahead of it {'is' if len(moved) == 1 else 'are'} admitted first"
             )
-            return Result(UNKNOWN, "", result.cluster_queue, message, result.podsets, (), result.position)
-        node = self.tree.queues[result.cluster_queue]
-        for other in pending:
-            assigned = FlavorAssigner(self.sim, node, other.priority, other.created).assign(other.podsets)
-            goes = assigned.mode == FIT or (
-                assigned.mode == PREEMPT
-                and self.sim.targets(
-                    Preemptor(node, other.priority, other.created, assigned.usage, assigned.need_preemption())
-                )
-            )
-            if goes:
-                message = (
-                    f"Workload {other.key}, ahead of it in ClusterQueue {result.cluster_queue}, could be admitted first"
-                )
-                return Result(UNKNOWN, "", result.cluster_queue, message, result.podsets, (), result.position)
-        return result
+            if again.outcome in (ADMIT, PREEMPT_OUTCOME, UNKNOWN):
+                return dataclasses.replace(again, message=f"{again.message}, {first}")
+            return dataclasses.replace(again, message=f"{first}: {again.message}")
+        finally:
+            for usage in reversed(moved):
+                self.tree.remove(cq, usage)
+            if moved:
+                self.sim.answers.clear()
+            self.ranked = ranked
+
+    def _held(self, other: PendingWorkload) -> bool:
+        """Whether a Workload ahead is held in its LocalQueue (a ``stopPolicy``): Kueue does not try it."""
+        local = self.state.local_queues.get((other.namespace, other.queue_name))
+        return local is not None and local.stop_policy != "None"
+
+    def _goes_first(self, other: PendingWorkload, node: Node, assigned: Assignment) -> str:
+        """Whether a Workload ahead goes before the job: ``_GOES`` when it fits now on quota alone
+        (and needs no node pools), why it is not followed when it would start some other way, ``""``
+        when it does not start now."""
+        if assigned.mode == FIT:
+            wanted = self._pool_needs(other, assigned)
+            if not wanted:
+                return _GOES
+            placement = self.state.placement
+            assert placement is not None
+            if self._placement_unknown(wanted) or PoolTracker(placement, wanted).fits():
+                return "could be admitted first on static node pools; which pools it takes is not worked out"
+            return ""
+        if assigned.mode == PREEMPT and self.sim.targets(
+            Preemptor(node, other.priority, other.created, assigned.usage, assigned.need_preemption())
+        ):
+            return "could be admitted first by preempting"
+        return ""
 
     # ------------------------------------------------------------ numbers
 
