@@ -17,7 +17,13 @@ sent to LocalQueue ``team-NNNN-queue``, a different queue each run), median and 
    tree, the parts of the queues the attempt reads, shared with the previous snapshot's
    where unchanged) and the answer;
 3. **the [simulate] line** in ``decide`` on ``/validate/production`` (the rules and the
-   line, answers memoized per snapshot and job shape, steady).
+   line, answers memoized per snapshot and job shape, steady);
+4. **a busy queue**: a small CPU job (a Workload of priority 1500, created now) that fits
+   now, behind ``--ahead`` pending Workloads of priority 2000 in its ClusterQueue (another
+   queue each run, none of those of rows 1–3): ``--fitting`` of them small CPU ones that fit
+   and go first, the rest TPU ones of four shapes beyond the queue's potential, which never
+   can. The whole queue in front is worked out (the queue's parts built on its first read,
+   as in row 1).
 
 Also prints the first simulator's build on the fresh snapshot, and the outcomes seen.
 """
@@ -47,6 +53,7 @@ from webhook.engine.decision import AdmissionFacts, decide  # noqa: E402
 from webhook.objects.sources import load_documents  # noqa: E402
 from webhook.policy.config import Policy  # noqa: E402
 from webhook.simulate.live import LiveSimulator, live, simulate_object  # noqa: E402
+from webhook.simulate.workloads import job_of  # noqa: E402
 
 POLICY = Policy()
 
@@ -76,6 +83,48 @@ def cohort_tree(queues: int) -> list[dict[str, Any]]:
     return out
 
 
+#: the TPU shapes of a busy queue's Workloads ahead: (topology, hosts), each beyond 256 + 128 chips
+BEYOND: tuple[tuple[str, int], ...] = (("4x4x4", 128), ("4x4x8", 160), ("4x8x8", 192), ("8x8x8", 256))
+
+
+def pending_workload(
+    name: str, queue: str, priority: int, requests: dict[str, str], count: int, created: str, topology: str = ""
+) -> dict[str, Any]:
+    """A pending Workload of LocalQueue ``queue`` in kubemaker: one podSet of ``count`` pods of ``requests``."""
+    pod: dict[str, Any] = {"containers": [{"name": "c", "resources": {"requests": requests}}]}
+    if topology:
+        pod["nodeSelector"] = {
+            "cloud.google.com/gke-tpu-accelerator": "tpu7x",
+            "cloud.google.com/gke-tpu-topology": topology,
+        }
+    return {
+        "apiVersion": KQ,
+        "kind": "Workload",
+        "metadata": {"name": name, "namespace": "kubemaker", "uid": name, "creationTimestamp": created},
+        "spec": {
+            "queueName": queue,
+            "priority": priority,
+            "active": True,
+            "podSets": [{"name": "main", "count": count, "template": {"spec": pod}}],
+        },
+        "status": {"conditions": []},
+    }
+
+
+def busy_queue(queue: str, ahead: int, fitting: int) -> list[dict[str, Any]]:
+    """``ahead`` Workloads waiting in front of any job of priority below 2000 in LocalQueue ``queue``."""
+    out = []
+    for i in range(ahead):
+        created = f"2020-01-01T00:{i // 60 % 60:02}:{i % 60:02}Z"
+        name = f"{queue}-ahead-{i:05}"
+        if i < fitting:
+            out.append(pending_workload(name, queue, 2000, {"cpu": str(1 + i % 2)}, 1, created))
+        else:
+            topology, hosts = BEYOND[i % len(BEYOND)]
+            out.append(pending_workload(name, queue, 2000, {"google.com/tpu": "4"}, hosts, created, topology))
+    return out
+
+
 def percentiles(samples: list[float]) -> tuple[float, float]:
     ordered = sorted(samples)
     return statistics.median(ordered), ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
@@ -97,6 +146,8 @@ def main() -> int:
     parser.add_argument("--queues", type=int, default=1000)
     parser.add_argument("--nodes", type=int, default=5000)
     parser.add_argument("--runs", type=int, default=300)
+    parser.add_argument("--ahead", type=int, default=400, help="Workloads ahead of the busy queue's job")
+    parser.add_argument("--fitting", type=int, default=40, help="of those, how many fit and go first")
     args = parser.parse_args()
 
     print(f"building {args.workloads:,} Workloads, {args.queues:,} ClusterQueues, {args.nodes:,} Nodes ...", flush=True)
@@ -105,7 +156,8 @@ def main() -> int:
         by_kind.setdefault(kind.name, []).append(obj)
     by_kind.setdefault(k.COHORTS.name, []).extend(cohort_tree(args.queues))
     held = [workload(i, args.queues, args.nodes) for i in range(args.workloads)]
-    by_kind[k.WORKLOADS.name] = held
+    busy = [f"team-{(i + args.queues // 2) % args.queues:04}-queue" for i in range(args.runs)]
+    by_kind[k.WORKLOADS.name] = held + [w for queue in busy for w in busy_queue(queue, args.ahead, args.fitting)]
     store = ClusterStore(POLICY)
     for kind in k.KINDS:  # as a synced watch holds them
         store.replace(kind, by_kind.get(kind.name, []), atomic=False)
@@ -158,8 +210,22 @@ def main() -> int:
     timed(args.runs, nothing, with_line)  # warm: the rules' and the line's memos for this snapshot
     line_ms = timed(args.runs, nothing, with_line)
 
+    busy_jobs = [
+        job_of(pending_workload(f"small-{i}", queue, 1500, {"cpu": "1"}, 1, "2030-01-01T00:00:00Z"))
+        for i, queue in enumerate(busy)
+    ]
+    busy_simulator = live(store.snapshot(), POLICY)
+    busy_outcomes: Counter[str] = Counter()
+
+    def behind(i: int) -> None:
+        result = busy_simulator.simulate(busy_jobs[i])
+        busy_outcomes[f"{result.outcome}, {result.position.ahead} ahead"] += 1
+
+    busy_ms = timed(args.runs, nothing, behind)
+
     print()
     print(f"first simulator on a fresh snapshot: {first_build:.1f} ms")
+    print(f"busy queue outcomes: {dict(busy_outcomes)}")
     print(f"outcomes (steady): {dict(outcomes)}; webhook lines: {dict(lines)}")
     print()
     print("| per job | median ms | p99 ms |")
@@ -168,6 +234,7 @@ def main() -> int:
         ("simulate, steady", steady_ms),
         ("simulate, after a Workload event (new snapshot)", event_ms),
         ("decide on /validate/production with the [simulate] line", line_ms),
+        (f"simulate, a busy queue ({args.ahead} ahead, {args.fitting} go first)", busy_ms),
     ):
         median, p99 = percentiles(samples)
         print(f"| {label} | {median:.3f} | {p99:.3f} |")

@@ -655,3 +655,24 @@ def test_two_waits_say_no_flavor_fits_yet_the_same_way() -> None:
     ]
     assert [r.outcome for r in (needs_preemption, beyond_now)] == ["wait", "wait"]
     assert lines == [["  podSet main ×1: no flavor fits yet"], ["  podSet main ×1: no flavor fits yet"]]
+
+
+def test_more_ahead_fitting_first_than_are_followed_is_unknown() -> None:
+    small = tuple(
+        pending_document(f"w-{i}", "team-a", {"cpu": "1"}, priority=GUARANTEED, created=NOW + timedelta(seconds=i))
+        for i in range(engine.FIRST_FOLLOWED + 1)
+    )
+    queues = [cluster_queue("team-a", {"default": {"cpu": ("100000", None)}})]
+    result = simulate(
+        state(queues, workloads=small),
+        job("team-a", {"cpu": "1"}, priority=GUARANTEED, created=NOW + timedelta(hours=1)),
+    )
+    assert (result.outcome, result.position.ahead) == ("unknown", engine.FIRST_FOLLOWED + 1)
+    assert result.message.startswith(
+        f"more than {engine.FIRST_FOLLOWED} Workloads ahead of it in ClusterQueue team-a fit now"
+    )
+    fewer = simulate(
+        state(queues, workloads=small[:-1]),
+        job("team-a", {"cpu": "1"}, priority=GUARANTEED, created=NOW + timedelta(hours=1)),
+    )
+    assert fewer.outcome == "admit"

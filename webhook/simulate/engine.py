@@ -64,6 +64,9 @@ from webhook.simulate.tree import Node, available, build_tree
 ZERO = Decimal(0)
 #: a Workload ahead of the job that fits now and goes first (``Simulator._goes_first``)
 _GOES = "goes"
+#: Workloads ahead of the job admitted first whose usage is followed; past it the answer is unknown
+#: rather than a search as long as the queue (those that do not go cost nothing per Workload)
+FIRST_FOLLOWED = 256
 #: the largest holders a wait names, in its queue and in its cohort tree
 HOLDERS = 3
 
@@ -317,8 +320,8 @@ class Simulator:
         priority that did not go cannot go later either, as usage only grows along the queue (and a
         later one of the same priority is newer, so it may preempt no more): each such group is
         tried once, so the cost grows with the shapes in front, and with the Workloads admitted
-        first, not with the length of the queue. Then the job is tried again on the moved usage;
-        every usage moved is put back."""
+        first (at most ``FIRST_FOLLOWED``), not with the length of the queue. Then the job is tried
+        again on the moved usage; every usage moved is put back."""
         if result.outcome not in (ADMIT, PREEMPT_OUTCOME) or not pending:
             return result
         cq = result.cluster_queue
@@ -332,6 +335,12 @@ class Simulator:
                     continue
                 assigned = FlavorAssigner(self.sim, node, other.priority, other.created).assign(other.podsets)
                 why = self._goes_first(other, node, assigned)
+                if why == _GOES and len(moved) == FIRST_FOLLOWED:
+                    message = (
+                        f"more than {FIRST_FOLLOWED} Workloads ahead of it in ClusterQueue {cq} fit now;"
+                        " whether room is left after them is not worked out"
+                    )
+                    return Result(UNKNOWN, "", cq, message, result.podsets, (), result.position)
                 if why == _GOES:
                     self.tree.add(cq, assigned.usage)
                     self.sim.answers.clear()
