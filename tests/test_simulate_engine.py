@@ -16,6 +16,7 @@ import pytest
 
 from tests.rfc_queues import tpu7x_flavor_spec
 from tests.simulate_builders import (
+    NAMESPACE,
     NOW,
     admitted,
     cluster_queue,
@@ -29,7 +30,7 @@ from tests.simulate_builders import (
 from webhook.quota.objects import parse_flavor
 from webhook.simulate import engine
 from webhook.simulate.engine import Simulator
-from webhook.simulate.state import COHORTS, WORKLOADS, State
+from webhook.simulate.state import COHORTS, WORKLOADS, LocalQueueInfo, State
 
 TPU = "google.com/tpu"
 GUARANTEED, BEST_EFFORT = 1000, 100
@@ -676,3 +677,14 @@ def test_more_ahead_fitting_first_than_are_followed_is_unknown() -> None:
         job("team-a", {"cpu": "1"}, priority=GUARANTEED, created=NOW + timedelta(hours=1)),
     )
     assert fewer.outcome == "admit"
+
+
+def test_one_held_in_a_stopped_local_queue_does_not_go_first() -> None:
+    """Kueue does not try a Workload its LocalQueue holds (stopPolicy): the job passes it, room intact."""
+    local = {(NAMESPACE, name): LocalQueueInfo(NAMESPACE, name, name) for name in ("team-a", "team-b", "team-c")}
+    local[(NAMESPACE, "held")] = LocalQueueInfo(NAMESPACE, "held", "team-a", "Hold")
+    held = pending_document("w-held", "held", {TPU: "4"}, count=48, priority=GUARANTEED, created=NOW)
+    st = state(TEAMS, workloads=[chips("a-1", "team-a", 128, GUARANTEED), held], flavors=[TPU7X], local_queues=local)
+    result = simulate(st, tpu_job("team-a", 128, GUARANTEED))
+    assert (result.outcome, result.position.ahead) == ("admit", 1)
+    assert result.message.endswith("; 1 Workload ahead of it cannot start now: BestEffortFIFO lets it pass it")

@@ -331,7 +331,7 @@ class Simulator:
         try:
             for other in pending:
                 group = (other.podsets, other.priority)
-                if group in stuck or self._held(other):
+                if group in stuck or self._not_tried(other, node):
                     continue
                 assigned = FlavorAssigner(self.sim, node, other.priority, other.created).assign(other.podsets)
                 why = self._goes_first(other, node, assigned)
@@ -383,10 +383,13 @@ class Simulator:
                 self.sim.answers.clear()
             self.ranked = ranked
 
-    def _held(self, other: PendingWorkload) -> bool:
-        """Whether a Workload ahead is held in its LocalQueue (a ``stopPolicy``): Kueue does not try it."""
+    def _not_tried(self, other: PendingWorkload, node: Node) -> bool:
+        """Whether Kueue leaves a Workload ahead untried: held in its LocalQueue (a ``stopPolicy``),
+        or of a namespace the ClusterQueue's namespaceSelector refuses."""
         local = self.state.local_queues.get((other.namespace, other.queue_name))
-        return local is not None and local.stop_policy != "None"
+        if local is not None and local.stop_policy != "None":
+            return True
+        return node.info is not None and self._selector(node.info, other.namespace) is not None
 
     def _goes_first(self, other: PendingWorkload, node: Node, assigned: Assignment) -> str:
         """Whether a Workload ahead goes before the job: ``_GOES`` when it fits now on quota alone
