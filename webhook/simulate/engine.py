@@ -327,11 +327,18 @@ class Simulator:
         cq = result.cluster_queue
         moved: list[Mapping[FlavorResource, Decimal]] = []
         stuck: set[tuple[object, int]] = set()
+        untried: dict[tuple[str, str], bool] = {}  # per LocalQueue: whether Kueue tries its Workloads
         ranked, self.ranked = self.ranked, {}  # the holders below are ranked on the moved usage
         try:
             for other in pending:
                 group = (other.podsets, other.priority)
-                if group in stuck or self._not_tried(other, node):
+                if group in stuck:
+                    continue
+                where = (other.namespace, other.queue_name)
+                skip = untried.get(where)
+                if skip is None:
+                    skip = untried[where] = self._not_tried(other, node)
+                if skip:
                     continue
                 assigned = FlavorAssigner(self.sim, node, other.priority, other.created).assign(other.podsets)
                 why = self._goes_first(other, node, assigned)
