@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -79,8 +80,23 @@ def test_usage_errors_exit_2_with_a_message_never_a_traceback(tmp_path: Path) ->
     )
     missing = run_cli("simulate", str(tmp_path / "nothing.yaml"), "--cluster-state", STATE)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr + missing.stdout
-    neither = run_cli("simulate", FITS)
-    assert neither.returncode == 2 and "one of the arguments --cluster-state --kubeconfig is required" in neither.stderr
+    nowhere = tmp_path / "no-such-kubeconfig"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KUBECONFIG", str(nowhere))
+        env.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        neither = run_cli("simulate", FITS)
+    assert neither.returncode == 2 and neither.stderr == (
+        f"tpu-admission simulate: no cluster configuration: $KUBECONFIG ({nowhere}) names no file that exists, "
+        "and this is not a pod (KUBERNETES_SERVICE_HOST is not set); give --kubeconfig FILE; or give the state as "
+        "--cluster-state FILE\n"
+    )
+    both = run_cli("simulate", FITS, "--cluster-state", STATE, "--context", "prod")
+    assert both.returncode == 2 and "give one" in both.stderr
+    no_paths = run_cli("simulate", "--cluster-state", STATE)
+    assert (no_paths.returncode, no_paths.stderr) == (
+        2,
+        "tpu-admission: simulate: give the files to read: PATH... or -f PATH (- for stdin)\n",
+    )
     bad_state = run_cli("simulate", FITS, "--cluster-state", str(tmp_path / "gone"))
     assert bad_state.returncode == 2 and bad_state.stderr.startswith("tpu-admission simulate: --cluster-state: ")
 
@@ -114,6 +130,34 @@ def test_from_a_live_cluster_the_answer_is_the_files(api: FakeApiServer, tmp_pat
     files = run_cli("simulate", FITS, "--cluster-state", STATE, "--output", "json")
     assert (live.returncode, live.stderr) == (0, "")
     assert json.loads(live.stdout) == json.loads(files.stdout)
+
+
+def test_the_cluster_is_found_as_kubectl_finds_it(
+    api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$KUBECONFIG as a list of files (merged, a missing one skipped), --context picking one of its
+    contexts, -f as kubectl spells a file, and kubectl's global flags before the command too."""
+    fake = json.loads(write_kubeconfig(tmp_path / "second", api.port).read_text())
+    first = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "gone", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "nobody", "user": {"token": "x"}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "nobody"}}],
+        "current-context": "gone",
+    }
+    (tmp_path / "first").write_text(json.dumps(first))
+    paths = [tmp_path / "missing", tmp_path / "first", tmp_path / "second"]
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join(str(path) for path in paths))
+    files = run_cli("simulate", FITS, "--cluster-state", STATE, "-o", "json")
+    (context,) = fake["contexts"]
+    picked = run_cli("simulate", "-f", FITS, "--context", context["name"], "-o", "json")
+    assert (picked.returncode, picked.stderr) == (0, "")
+    assert json.loads(picked.stdout) == json.loads(files.stdout)
+    hoisted = run_cli("--context", context["name"], "simulate", "-f", FITS, "-o", "json")
+    assert (hoisted.returncode, hoisted.stdout) == (0, picked.stdout)
+    current = run_cli("simulate", "-f", FITS)  # the first file's current context: a cluster that is not there
+    assert current.returncode == 2 and "127.0.0.1:9" in current.stderr and "Traceback" not in current.stderr
 
 
 def test_a_deployment_says_how_many_of_its_pods_start_now(tmp_path: Path) -> None:
@@ -185,7 +229,7 @@ def test_a_static_job_whose_pools_are_held_waits_topology_placement_failed(tmp_p
         },
     }
     extra = write_yaml(tmp_path / "holder.yaml", holder)
-    done = run_cli("simulate", FITS, "--cluster-state", STATE, str(extra))
+    done = run_cli("simulate", FITS, "--cluster-state", STATE, "--cluster-state", str(extra))
     assert (done.returncode, done.stderr) == (1, "")
     assert done.stdout.splitlines() == [
         "WAIT (TopologyPlacementFailed)  JobSet kubemaker/eval-4x8x8",
@@ -197,7 +241,8 @@ def test_a_static_job_whose_pools_are_held_waits_topology_placement_failed(tmp_p
         "  held by: kubemaker/holder (team-a, 1 pool)",
         "tpu-admission simulate: 0 of 1 would start now",
     ]
-    answer = json.loads(run_cli("simulate", FITS, "--cluster-state", STATE, str(extra), "--output", "json").stdout)
+    states = ["--cluster-state", STATE, "--cluster-state", str(extra)]
+    answer = json.loads(run_cli("simulate", FITS, *states, "--output", "json").stdout)
     assert answer["results"][0]["holders"] == {
         "flavor": "tpu7x-4x8x8",
         "resource": "nodePools",

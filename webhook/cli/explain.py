@@ -20,31 +20,14 @@ import argparse
 import json
 import sys
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from webhook.cli.arguments import add_cluster_state, subparser
-from webhook.cli.report import EXIT_DENIED, EXIT_OK, EXIT_USAGE
-from webhook.cluster import kinds as k
-from webhook.cluster.snapshot import Snapshot
-from webhook.cluster.statefiles import state_from_objects
-from webhook.explain.explainer import ExplainError, explain
-from webhook.explain.lookup import (
-    BadTarget,
-    NotFound,
-    NotSynced,
-    parse_target,
-    request_from_snapshot,
-    stored_simulator,
-)
-from webhook.explain.quotaview import quota_document, render_quota
-from webhook.explain.result import document as explain_document
-from webhook.explain.text import render_explanation
-from webhook.explain.workloads import WORKLOAD
-from webhook.objects.kinds import kind_of_document
-from webhook.objects.sources import SourceError, load_documents
-from webhook.policy.config import Policy
+from webhook.cli.arguments import add_cluster_flags, add_cluster_state, add_output, subparser
 
-EXIT_NOT_FOUND: Final = EXIT_DENIED
+if TYPE_CHECKING:
+    from webhook.cluster.snapshot import Snapshot
+
+EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
 #: (kind, namespace, name) -> the job as stored
 Jobs = dict[tuple[str, str, str], dict[str, Any]]
 
@@ -69,6 +52,11 @@ def _key(obj: Mapping[str, Any], kind: str) -> tuple[str, str, str]:
 
 def state_from_files(paths: list[str]) -> State:
     """The snapshot of the files' state, and the jobs they hold (``StateError`` when unreadable)."""
+    from webhook.cluster.statefiles import state_from_objects
+    from webhook.objects.kinds import kind_of_document
+    from webhook.objects.sources import SourceError, load_documents
+    from webhook.policy.config import Policy
+
     try:
         documents = load_documents(paths, lines=False, heads=True)
     except SourceError as exc:
@@ -87,15 +75,17 @@ def state_from_files(paths: list[str]) -> State:
     return State(state_from_objects(state, Policy()).snapshot(), jobs, {key[0] for key in jobs})
 
 
-def state_from_cluster(kubeconfig: str | None, job: tuple[str, str, str] | None) -> State:
+def state_from_cluster(kubeconfig: str | None, job: tuple[str, str, str] | None, context: str | None = None) -> State:
     """The live cluster's state (listed as ``audit`` lists it) and, when asked, the one job, read by name."""
     from kubernetes import client
 
     from webhook.cluster.client import ClusterConfigError, load_configuration
     from webhook.cluster.listing import JUDGED_KINDS, ListError, list_objects, load_state
+    from webhook.explain.workloads import WORKLOAD
+    from webhook.policy.config import Policy
 
     try:
-        configuration = load_configuration(kubeconfig)
+        configuration = load_configuration(kubeconfig, context)
     except ClusterConfigError as exc:
         raise StateError(str(exc)) from None
     api_client = client.ApiClient(configuration)
@@ -135,17 +125,40 @@ def state_from_cluster(kubeconfig: str | None, job: tuple[str, str, str] | None)
 def _load(args: argparse.Namespace, job: tuple[str, str, str] | None) -> State:
     if args.cluster_state:
         return state_from_files(args.cluster_state)
-    return state_from_cluster(args.kubeconfig, job)
+    return state_from_cluster(args.kubeconfig, job, args.context)
 
 
 def _fail(command: str, message: str, code: int, output: str) -> int:
-    if output == "json":
-        sys.stdout.write(json.dumps(explain_document([], [message]), indent=2) + "\n")
+    from webhook.explain.result import document as explain_document
+
+    if output in ("json", "yaml"):
+        sys.stdout.write(_render(explain_document([], [message]), output) + "\n")
     print(f"tpu-admission {command}: {message}", file=sys.stderr)
     return code
 
 
+def _render(document: Any, output: str) -> str:
+    """A JSON document as ``-o json`` or ``-o yaml`` prints it."""
+    if output == "json":
+        return json.dumps(document, indent=2)
+    import yaml
+
+    return str(yaml.safe_dump(document, sort_keys=False)).rstrip("\n")
+
+
 def run_explain(args: argparse.Namespace) -> int:
+    from webhook.explain.explainer import ExplainError, explain
+    from webhook.explain.lookup import (
+        BadTarget,
+        NotFound,
+        NotSynced,
+        parse_target,
+        request_from_snapshot,
+        stored_simulator,
+    )
+    from webhook.explain.result import document as explain_document
+    from webhook.explain.text import render_explanation
+
     try:
         kind, name = parse_target(args.target)
     except BadTarget as exc:
@@ -163,8 +176,8 @@ def run_explain(args: argparse.Namespace) -> int:
         return _fail("explain", str(exc), EXIT_NOT_FOUND, args.output)
     except (NotSynced, ExplainError) as exc:
         return _fail("explain", str(exc), EXIT_USAGE, args.output)
-    if args.output == "json":
-        output = json.dumps(explain_document([explanation.result()]), indent=2)
+    if args.output in ("json", "yaml"):
+        output = _render(explain_document([explanation.result()]), args.output)
     else:
         output = render_explanation(explanation)
     sys.stdout.write(output.rstrip("\n") + "\n")
@@ -172,6 +185,9 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 def run_quota(args: argparse.Namespace) -> int:
+    from webhook.cluster import kinds as k
+    from webhook.explain.quotaview import quota_document, render_quota
+
     try:
         snapshot = _load(args, None).snapshot
     except StateError as exc:
@@ -181,7 +197,7 @@ def run_quota(args: argparse.Namespace) -> int:
         print(f"tpu-admission quota: ClusterQueues cannot be read: {reason}", file=sys.stderr)
         return EXIT_USAGE
     picture = snapshot.quota_picture()
-    output = json.dumps(quota_document(picture), indent=2) if args.output == "json" else render_quota(picture)
+    output = _render(quota_document(picture), args.output) if args.output != "text" else render_quota(picture)
     sys.stdout.write(output.rstrip("\n") + "\n")
     return EXIT_OK
 
@@ -199,9 +215,9 @@ workload(s), kwl. Details: docs/explain.md.
 examples:
   tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker
   tpu-admission explain workload/jobset-llm-pretrain-a3f8-4f9d2 -n kubemaker -o json
-  tpu-admission snapshot -o state.yaml
+  tpu-admission snapshot > state.yaml
   kubectl get jobsets -n kubemaker -o yaml > jobs.yaml
-  tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker --cluster-state state.yaml jobs.yaml
+  tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker --cluster-state state.yaml --cluster-state jobs.yaml
 
 exit codes:
   0  found and explained
@@ -217,7 +233,8 @@ admin reads to judge a quota split. Reads --cluster-state files or the cluster
 
 examples:
   tpu-admission quota
-  tpu-admission quota --cluster-state state.yaml --output json
+  tpu-admission quota --cluster-state state.yaml -o json
+  tpu-admission quota --context prod
 
 exit codes:
   0  the tree was printed
@@ -227,13 +244,13 @@ exit codes:
 
 def _add_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
-    source.add_argument("--kubeconfig", help="the cluster (default: in a pod the in-cluster config, else $KUBECONFIG)")
-    add_cluster_state(source, "read the state (and jobs) from these files or directories", after_paths=False)
-    parser.add_argument("--output", "-o", choices=("text", "json"), default="text", help="(default: text)")
+    add_cluster_flags(source, context=parser)
+    add_cluster_state(source, "read the state (and jobs) from these files or directories")
+    add_output(parser, ("text", "json", "yaml"))
 
 
 def add_explain(commands: Any) -> None:
-    """The ``explain`` subcommand's parser (``webhook.cli.main.SUBCOMMANDS``)."""
+    """The ``explain`` subcommand's parser ."""
     parser = subparser(commands, "explain", "why a job is not running, and until when", _EXPLAIN_HELP)
     parser.add_argument("target", metavar="KIND/NAME", help="e.g. jobset/llm-pretrain-a3f8, workload/NAME")
     parser.add_argument("--namespace", "-n", metavar="NS", help="the object's namespace (default: default)")
@@ -242,7 +259,7 @@ def add_explain(commands: Any) -> None:
 
 
 def add_quota(commands: Any) -> None:
-    """The ``quota`` subcommand's parser (``webhook.cli.main.SUBCOMMANDS``)."""
+    """The ``quota`` subcommand's parser ."""
     parser = subparser(commands, "quota", "the cohort tree's quota, usage, borrowing and lending", _QUOTA_HELP)
     _add_source(parser)
     parser.set_defaults(run=run_quota)

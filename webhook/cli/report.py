@@ -87,6 +87,10 @@ class Report:
     command: str = "check"
     #: the rules its findings come from, for SARIF's rule list (empty: the job rules' catalog)
     catalog: tuple[Rule[Any, Any], ...] = ()
+    #: lines said once per run rather than on every result (what would decide a kind the state lacks)
+    notes: list[str] = field(default_factory=list)
+    #: ``--allow-empty``: nothing judged is not a failure (without it, as kubectl apply with no objects, it is)
+    allow_empty: bool = False
 
     @property
     def checked(self) -> list[CheckResult]:
@@ -119,10 +123,13 @@ class Report:
         return reasons
 
     def exit_code(self) -> int:
-        """2 if an input could not be read, else 1 if anything was denied (or ``--strict`` failed), else 0."""
+        """2 if an input could not be read, else 1 if anything was denied (or ``--strict`` failed, or
+        nothing was judged without ``--allow-empty``), else 0."""
         if self.errors:
             return EXIT_USAGE
         if any(not r.allowed for r in self.results) or self.strict_failures():
+            return EXIT_DENIED
+        if not self.checked and not self.allow_empty:
             return EXIT_DENIED
         return EXIT_OK
 

@@ -14,22 +14,37 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from webhook.admin.catalog import load_policy
-from webhook.cli.arguments import EXIT_USAGE_LINE, add_cluster_state, add_submitter_flags, submitter, subparser
-from webhook.cluster import kinds as k
-from webhook.cluster.snapshot import Snapshot
-from webhook.engine.simulating import NotSimulated, simulate_submitted
-from webhook.kube.typos import did_you_mean
-from webhook.objects.sources import Document, SourceError, read_documents
-from webhook.policy.config import Policy
-from webhook.simulate.live import LiveSimulator, starts_now
-from webhook.simulate.result import Result
+from webhook.cli.arguments import (
+    EXIT_USAGE_LINE,
+    UsageError,
+    add_allow_empty,
+    add_cluster_flags,
+    add_cluster_state,
+    add_output,
+    add_paths,
+    add_submitter_flags,
+    read_paths,
+    submitter,
+    subparser,
+)
+
+if TYPE_CHECKING:
+    from webhook.cluster.snapshot import Snapshot
+    from webhook.objects.sources import Document
+    from webhook.policy.config import Policy
+    from webhook.simulate.live import LiveSimulator
+    from webhook.simulate.result import Result
 
 EXIT_STARTS, EXIT_WAITS, EXIT_USAGE = 0, 1, 2
-#: the kinds a live state is listed with: the cluster rules' and what the simulator reads besides
-LISTED_KINDS: Final = (*k.KINDS, k.KUEUE_CONFIG, k.WORKLOAD_PRIORITY_CLASSES)
+
+
+def listed_kinds() -> tuple[Any, ...]:
+    """The kinds a live state is listed with: the cluster rules' and what the simulator reads besides."""
+    from webhook.cluster import kinds as k
+
+    return (*k.KINDS, k.KUEUE_CONFIG, k.WORKLOAD_PRIORITY_CLASSES)
 
 
 class SimulateError(Exception):
@@ -37,6 +52,8 @@ class SimulateError(Exception):
 
 
 def _snapshot(args: argparse.Namespace, policy: Policy) -> Snapshot:
+    from webhook.objects.sources import SourceError
+
     if args.cluster_state:
         from webhook.cluster.statefiles import load_state_files
 
@@ -50,12 +67,12 @@ def _snapshot(args: argparse.Namespace, policy: Policy) -> Snapshot:
     from webhook.cluster.listing import ListError, load_state
 
     try:
-        configuration = load_configuration(args.kubeconfig)
+        configuration = load_configuration(args.kubeconfig, args.context)
     except ClusterConfigError as exc:
-        raise SimulateError(str(exc)) from None
+        raise SimulateError(f"{exc}; or give the state as --cluster-state FILE") from None
     api_client = client.ApiClient(configuration)
     try:
-        store, _ = load_state(api_client, policy, kinds=LISTED_KINDS)
+        store, _ = load_state(api_client, policy, kinds=listed_kinds())
     except ListError as exc:
         raise SimulateError(f"the cluster at {configuration.host} could not be listed: {exc}") from None
     finally:
@@ -65,6 +82,8 @@ def _snapshot(args: argparse.Namespace, policy: Policy) -> Snapshot:
 
 def simulate_document(document: Document, simulator: LiveSimulator, args: argparse.Namespace) -> Result | str:
     """One document's answer, or why it is not simulated (an error line)."""
+    from webhook.engine.simulating import NotSimulated, simulate_submitted
+
     where = f"{document.source}:{document.line}" if document.line else document.source
     try:
         return simulate_submitted(document.data, simulator, user=submitter(args), tier=args.tier, source=where)
@@ -73,6 +92,14 @@ def simulate_document(document: Document, simulator: LiveSimulator, args: argpar
 
 
 def run_simulate(args: argparse.Namespace) -> int:
+    from webhook.admin.catalog import load_policy
+    from webhook.kube.typos import did_you_mean
+    from webhook.objects.sources import read_documents
+    from webhook.simulate.live import LiveSimulator, starts_now
+
+    paths = read_paths(args)
+    if args.cluster_state and (args.kubeconfig or args.context):
+        raise UsageError("simulate: --cluster-state is the state; --kubeconfig and --context read a cluster: give one")
     policy = load_policy(args.config)
     if args.mode:
         policy = policy.model_copy(update={"mode": args.mode})
@@ -85,7 +112,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     except SimulateError as exc:
         print(f"tpu-admission simulate: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    documents, read_errors = read_documents(args.paths)
+    documents, read_errors = read_documents(paths)
     errors = [str(e) for e in read_errors]
     unreadable = bool(errors)
     simulator = LiveSimulator(snapshot, policy)
@@ -96,8 +123,9 @@ def run_simulate(args: argparse.Namespace) -> int:
             errors.append(answer)
         else:
             results.append(answer)
-    if args.output == "json":
-        output = json.dumps({"results": [r.to_json() for r in results], "errors": errors}, indent=2)
+    if args.output in ("json", "yaml"):
+        answers = {"results": [r.to_json() for r in results], "errors": errors}
+        output = json.dumps(answers, indent=2) if args.output == "json" else _yaml(answers)
     else:
         blocks = [r.text() for r in results] + [f"error: {e}" for e in errors]
         started = sum(1 for r in results if starts_now(r))
@@ -105,12 +133,20 @@ def run_simulate(args: argparse.Namespace) -> int:
         output = "\n".join(blocks)
     sys.stdout.write(output + "\n")
     sys.stdout.flush()
-    if errors and args.output == "json":
+    if errors and args.output != "text":
         for error in errors:
             print(f"tpu-admission simulate: {error}", file=sys.stderr)
     if unreadable:
         return EXIT_USAGE
+    if not results and not errors:
+        return EXIT_STARTS if args.allow_empty else EXIT_WAITS
     return EXIT_STARTS if results and not errors and all(starts_now(r) for r in results) else EXIT_WAITS
+
+
+def _yaml(document: Any) -> str:
+    import yaml
+
+    return str(yaml.safe_dump(document, sort_keys=False)).rstrip("\n")
 
 
 HELP: Final = f"""\
@@ -123,28 +159,34 @@ kueue.x-k8s.io/v1beta2 Workloads; a job gets the labels the webhook would add on
 Fair sharing is on when the state holds Kueue's Configuration (ConfigMap
 kueue-system/kueue-manager-config) with a fairSharing block (docs/simulate.md).
 
+The state is --cluster-state files, or else the cluster, found as kubectl finds it
+(--kubeconfig, $KUBECONFIG, ~/.kube/config, in a pod the in-cluster config; --context
+picks a kubeconfig context).
+
 examples:
-  tpu-admission snapshot -o state.yaml
+  tpu-admission simulate -f job.yaml
+  tpu-admission snapshot > state.yaml
   tpu-admission simulate job.yaml --cluster-state state.yaml
-  tpu-admission simulate jobs/ --kubeconfig ~/.kube/config --output json
+  tpu-admission simulate jobs/ --context prod -o json
 
 exit codes:
-  0  every object would start now (admit or preempt)
-  1  some object would not start now (wait, never, unknown), or is not a job or Workload
+  0  every object would start now (admit or preempt); with --allow-empty, also none read
+  1  some object would not start now (wait, never, unknown), or is not a job or Workload,
+     or there was none to simulate (without --allow-empty)
 {EXIT_USAGE_LINE}
 """
 
 
 def add_parser(commands: Any) -> None:
-    """The ``simulate`` subcommand's parser (``webhook.cli.main.SUBCOMMANDS``)."""
+    """The ``simulate`` subcommand's parser ."""
     parser = subparser(commands, "simulate", "what Kueue would do with these jobs if submitted now", HELP)
-    parser.add_argument("paths", nargs="+", metavar="PATH", help="files, directories, or - for stdin")
-    source = parser.add_mutually_exclusive_group(required=True)
-    add_cluster_state(source, "the cluster state to simulate against (as check --cluster-state reads it)")
-    source.add_argument("--kubeconfig", metavar="FILE", help="list the state from this cluster (as audit does)")
+    add_paths(parser)
+    add_cluster_state(parser, "the cluster state to simulate against (as check --cluster-state reads it)")
+    add_cluster_flags(parser)
     parser.add_argument("--config", help="policy config YAML (the server's)")
     parser.add_argument("--mode", choices=["static", "dynamic"], help="override the config's mode")
     parser.add_argument("--tier", help="treat every namespace as this tier")
     add_submitter_flags(parser)
-    parser.add_argument("--output", choices=["text", "json"], default="text", help="report format (default: text)")
+    add_allow_empty(parser, "simulated")
+    add_output(parser, ("text", "json", "yaml"))
     parser.set_defaults(run=run_simulate)
