@@ -64,7 +64,7 @@ def _cases(path: str, parser: argparse.ArgumentParser, lines: list[str]) -> None
         for flag, values in choices.items():
             lines.append(f'                {flag}) COMPREPLY=($(compgen -W {_words(values)} -- "$cur")); return;;')
         lines.append("            esac")
-    lines.append(f"            words={_words([*flags, *subcommands])};;")
+    lines.append(f"            flags={_words(flags)} subcommands={_words(list(subcommands))};;")
     for name, sub in subcommands.items():
         _cases(f"{path} {name}".strip(), sub, lines)
 
@@ -73,7 +73,8 @@ def bash(parser: argparse.ArgumentParser) -> str:
     lines = [
         "# tpu-admission completion for bash: source <(tpu-admission completion bash)",
         "_tpu_admission() {",
-        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" words="" word',
+        '    local cur="${COMP_WORDS[COMP_CWORD]}" prev="${COMP_WORDS[COMP_CWORD-1]}" path="" word',
+        '    local flags="" subcommands=""',
         '    local commands="|${_tpu_admission_paths}|"',
         '    for word in "${COMP_WORDS[@]:1:COMP_CWORD-1}"; do',
         '        if [[ "$word" != -* && "$commands" == *"|${path:+$path }$word|"* ]]; then',
@@ -85,9 +86,11 @@ def bash(parser: argparse.ArgumentParser) -> str:
     _cases("", parser, lines)
     lines += [
         "    esac",
-        '    if [[ "$cur" == -* || -z "$path" || "$words" != *-* ]]; then',
-        '        COMPREPLY=($(compgen -W "$words" -- "$cur"))',
-        "    fi",
+        '    if [[ "$cur" == -* ]]; then',
+        '        COMPREPLY=($(compgen -W "$flags" -- "$cur"))',
+        '    elif [[ -n "$subcommands" ]]; then',
+        '        COMPREPLY=($(compgen -W "$subcommands" -- "$cur"))',
+        "    fi  # else nothing: bash offers file names (-o default)",
         "}",
     ]
     paths: list[str] = []
