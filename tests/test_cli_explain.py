@@ -8,6 +8,7 @@ Workload names, the Workloads, and, for the first example, the JobSet itself.
 from __future__ import annotations
 
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +191,26 @@ def test_from_a_live_cluster_the_job_is_read_by_name_and_its_own_status_decides(
         api.stop()
     done = run_cli("explain", "jobset/x", "--kubeconfig", kubeconfig)
     assert done.returncode == 2 and "could not be listed" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_the_readme_example_runs_as_written_on_the_shipped_state(monkeypatch: Any) -> None:
+    """The README's explain block: the line that reads the shipped example state answers, from
+    the repository root, with the job's state, its queue and Kueue's reason."""
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    readme = (root / "README.md").read_text()
+    section = readme[readme.index("## Why is my job not running?") :]
+    block = section[section.index("```bash\n") + len("```bash\n") : section.index("```\n", section.index("```bash"))]
+    commands = [line for line in block.splitlines() if line.startswith("tpu-admission explain")]
+    offline = [line for line in commands if "--cluster-state tests/fixtures/" in line]
+    assert len(commands) == 2 and len(offline) == 1
+    done = run_cli(*shlex.split(offline[0])[1:])
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert lines[0] == "JobSet kubemaker/llm-pretrain-a3f8: Queued"
+    assert "insufficient unused quota for google.com/tpu in flavor tpu7x-4x4x4, 64 more needed" in " ".join(
+        line.strip() for line in lines
+    )
+    as_json = run_cli(*shlex.split(offline[0])[1:], "-o", "json")
+    (result,) = json.loads(as_json.stdout)["results"]
+    assert as_json.returncode == 0 and result["state"] == "Queued"
