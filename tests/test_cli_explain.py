@@ -214,3 +214,58 @@ def test_the_readme_example_runs_as_written_on_the_shipped_state(monkeypatch: An
     as_json = run_cli(*shlex.split(offline[0])[1:], "-o", "json")
     (result,) = json.loads(as_json.stdout)["results"]
     assert as_json.returncode == 0 and result["state"] == "Queued"
+
+
+EXAMPLE = ["--cluster-state", "tests/fixtures/cluster", "--cluster-state", "tests/fixtures/explain"]
+
+
+def _tables(text: str) -> list[str]:
+    """The quota tables' titles (``flavor resource``) of a text answer."""
+    return [line.strip() for line in text.splitlines() if line.startswith("  tpu7x") or line.startswith("  cpu-")]
+
+
+def test_explain_leads_with_the_resources_the_job_asks_for_and_wide_shows_every_table(monkeypatch: Any) -> None:
+    """The queued example asks for TPU chips and ephemeral storage: its short answer shows
+    those tables where a team uses or waits for them, not a table of zeros per resource."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    target = ["explain", "jobset/llm-pretrain-a3f8", "-n", "kubemaker", *EXAMPLE]
+    short = run_cli(*target)
+    wide = run_cli(*target, "-o", "wide")
+    assert short.returncode == wide.returncode == 0
+    assert _tables(short.stdout) == [
+        "tpu7x-4x4x4 ephemeral-storage",
+        "tpu7x-4x4x4 google.com/tpu",
+        "tpu7x-4x4x8 google.com/tpu",
+    ]
+    assert len(_tables(wide.stdout)) == 20 and set(_tables(short.stdout)) < set(_tables(wide.stdout))
+    assert short.stdout.splitlines()[-1] == (
+        "  (17 more quota table(s), of resources it does not ask for or nobody uses: -o wide)"
+    )
+    assert short.stdout.split("\nQuota of")[0] == wide.stdout.split("\nQuota of")[0]  # the answer itself is whole
+    assert len(short.stdout.splitlines()) * 2 < len(wide.stdout.splitlines())
+
+
+def test_quota_leaves_out_tables_of_zeros_and_filters_as_asked(monkeypatch: Any) -> None:
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    state = EXAMPLE[:2]
+    short, wide = run_cli("quota", *state), run_cli("quota", *state, "-o", "wide")
+    assert short.returncode == wide.returncode == 0
+    left_out = set(_tables(wide.stdout)) - set(_tables(short.stdout))
+    assert left_out == {"cpu-standard google.com/tpu", "tpu7x-8x8x8 google.com/tpu"}
+    assert short.stdout.splitlines()[-1] == "(2 table(s) of zeros left out: -o wide)"
+    tpu = run_cli("quota", *state, "--resource", "google.com/tpu", "--cohort", "tpu-pool")
+    assert _tables(tpu.stdout) == [
+        "tpu7x-4x4x4 google.com/tpu",
+        "tpu7x-4x4x8 google.com/tpu",
+        "tpu7x-4x8x8 google.com/tpu",
+    ]
+    one = json.loads(
+        run_cli("quota", *state, "--cluster-queue", "team-b", "--flavor", "tpu7x-4x4x8", "-o", "json").stdout
+    )
+    assert json.dumps(one).count("team-a") == 0 and "tpu7x-4x4x8" in json.dumps(one)
+    typo = run_cli("quota", *state, "--resource", "google.com/tpus")
+    assert (typo.returncode, typo.stdout) == (2, "")
+    assert (
+        typo.stderr
+        == "tpu-admission: quota: --resource 'google.com/tpus' is not in the state; did you mean 'google.com/tpu'?\n"
+    )

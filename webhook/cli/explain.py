@@ -22,10 +22,17 @@ import sys
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-from webhook.cli.arguments import add_cluster_flags, add_cluster_state, add_output, subparser
+from webhook.cli.arguments import UsageError, add_cluster_flags, add_cluster_state, add_output, subparser
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from webhook.cluster.snapshot import Snapshot
+    from webhook.explain.explainer import Explanation
+    from webhook.quota.picture import Amounts, FlavorAmounts, QuotaPicture
+
+    #: whether a (flavor, resource) table is shown
+    Keep = Callable[[str, str], bool]
 
 EXIT_OK, EXIT_NOT_FOUND, EXIT_USAGE = 0, 1, 2
 #: (kind, namespace, name) -> the job as stored
@@ -146,6 +153,79 @@ def _render(document: Any, output: str) -> str:
     return str(yaml.safe_dump(document, sort_keys=False)).rstrip("\n")
 
 
+def narrowed(picture: QuotaPicture, keep: Keep, queues: set[str] | None = None) -> QuotaPicture:
+    """``picture`` with only the (flavor, resource) pairs ``keep`` keeps (and, given ``queues``,
+    only those ClusterQueues): what a short answer shows, the rest being behind ``-o wide``."""
+    from dataclasses import replace
+
+    def kept(flavors: FlavorAmounts) -> FlavorAmounts:
+        pairs = {f: {r: a for r, a in resources.items() if keep(f, r)} for f, resources in flavors.items()}
+        return {flavor: resources for flavor, resources in pairs.items() if resources}
+
+    return replace(
+        picture,
+        cluster_queues={
+            name: replace(queue, flavors=kept(queue.flavors))
+            for name, queue in picture.cluster_queues.items()
+            if queues is None or name in queues
+        },
+        cohorts={name: replace(cohort, flavors=kept(cohort.flavors)) for name, cohort in picture.cohorts.items()},
+    )
+
+
+def _amounts(picture: QuotaPicture) -> dict[tuple[str, str], list[Amounts]]:
+    """Every queue's and cohort's amounts, by (flavor, resource)."""
+    found: dict[tuple[str, str], list[Amounts]] = {}
+    every: list[FlavorAmounts] = [q.flavors for q in picture.cluster_queues.values()]
+    every += [c.flavors for c in picture.cohorts.values()]
+    for flavors in every:
+        for flavor, resources in flavors.items():
+            for resource, amounts in resources.items():
+                found.setdefault((flavor, resource), []).append(amounts)
+    return found
+
+
+def _busy(amounts: Amounts) -> bool:
+    return any((amounts.in_use, amounts.pending, amounts.borrowed, amounts.lent))
+
+
+def _asked(snapshot: Snapshot, explanation: Explanation) -> set[str]:
+    """The resources the job's Workload asks for (its pod templates' requests and limits)."""
+    namespace, _, name = (explanation.workload or "").partition("/")
+    record = snapshot.records.get((namespace, name)) if name else None
+    document = record.document() if record is not None else None
+    spec = document.get("spec") if isinstance(document, dict) else None
+    asked: set[str] = set()
+    for pod_set in (spec or {}).get("podSets") or ():
+        pod = ((pod_set or {}).get("template") or {}).get("spec") or {}
+        for container in [*(pod.get("containers") or ()), *(pod.get("initContainers") or ())]:
+            resources = (container or {}).get("resources") or {}
+            for section in ("requests", "limits"):
+                asked.update((resources.get(section) or {}).keys())
+    return asked
+
+
+def short_explanation(snapshot: Snapshot, explanation: Explanation) -> tuple[Explanation, int]:
+    """The explanation with the quota tables a person reads first: the resources the job asks
+    for, where some team uses, borrows, lends or waits for them; and how many were left out."""
+    from dataclasses import replace
+
+    picture = explanation.quota
+    if picture is None:
+        return explanation, 0
+    asked = _asked(snapshot, explanation)
+    everything = _amounts(picture)
+    shown = {
+        pair
+        for pair, amounts in everything.items()
+        if (not asked or pair[1] in asked) and any(_busy(each) for each in amounts)
+    }
+    own = picture.cluster_queues.get(explanation.cluster_queue or "")
+    mine = {(f, r) for f, resources in (own.flavors if own else {}).items() for r in resources}
+    hidden = len(mine - shown)
+    return replace(explanation, quota=narrowed(picture, lambda f, r: (f, r) in shown)), hidden
+
+
 def run_explain(args: argparse.Namespace) -> int:
     from webhook.explain.explainer import ExplainError, explain
     from webhook.explain.lookup import (
@@ -178,8 +258,13 @@ def run_explain(args: argparse.Namespace) -> int:
         return _fail("explain", str(exc), EXIT_USAGE, args.output)
     if args.output in ("json", "yaml"):
         output = _render(explain_document([explanation.result()]), args.output)
-    else:
+    elif args.output == "wide":
         output = render_explanation(explanation)
+    else:
+        short, hidden = short_explanation(snapshot, explanation)
+        output = render_explanation(short).rstrip("\n")
+        if hidden:
+            output += f"\n  ({hidden} more quota table(s), of resources it does not ask for or nobody uses: -o wide)"
     sys.stdout.write(output.rstrip("\n") + "\n")
     return EXIT_OK
 
@@ -196,10 +281,50 @@ def run_quota(args: argparse.Namespace) -> int:
     if reason is not None:
         print(f"tpu-admission quota: ClusterQueues cannot be read: {reason}", file=sys.stderr)
         return EXIT_USAGE
-    picture = snapshot.quota_picture()
-    output = _render(quota_document(picture), args.output) if args.output != "text" else render_quota(picture)
+    picture = _filtered(snapshot.quota_picture(), args)
+    if args.output in ("json", "yaml"):
+        output = _render(quota_document(picture), args.output)
+    else:
+        everything = _amounts(picture)
+        shown = {pair for pair, amounts in everything.items() if args.output == "wide" or any(map(_any, amounts))}
+        output = render_quota(narrowed(picture, lambda f, r: (f, r) in shown)).rstrip("\n")
+        if len(shown) < len(everything):
+            output += f"\n({len(everything) - len(shown)} table(s) of zeros left out: -o wide)"
     sys.stdout.write(output.rstrip("\n") + "\n")
     return EXIT_OK
+
+
+def _any(amounts: Amounts) -> bool:
+    return bool(amounts.nominal) or _busy(amounts)
+
+
+def _filtered(picture: QuotaPicture, args: argparse.Namespace) -> QuotaPicture:
+    """``quota``'s filters: ``--flavor``, ``--resource``, ``--cohort`` (its whole tree) and ``--cluster-queue``."""
+    from webhook.kube.typos import did_you_mean
+
+    def known(flag: str, value: str | None, names: set[str]) -> None:
+        if value is not None and value not in names:
+            meant = did_you_mean(value, sorted(names))
+            hint = f"; did you mean {meant!r}?" if meant else f" (known: {', '.join(sorted(names)) or 'none'})"
+            raise UsageError(f"quota: {flag} {value!r} is not in the state{hint}")
+
+    pairs = set(_amounts(picture))
+    known("--flavor", args.flavor, {flavor for flavor, _ in pairs})
+    known("--resource", args.resource, {resource for _, resource in pairs})
+    known(
+        "--cohort", args.cohort, set(picture.cohorts) | {q.cohort for q in picture.cluster_queues.values() if q.cohort}
+    )
+    known("--cluster-queue", args.cluster_queue, set(picture.cluster_queues))
+    queues: set[str] | None = None
+    if args.cohort is not None:
+        queues = {queue.name for queue in picture.queues_under(args.cohort)}
+    if args.cluster_queue is not None:
+        queues = {args.cluster_queue} & (queues if queues is not None else {args.cluster_queue})
+    return narrowed(
+        picture,
+        lambda f, r: args.flavor in (None, f) and args.resource in (None, r),
+        queues,
+    )
 
 
 _EXPLAIN_HELP: Final = """\
@@ -212,8 +337,12 @@ document too, when they hold it) or the cluster (--kubeconfig, $KUBECONFIG,
 ~/.kube/config). Kinds as kubectl names them: jobset(s), job(s), deploy(ment)(s),
 workload(s), kwl. Details: docs/explain.md.
 
+Text is the short answer: the quota tables of the resources the job asks for where some
+team uses, borrows, lends or waits for them; -o wide shows every table.
+
 examples:
   tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker
+  tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker -o wide
   tpu-admission explain workload/jobset-llm-pretrain-a3f8-4f9d2 -n kubemaker -o json
   tpu-admission snapshot > state.yaml
   kubectl get jobsets -n kubemaker -o yaml > jobs.yaml
@@ -231,8 +360,11 @@ pending requests per flavor and resource, as bars (text) or numbers (json): what
 admin reads to judge a quota split. Reads --cluster-state files or the cluster
 (--kubeconfig, $KUBECONFIG, ~/.kube/config). Details: docs/explain.md.
 
+Text leaves out the tables where every queue's numbers are zero (-o wide shows them).
+
 examples:
   tpu-admission quota
+  tpu-admission quota --resource google.com/tpu --cohort tpu-pool
   tpu-admission quota --cluster-state state.yaml -o json
   tpu-admission quota --context prod
 
@@ -246,7 +378,7 @@ def _add_source(parser: argparse.ArgumentParser) -> None:
     source = parser.add_mutually_exclusive_group()
     add_cluster_flags(source, context=parser)
     add_cluster_state(source, "read the state (and jobs) from these files or directories")
-    add_output(parser, ("text", "json", "yaml"))
+    add_output(parser, ("text", "wide", "json", "yaml"), what="text: the short answer; wide: every quota table")
 
 
 def add_explain(commands: Any) -> None:
@@ -262,4 +394,8 @@ def add_quota(commands: Any) -> None:
     """The ``quota`` subcommand's parser ."""
     parser = subparser(commands, "quota", "the cohort tree's quota, usage, borrowing and lending", _QUOTA_HELP)
     _add_source(parser)
+    parser.add_argument("--flavor", metavar="NAME", help="only this ResourceFlavor")
+    parser.add_argument("--resource", metavar="NAME", help="only this resource (e.g. google.com/tpu)")
+    parser.add_argument("--cohort", metavar="NAME", help="only this cohort's tree")
+    parser.add_argument("--cluster-queue", metavar="NAME", help="only this ClusterQueue")
     parser.set_defaults(run=run_quota)
