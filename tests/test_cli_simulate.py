@@ -25,7 +25,7 @@ def test_a_jobset_that_fits_starts_now_text_outcome_first() -> None:
     done = run_cli("simulate", FITS, "--cluster-state", STATE)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == [
-        "ADMIT  JobSet kubemaker/eval-4x8x8",
+        f"ADMIT  JobSet kubemaker/eval-4x8x8  ({FITS}:2)",
         "  ClusterQueue team-b",
         "  fits now in ClusterQueue team-b on tpu7x-4x8x8",
         "  podSet workers ×64: google.com/tpu: tpu7x-4x8x8",
@@ -41,7 +41,8 @@ def test_json_is_the_contracts(tmp_path: Path) -> None:
     assert set(answer) == {"results", "errors"} and answer["errors"] == []
     first, second = answer["results"]
     assert first == {
-        "source": f"{FITS}:2",
+        "source": FITS,
+        "line": 2,
         "kind": "JobSet",
         "namespace": "kubemaker",
         "name": "eval-4x8x8",
@@ -101,14 +102,49 @@ def test_usage_errors_exit_2_with_a_message_never_a_traceback(tmp_path: Path) ->
     assert bad_state.returncode == 2 and bad_state.stderr.startswith("tpu-admission simulate: --cluster-state: ")
 
 
-def test_an_object_that_is_not_a_job_is_named_and_fails(tmp_path: Path) -> None:
+def test_other_kinds_are_skipped_as_check_skips_them_and_a_misspelt_kind_is_an_error(tmp_path: Path) -> None:
+    """A Node or ConfigMap beside the jobs is left out (named); ``kind: Jobset`` is a mistake."""
     other = write_yaml(tmp_path / "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
-    done = run_cli("simulate", str(other), "--cluster-state", STATE, "--output", "json")
-    assert done.returncode == 1
-    assert json.loads(done.stdout) == {
-        "results": [],
-        "errors": [f"{other}:1: not a JobSet, Job, Deployment or kueue.x-k8s.io Workload (v1 ConfigMap)"],
-    }
+    done = run_cli("simulate", FITS, str(other), "--cluster-state", STATE, "--output", "json")
+    assert done.returncode == 0  # the job starts now; the ConfigMap is not judged
+    answer = json.loads(done.stdout)
+    assert (answer["errors"], answer["skipped"]) == (
+        [],
+        [
+            {
+                "source": str(other),
+                "line": 1,
+                "kind": "ConfigMap",
+                "namespace": "",
+                "name": "x",
+                "skipped": "not a JobSet, Job, Deployment or Workload (v1 ConfigMap)",
+            }
+        ],
+    )
+    alone = run_cli("simulate", str(other), "--cluster-state", STATE)
+    assert alone.returncode == 1  # nothing to simulate ...
+    assert alone.stdout.splitlines() == [
+        f"{other}:1: skipped (not a JobSet, Job, Deployment or Workload (v1 ConfigMap))",
+        "tpu-admission simulate: 0 of 0 would start now; 1 skipped",
+    ]
+    assert run_cli("simulate", str(other), "--cluster-state", STATE, "--allow-empty").returncode == 0  # ... unless so
+    job = yaml.safe_load(Path(FITS).read_text())
+    misspelt = write_yaml(tmp_path / "typo.yaml", {**job, "kind": "Jobset"})
+    typo = run_cli("simulate", str(misspelt), "--cluster-state", STATE, "--output", "json")
+    assert typo.returncode == 1
+    (error,) = json.loads(typo.stdout)["errors"]
+    assert error.startswith(f"{misspelt}:") and "did you mean" in error
+
+
+def test_two_objects_of_one_name_are_told_apart_by_file_and_line(tmp_path: Path) -> None:
+    job = yaml.safe_load(Path(FITS).read_text())
+    (tmp_path / "two.yaml").write_text(yaml.safe_dump_all([job, job]))
+    done = run_cli("simulate", str(tmp_path / "two.yaml"), "--cluster-state", STATE)
+    heads = [line for line in done.stdout.splitlines() if line.startswith("ADMIT")]
+    assert [head.rsplit("  ", 1)[1] for head in heads] == [
+        f"({tmp_path / 'two.yaml'}:1)",
+        f"({tmp_path / 'two.yaml'}:{len(yaml.safe_dump(job).splitlines()) + 2})",
+    ]
 
 
 @pytest.fixture
@@ -232,7 +268,7 @@ def test_a_static_job_whose_pools_are_held_waits_topology_placement_failed(tmp_p
     done = run_cli("simulate", FITS, "--cluster-state", STATE, "--cluster-state", str(extra))
     assert (done.returncode, done.stderr) == (1, "")
     assert done.stdout.splitlines() == [
-        "WAIT (TopologyPlacementFailed)  JobSet kubemaker/eval-4x8x8",
+        f"WAIT (TopologyPlacementFailed)  JobSet kubemaker/eval-4x8x8  ({FITS}:2)",
         "  ClusterQueue team-b",
         "  needs 1 whole node pool of 4x8x8 (flavor tpu7x-4x8x8) with every host free; 0 of 1 free;"
         " held by kubemaker/holder (1 pool); no preemption Kueue would make frees enough of them",

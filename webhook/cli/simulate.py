@@ -84,11 +84,54 @@ def simulate_document(document: Document, simulator: LiveSimulator, args: argpar
     """One document's answer, or why it is not simulated (an error line)."""
     from webhook.engine.simulating import NotSimulated, simulate_submitted
 
-    where = f"{document.source}:{document.line}" if document.line else document.source
+    where = _where(document)
     try:
         return simulate_submitted(document.data, simulator, user=submitter(args), tier=args.tier, source=where)
     except NotSimulated as exc:
         return f"{where}: {exc}"
+
+
+def _where(document: Document) -> str:
+    return f"{document.source}:{document.line}" if document.line else document.source
+
+
+def skipped_kind(document: Document) -> str | None:
+    """Why ``check`` would skip this document (a kind it does not judge, not a likely typo of one), else ``None``.
+
+    A Node or a Cohort beside the jobs in a folder is not a mistake: it is left out, as ``check`` leaves it.
+    """
+    from webhook.engine.simulating import is_workload
+    from webhook.objects.kinds import kind_of_document, likely_meant
+
+    data = document.data
+    if not isinstance(data, dict) or is_workload(data) or kind_of_document(data) is not None or likely_meant(data):
+        return None
+    return f"not a JobSet, Job, Deployment or Workload ({data.get('apiVersion') or 'no apiVersion'} {data.get('kind')})"
+
+
+def _json(result: Result, document: Document) -> dict[str, Any]:
+    """``Result.to_json`` with the file and line as ``check``'s JSON gives them (``source``, ``line``)."""
+    answer = result.to_json()
+    return {"source": document.source, "line": document.line, **{k: v for k, v in answer.items() if k != "source"}}
+
+
+def _skipped_json(document: Document, reason: str) -> dict[str, Any]:
+    data = document.data
+    metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
+    return {
+        "source": document.source,
+        "line": document.line,
+        "kind": str(data.get("kind") or ""),
+        "namespace": str(metadata.get("namespace") or ""),
+        "name": str(metadata.get("name") or ""),
+        "skipped": reason,
+    }
+
+
+def _text(result: Result, document: Document) -> str:
+    """``Result.text`` with where the object was read at the end of its first line."""
+    first, newline, rest = result.text().partition("\n")
+    return f"{first}  ({_where(document)}){newline}{rest}"
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -116,20 +159,30 @@ def run_simulate(args: argparse.Namespace) -> int:
     errors = [str(e) for e in read_errors]
     unreadable = bool(errors)
     simulator = LiveSimulator(snapshot, policy)
-    results: list[Result] = []
+    results: list[tuple[Result, Document]] = []
+    skipped: list[tuple[Document, str]] = []
     for document in documents:
+        reason = skipped_kind(document)
+        if reason is not None:
+            skipped.append((document, reason))
+            continue
         answer = simulate_document(document, simulator, args)
         if isinstance(answer, str):
             errors.append(answer)
         else:
-            results.append(answer)
+            results.append((answer, document))
     if args.output in ("json", "yaml"):
-        answers = {"results": [r.to_json() for r in results], "errors": errors}
+        answers: dict[str, Any] = {"results": [_json(r, d) for r, d in results], "errors": errors}
+        if skipped:
+            answers["skipped"] = [_skipped_json(d, why) for d, why in skipped]
         output = json.dumps(answers, indent=2) if args.output == "json" else _yaml(answers)
     else:
-        blocks = [r.text() for r in results] + [f"error: {e}" for e in errors]
-        started = sum(1 for r in results if starts_now(r))
-        blocks.append(f"tpu-admission simulate: {started} of {len(results)} would start now")
+        blocks = [_text(r, d) for r, d in results]
+        blocks += [f"{_where(d)}: skipped ({why})" for d, why in skipped]
+        blocks += [f"error: {e}" for e in errors]
+        started = sum(1 for r, _ in results if starts_now(r))
+        left = f"; {len(skipped)} skipped" if skipped else ""
+        blocks.append(f"tpu-admission simulate: {started} of {len(results)} would start now{left}")
         output = "\n".join(blocks)
     sys.stdout.write(output + "\n")
     sys.stdout.flush()
@@ -140,7 +193,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         return EXIT_USAGE
     if not results and not errors:
         return EXIT_STARTS if args.allow_empty else EXIT_WAITS
-    return EXIT_STARTS if results and not errors and all(starts_now(r) for r in results) else EXIT_WAITS
+    return EXIT_STARTS if results and not errors and all(starts_now(r) for r, _ in results) else EXIT_WAITS
 
 
 def _yaml(document: Any) -> str:
@@ -169,10 +222,13 @@ examples:
   tpu-admission simulate job.yaml --cluster-state state.yaml
   tpu-admission simulate jobs/ --context prod -o json
 
+Other kinds (a Node, a Cohort beside the jobs) are skipped, as check skips them; a
+likely typo of a kind (kind: Jobset) is an error with a did-you-mean.
+
 exit codes:
   0  every object would start now (admit or preempt); with --allow-empty, also none read
-  1  some object would not start now (wait, never, unknown), or is not a job or Workload,
-     or there was none to simulate (without --allow-empty)
+  1  some object would not start now (wait, never, unknown), a kind looks misspelt, or
+     there was no job or Workload to simulate (without --allow-empty)
 {EXIT_USAGE_LINE}
 """
 
