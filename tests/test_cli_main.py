@@ -968,7 +968,7 @@ def test_a_name_that_is_no_string_is_shown_clipped(tmp_path: Path) -> None:
 # --- the dispatcher: help, version, global flags, the plugin ---------------------------------
 
 #: what a command's ``--help`` must not wait for: the engine, the rules, the cluster client, the models
-HEAVY = ("kubernetes", "pydantic", "yaml", "msgspec", "starlette", "uvicorn", "webhook.engine", "webhook.rules")
+HEAVY = ("kubernetes", "pydantic", "yaml", "msgspec", "starlette", "uvicorn", "rich", "webhook.engine", "webhook.rules")
 #: the modules of a ``--help``, printed by a fresh interpreter
 _LOADED = """\
 import contextlib, io, sys
@@ -996,7 +996,8 @@ def test_help_loads_no_heavy_module(command: list[str]) -> None:
     loaded = done.stdout.split()
     assert [m for m in loaded if m.startswith(HEAVY) or m.split(".")[0] in HEAVY] == []
     own = {COMMANDS[command[0]].module} if command else set()
-    assert {m for m in loaded if m.startswith("webhook.cli.")} - {"webhook.cli.main", "webhook.cli.arguments"} <= own
+    shared = {"webhook.cli.main", "webhook.cli.arguments", "webhook.cli.terminal"}
+    assert {m for m in loaded if m.startswith("webhook.cli.")} - shared <= own
 
 
 def test_the_lazy_help_lists_what_every_command_says_of_itself() -> None:

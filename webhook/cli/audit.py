@@ -43,6 +43,7 @@ from webhook.cli.arguments import (
     add_output,
     subparser,
 )
+from webhook.cli.terminal import VERDICTS, emit_text, progress
 
 if TYPE_CHECKING:
     from webhook.cli.report import Report
@@ -200,10 +201,12 @@ def _audit_cluster(kubeconfig: str | None, context: str | None, policy: Policy, 
         raise AuditError(str(exc)) from None
     api_client = client.ApiClient(configuration)
     try:
-        store, owners = load_state(api_client, policy)
-        for document in _live_documents(judged_objects(api_client, audit.namespaces)):
-            judge(document, document.data, policy, store, owners, audit)
-            document.data = None  # judged: the object goes, its result stays
+        with progress(f"listing the cluster at {configuration.host}"):
+            store, owners = load_state(api_client, policy)
+        with progress(f"judging the jobs of the cluster at {configuration.host}"):
+            for document in _live_documents(judged_objects(api_client, audit.namespaces)):
+                judge(document, document.data, policy, store, owners, audit)
+                document.data = None  # judged: the object goes, its result stays
     except ListError as exc:
         api_client.close()  # type: ignore[no-untyped-call]
         raise AuditError(f"the cluster at {configuration.host} could not be listed: {exc}") from None
@@ -274,7 +277,8 @@ def run_audit(args: argparse.Namespace) -> int:
                 return EXIT_USAGE
             output = f"tpu-admission audit: {applied.line()}\ntpu-admission audit: {audit.summary_line()}"
         elif args.output == "text":
-            output = text(audit)
+            emit_text(text(audit), VERDICTS)
+            return audit.report.exit_code()
         elif args.output == "policyreport":
             output = policyreport(audit.report)
         else:

@@ -17,10 +17,12 @@ from webhook.cli.arguments import (
     submitter,
     subparser,
 )
+from webhook.cli.terminal import VERDICTS, emit_text, progress
 
 if TYPE_CHECKING:
     from webhook.cli.report import Report
     from webhook.cluster.store import ClusterStore
+    from webhook.objects.sources import Document
     from webhook.policy.config import Policy
 
 
@@ -47,11 +49,9 @@ def _load_cluster_state(paths: list[str], policy: Policy) -> ClusterStore:
 def run_check(args: argparse.Namespace) -> int:
     from webhook.admin.catalog import load_policy
     from webhook.cli.formatters import FORMATTERS
-    from webhook.cli.report import CheckResult, Report
-    from webhook.engine.decision import AdmissionFacts, decide
+    from webhook.cli.report import Report
     from webhook.kube.typos import did_you_mean
-    from webhook.objects.kinds import kind_of_document, likely_meant
-    from webhook.objects.sources import named, read_documents
+    from webhook.objects.sources import read_documents
 
     paths = read_paths(args)
     policy = load_policy(args.config)
@@ -63,8 +63,10 @@ def run_check(args: argparse.Namespace) -> int:
         hint = f"; did you mean {meant!r}?" if meant else ""
         raise UsageError(f"--tier {args.tier!r} is not a configured tier ({', '.join(policy.tiers)}){hint}")
     labels = _parse_labels(args.namespace_labels) if args.namespace_labels is not None else None
-    cluster = _load_cluster_state(args.cluster_state, policy) if args.cluster_state else None
-    user = submitter(args)
+    cluster = None
+    if args.cluster_state:
+        with progress("reading the cluster state"):
+            cluster = _load_cluster_state(args.cluster_state, policy)
     left_out: list[str] = []
     documents, errors = read_documents(paths, left_out)
 
@@ -76,6 +78,36 @@ def run_check(args: argparse.Namespace) -> int:
         left_out=left_out,
         allow_empty=args.allow_empty,
     )
+    with progress(f"checking {len(documents)} document(s)"):
+        _judge(documents, args, policy, cluster, labels, report)
+    if cluster is not None:
+        report.notes += _state_notes(cluster, report)
+    if errors and args.output not in ("text", "github"):
+        # stdout is likely a file for a machine; the person reading the job log sees why it failed
+        for error in errors:
+            print(f"tpu-admission: {error}", file=sys.stderr)
+    if args.output == "text":
+        emit_text(FORMATTERS["text"](report), VERDICTS)
+    else:
+        emit(FORMATTERS[args.output](report))
+    return report.exit_code()
+
+
+def _judge(
+    documents: list[Document],
+    args: argparse.Namespace,
+    policy: Policy,
+    cluster: ClusterStore | None,
+    labels: dict[str, str] | None,
+    report: Report,
+) -> None:
+    """Judge each document as the mutating call would on CREATE, into ``report``."""
+    from webhook.cli.report import CheckResult
+    from webhook.engine.decision import AdmissionFacts, decide
+    from webhook.objects.kinds import kind_of_document, likely_meant
+    from webhook.objects.sources import named
+
+    user = submitter(args)
     for document in documents:
         data: Any = document.data
         if not isinstance(data, dict):  # kubectl refuses these: no kind, no object
@@ -110,14 +142,6 @@ def run_check(args: argparse.Namespace) -> int:
         )
         decision = decide(data, facts, policy, cluster)
         report.results.append(CheckResult(document, kind, namespace, name, decision, mode=policy.mode))
-    if cluster is not None:
-        report.notes += _state_notes(cluster, report)
-    if errors and args.output not in ("text", "github"):
-        # stdout is likely a file for a machine; the person reading the job log sees why it failed
-        for error in errors:
-            print(f"tpu-admission: {error}", file=sys.stderr)
-    emit(FORMATTERS[args.output](report))
-    return report.exit_code()
 
 
 def _state_notes(cluster: ClusterStore, report: Report) -> list[str]:

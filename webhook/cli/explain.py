@@ -23,6 +23,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final
 
 from webhook.cli.arguments import UsageError, add_cluster_flags, add_cluster_state, add_output, subparser
+from webhook.cli.terminal import emit_text, progress, width
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -99,7 +100,8 @@ def state_from_cluster(kubeconfig: str | None, job: tuple[str, str, str] | None,
     jobs: Jobs = {}
     read: set[str] = set()
     try:
-        store, _ = load_state(api_client, Policy())
+        with progress(f"listing the cluster at {configuration.host}"):
+            store, _ = load_state(api_client, Policy())
         if job is not None and job[0] != WORKLOAD:
             kind, namespace, name = job
             listed = next(each for each in JUDGED_KINDS if each.kind == kind)
@@ -259,13 +261,16 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         output = _render(explain_document([explanation.result()]), args.output)
     elif args.output == "wide":
-        output = render_explanation(explanation)
+        output = render_explanation(explanation, width())
     else:
         short, hidden = short_explanation(snapshot, explanation)
-        output = render_explanation(short).rstrip("\n")
+        output = render_explanation(short, width()).rstrip("\n")
         if hidden:
             output += f"\n  ({hidden} more quota table(s), of resources it does not ask for or nobody uses: -o wide)"
-    sys.stdout.write(output.rstrip("\n") + "\n")
+    if args.output in ("json", "yaml"):
+        sys.stdout.write(output.rstrip("\n") + "\n")
+    else:
+        emit_text(output.rstrip("\n"))
     return EXIT_OK
 
 
@@ -287,9 +292,11 @@ def run_quota(args: argparse.Namespace) -> int:
     else:
         everything = _amounts(picture)
         shown = {pair for pair, amounts in everything.items() if args.output == "wide" or any(map(_any, amounts))}
-        output = render_quota(narrowed(picture, lambda f, r: (f, r) in shown)).rstrip("\n")
+        output = render_quota(narrowed(picture, lambda f, r: (f, r) in shown), width()).rstrip("\n")
         if len(shown) < len(everything):
             output += f"\n({len(everything) - len(shown)} table(s) of zeros left out: -o wide)"
+        emit_text(output)
+        return EXIT_OK
     sys.stdout.write(output.rstrip("\n") + "\n")
     return EXIT_OK
 

@@ -14,6 +14,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, read_paths, subparser
+from webhook.cli.terminal import VERDICTS, emit_text, progress
 
 if TYPE_CHECKING:
     from webhook.admin.state import InputEntry
@@ -118,11 +119,15 @@ def run_lint_queues(args: argparse.Namespace) -> int:
         catalog=ADMIN_RULES,
         allow_empty=args.allow_empty,
     )
-    for judged in lint(objects, entries, policy):
-        report.results.append(_result(judged.entry, judged.decision, judged.skipped, policy))
+    with progress(f"judging {len(entries)} object(s)"):
+        for judged in lint(objects, entries, policy):
+            report.results.append(_result(judged.entry, judged.decision, judged.skipped, policy))
     if errors and args.output not in ("text", "github"):
         for error in errors:
             print(f"tpu-admission: {error.source}: {error.problem}", file=sys.stderr)
-    sys.stdout.write(FORMATTERS[args.output](report) + "\n")
-    sys.stdout.flush()
+    if args.output == "text":
+        emit_text(FORMATTERS["text"](report), VERDICTS)
+    else:
+        sys.stdout.write(FORMATTERS[args.output](report) + "\n")
+        sys.stdout.flush()
     return report.exit_code()

@@ -29,6 +29,7 @@ from webhook.cli.arguments import (
     submitter,
     subparser,
 )
+from webhook.cli.terminal import OUTCOMES, emit_text, progress
 
 if TYPE_CHECKING:
     from webhook.cluster.snapshot import Snapshot
@@ -72,7 +73,8 @@ def _snapshot(args: argparse.Namespace, policy: Policy) -> Snapshot:
         raise SimulateError(f"{exc}; or give the state as --cluster-state FILE") from None
     api_client = client.ApiClient(configuration)
     try:
-        store, _ = load_state(api_client, policy, kinds=listed_kinds())
+        with progress(f"listing the cluster at {configuration.host}"):
+            store, _ = load_state(api_client, policy, kinds=listed_kinds())
     except ListError as exc:
         raise SimulateError(f"the cluster at {configuration.host} could not be listed: {exc}") from None
     finally:
@@ -161,16 +163,17 @@ def run_simulate(args: argparse.Namespace) -> int:
     simulator = LiveSimulator(snapshot, policy)
     results: list[tuple[Result, Document]] = []
     skipped: list[tuple[Document, str]] = []
-    for document in documents:
-        reason = skipped_kind(document)
-        if reason is not None:
-            skipped.append((document, reason))
-            continue
-        answer = simulate_document(document, simulator, args)
-        if isinstance(answer, str):
-            errors.append(answer)
-        else:
-            results.append((answer, document))
+    with progress(f"simulating {len(documents)} object(s)"):
+        for document in documents:
+            reason = skipped_kind(document)
+            if reason is not None:
+                skipped.append((document, reason))
+                continue
+            answer = simulate_document(document, simulator, args)
+            if isinstance(answer, str):
+                errors.append(answer)
+            else:
+                results.append((answer, document))
     if args.output in ("json", "yaml"):
         answers: dict[str, Any] = {"results": [_json(r, d) for r, d in results], "errors": errors}
         if skipped:
@@ -184,8 +187,11 @@ def run_simulate(args: argparse.Namespace) -> int:
         left = f"; {len(skipped)} skipped" if skipped else ""
         blocks.append(f"tpu-admission simulate: {started} of {len(results)} would start now{left}")
         output = "\n".join(blocks)
-    sys.stdout.write(output + "\n")
-    sys.stdout.flush()
+    if args.output == "text":
+        emit_text(output, OUTCOMES)
+    else:
+        sys.stdout.write(output + "\n")
+        sys.stdout.flush()
     if errors and args.output != "text":
         for error in errors:
             print(f"tpu-admission simulate: {error}", file=sys.stderr)

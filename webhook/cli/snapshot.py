@@ -58,7 +58,10 @@ def run(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         target = args.output
-    return run_snapshot(args.kubeconfig, target, load_policy(args.config), args.context)
+    from webhook.cli.terminal import progress
+
+    with progress("listing the cluster's state"):
+        return run_snapshot(args.kubeconfig, target, load_policy(args.config), args.context)
 
 
 def add_parser(commands: Any) -> None:
