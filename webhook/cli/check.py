@@ -102,6 +102,7 @@ def _judge(
     report: Report,
 ) -> None:
     """Judge each document as the mutating call would on CREATE, into ``report``."""
+    from webhook.cli.nearmiss import near_misses
     from webhook.cli.report import CheckResult
     from webhook.engine.decision import AdmissionFacts, decide
     from webhook.objects.kinds import kind_of_document, likely_meant
@@ -141,7 +142,8 @@ def _judge(
             user=user,
         )
         decision = decide(data, facts, policy, cluster)
-        report.results.append(CheckResult(document, kind, namespace, name, decision, mode=policy.mode))
+        hints = near_misses(data, judged, policy)
+        report.results.append(CheckResult(document, kind, namespace, name, decision, mode=policy.mode, hints=hints))
 
 
 def _state_notes(cluster: ClusterStore, report: Report) -> list[str]:

@@ -46,7 +46,8 @@ def text(report: Report) -> str:
             blocks.append(f"{head}: skipped ({result.skipped})")
             continue
         verdict = "admitted" if decision.allowed else "DENIED"
-        blocks.append("\n".join(verdict_lines(f"{head}: {verdict}", decision, result.mode)))
+        lines = verdict_lines(f"{head}: {verdict}", decision, result.mode)
+        blocks.append("\n".join([*lines, *(f"  hint  {hint}" for hint in result.hints)]))
     for error in report.errors:
         where = f"{error.source}:{error.line}" if error.line else error.source
         blocks.append(f"{where}: error: {error.problem}")
@@ -87,6 +88,8 @@ def as_json(report: Report) -> str:
         }
         if decision is None:
             record["skipped"] = result.skipped
+        if result.hints:
+            record["hints"] = result.hints
         out.append(record)
     errors = [{"source": e.source, "line": e.line, "message": e.problem} for e in report.errors]
     document: dict[str, object] = {"results": out, "errors": errors, "summary": report.summary()}

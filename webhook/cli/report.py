@@ -32,6 +32,8 @@ class CheckResult:
     #: skipped, but likely a mistake: a misspelt kind or apiVersion of a judged kind, or a
     #: document that is not an object at all (``skipped`` says which); fails ``--strict``
     mistake: bool = False
+    #: a key or field one edit from one the rules read (``webhook.cli.nearmiss``); fails ``--strict``
+    hints: list[str] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
@@ -118,6 +120,9 @@ class Report:
         mistakes = sum(r.mistake for r in self.results)
         if mistakes:
             reasons.append(f"{mistakes} skipped document(s) that look like a mistake")
+        typos = sum(bool(r.hints) for r in self.results)
+        if typos:
+            reasons.append(f"{typos} object(s) with a key or field that looks misspelt")
         if not counts["checked"]:
             reasons.append("nothing was checked")
         return reasons

@@ -31,6 +31,7 @@ VERDICTS: Final[Highlights] = (
     (r"\b(DENIED|REFUSED|would be DENIED)\b", "bold red"),
     (r"(?m)^  deny\b", "red"),
     (r"(?m)^  warn\b", "yellow"),
+    (r"(?m)^  hint\b", "cyan"),
     (r"\badmitted\b", "green"),
     (r": skipped\b", "dim"),
     (r"(?m)^.*: error: .*$", "red"),
