@@ -10,6 +10,7 @@ import argparse
 import json
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -1148,3 +1149,30 @@ def test_no_fixture_or_rule_example_has_a_near_miss() -> None:
     for path in (JOBSETS, FIXTURES / "jobs", FIXTURES / "deployments"):
         done = cli("check", str(path), "--mode", "dynamic", "-o", "json")
         assert [r for r in results(done) if "hints" in r] == []
+
+
+def _help_examples() -> list[str]:
+    """Every ``tpu-admission ...`` example line of every command's --help."""
+    examples = []
+    for parser in _parsers(build_parser()):
+        for line in (parser.description or "").splitlines():
+            if line.startswith("  tpu-admission ") and "COMMAND" not in line:
+                examples.append(re.split(r"\s{2,}[(#]", line.strip())[0])
+    return examples
+
+
+def test_every_help_example_is_a_command_line_the_parser_takes() -> None:
+    """An example that stopped parsing (``--cluster-state a b``, a renamed flag) is caught here."""
+    examples = _help_examples()
+    assert len(examples) > 30
+    for example in examples:
+        words = shlex.split(re.split(r" [|>] ", example)[0])
+        build_parser().parse_args(words[1:])
+
+
+def test_the_state_recipe_in_check_help_is_snapshot() -> None:
+    """A kubectl get List cannot say a kind has none, so a recipe built from it leaves kinds
+    unknown and fails --strict on every job; the help points to snapshot instead."""
+    text = cli("check", "--help").stdout
+    assert "  tpu-admission snapshot > state.yaml\n" in text
+    assert "kubectl get" not in text.split("examples:")[1].split("\n\n")[0]
