@@ -7,6 +7,7 @@ Workload names, the Workloads, and, for the first example, the JobSet itself.
 
 from __future__ import annotations
 
+import datetime
 import json
 import shlex
 from pathlib import Path
@@ -27,6 +28,7 @@ from explain_builders import (
 from quota_fixtures import cluster_queue, cohort, q
 from support import run_cli
 
+from webhook.cli.explain import ago
 from webhook.cluster import kinds as k
 from webhook.cluster.listing import JUDGED_KINDS
 
@@ -269,3 +271,21 @@ def test_quota_leaves_out_tables_of_zeros_and_filters_as_asked(monkeypatch: Any)
         typo.stderr
         == "tpu-admission: quota: --resource 'google.com/tpus' is not in the state; did you mean 'google.com/tpu'?\n"
     )
+
+
+def test_times_say_how_long_ago_as_kubectls_age_does(monkeypatch: Any) -> None:
+    now = datetime.datetime(2026, 12, 1, 11, 30, 5, tzinfo=datetime.UTC)
+    assert [ago(when, now) for when in ("2026-12-01T11:30:00Z", "2026-12-01T11:28:00Z", "2026-12-01T08:00:00Z")] == [
+        "5s ago",
+        "2m ago",
+        "3h ago",
+    ]
+    assert ago("2026-11-20T11:30:05Z", now) == "11d ago" and ago("2026-12-02T00:00:00Z", now) == "in the future"
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    done = run_cli("explain", "jobset/llm-pretrain-a3f8", "-n", "kubemaker", *EXAMPLE)
+    age = ago("2026-12-01T08:00:00Z", datetime.datetime.now(datetime.UTC))
+    assert f"since 2026-12-01T08:00:00Z ({age}):" in " ".join(line.strip() for line in done.stdout.splitlines())
+    as_json = json.loads(
+        run_cli("explain", "jobset/llm-pretrain-a3f8", "-n", "kubemaker", *EXAMPLE, "-o", "json").stdout
+    )
+    assert as_json["results"][0]["since"] == "2026-12-01T08:00:00Z"  # machines get the time alone

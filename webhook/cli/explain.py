@@ -17,6 +17,7 @@ for quota).
 from __future__ import annotations
 
 import argparse
+import datetime
 import json
 import sys
 from collections.abc import Mapping
@@ -146,6 +147,10 @@ def _fail(command: str, message: str, code: int, output: str) -> int:
     return code
 
 
+def _now() -> datetime.datetime:
+    return datetime.datetime.now(datetime.UTC)
+
+
 def _render(document: Any, output: str) -> str:
     """A JSON document as ``-o json`` or ``-o yaml`` prints it."""
     if output == "json":
@@ -228,6 +233,35 @@ def short_explanation(snapshot: Snapshot, explanation: Explanation) -> tuple[Exp
     return replace(explanation, quota=narrowed(picture, lambda f, r: (f, r) in shown)), hidden
 
 
+#: an RFC 3339 time as Kubernetes writes it (seconds, UTC)
+_TIME = r"\b(\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}Z)\b"
+
+
+def ago(when: str, now: datetime.datetime) -> str:
+    """How long before ``now`` ``when`` (RFC 3339) was, as kubectl's AGE column says it: 45s, 12m, 3h, 4d."""
+    then = datetime.datetime.strptime(when, "%Y-%m-%dT%H:%M:%SZ").replace(tzinfo=datetime.UTC)
+    seconds = int((now - then).total_seconds())
+    if seconds < 0:
+        return "in the future"
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds >= 2 * size or (unit == "m" and seconds >= size):
+            return f"{seconds // size}{unit} ago"
+    return f"{seconds}s ago"
+
+
+def with_ages(explanation: Explanation, now: datetime.datetime) -> Explanation:
+    """The explanation with each time it states followed by how long ago that was, for a person."""
+    import re
+    from dataclasses import replace
+
+    def aged(text: str) -> str:
+        return re.sub(_TIME, lambda m: f"{m.group(1)} ({ago(m.group(1), now)})", text)
+
+    decided = explanation.decided
+    since = aged(decided.since) if decided.since else decided.since
+    return replace(explanation, decided=replace(decided, since=since), points=tuple(map(aged, explanation.points)))
+
+
 def run_explain(args: argparse.Namespace) -> int:
     from webhook.explain.explainer import ExplainError, explain
     from webhook.explain.lookup import (
@@ -261,9 +295,9 @@ def run_explain(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         output = _render(explain_document([explanation.result()]), args.output)
     elif args.output == "wide":
-        output = render_explanation(explanation, width())
+        output = render_explanation(with_ages(explanation, _now()), width())
     else:
-        short, hidden = short_explanation(snapshot, explanation)
+        short, hidden = short_explanation(snapshot, with_ages(explanation, _now()))
         output = render_explanation(short, width()).rstrip("\n")
         if hidden:
             output += f"\n  ({hidden} more quota table(s), of resources it does not ask for or nobody uses: -o wide)"
@@ -345,7 +379,8 @@ document too, when they hold it) or the cluster (--kubeconfig, $KUBECONFIG,
 workload(s), kwl. Details: docs/explain.md.
 
 Text is the short answer: the quota tables of the resources the job asks for where some
-team uses, borrows, lends or waits for them; -o wide shows every table.
+team uses, borrows, lends or waits for them (-o wide shows every table), and each time
+followed by how long ago it was (3h ago); JSON and YAML give the times alone.
 
 examples:
   tpu-admission explain jobset/llm-pretrain-a3f8 -n kubemaker
