@@ -1140,6 +1140,8 @@ def test_a_near_miss_key_or_field_gets_a_did_you_mean(tmp_path: Path, old: str, 
     (record,) = results(done)
     assert done.returncode == 1 and record["hints"] == [hint]
     assert f"  hint  {hint}" in cli("check", str(tmp_path / "job.yaml"), "--mode", "dynamic").stdout
+    github = cli("check", str(tmp_path / "job.yaml"), "--mode", "dynamic", "-o", "github").stdout.splitlines()
+    assert any(line.startswith("::warning file=") and "did you mean" in line for line in github)
     strict = json.loads(cli("check", str(tmp_path / "job.yaml"), "--mode", "dynamic", "--strict", "-o", "json").stdout)
     assert "1 object(s) with a key or field that looks misspelt" in strict["strictFailures"]
 

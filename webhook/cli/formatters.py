@@ -124,6 +124,9 @@ def github(report: Report) -> str:
         for notice in result.notices:
             title = _escape(f"tpu-admission ({_label(result)})", True)
             lines.append(f"::warning file={file},line={doc.line},title={title}::{_escape(notice)}")
+        for hint in result.hints:
+            title = _escape(f"tpu-admission: did you mean ({_label(result)})", True)
+            lines.append(f"::warning file={file},line={doc.line},title={title}::{_escape(hint)}")
         if result.mistake:
             title = _escape(f"tpu-admission ({_label(result)})", True)
             lines.append(
