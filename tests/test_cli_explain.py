@@ -252,9 +252,16 @@ def test_quota_leaves_out_tables_of_zeros_and_filters_as_asked(monkeypatch: Any)
     state = EXAMPLE[:2]
     short, wide = run_cli("quota", *state), run_cli("quota", *state, "-o", "wide")
     assert short.returncode == wide.returncode == 0
-    left_out = set(_tables(wide.stdout)) - set(_tables(short.stdout))
-    assert left_out == {"cpu-standard google.com/tpu", "tpu7x-8x8x8 google.com/tpu"}
-    assert short.stdout.splitlines()[-1] == "(2 table(s) of zeros left out: -o wide)"
+    # the chips' tables (the cohort's, then a ClusterQueue of no cohort); no other resource is in use
+    assert _tables(short.stdout) == [
+        "tpu7x-4x4x4 google.com/tpu",
+        "tpu7x-4x4x8 google.com/tpu",
+        "tpu7x-4x8x8 google.com/tpu",
+        "tpu7x-4x4x4 google.com/tpu",
+    ]
+    assert len(_tables(wide.stdout)) == 26
+    assert short.stdout.splitlines()[-1] == "(17 more table(s), idle or of zeros: -o wide or --resource)"
+    assert len(short.stdout.splitlines()) * 3 < len(wide.stdout.splitlines())
     tpu = run_cli("quota", *state, "--resource", "google.com/tpu", "--cohort", "tpu-pool")
     assert _tables(tpu.stdout) == [
         "tpu7x-4x4x4 google.com/tpu",

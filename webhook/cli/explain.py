@@ -325,18 +325,24 @@ def run_quota(args: argparse.Namespace) -> int:
         output = _render(quota_document(picture), args.output)
     else:
         everything = _amounts(picture)
-        shown = {pair for pair, amounts in everything.items() if args.output == "wide" or any(map(_any, amounts))}
+        shown = {pair for pair, amounts in everything.items() if args.output == "wide" or _first(pair, amounts)}
         output = render_quota(narrowed(picture, lambda f, r: (f, r) in shown), width()).rstrip("\n")
         if len(shown) < len(everything):
-            output += f"\n({len(everything) - len(shown)} table(s) of zeros left out: -o wide)"
+            output += f"\n({len(everything) - len(shown)} more table(s), idle or of zeros: -o wide or --resource)"
         emit_text(output)
         return EXIT_OK
     sys.stdout.write(output.rstrip("\n") + "\n")
     return EXIT_OK
 
 
-def _any(amounts: Amounts) -> bool:
-    return bool(amounts.nominal) or _busy(amounts)
+def _first(pair: tuple[str, str], amounts: list[Amounts]) -> bool:
+    """Whether ``quota``'s short answer shows a table: the TPU chips' wherever there is quota for
+    them, any other resource's only where some queue uses, borrows, lends or waits for it."""
+    from webhook.policy.config import TpuPolicy
+
+    if pair[1] == TpuPolicy().resource_name:
+        return any(bool(each.nominal) or _busy(each) for each in amounts)
+    return any(_busy(each) for each in amounts)
 
 
 def _filtered(picture: QuotaPicture, args: argparse.Namespace) -> QuotaPicture:
@@ -402,7 +408,8 @@ pending requests per flavor and resource, as bars (text) or numbers (json): what
 admin reads to judge a quota split. Reads --cluster-state files or the cluster
 (--kubeconfig, $KUBECONFIG, ~/.kube/config). Details: docs/explain.md.
 
-Text leaves out the tables where every queue's numbers are zero (-o wide shows them).
+Text shows the TPU chips' tables and, of the other resources, those some queue uses,
+borrows, lends or waits for; -o wide shows every table.
 
 examples:
   tpu-admission quota
