@@ -104,14 +104,14 @@ def stage_app(stage: str, state: Any) -> Callable[..., Any]:
 
 def serve(stage: str, port: int, cert_dir: Path) -> None:
     """One stage's server, as ``python -m webhook serve`` runs (logging, loop, TLS)."""
-    from webhook.cli.main import _setup_logging
+    from webhook.cli.serve import setup_logging
     from webhook.rules.catalog import load_policy
     from webhook.serving import certs
     from webhook.serving.app import ServerState
     from webhook.serving.runner import TlsSettings, build_server, loop_factory, run_server
 
     policy = load_policy(None)
-    _setup_logging("info")
+    setup_logging("info")
     files, _ = certs.ensure(cert_dir)
     tls = TlsSettings(cert=files.cert, key=files.key, min_version="1.2", client_ca=None, client_names=())
     state = ServerState(policy=policy)

@@ -14,7 +14,7 @@ DOC = (Path(__file__).resolve().parents[1] / "docs" / "admin-guard.md").read_tex
 def test_the_docs_rule_table_is_generated_from_the_catalog() -> None:
     match = re.search(r"<!-- admin-rules:begin -->\n(.*?)\n<!-- admin-rules:end -->", DOC, re.S)
     assert match, "docs/admin-guard.md lost its rules markers"
-    assert match.group(1) == markdown_table(), "regenerate the table: tpu-admission rules --format admin-markdown"
+    assert match.group(1) == markdown_table(), "regenerate the table: tpu-admission rules -o admin-markdown"
 
 
 def test_the_catalog_is_spec_s_thirty_rules_each_declared_once() -> None:

@@ -297,8 +297,12 @@ def test_exit_codes(tmp_path: Path) -> None:
     assert run_cli("audit", *admitted).returncode == 0
     assert run_cli("audit", *admitted, "--strict").returncode == 0
     assert run_cli("audit", "--cluster-state", str(STATE), "--cluster-state", str(JOBSETS)).returncode == 1
-    assert run_cli("audit", "--cluster-state", str(STATE)).returncode == 0  # nothing to judge: nothing denied
-    assert run_cli("audit", "--cluster-state", str(STATE), "--strict").returncode == 1  # ... unless --strict
+    assert run_cli("audit", "--cluster-state", str(STATE)).returncode == 1  # nothing judged, as kubectl apply ...
+    assert run_cli("audit", "--cluster-state", str(STATE), "--allow-empty").returncode == 0  # ... unless allowed
+    assert run_cli("audit", "--cluster-state", str(STATE), "--allow-empty", "--strict").returncode == 1
+    nowhere = run_cli("audit", *admitted, "-n", "nosuchns")
+    assert nowhere.returncode == 1 and nowhere.stdout.endswith("nothing was checked\n")
+    assert run_cli("audit", *admitted, "-n", "nosuchns", "-A").returncode == 0  # -A: every namespace
     missing = run_cli("audit", "--cluster-state", str(tmp_path / "absent.yaml"))
     assert missing.returncode == 2 and "--cluster-state" in missing.stderr and "no such file" in missing.stderr
     (tmp_path / "broken.yaml").write_text("kind: [unclosed\n")
@@ -466,7 +470,7 @@ def test_offline_from_a_snapshot_is_the_live_audit(api: FakeApiServer, tmp_path:
     expected = put_corpus(api, tmp_path, "static")
     config = kubeconfig(api, tmp_path)
     state = tmp_path / "snapshot.yaml"
-    assert run_cli("snapshot", "--kubeconfig", config, "-o", str(state)).returncode == 0
+    assert run_cli("snapshot", "--kubeconfig", config, "--output-file", str(state)).returncode == 0
     assert "kind: WorkloadList" in state.read_text()
     objects = [obj for kind in JUDGED_KINDS for obj in api.objects[kind.path].values()]
     listed = write_yaml(tmp_path / "objects.yaml", {"apiVersion": "v1", "kind": "List", "items": objects})

@@ -59,16 +59,22 @@ def test_kinds_missing_from_the_input_are_skipped_with_warnings(tmp_path: Path) 
     code, result, _ = check(tmp_path, obj, *files)
     assert code == 0
     assert check(tmp_path, obj, *files, "--strict")[0] == 1  # a skipped cluster check fails --strict
-    # Each skip names what would decide it: the kind, and how to give it (a kubectl List cannot say "none").
-    nodes = (
-        "Nodes: no objects of this kind in the --cluster-state input: to decide it, write the input with "
-        "`tpu-admission snapshot` (every kind, empty ones included), or add the kind's objects, or, if there are "
-        "none, a `kind: NodeList` (apiVersion v1) with `items: []` (a kubectl List cannot say a kind has none)"
-    )
+    # Each skip names the kind it lacks; how to give it (a kubectl List cannot say "none") is said once per run.
+    nodes = "Nodes: no objects of this kind in the --cluster-state input"
     assert result["warnings"] == [
         f"[{rule}] skipped: cluster state unknown ({nodes})"
         for rule in ("exceeds-node-capacity", "insufficient-node-pools")
     ]  # a best-effort job has no guaranteed balance to judge: no Workloads needed
+    note = (
+        "note: the --cluster-state input holds no Nodes: the rules that read them are skipped. To decide them, "
+        "write the input with `tpu-admission snapshot` (every kind, empty ones included), or add the kinds' "
+        "objects, or, where there are none, `kind: NodeList` (apiVersion v1) with `items: []` (a kubectl List "
+        "cannot say a kind has none)"
+    )
+    manifest = str(tmp_path / "job.yaml")
+    twice = run_cli("check", manifest, manifest, *files)
+    assert twice.stdout.count("note: the --cluster-state input") == 1 and note in twice.stdout.splitlines()
+    assert json.loads(run_cli("check", manifest, *files, "-o", "json").stdout)["notes"] == [note]
 
 
 def test_unreadable_cluster_state_is_a_usage_error(tmp_path: Path) -> None:

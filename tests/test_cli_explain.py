@@ -7,7 +7,9 @@ Workload names, the Workloads, and, for the first example, the JobSet itself.
 
 from __future__ import annotations
 
+import datetime
 import json
+import shlex
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +28,7 @@ from explain_builders import (
 from quota_fixtures import cluster_queue, cohort, q
 from support import run_cli
 
+from webhook.cli.explain import ago
 from webhook.cluster import kinds as k
 from webhook.cluster.listing import JUDGED_KINDS
 
@@ -210,3 +213,106 @@ def test_a_deployments_pod_running_and_ready_in_the_files_is_running(tmp_path: P
         assert code == 0, answer
         answers.append(answer["results"][0]["state"])
     assert answers == ["Starting", "Running"]
+
+
+def test_the_readme_example_runs_as_written_on_the_shipped_state(monkeypatch: Any) -> None:
+    """The README's explain block: the line that reads the shipped example state answers, from
+    the repository root, with the job's state, its queue and Kueue's reason."""
+    root = Path(__file__).resolve().parents[1]
+    monkeypatch.chdir(root)
+    readme = (root / "README.md").read_text()
+    section = readme[readme.index("## Why is my job not running?") :]
+    block = section[section.index("```bash\n") + len("```bash\n") : section.index("```\n", section.index("```bash"))]
+    commands = [line for line in block.splitlines() if line.startswith("tpu-admission explain")]
+    offline = [line for line in commands if "--cluster-state tests/fixtures/" in line]
+    assert len(commands) == 2 and len(offline) == 1
+    done = run_cli(*shlex.split(offline[0])[1:])
+    assert (done.returncode, done.stderr) == (0, "")
+    lines = done.stdout.splitlines()
+    assert lines[0] == "JobSet kubemaker/llm-pretrain-a3f8: Queued"
+    assert "insufficient unused quota for google.com/tpu in flavor tpu7x-4x4x4, 64 more needed" in " ".join(
+        line.strip() for line in lines
+    )
+    as_json = run_cli(*shlex.split(offline[0])[1:], "-o", "json")
+    (result,) = json.loads(as_json.stdout)["results"]
+    assert as_json.returncode == 0 and result["state"] == "Queued"
+
+
+EXAMPLE = ["--cluster-state", "tests/fixtures/cluster", "--cluster-state", "tests/fixtures/explain"]
+
+
+def _tables(text: str) -> list[str]:
+    """The quota tables' titles (``flavor resource``) of a text answer."""
+    return [line.strip() for line in text.splitlines() if line.startswith("  tpu7x") or line.startswith("  cpu-")]
+
+
+def test_explain_leads_with_the_resources_the_job_asks_for_and_wide_shows_every_table(monkeypatch: Any) -> None:
+    """The queued example asks for TPU chips and ephemeral storage: its short answer shows
+    those tables where a team uses or waits for them, not a table of zeros per resource."""
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    target = ["explain", "jobset/llm-pretrain-a3f8", "-n", "kubemaker", *EXAMPLE]
+    short = run_cli(*target)
+    wide = run_cli(*target, "-o", "wide")
+    assert short.returncode == wide.returncode == 0
+    assert _tables(short.stdout) == [
+        "tpu7x-4x4x4 ephemeral-storage",
+        "tpu7x-4x4x4 google.com/tpu",
+        "tpu7x-4x4x8 google.com/tpu",
+    ]
+    assert len(_tables(wide.stdout)) == 20 and set(_tables(short.stdout)) < set(_tables(wide.stdout))
+    assert short.stdout.splitlines()[-1] == (
+        "  (17 more quota table(s), of resources it does not ask for or nobody uses: -o wide)"
+    )
+    assert short.stdout.split("\nQuota of")[0] == wide.stdout.split("\nQuota of")[0]  # the answer itself is whole
+    assert len(short.stdout.splitlines()) * 2 < len(wide.stdout.splitlines())
+
+
+def test_quota_leaves_out_tables_of_zeros_and_filters_as_asked(monkeypatch: Any) -> None:
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    state = EXAMPLE[:2]
+    short, wide = run_cli("quota", *state), run_cli("quota", *state, "-o", "wide")
+    assert short.returncode == wide.returncode == 0
+    # the chips' tables (the cohort's, then a ClusterQueue of no cohort); no other resource is in use
+    assert _tables(short.stdout) == [
+        "tpu7x-4x4x4 google.com/tpu",
+        "tpu7x-4x4x8 google.com/tpu",
+        "tpu7x-4x8x8 google.com/tpu",
+        "tpu7x-4x4x4 google.com/tpu",
+    ]
+    assert len(_tables(wide.stdout)) == 26
+    assert short.stdout.splitlines()[-1] == "(17 more table(s), idle or of zeros: -o wide or --resource)"
+    assert len(short.stdout.splitlines()) * 3 < len(wide.stdout.splitlines())
+    tpu = run_cli("quota", *state, "--resource", "google.com/tpu", "--cohort", "tpu-pool")
+    assert _tables(tpu.stdout) == [
+        "tpu7x-4x4x4 google.com/tpu",
+        "tpu7x-4x4x8 google.com/tpu",
+        "tpu7x-4x8x8 google.com/tpu",
+    ]
+    one = json.loads(
+        run_cli("quota", *state, "--cluster-queue", "team-b", "--flavor", "tpu7x-4x4x8", "-o", "json").stdout
+    )
+    assert json.dumps(one).count("team-a") == 0 and "tpu7x-4x4x8" in json.dumps(one)
+    typo = run_cli("quota", *state, "--resource", "google.com/tpus")
+    assert (typo.returncode, typo.stdout) == (2, "")
+    assert (
+        typo.stderr
+        == "tpu-admission: quota: --resource 'google.com/tpus' is not in the state; did you mean 'google.com/tpu'?\n"
+    )
+
+
+def test_times_say_how_long_ago_as_kubectls_age_does(monkeypatch: Any) -> None:
+    now = datetime.datetime(2026, 12, 1, 11, 30, 5, tzinfo=datetime.UTC)
+    assert [ago(when, now) for when in ("2026-12-01T11:30:00Z", "2026-12-01T11:28:00Z", "2026-12-01T08:00:00Z")] == [
+        "5s ago",
+        "2m ago",
+        "3h ago",
+    ]
+    assert ago("2026-11-20T11:30:05Z", now) == "11d ago" and ago("2026-12-02T00:00:00Z", now) == "in the future"
+    monkeypatch.chdir(Path(__file__).resolve().parents[1])
+    done = run_cli("explain", "jobset/llm-pretrain-a3f8", "-n", "kubemaker", *EXAMPLE)
+    age = ago("2026-12-01T08:00:00Z", datetime.datetime.now(datetime.UTC))
+    assert f"since 2026-12-01T08:00:00Z ({age}):" in " ".join(line.strip() for line in done.stdout.splitlines())
+    as_json = json.loads(
+        run_cli("explain", "jobset/llm-pretrain-a3f8", "-n", "kubemaker", *EXAMPLE, "-o", "json").stdout
+    )
+    assert as_json["results"][0]["since"] == "2026-12-01T08:00:00Z"  # machines get the time alone

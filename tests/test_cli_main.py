@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
+import shlex
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -32,7 +35,7 @@ from support import (
 )
 
 from webhook import __version__
-from webhook.cli.main import build_parser
+from webhook.cli.main import COMMANDS, build_parser, hoist_global_flags
 
 cli = run_cli
 
@@ -140,15 +143,20 @@ def test_strict_fails_on_an_unknown_tier(tmp_path: Path) -> None:
     assert github.stdout.splitlines()[-2] == "::error title=tpu-admission --strict::1 object(s) with warnings"
 
 
-@pytest.mark.parametrize("contents", ["empty", "services"])
-def test_nothing_checked_passes_but_fails_strict(tmp_path: Path, contents: str) -> None:
+@pytest.mark.parametrize("contents", ["empty", "services", "misspelt"])
+def test_nothing_checked_fails_unless_allowed(tmp_path: Path, contents: str) -> None:
+    """As kubectl apply with no objects: nothing judged is exit 1, unless --allow-empty."""
     if contents == "services":
         (tmp_path / "svc.yaml").write_text("apiVersion: v1\nkind: Service\nmetadata: {name: web}\n")
-    lenient = cli("check", str(tmp_path))
-    assert lenient.returncode == 0 and lenient.stdout.splitlines()[-1].endswith("; nothing was checked")
-    strict = cli("check", str(tmp_path), "--strict", "--output", "json")
+    if contents == "misspelt":
+        (tmp_path / "job.yaml").write_text("apiVersion: jobset.x-k8s.io/v1alpha2\nkind: Jobset\nmetadata: {name: a}\n")
+    empty = cli("check", str(tmp_path))
+    assert empty.returncode == 1 and empty.stdout.splitlines()[-1].endswith("; nothing was checked")
+    allowed = cli("check", str(tmp_path), "--allow-empty")
+    assert (allowed.returncode, allowed.stdout) == (0, empty.stdout)
+    strict = cli("check", str(tmp_path), "--strict", "--allow-empty", "--output", "json")
     assert strict.returncode == 1
-    assert json.loads(strict.stdout)["strictFailures"] == ["nothing was checked"]
+    assert json.loads(strict.stdout)["strictFailures"][-1] == "nothing was checked"
 
 
 def test_stdin_multidocument_and_non_jobsets_are_skipped() -> None:
@@ -235,7 +243,7 @@ def test_a_directory_walk_names_the_files_it_left_out(tmp_path: Path) -> None:
 def test_a_list_or_scalar_document_is_not_an_object_and_a_cluster_scoped_one_has_no_namespace() -> None:
     """Both showed as ``(no kind) default/``; a Namespace as ``Namespace default/team``."""
     text = "- a\n- b\n---\nhello\n---\napiVersion: v1\nkind: Namespace\nmetadata: {name: team}\n"
-    proc = cli("check", "-", stdin=text)
+    proc = cli("check", "-", "--allow-empty", stdin=text)
     assert proc.returncode == 0
     assert proc.stdout.splitlines()[:3] == [
         "<stdin>:1: (not an object): skipped (a YAML list, not a Kubernetes object (a mapping with apiVersion "
@@ -376,45 +384,43 @@ def test_documents_before_a_syntax_error_are_still_judged(tmp_path: Path) -> Non
 # --- --cluster-state ------------------------------------------------------------------
 
 
-def test_cluster_state_takes_one_or_more_paths_and_may_be_repeated() -> None:
+def test_cluster_state_takes_one_path_and_may_be_repeated() -> None:
     state = FIXTURES / "cluster"
     job = str(JOBSETS / "rfc-4.6-static.yaml")
     before = cli("check", job, "--cluster-state", str(state), "--output", "json")
     assert before.returncode == 0, before.stderr
     assert results(before)[0]["warnings"] == []
     files = sorted(str(p) for p in state.glob("*.yaml"))
-    listed = cli("check", job, "--cluster-state", *files, "--output", "json")
-    assert listed.returncode == 0, listed.stderr
-    assert results(listed) == results(before)
     repeated = cli("check", job, *[arg for f in files for arg in ("--cluster-state", f)], "--output", "json")
     assert repeated.returncode == 0 and results(repeated) == results(before)
-    ended = cli("check", "--output", "json", "--cluster-state", *files, "--", job)
-    assert ended.returncode == 0 and results(ended) == results(before)
 
 
-def test_cluster_state_that_took_the_manifests_says_so() -> None:
+def test_cluster_state_before_the_manifests_takes_only_its_own_path() -> None:
+    """The order everyone writes: the flag, its file, then the manifests."""
     state = str(FIXTURES / "cluster")
     job = str(JOBSETS / "rfc-4.6-static.yaml")
-    proc = cli("check", "--cluster-state", state, job)
-    assert proc.returncode == 2
-    assert proc.stderr.splitlines()[-1] == (
-        "tpu-admission check: error: the following arguments are required: PATH (--cluster-state takes every "
-        "path up to the next flag: give the manifests before it, or end its paths with --; "
-        f"it took {state}, {job})"
-    )
+    first = cli("check", "--cluster-state", state, job, "--output", "json")
+    last = cli("check", job, "--cluster-state", state, "--output", "json")
+    assert first.returncode == 0, first.stderr
+    assert (first.returncode, first.stdout) == (last.returncode, last.stdout)
+    assert [r["name"] for r in results(first)] == ["llm-pretrain-a3f8"]
 
 
 @pytest.mark.parametrize("command", [["check", "JOB"], ["audit"], ["lint-queues", "KUEUE"]])
 def test_every_command_reads_cluster_state_paths_alike(command: list[str]) -> None:
-    """``--cluster-state a b`` is one flag with two paths in each command that takes it."""
+    """``--cluster-state`` takes one path and is repeated in each command that takes it; a
+    second path after it is a manifest where the command reads manifests, else refused saying so."""
     mapping = {"JOB": str(JOBSETS / "rfc-4.6-static.yaml"), "KUEUE": str(FIXTURES / "kueue")}
     files = sorted(str(p) for p in (FIXTURES / "cluster").glob("*.yaml"))
     args = [mapping.get(a, a) for a in command]
-    listed = cli(*args, "--cluster-state", *files, "--output", "json")
     repeated = cli(*args, *[arg for f in files for arg in ("--cluster-state", f)], "--output", "json")
-    assert listed.returncode in (0, 1), listed.stderr
-    assert (listed.returncode, listed.stdout) == (repeated.returncode, repeated.stdout)
-    assert "--cluster-state PATH [PATH ...]" in cli(command[0], "--help").stdout
+    assert repeated.returncode in (0, 1), repeated.stderr
+    assert "[--cluster-state PATH]" in cli(command[0], "--help").stdout
+    if command == ["audit"]:
+        listed = cli("audit", "--cluster-state", *files)
+        assert listed.returncode == 2
+        hint = "(--cluster-state takes one path each; repeat the flag for more)"
+        assert listed.stderr.splitlines()[-1].endswith(hint)
 
 
 # --- policy exceptions through check ------------------------------------------------------------
@@ -477,7 +483,7 @@ def test_an_unknown_rule_in_an_exception_stops_check_and_serve(tmp_path: Path) -
         (["--config", "CONFIG", "JOB"], "subSlicing: Input should be a valid boolean"),
         (["--output", "xml", "JOB"], "invalid choice"),
         (["--cluster-state", "MISSING", "JOB"], "--cluster-state"),
-        (["--cluster-state"], "expected at least one argument"),
+        (["--cluster-state"], "expected one argument"),
     ],
 )
 def test_bad_usage_exits_2_with_a_message(tmp_path: Path, args: list[str], stderr: str) -> None:
@@ -522,8 +528,9 @@ def test_every_option_has_help_and_usage_shows_no_internal_names() -> None:
 
 
 def test_rules_help_names_the_exit_code_a_bad_format_gets() -> None:
-    assert "  2  bad usage (an unknown --format)" in cli("rules", "--help").stdout
-    assert cli("rules", "--format", "html").returncode == 2
+    assert "  2  bad usage (an unknown -o, or a RULE that is not one)" in cli("rules", "--help").stdout
+    assert cli("rules", "-o", "html").returncode == 2
+    assert cli("rules", "--format", "markdown").stdout == cli("rules", "-o", "markdown").stdout  # the older name
 
 
 @pytest.mark.parametrize("mode", ["static", "dynamic"])
@@ -957,3 +964,217 @@ def test_a_name_that_is_no_string_is_shown_clipped(tmp_path: Path) -> None:
     done = run_cli("check", str(tmp_path / "job.yaml"), "--output", "json")
     [result] = json.loads(done.stdout)["results"]
     assert result["name"].startswith("[['xxxx") and len(result["name"]) <= 80
+
+
+# --- the dispatcher: help, version, global flags, the plugin ---------------------------------
+
+#: what a command's ``--help`` must not wait for: the engine, the rules, the cluster client, the models
+HEAVY = ("kubernetes", "pydantic", "yaml", "msgspec", "starlette", "uvicorn", "rich", "webhook.engine", "webhook.rules")
+#: the modules of a ``--help``, printed by a fresh interpreter
+_LOADED = """\
+import contextlib, io, sys
+from webhook.cli.main import main
+with contextlib.redirect_stdout(io.StringIO()):
+    try:
+        main(sys.argv[1:])
+    except SystemExit:
+        pass
+print("\\n".join(sorted(sys.modules)))
+"""
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["serve"], ["check"], ["audit"], ["explain"], ["quota"], ["simulate"], ["lint-queues"], ["snapshot"],
+     ["config"], ["export"], ["rules"], ["completion"], ["version"]],
+)  # fmt: skip
+def test_help_loads_no_heavy_module(command: list[str]) -> None:
+    """``--help`` (and a command's) imports that command's module only, and that module its
+    parser's needs only: the rest is imported when the command runs."""
+    done = subprocess.run(
+        [sys.executable, "-c", _LOADED, *command, "--help"], capture_output=True, text=True, timeout=60, check=True
+    )
+    loaded = done.stdout.split()
+    assert [m for m in loaded if m.startswith(HEAVY) or m.split(".")[0] in HEAVY] == []
+    own = {COMMANDS[command[0]].module} if command else set()
+    shared = {"webhook.cli.main", "webhook.cli.arguments", "webhook.cli.terminal"}
+    assert {m for m in loaded if m.startswith("webhook.cli.")} - shared <= own
+
+
+def test_the_lazy_help_lists_what_every_command_says_of_itself() -> None:
+    """The dispatcher's summaries (shown without importing a command) are the commands' own."""
+    full = build_parser().format_help()
+    assert cli("--help").stdout == full
+    commands = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    assert list(commands.choices) == list(COMMANDS)
+
+
+def test_no_arguments_prints_the_help_as_kubectl_does() -> None:
+    alone = cli()
+    assert (alone.returncode, alone.stdout) == (0, cli("--help").stdout)
+    assert alone.stdout.startswith("usage: tpu-admission [-h] [--version] COMMAND ...")
+
+
+def test_version_is_a_command_too() -> None:
+    assert cli("version").stdout == cli("--version").stdout == f"tpu-admission {__version__}\n"
+    assert json.loads(cli("version", "-o", "json").stdout) == {
+        "clientVersion": {"name": "tpu-admission", "version": __version__}
+    }
+    assert yaml.safe_load(cli("version", "-o", "yaml").stdout) == json.loads(cli("version", "-o", "json").stdout)
+
+
+@pytest.mark.parametrize("command", [["check", "JOB"], ["lint-queues", "KUEUE"], ["audit"], ["simulate", "JOB"]])
+def test_output_is_the_format_everywhere_with_yaml_as_kubectl(command: list[str]) -> None:
+    """``-o`` is ``--output`` in every command, and ``-o yaml`` is the JSON document as YAML."""
+    mapping = {"JOB": str(JOBSETS / "rfc-4.6-static.yaml"), "KUEUE": str(FIXTURES / "kueue")}
+    args = [mapping.get(a, a) for a in command]
+    state = ["--cluster-state", str(FIXTURES / "cluster")]
+    if command[0] == "audit":
+        state += ["--cluster-state", mapping["JOB"]]
+    as_json = cli(*args, *state, "--output", "json")
+    as_yaml = cli(*args, *state, "-o", "yaml")
+    assert as_json.returncode == as_yaml.returncode
+    assert as_json.returncode in (0, 1), as_json.stderr
+    assert yaml.safe_load(as_yaml.stdout) == json.loads(as_json.stdout)
+
+
+def test_files_may_be_given_as_kubectl_does_with_f() -> None:
+    job = str(JOBSETS / "rfc-4.6-static.yaml")
+    positional = cli("check", job, "-o", "json")
+    flagged = cli("check", "-f", job, "-o", "json")
+    assert (flagged.returncode, flagged.stdout) == (positional.returncode, positional.stdout)
+    none = cli("check", "--mode", "dynamic")
+    assert (none.returncode, none.stdout) == (2, "")
+    assert none.stderr == "tpu-admission: check: give the files to read: PATH... or -f PATH (- for stdin)\n"
+
+
+def test_a_namespace_flag_is_the_default_of_manifests_that_name_none(tmp_path: Path) -> None:
+    """As ``kubectl apply -n``: the namespace of a manifest without one, never over one it names."""
+    obj = load_jobset("rfc-4.6-static")
+    del obj["metadata"]["namespace"]
+    path = write_yaml(tmp_path / "job.yaml", obj)
+    plain = results(cli("check", str(path), "-o", "json"))[0]
+    given = results(cli("check", str(path), "-n", "kubemaker", "-o", "json"))[0]
+    assert (plain["namespace"], given["namespace"]) == ("default", "kubemaker")
+    named = results(cli("check", str(JOBSETS / "rfc-4.6-static.yaml"), "-n", "other", "-o", "json"))[0]
+    assert named["namespace"] == "kubemaker"
+
+
+def test_global_flags_before_the_command_are_the_commands() -> None:
+    assert hoist_global_flags(["--context", "prod", "-n", "a", "explain", "jobset/x"]) == [
+        "explain", "--context", "prod", "-n", "a", "jobset/x",
+    ]  # fmt: skip
+    assert hoist_global_flags(["--kubeconfig=k", "-A", "audit", "-o", "json"]) == [
+        "audit", "--kubeconfig=k", "-A", "-o", "json",
+    ]  # fmt: skip
+    assert hoist_global_flags(["--version"]) == ["--version"]
+    assert hoist_global_flags(["check", "-n", "a", "x.yaml"]) == ["check", "-n", "a", "x.yaml"]
+    job = str(JOBSETS / "rfc-4.6-static.yaml")
+    assert cli("-n", "kubemaker", "check", job).stdout == cli("check", job, "-n", "kubemaker").stdout
+
+
+def test_rules_describes_one_rule() -> None:
+    described = cli("rules", "slice-topology-missing")
+    assert described.returncode == 0
+    lines = described.stdout.splitlines()
+    assert lines[0].startswith("slice-topology-missing: ")
+    assert any(line.startswith("  default action:") for line in lines)
+    (document,) = json.loads(cli("rules", "slice-topology-missing", "-o", "json").stdout)
+    assert document["id"] == "slice-topology-missing" and document["modes"] == ["dynamic"]
+    assert document["messages"] and all(m["problem"] and m["fix"] for m in document["messages"])
+    typo = cli("rules", "slice-topology-mising")
+    assert (typo.returncode, typo.stdout) == (2, "")
+    assert typo.stderr == (
+        "tpu-admission: rules: 'slice-topology-mising' is not a rule; did you mean 'slice-topology-missing'?\n"
+    )
+    every = json.loads(cli("rules", "-o", "json").stdout)
+    assert len(every) == len(cli("rules").stdout.splitlines())
+
+
+PLUGIN = Path(sys.executable).with_name("kubectl-tpu")
+
+
+def test_the_kubectl_plugin_is_the_same_program_under_kubectl() -> None:
+    """``kubectl tpu ...`` runs ``kubectl-tpu`` from PATH, as ``kubectl kueue`` runs kueuectl."""
+    assert PLUGIN.is_file(), "pip install -e . puts kubectl-tpu beside tpu-admission"
+    env = {**os.environ, "PATH": f"{PLUGIN.parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    job = str(JOBSETS / "rfc-4.6-static.yaml")
+    direct = subprocess.run([str(SCRIPT), "check", "-f", job], capture_output=True, text=True, timeout=60, check=False)
+    plugin = subprocess.run([str(PLUGIN), "check", "-f", job], capture_output=True, text=True, timeout=60, check=False)
+    assert (plugin.returncode, plugin.stdout) == (direct.returncode, direct.stdout) == (0, direct.stdout)
+    mistake = subprocess.run([str(PLUGIN), "rules", "-o", "x"], capture_output=True, text=True, timeout=60, check=False)
+    assert mistake.returncode == 2 and mistake.stderr.startswith("usage: kubectl tpu rules ")
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        pytest.skip("no kubectl on this machine")
+    through = subprocess.run(
+        [kubectl, "tpu", "check", "-f", job], capture_output=True, text=True, timeout=60, check=False, env=env
+    )
+    assert (through.returncode, through.stdout) == (0, direct.stdout), through.stderr
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "hint"),
+    [
+        (
+            "cloud.google.com/gke-tpu-slice-topology: 4x4x4",
+            "cloud.google.com/gke-tpu-slice-topolgy: 4x4x4",
+            'spec.replicatedJobs[0].template.spec.template.metadata.annotations["cloud.google.com/gke-tpu-slice-topolgy"]'
+            ": did you mean cloud.google.com/gke-tpu-slice-topology?",
+        ),
+        (
+            "cloud.google.com/gke-tpu-slice-topology: 4x4x4",
+            "gke-tpu-slice-topolgy: 4x4x4",
+            'spec.replicatedJobs[0].template.spec.template.metadata.annotations["gke-tpu-slice-topolgy"]'
+            ": did you mean cloud.google.com/gke-tpu-slice-topology?",
+        ),
+        ("  replicatedJobs:", "  replicatedJob:", "spec.replicatedJob: did you mean replicatedJobs?"),
+    ],
+)
+def test_a_near_miss_key_or_field_gets_a_did_you_mean(tmp_path: Path, old: str, new: str, hint: str) -> None:
+    """The job is judged as written (the key is not there for the rules); check names the near miss."""
+    text = (JOBSETS / "rfc-4.3.1-dynamic.yaml").read_text()
+    assert old in text
+    (tmp_path / "job.yaml").write_text(text.replace(old, new))
+    done = cli("check", str(tmp_path / "job.yaml"), "--mode", "dynamic", "-o", "json")
+    (record,) = results(done)
+    assert done.returncode == 1 and record["hints"] == [hint]
+    assert f"  hint  {hint}" in cli("check", str(tmp_path / "job.yaml"), "--mode", "dynamic").stdout
+    github = cli("check", str(tmp_path / "job.yaml"), "--mode", "dynamic", "-o", "github").stdout.splitlines()
+    assert any(line.startswith("::warning file=") and "did you mean" in line for line in github)
+    strict = json.loads(cli("check", str(tmp_path / "job.yaml"), "--mode", "dynamic", "--strict", "-o", "json").stdout)
+    assert "1 object(s) with a key or field that looks misspelt" in strict["strictFailures"]
+
+
+def test_no_fixture_or_rule_example_has_a_near_miss() -> None:
+    """Only keys one edit from a known one are named: none of the shipped jobs is flagged."""
+    for path in (JOBSETS, FIXTURES / "jobs", FIXTURES / "deployments"):
+        done = cli("check", str(path), "--mode", "dynamic", "-o", "json")
+        assert [r for r in results(done) if "hints" in r] == []
+
+
+def _help_examples() -> list[str]:
+    """Every ``tpu-admission ...`` example line of every command's --help."""
+    examples = []
+    for parser in _parsers(build_parser()):
+        for line in (parser.description or "").splitlines():
+            if line.startswith("  tpu-admission ") and "COMMAND" not in line:
+                examples.append(re.split(r"\s{2,}[(#]", line.strip())[0])
+    return examples
+
+
+def test_every_help_example_is_a_command_line_the_parser_takes() -> None:
+    """An example that stopped parsing (``--cluster-state a b``, a renamed flag) is caught here."""
+    examples = _help_examples()
+    assert len(examples) > 30
+    for example in examples:
+        words = shlex.split(re.split(r" [|>] ", example)[0])
+        build_parser().parse_args(words[1:])
+
+
+def test_the_state_recipe_in_check_help_is_snapshot() -> None:
+    """A kubectl get List cannot say a kind has none, so a recipe built from it leaves kinds
+    unknown and fails --strict on every job; the help points to snapshot instead."""
+    text = cli("check", "--help").stdout
+    assert "  tpu-admission snapshot > state.yaml\n" in text
+    assert "kubectl get" not in text.split("examples:")[1].split("\n\n")[0]

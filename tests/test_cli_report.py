@@ -41,7 +41,7 @@ UNREADABLE = SourceError("bad.yaml", "not valid YAML or JSON: …", 3)
         ([ADMITTED, DENIED], [], False, EXIT_DENIED),
         ([WARNS], [], False, EXIT_OK),
         ([WARNS], [], True, EXIT_DENIED),
-        ([], [], False, EXIT_OK),
+        ([], [], False, EXIT_DENIED),  # nothing judged, as kubectl apply with no objects
         ([], [], True, EXIT_DENIED),
         ([DENIED], [UNREADABLE], False, EXIT_USAGE),  # an unread input outranks a deny
         ([ADMITTED], [UNREADABLE], True, EXIT_USAGE),
@@ -50,6 +50,12 @@ UNREADABLE = SourceError("bad.yaml", "not valid YAML or JSON: …", 3)
 def test_exit_codes(results: list[Any], errors: list[SourceError], strict: bool, code: int) -> None:
     report = Report([result(obj) for obj in results], list(errors), strict=strict)
     assert report.exit_code() == code
+
+
+def test_nothing_judged_passes_only_when_allowed() -> None:
+    assert Report([skipped()], allow_empty=True).exit_code() == EXIT_OK
+    assert Report([skipped()]).exit_code() == EXIT_DENIED
+    assert Report([skipped()], strict=True, allow_empty=True).exit_code() == EXIT_DENIED
 
 
 def test_unknown_tier_warns_and_skipped_objects_do_not() -> None:

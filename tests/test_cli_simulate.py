@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -24,7 +25,7 @@ def test_a_jobset_that_fits_starts_now_text_outcome_first() -> None:
     done = run_cli("simulate", FITS, "--cluster-state", STATE)
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.splitlines() == [
-        "ADMIT  JobSet kubemaker/eval-4x8x8",
+        f"ADMIT  JobSet kubemaker/eval-4x8x8  ({FITS}:2)",
         "  ClusterQueue team-b",
         "  fits now in ClusterQueue team-b on tpu7x-4x8x8",
         "  podSet workers ×64: google.com/tpu: tpu7x-4x8x8",
@@ -40,7 +41,8 @@ def test_json_is_the_contracts(tmp_path: Path) -> None:
     assert set(answer) == {"results", "errors"} and answer["errors"] == []
     first, second = answer["results"]
     assert first == {
-        "source": f"{FITS}:2",
+        "source": FITS,
+        "line": 2,
         "kind": "JobSet",
         "namespace": "kubemaker",
         "name": "eval-4x8x8",
@@ -79,20 +81,70 @@ def test_usage_errors_exit_2_with_a_message_never_a_traceback(tmp_path: Path) ->
     )
     missing = run_cli("simulate", str(tmp_path / "nothing.yaml"), "--cluster-state", STATE)
     assert missing.returncode == 2 and "Traceback" not in missing.stderr + missing.stdout
-    neither = run_cli("simulate", FITS)
-    assert neither.returncode == 2 and "one of the arguments --cluster-state --kubeconfig is required" in neither.stderr
+    nowhere = tmp_path / "no-such-kubeconfig"
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("KUBECONFIG", str(nowhere))
+        env.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+        neither = run_cli("simulate", FITS)
+    assert neither.returncode == 2 and neither.stderr == (
+        f"tpu-admission simulate: no cluster configuration: $KUBECONFIG ({nowhere}) names no file that exists, "
+        "and this is not a pod (KUBERNETES_SERVICE_HOST is not set); give --kubeconfig FILE; or give the state as "
+        "--cluster-state FILE\n"
+    )
+    both = run_cli("simulate", FITS, "--cluster-state", STATE, "--context", "prod")
+    assert both.returncode == 2 and "give one" in both.stderr
+    no_paths = run_cli("simulate", "--cluster-state", STATE)
+    assert (no_paths.returncode, no_paths.stderr) == (
+        2,
+        "tpu-admission: simulate: give the files to read: PATH... or -f PATH (- for stdin)\n",
+    )
     bad_state = run_cli("simulate", FITS, "--cluster-state", str(tmp_path / "gone"))
     assert bad_state.returncode == 2 and bad_state.stderr.startswith("tpu-admission simulate: --cluster-state: ")
 
 
-def test_an_object_that_is_not_a_job_is_named_and_fails(tmp_path: Path) -> None:
+def test_other_kinds_are_skipped_as_check_skips_them_and_a_misspelt_kind_is_an_error(tmp_path: Path) -> None:
+    """A Node or ConfigMap beside the jobs is left out (named); ``kind: Jobset`` is a mistake."""
     other = write_yaml(tmp_path / "cm.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}})
-    done = run_cli("simulate", str(other), "--cluster-state", STATE, "--output", "json")
-    assert done.returncode == 1
-    assert json.loads(done.stdout) == {
-        "results": [],
-        "errors": [f"{other}:1: not a JobSet, Job, Deployment or kueue.x-k8s.io Workload (v1 ConfigMap)"],
-    }
+    done = run_cli("simulate", FITS, str(other), "--cluster-state", STATE, "--output", "json")
+    assert done.returncode == 0  # the job starts now; the ConfigMap is not judged
+    answer = json.loads(done.stdout)
+    assert (answer["errors"], answer["skipped"]) == (
+        [],
+        [
+            {
+                "source": str(other),
+                "line": 1,
+                "kind": "ConfigMap",
+                "namespace": "",
+                "name": "x",
+                "skipped": "not a JobSet, Job, Deployment or Workload (v1 ConfigMap)",
+            }
+        ],
+    )
+    alone = run_cli("simulate", str(other), "--cluster-state", STATE)
+    assert alone.returncode == 1  # nothing to simulate ...
+    assert alone.stdout.splitlines() == [
+        f"{other}:1: skipped (not a JobSet, Job, Deployment or Workload (v1 ConfigMap))",
+        "tpu-admission simulate: 0 of 0 would start now; 1 skipped",
+    ]
+    assert run_cli("simulate", str(other), "--cluster-state", STATE, "--allow-empty").returncode == 0  # ... unless so
+    job = yaml.safe_load(Path(FITS).read_text())
+    misspelt = write_yaml(tmp_path / "typo.yaml", {**job, "kind": "Jobset"})
+    typo = run_cli("simulate", str(misspelt), "--cluster-state", STATE, "--output", "json")
+    assert typo.returncode == 1
+    (error,) = json.loads(typo.stdout)["errors"]
+    assert error.startswith(f"{misspelt}:") and "did you mean" in error
+
+
+def test_two_objects_of_one_name_are_told_apart_by_file_and_line(tmp_path: Path) -> None:
+    job = yaml.safe_load(Path(FITS).read_text())
+    (tmp_path / "two.yaml").write_text(yaml.safe_dump_all([job, job]))
+    done = run_cli("simulate", str(tmp_path / "two.yaml"), "--cluster-state", STATE)
+    heads = [line for line in done.stdout.splitlines() if line.startswith("ADMIT")]
+    assert [head.rsplit("  ", 1)[1] for head in heads] == [
+        f"({tmp_path / 'two.yaml'}:1)",
+        f"({tmp_path / 'two.yaml'}:{len(yaml.safe_dump(job).splitlines()) + 2})",
+    ]
 
 
 @pytest.fixture
@@ -114,6 +166,34 @@ def test_from_a_live_cluster_the_answer_is_the_files(api: FakeApiServer, tmp_pat
     files = run_cli("simulate", FITS, "--cluster-state", STATE, "--output", "json")
     assert (live.returncode, live.stderr) == (0, "")
     assert json.loads(live.stdout) == json.loads(files.stdout)
+
+
+def test_the_cluster_is_found_as_kubectl_finds_it(
+    api: FakeApiServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """$KUBECONFIG as a list of files (merged, a missing one skipped), --context picking one of its
+    contexts, -f as kubectl spells a file, and kubectl's global flags before the command too."""
+    fake = json.loads(write_kubeconfig(tmp_path / "second", api.port).read_text())
+    first = {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "gone", "cluster": {"server": "http://127.0.0.1:9"}}],
+        "users": [{"name": "nobody", "user": {"token": "x"}}],
+        "contexts": [{"name": "gone", "context": {"cluster": "gone", "user": "nobody"}}],
+        "current-context": "gone",
+    }
+    (tmp_path / "first").write_text(json.dumps(first))
+    paths = [tmp_path / "missing", tmp_path / "first", tmp_path / "second"]
+    monkeypatch.setenv("KUBECONFIG", os.pathsep.join(str(path) for path in paths))
+    files = run_cli("simulate", FITS, "--cluster-state", STATE, "-o", "json")
+    (context,) = fake["contexts"]
+    picked = run_cli("simulate", "-f", FITS, "--context", context["name"], "-o", "json")
+    assert (picked.returncode, picked.stderr) == (0, "")
+    assert json.loads(picked.stdout) == json.loads(files.stdout)
+    hoisted = run_cli("--context", context["name"], "simulate", "-f", FITS, "-o", "json")
+    assert (hoisted.returncode, hoisted.stdout) == (0, picked.stdout)
+    current = run_cli("simulate", "-f", FITS)  # the first file's current context: a cluster that is not there
+    assert current.returncode == 2 and "127.0.0.1:9" in current.stderr and "Traceback" not in current.stderr
 
 
 def test_a_deployment_says_how_many_of_its_pods_start_now(tmp_path: Path) -> None:
@@ -185,10 +265,10 @@ def test_a_static_job_whose_pools_are_held_waits_topology_placement_failed(tmp_p
         },
     }
     extra = write_yaml(tmp_path / "holder.yaml", holder)
-    done = run_cli("simulate", FITS, "--cluster-state", STATE, str(extra))
+    done = run_cli("simulate", FITS, "--cluster-state", STATE, "--cluster-state", str(extra))
     assert (done.returncode, done.stderr) == (1, "")
     assert done.stdout.splitlines() == [
-        "WAIT (TopologyPlacementFailed)  JobSet kubemaker/eval-4x8x8",
+        f"WAIT (TopologyPlacementFailed)  JobSet kubemaker/eval-4x8x8  ({FITS}:2)",
         "  ClusterQueue team-b",
         "  needs 1 whole node pool of 4x8x8 (flavor tpu7x-4x8x8) with every host free; 0 of 1 free;"
         " held by kubemaker/holder (1 pool); no preemption Kueue would make frees enough of them",
@@ -197,7 +277,8 @@ def test_a_static_job_whose_pools_are_held_waits_topology_placement_failed(tmp_p
         "  held by: kubemaker/holder (team-a, 1 pool)",
         "tpu-admission simulate: 0 of 1 would start now",
     ]
-    answer = json.loads(run_cli("simulate", FITS, "--cluster-state", STATE, str(extra), "--output", "json").stdout)
+    states = ["--cluster-state", STATE, "--cluster-state", str(extra)]
+    answer = json.loads(run_cli("simulate", FITS, *states, "--output", "json").stdout)
     assert answer["results"][0]["holders"] == {
         "flavor": "tpu7x-4x8x8",
         "resource": "nodePools",

@@ -29,9 +29,23 @@ def test_snapshot_writes_every_kind_and_check_reads_it(tmp_path: Path, capsys: p
     try:
         kubeconfig = write_kubeconfig(tmp_path / "config", api.port)
         out = tmp_path / "state.yaml"
-        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 0
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "--output-file", str(out)]) == 0
+        capsys.readouterr()
+        # stdout unless told a file, as kubectl get; the older -o FILE still writes the file, with a note
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig)]) == 0
+        printed = capsys.readouterr().out
+        older = tmp_path / "older.yaml"
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(older)]) == 0
+        note = capsys.readouterr().err
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", "yaml"]) == 0
+        as_yaml = capsys.readouterr().out
     finally:
         api.stop()
+    assert printed == as_yaml == out.read_text() == older.read_text()
+    assert note == (
+        f"tpu-admission snapshot: -o {older}: writing the file; -o is the format now, as in kubectl: "
+        f"give --output-file {older}\n"
+    )
     documents = list(yaml.safe_load_all(out.read_text()))
     assert [d["kind"] for d in documents] == [f"{kind.kind}List" for kind in k.WATCHED]
     by_kind = {d["kind"]: d["items"] for d in documents}
@@ -57,7 +71,8 @@ def test_a_kind_that_cannot_be_listed_is_left_out_and_named(tmp_path: Path, caps
     api.start()
     try:
         out = tmp_path / "state.yaml"
-        code = main(["snapshot", "--kubeconfig", str(write_kubeconfig(tmp_path / "config", api.port)), "-o", str(out)])
+        kubeconfig = write_kubeconfig(tmp_path / "config", api.port)
+        code = main(["snapshot", "--kubeconfig", str(kubeconfig), "--output-file", str(out)])
     finally:
         api.stop()
     assert code == 1
@@ -99,7 +114,7 @@ def test_snapshot_finds_the_cluster_as_kubectl_does(
             (no_cluster_env / ".kube").mkdir()
             write_kubeconfig(no_cluster_env / ".kube" / "config", api.port)
         out = tmp_path / "state.yaml"
-        assert main(["snapshot", "-o", str(out)]) == 0
+        assert main(["snapshot", "--output-file", str(out)]) == 0
     finally:
         api.stop()
     assert [d["kind"] for d in yaml.safe_load_all(out.read_text())] == [f"{kind.kind}List" for kind in k.WATCHED]
@@ -123,14 +138,14 @@ def test_an_unreachable_cluster_is_exit_2_and_leaves_no_file(
     port = free_port()
     kubeconfig = write_kubeconfig(tmp_path / "config", port)  # nothing listens there
     out = tmp_path / "state.yaml"
-    assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 2
+    assert main(["snapshot", "--kubeconfig", str(kubeconfig), "--output-file", str(out)]) == 2
     assert capsys.readouterr().err == (  # the server and the cause (the message was cut mid-sentence)
         f"tpu-admission snapshot: the API server at http://127.0.0.1:{port}: API server unreachable: "
         "Connection refused; nothing written\n"
     )
     assert sorted(tmp_path.iterdir()) == [kubeconfig]  # no file, no temporary one
     out.write_text("yesterday's snapshot\n")
-    assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 2
+    assert main(["snapshot", "--kubeconfig", str(kubeconfig), "--output-file", str(out)]) == 2
     assert out.read_text() == "yesterday's snapshot\n"  # kept whole, not truncated
     assert main(["snapshot", "--kubeconfig", str(kubeconfig)]) == 2
     assert capsys.readouterr().out == ""  # stdout gets nothing either
@@ -140,7 +155,8 @@ def test_an_output_that_cannot_be_written_is_exit_2(tmp_path: Path, capsys: pyte
     api = load(FakeApiServer()).start()
     try:
         kubeconfig = write_kubeconfig(tmp_path / "config", api.port)
-        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(tmp_path / "no" / "state.yaml")]) == 2
+        missing = tmp_path / "no" / "state.yaml"
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "--output-file", str(missing)]) == 2
     finally:
         api.stop()
     assert "cannot write it: No such file or directory" in capsys.readouterr().err
@@ -156,7 +172,7 @@ def test_a_snapshot_holds_what_lint_queues_judges_against(tmp_path: Path, capsys
     try:
         out = tmp_path / "state.yaml"
         kubeconfig = write_kubeconfig(tmp_path / "config", api.port)
-        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "-o", str(out)]) == 0
+        assert main(["snapshot", "--kubeconfig", str(kubeconfig), "--output-file", str(out)]) == 0
     finally:
         api.stop()
     by_kind = {d["kind"]: d["items"] for d in yaml.safe_load_all(out.read_text())}

@@ -5,7 +5,9 @@ from __future__ import annotations
 from cluster_fixtures import POLICY, STATE
 from support import load_jobset
 
+from webhook.engine.decision import AdmissionFacts, decide
 from webhook.engine.simulating import simulate_submitted
+from webhook.objects.kinds import JOBSET
 from webhook.simulate.live import live
 
 
@@ -25,3 +27,19 @@ def test_a_job_the_webhook_would_deny_never_reaches_the_simulator() -> None:
     result = simulate_submitted(job, live(STATE.snapshot(), POLICY))
     assert (result.outcome, result.reason, result.cluster_queue) == ("never", "Denied", "")
     assert result.message.startswith("the webhook would deny it: [")
+
+
+def test_a_denied_answer_names_every_violation_as_check_does() -> None:
+    job = load_jobset("rfc-4.6-static")
+    job["metadata"]["labels"] = {}  # no queue, no priority ...
+    pod = job["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    del pod["nodeSelector"]["cloud.google.com/gke-tpu-topology"]  # ... and no static topology
+    facts = AdmissionFacts(operation="CREATE", stage="mutate", namespace="kubemaker", kind=JOBSET)
+    decision = decide(job, facts, POLICY, STATE)
+    assert len(decision.violations) > 1
+    result = simulate_submitted(job, live(STATE.snapshot(), POLICY))
+    assert result.outcome == "never"
+    assert result.message.splitlines() == [
+        f"the webhook would deny it: {decision.violations[0].line()}",
+        *(f"  {finding.line()}" for finding in decision.violations[1:]),
+    ]

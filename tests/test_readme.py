@@ -21,7 +21,7 @@ def test_rule_table_is_generated_from_the_catalog() -> None:
     match = re.search(r"<!-- rules:begin -->\n(.*?)\n<!-- rules:end -->", README, re.S)
     assert match, "README.md lost its rules markers"
     assert match.group(1) == markdown_table(), (
-        "README's rule table is stale: regenerate it with `tpu-admission rules --format markdown`"
+        "README's rule table is stale: regenerate it with `tpu-admission rules -o markdown`"
     )
 
 

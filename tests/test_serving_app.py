@@ -295,8 +295,9 @@ def test_one_json_log_line_per_decision(
     assert line["namespace"] == "kubemaker" and line["name"] == "llm-pretrain-a3f8"
     assert line["allowed"] is False and line["rules"] == ["suspend-forbidden"]
     assert line["durationMs"] >= 0
+    assert (line["level"], line["logger"], line["msg"]) == ("info", "tpu_admission.decision", "decision")
     assert list(line) == [
-        "msg", "endpoint", "uid", "operation", "kind", "namespace", "name", "user", "tier",
+        "level", "logger", "msg", "endpoint", "uid", "operation", "kind", "namespace", "name", "user", "tier",
         "dryRun", "allowed", "rules", "skipped", "excepted", "patched", "durationMs",
     ]  # fmt: skip
 

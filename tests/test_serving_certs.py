@@ -67,6 +67,33 @@ def test_generate_writes_files_and_a_matching_secret(tmp_path: Path) -> None:
     ]
 
 
+def test_generate_twice_into_one_directory_keeps_the_ca_unless_forced(tmp_path: Path) -> None:
+    """A second run would silently replace the CA every webhook configuration trusts, and its key."""
+    out = tmp_path / "tls"
+    assert cli("certs", "generate", "--out", str(out)).returncode == 0
+    kept = {name: (out / name).read_bytes() for name in ("ca.crt", "tls.crt", "tls.key")}
+    again = cli("certs", "generate", "--out", str(out))
+    assert (again.returncode, again.stdout) == (2, "")
+    assert again.stderr == (
+        f"tpu-admission: --out {out} already holds ca.crt and tls.key: give --force to replace them, or rotate "
+        "into another directory with --previous-ca\n"
+    )
+    assert {name: (out / name).read_bytes() for name in kept} == kept
+    forced = cli("certs", "generate", "--out", str(out), "--force")
+    assert forced.returncode == 0 and (out / "ca.crt").read_bytes() != kept["ca.crt"]
+
+
+def test_the_secret_manifest_is_readable_by_its_owner_only(tmp_path: Path) -> None:
+    """It holds the private key, as tls.key does: 0600, also when it replaces a file that was 0644."""
+    manifest = tmp_path / "secret.json"
+    assert cli("certs", "generate", "--secret-manifest", str(manifest)).returncode == 0
+    assert stat.S_IMODE(manifest.stat().st_mode) == 0o600
+    manifest.chmod(0o644)
+    assert cli("certs", "generate", "--secret-manifest", str(manifest)).returncode == 0
+    assert stat.S_IMODE(manifest.stat().st_mode) == 0o600
+    assert json.loads(manifest.read_text())["data"]["tls.key"]
+
+
 def test_generate_for_another_service_and_namespace(tmp_path: Path) -> None:
     proc = cli("certs", "generate", "--service", "adm", "--namespace", "ops", "--secret-manifest", "-")
     assert proc.returncode == 0, proc.stderr

@@ -22,8 +22,9 @@ judged *as stored*:
 
 So an object's verdict is what ``check --cluster-state`` says of it as its user wrote it,
 against the same state less its own Workloads. Exit 0: nothing would be denied; 1:
-something would (with ``--strict``: or warned, or nothing was judged); 2: bad usage, an
-input that cannot be read, or a cluster that cannot be reached or listed.
+something would (with ``--strict``: or warned), or nothing was judged (unless
+``--allow-empty``); 2: bad usage, an input that cannot be read, or a cluster that cannot
+be reached or listed.
 """
 
 from __future__ import annotations
@@ -32,24 +33,30 @@ import argparse
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-from webhook.admin.catalog import load_policy
-from webhook.cli.arguments import add_cluster_state, subparser
-from webhook.cli.formatters import FORMATTERS, verdict_lines
-from webhook.cli.policyreport import MANAGED_BY, AuditResult, policy_reports, policyreport
-from webhook.cli.report import EXIT_USAGE, Report
-from webhook.cluster.own import JobSetJobs, OwnedWorkloads, WithoutWorkloads
-from webhook.cluster.store import ClusterStore
-from webhook.engine.decision import AdmissionFacts, decide
-from webhook.objects.kinds import JOB, JOBSET, kind_of_document
-from webhook.objects.sources import Document, SourceError, named
-from webhook.objects.stored import as_written
-from webhook.policy.config import Policy
+from webhook.cli.arguments import (
+    add_allow_empty,
+    add_cluster_flags,
+    add_cluster_state,
+    add_namespace_flags,
+    add_output,
+    subparser,
+)
+from webhook.cli.terminal import VERDICTS, emit_text, progress
+
+if TYPE_CHECKING:
+    from webhook.cli.report import Report
+    from webhook.cluster.own import JobSetJobs, OwnedWorkloads
+    from webhook.cluster.store import ClusterStore
+    from webhook.objects.sources import Document
+    from webhook.policy.config import Policy
+
+EXIT_USAGE: Final = 2
 
 #: where a live object's results say it came from (a file's objects name the file and line)
 LIVE_SOURCE: Final = "cluster"
-OUTPUTS: Final = ("text", "json", "policyreport", "junit", "sarif")
+OUTPUTS: Final = ("text", "json", "yaml", "policyreport", "junit", "sarif")
 
 
 class AuditError(Exception):
@@ -66,7 +73,7 @@ class Audit:
     #: namespaces audited (``--namespace``), empty for all
     namespaces: list[str] = field(default_factory=list)
     #: the JobSets audited so far: their Jobs are judged with them
-    jobsets: JobSetJobs = field(default_factory=JobSetJobs)
+    jobsets: JobSetJobs = field(default_factory=lambda: _jobset_jobs())
 
     def summary_line(self) -> str:
         text = self.report.summary_line()
@@ -78,10 +85,23 @@ class Audit:
         return text + (f"; not judged: {', '.join(extra)}" if extra else "")
 
 
+def _jobset_jobs() -> JobSetJobs:
+    from webhook.cluster.own import JobSetJobs
+
+    return JobSetJobs()
+
+
 def judge(
     document: Document, obj: Any, policy: Policy, store: ClusterStore, owners: OwnedWorkloads, audit: Audit
 ) -> None:
     """Judge one stored object and add its result to ``audit`` (or count why it was not judged)."""
+    from webhook.cli.policyreport import AuditResult
+    from webhook.cluster.own import WithoutWorkloads
+    from webhook.engine.decision import AdmissionFacts, decide
+    from webhook.objects.kinds import JOB, JOBSET, kind_of_document
+    from webhook.objects.sources import named
+    from webhook.objects.stored import as_written
+
     kind = kind_of_document(obj)
     if kind is None:
         return
@@ -121,7 +141,9 @@ def judge(
 
 def from_files(paths: list[str], policy: Policy) -> tuple[ClusterStore, OwnedWorkloads, Iterator[Document]]:
     """The state and the objects to judge, both from the files (``SourceError`` if one cannot be read)."""
+    from webhook.cluster.own import OwnedWorkloads
     from webhook.cluster.statefiles import state_from_objects
+    from webhook.objects.kinds import JOBSET, kind_of_document
     from webhook.objects.sources import load_documents
 
     documents = load_documents(paths, heads=True)
@@ -140,6 +162,8 @@ def from_files(paths: list[str], policy: Policy) -> tuple[ClusterStore, OwnedWor
 
 
 def _live_documents(objects: Iterator[dict[str, Any]]) -> Iterator[Document]:
+    from webhook.objects.sources import Document
+
     for obj in objects:
         yield Document(LIVE_SOURCE, 0, obj)
 
@@ -153,6 +177,8 @@ def _selected(document: Document, namespaces: list[str]) -> bool:
 
 
 def _audit_files(paths: list[str], policy: Policy, audit: Audit) -> None:
+    from webhook.objects.sources import SourceError
+
     try:
         store, owners, documents = from_files(paths, policy)
     except SourceError as exc:
@@ -162,7 +188,7 @@ def _audit_files(paths: list[str], policy: Policy, audit: Audit) -> None:
             judge(document, document.data, policy, store, owners, audit)
 
 
-def _audit_cluster(kubeconfig: str | None, policy: Policy, audit: Audit) -> Any:
+def _audit_cluster(kubeconfig: str | None, context: str | None, policy: Policy, audit: Audit) -> Any:
     """Audit the live cluster; the API client, still open (for ``--apply``)."""
     from kubernetes import client
 
@@ -170,15 +196,17 @@ def _audit_cluster(kubeconfig: str | None, policy: Policy, audit: Audit) -> Any:
     from webhook.cluster.listing import ListError, judged_objects, load_state
 
     try:
-        configuration = load_configuration(kubeconfig)
+        configuration = load_configuration(kubeconfig, context)
     except ClusterConfigError as exc:
         raise AuditError(str(exc)) from None
     api_client = client.ApiClient(configuration)
     try:
-        store, owners = load_state(api_client, policy)
-        for document in _live_documents(judged_objects(api_client, audit.namespaces)):
-            judge(document, document.data, policy, store, owners, audit)
-            document.data = None  # judged: the object goes, its result stays
+        with progress(f"listing the cluster at {configuration.host}"):
+            store, owners = load_state(api_client, policy)
+        with progress(f"judging the jobs of the cluster at {configuration.host}"):
+            for document in _live_documents(judged_objects(api_client, audit.namespaces)):
+                judge(document, document.data, policy, store, owners, audit)
+                document.data = None  # judged: the object goes, its result stays
     except ListError as exc:
         api_client.close()  # type: ignore[no-untyped-call]
         raise AuditError(f"the cluster at {configuration.host} could not be listed: {exc}") from None
@@ -187,20 +215,26 @@ def _audit_cluster(kubeconfig: str | None, policy: Policy, audit: Audit) -> Any:
 
 def run(args: argparse.Namespace) -> tuple[Audit, Any]:
     """The audit itself; the API client too in live mode (for ``--apply``), else ``None``."""
+    from webhook.admin.catalog import load_policy
+    from webhook.cli.report import Report
+
     policy = load_policy(args.config)
     mode_source = "--mode" if args.mode else "config" if "mode" in policy.model_fields_set else "default"
     if args.mode:
         policy = policy.model_copy(update={"mode": args.mode})
-    namespaces = list(dict.fromkeys(args.namespace or ()))
-    audit = Audit(Report(mode=policy.mode, mode_source=mode_source, strict=args.strict), namespaces=namespaces)
+    namespaces = [] if args.all_namespaces else list(dict.fromkeys(args.namespace or ()))
+    report = Report(mode=policy.mode, mode_source=mode_source, strict=args.strict, allow_empty=args.allow_empty)
+    audit = Audit(report, namespaces=namespaces)
     if args.cluster_state:
         _audit_files(args.cluster_state, policy, audit)
         return audit, None
-    return audit, _audit_cluster(args.kubeconfig, policy, audit)
+    return audit, _audit_cluster(args.kubeconfig, args.context, policy, audit)
 
 
 def text(audit: Audit) -> str:
     """One block per judged object (``check``'s lines), then the summary."""
+    from webhook.cli.formatters import verdict_lines
+
     blocks = []
     for result in audit.report.results:
         decision = result.decision
@@ -215,6 +249,9 @@ def text(audit: Audit) -> str:
 
 
 def run_audit(args: argparse.Namespace) -> int:
+    from webhook.cli.formatters import FORMATTERS
+    from webhook.cli.policyreport import MANAGED_BY, policy_reports, policyreport
+
     if args.apply and args.output != "policyreport":
         print("tpu-admission audit: --apply writes PolicyReports: give --output policyreport", file=sys.stderr)
         return EXIT_USAGE
@@ -240,7 +277,8 @@ def run_audit(args: argparse.Namespace) -> int:
                 return EXIT_USAGE
             output = f"tpu-admission audit: {applied.line()}\ntpu-admission audit: {audit.summary_line()}"
         elif args.output == "text":
-            output = text(audit)
+            emit_text(text(audit), VERDICTS)
+            return audit.report.exit_code()
         elif args.output == "policyreport":
             output = policyreport(audit.report)
         else:
@@ -266,16 +304,19 @@ periodic report (docs/audit.md).
 
 examples:
   tpu-admission audit --config policy.yaml
-  tpu-admission audit --namespace kubemaker --output json
+  tpu-admission audit -n kubemaker -o json
+  tpu-admission audit --context prod -A
   tpu-admission audit --output policyreport | kubectl apply -f -
   tpu-admission audit --output policyreport --apply       (in the CronJob overlay)
-  tpu-admission snapshot -o state.yaml
+  tpu-admission snapshot > state.yaml
   kubectl get jobsets,jobs,deployments -A -o yaml > objects.yaml
-  tpu-admission audit --cluster-state state.yaml objects.yaml --mode dynamic
+  tpu-admission audit --cluster-state state.yaml --cluster-state objects.yaml --mode dynamic
 
 exit codes:
-  0  nothing would be denied (with --strict: and no warnings, and something was judged)
-  1  something would be denied (with --strict: also any warning, or nothing judged)
+  0  something was judged and nothing would be denied (with --strict: and no warnings);
+     with --allow-empty, also nothing judged
+  1  something would be denied (with --strict: also any warning), or nothing was judged
+     (no such namespace, no jobs) without --allow-empty
   2  bad usage, an invalid policy config, a file that cannot be read, or a cluster that
      cannot be reached or listed
 """
@@ -285,21 +326,16 @@ def add_audit(commands: Any) -> None:
     """The ``audit`` subcommand's parser (``webhook.cli.main.SUBCOMMANDS``)."""
     audit = subparser(commands, "audit", "judge the JobSets, Jobs and Deployments that exist now", _HELP)
     source = audit.add_mutually_exclusive_group()
-    source.add_argument("--kubeconfig", help="the cluster (default: in a pod the in-cluster config, else $KUBECONFIG)")
-    add_cluster_state(
-        source,
-        "judge the JobSets/Jobs/Deployments in these files or directories against the state in them",
-        after_paths=False,
-    )
+    add_cluster_flags(source, context=audit)
+    add_cluster_state(source, "judge the JobSets/Jobs/Deployments in these files or directories against their state")
     audit.add_argument("--config", help="policy config YAML (the server's)")
     audit.add_argument("--mode", choices=["static", "dynamic"], help="override the config's mode")
-    audit.add_argument(
-        "--namespace", action="append", metavar="NS", help="audit only this namespace (repeatable; default: all)"
-    )
-    audit.add_argument("--output", choices=OUTPUTS, default="text", help="report format (default: text)")
+    add_namespace_flags(audit, what="audit only this namespace")
+    add_output(audit, OUTPUTS)
     audit.add_argument(
         "--strict", action="store_true", help="fail (exit 1) on warnings too, and when nothing was judged"
     )
+    add_allow_empty(audit, "judged")
     audit.add_argument(
         "--apply",
         action="store_true",

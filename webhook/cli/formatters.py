@@ -46,12 +46,14 @@ def text(report: Report) -> str:
             blocks.append(f"{head}: skipped ({result.skipped})")
             continue
         verdict = "admitted" if decision.allowed else "DENIED"
-        blocks.append("\n".join(verdict_lines(f"{head}: {verdict}", decision, result.mode)))
+        lines = verdict_lines(f"{head}: {verdict}", decision, result.mode)
+        blocks.append("\n".join([*lines, *(f"  hint  {hint}" for hint in result.hints)]))
     for error in report.errors:
         where = f"{error.source}:{error.line}" if error.line else error.source
         blocks.append(f"{where}: error: {error.problem}")
     if report.left_out:
         blocks.append(report.left_out_line())
+    blocks += report.notes
     blocks.append(report.summary_line())
     return "\n".join(blocks)
 
@@ -86,11 +88,15 @@ def as_json(report: Report) -> str:
         }
         if decision is None:
             record["skipped"] = result.skipped
+        if result.hints:
+            record["hints"] = result.hints
         out.append(record)
     errors = [{"source": e.source, "line": e.line, "message": e.problem} for e in report.errors]
     document: dict[str, object] = {"results": out, "errors": errors, "summary": report.summary()}
     if report.left_out:
         document["leftOut"] = report.left_out
+    if report.notes:
+        document["notes"] = report.notes
     if report.strict:
         document["strictFailures"] = report.strict_failures()
     return json.dumps(document, indent=2, ensure_ascii=False)
@@ -118,6 +124,9 @@ def github(report: Report) -> str:
         for notice in result.notices:
             title = _escape(f"tpu-admission ({_label(result)})", True)
             lines.append(f"::warning file={file},line={doc.line},title={title}::{_escape(notice)}")
+        for hint in result.hints:
+            title = _escape(f"tpu-admission: did you mean ({_label(result)})", True)
+            lines.append(f"::warning file={file},line={doc.line},title={title}::{_escape(hint)}")
         if result.mistake:
             title = _escape(f"tpu-admission ({_label(result)})", True)
             lines.append(
@@ -129,6 +138,8 @@ def github(report: Report) -> str:
         lines.append(f"::error {where},title={title}::{_escape(error.problem)}")
     if report.left_out:
         lines.append(f"::notice title={_escape('tpu-admission: not read', True)}::{_escape(report.left_out_line())}")
+    for note in report.notes:
+        lines.append(f"::notice title={_escape('tpu-admission: cluster state', True)}::{_escape(note)}")
     for reason in report.strict_failures():
         # not tied to a line, but the job fails because of it: say so where annotations show
         lines.append(f"::error title={_escape('tpu-admission --strict', True)}::{_escape(reason)}")
@@ -136,9 +147,17 @@ def github(report: Report) -> str:
     return "\n".join(lines)
 
 
+def as_yaml(report: Report) -> str:
+    """The JSON report's document as YAML (``-o yaml``, as kubectl prints it)."""
+    import yaml
+
+    return str(yaml.safe_dump(json.loads(as_json(report)), sort_keys=False)).rstrip("\n")
+
+
 FORMATTERS: dict[str, Callable[[Report], str]] = {
     "text": text,
     "json": as_json,
+    "yaml": as_yaml,
     "github": github,
     "junit": junit,
     "sarif": sarif,

@@ -11,18 +11,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from webhook.admin.catalog import ADMIN_RULES
-from webhook.admin.engine import lint
-from webhook.admin.objects import KueueObject, Skipped
-from webhook.admin.state import InputEntry, assemble
-from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, subparser
-from webhook.cli.formatters import FORMATTERS
-from webhook.cli.report import CheckResult, Report
-from webhook.kube.manifestyaml import FastManifestLoader
-from webhook.objects.sources import read_documents
-from webhook.policy.config import Policy
+from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, read_paths, subparser
+from webhook.cli.terminal import VERDICTS, emit_text, progress
+
+if TYPE_CHECKING:
+    from webhook.admin.state import InputEntry
+    from webhook.cli.report import CheckResult
+    from webhook.policy.config import Policy
 
 HELP = f"""\
 Judge Kueue's own configuration before it reaches the cluster: ClusterQueues,
@@ -40,15 +37,15 @@ typed list (NodeList with no items) is a known zero.
 examples:
   tpu-admission lint-queues kueue/ --mode dynamic
   kubectl get nodes,namespaces -o yaml > cluster.yaml
-  tpu-admission lint-queues kueue/ --cluster-state cluster.yaml --output github
-  tpu-admission lint-queues kueue/ --cluster-state snapshot.yaml --strict --output sarif > kueue.sarif
-  tpu-admission lint-queues team-c.yaml --cluster-state live-queues.yaml --output json
+  tpu-admission lint-queues kueue/ --cluster-state cluster.yaml -o github
+  tpu-admission lint-queues kueue/ --cluster-state snapshot.yaml --strict -o sarif > kueue.sarif
+  tpu-admission lint-queues team-c.yaml --cluster-state live-queues.yaml -o json
 
 exit codes:
-  0  nothing refused (with --strict: and no warnings or skipped rules, and something
-     was judged)
+  0  something judged and nothing refused (with --strict: and no warnings or skipped
+     rules); with --allow-empty, also nothing judged
   1  something refused (with --strict: also any warning, a skipped rule, a skipped
-     document that looks like a mistake, or nothing judged)
+     document that looks like a mistake), or nothing judged without --allow-empty
 {EXIT_USAGE_LINE}
      (every other file is still judged and reported first)
 """
@@ -69,6 +66,9 @@ def add_parser(commands: Any) -> None:
 
 
 def _result(judged_entry: InputEntry, decision: Any, skipped: str, policy: Policy) -> CheckResult:
+    from webhook.admin.objects import KueueObject, Skipped
+    from webhook.cli.report import CheckResult
+
     read = judged_entry.read
     # a Configuration's own document maps its fields to lines inside the ConfigMap
     document = read.document if isinstance(read, KueueObject) and read.document else judged_entry.document
@@ -86,15 +86,22 @@ def _result(judged_entry: InputEntry, decision: Any, skipped: str, policy: Polic
 
 
 def run_lint_queues(args: argparse.Namespace) -> int:
-    from webhook.admin.catalog import load_policy
+    from webhook.admin.catalog import ADMIN_RULES, load_policy
+    from webhook.admin.engine import lint
+    from webhook.admin.state import assemble
+    from webhook.cli.formatters import FORMATTERS
+    from webhook.cli.report import Report
+    from webhook.kube.manifestyaml import FastManifestLoader
+    from webhook.objects.sources import read_documents
 
+    paths = read_paths(args)
     policy = load_policy(args.config)
     mode_source = "--mode" if args.mode else "config" if "mode" in policy.model_fields_set else "default"
     if args.mode:
         policy = policy.model_copy(update={"mode": args.mode})
     left_out: list[str] = []
     # libyaml's C parser: the state and inputs of a whole cluster are large
-    documents, errors = read_documents(args.paths, left_out, loader=FastManifestLoader, heads=True)
+    documents, errors = read_documents(paths, left_out, loader=FastManifestLoader, heads=True)
     state_documents, state_errors = read_documents(
         args.cluster_state or [], loader=FastManifestLoader, lines=False, heads=True
     )
@@ -110,12 +117,17 @@ def run_lint_queues(args: argparse.Namespace) -> int:
         left_out=left_out,
         command="lint-queues",
         catalog=ADMIN_RULES,
+        allow_empty=args.allow_empty,
     )
-    for judged in lint(objects, entries, policy):
-        report.results.append(_result(judged.entry, judged.decision, judged.skipped, policy))
+    with progress(f"judging {len(entries)} object(s)"):
+        for judged in lint(objects, entries, policy):
+            report.results.append(_result(judged.entry, judged.decision, judged.skipped, policy))
     if errors and args.output not in ("text", "github"):
         for error in errors:
             print(f"tpu-admission: {error.source}: {error.problem}", file=sys.stderr)
-    sys.stdout.write(FORMATTERS[args.output](report) + "\n")
-    sys.stdout.flush()
+    if args.output == "text":
+        emit_text(FORMATTERS["text"](report), VERDICTS)
+    else:
+        sys.stdout.write(FORMATTERS[args.output](report) + "\n")
+        sys.stdout.flush()
     return report.exit_code()

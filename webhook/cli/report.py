@@ -32,6 +32,8 @@ class CheckResult:
     #: skipped, but likely a mistake: a misspelt kind or apiVersion of a judged kind, or a
     #: document that is not an object at all (``skipped`` says which); fails ``--strict``
     mistake: bool = False
+    #: a key or field one edit from one the rules read (``webhook.cli.nearmiss``); fails ``--strict``
+    hints: list[str] = field(default_factory=list)
 
     @property
     def allowed(self) -> bool:
@@ -87,6 +89,10 @@ class Report:
     command: str = "check"
     #: the rules its findings come from, for SARIF's rule list (empty: the job rules' catalog)
     catalog: tuple[Rule[Any, Any], ...] = ()
+    #: lines said once per run rather than on every result (what would decide a kind the state lacks)
+    notes: list[str] = field(default_factory=list)
+    #: ``--allow-empty``: nothing judged is not a failure (without it, as kubectl apply with no objects, it is)
+    allow_empty: bool = False
 
     @property
     def checked(self) -> list[CheckResult]:
@@ -114,15 +120,21 @@ class Report:
         mistakes = sum(r.mistake for r in self.results)
         if mistakes:
             reasons.append(f"{mistakes} skipped document(s) that look like a mistake")
+        typos = sum(bool(r.hints) for r in self.results)
+        if typos:
+            reasons.append(f"{typos} object(s) with a key or field that looks misspelt")
         if not counts["checked"]:
             reasons.append("nothing was checked")
         return reasons
 
     def exit_code(self) -> int:
-        """2 if an input could not be read, else 1 if anything was denied (or ``--strict`` failed), else 0."""
+        """2 if an input could not be read, else 1 if anything was denied (or ``--strict`` failed, or
+        nothing was judged without ``--allow-empty``), else 0."""
         if self.errors:
             return EXIT_USAGE
         if any(not r.allowed for r in self.results) or self.strict_failures():
+            return EXIT_DENIED
+        if not self.checked and not self.allow_empty:
             return EXIT_DENIED
         return EXIT_OK
 

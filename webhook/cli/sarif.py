@@ -119,6 +119,8 @@ def sarif(report: Report) -> str:
             )
     if report.left_out:
         notifications.append({"level": "note", "message": {"text": report.left_out_line()}})
+    for note in report.notes:
+        notifications.append({"level": "note", "message": {"text": note}})
     for reason in report.strict_failures():
         notifications.append({"level": "error", "message": {"text": f"--strict fails the run: {reason}"}})
     run = {

@@ -36,23 +36,44 @@ def kubeconfig_files(kubeconfig: str | None) -> str | None:
     return home if os.path.exists(home) else None
 
 
-def load_configuration(kubeconfig: str | None) -> Any:
+def first_current_context(files: str) -> str | None:
+    """The ``current-context`` of a list of kubeconfig files as kubectl reads it: the first file's that
+    sets one (the Kubernetes client would take the last file's)."""
+    import yaml
+
+    for path in files.split(os.pathsep):
+        try:
+            with open(os.path.expanduser(path), encoding="utf-8") as handle:
+                data = yaml.safe_load(handle)
+        except (OSError, yaml.YAMLError):
+            continue  # a missing file is skipped, as kubectl does; a broken one is the loader's to report
+        if isinstance(data, dict) and data.get("current-context"):
+            return str(data["current-context"])
+    return None
+
+
+def load_configuration(kubeconfig: str | None, context: str | None = None) -> Any:
     """A ``kubernetes.client.Configuration``: ``--kubeconfig`` when given; in a pod
     (``KUBERNETES_SERVICE_HOST``) the pod's own in-cluster config, whatever else the image
     carries; else a kubeconfig found as kubectl finds it (``kubeconfig_files``).
+    ``context`` (``--context``): that kubeconfig context instead of its current one; it
+    makes a kubeconfig be read in a pod too, as kubectl does.
 
     ``retries`` is 0: callers back off themselves, and urllib3's retries would hide the reason.
     """
     from kubernetes import client, config
 
     configuration = client.Configuration()
-    in_pod = not kubeconfig and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
+    in_pod = not kubeconfig and not context and bool(os.environ.get("KUBERNETES_SERVICE_HOST"))
     files = None if in_pod else kubeconfig_files(kubeconfig)
     try:
         if in_pod:
             config.load_incluster_config(client_configuration=configuration)  # type: ignore[no-untyped-call]
         elif files is not None:
-            config.load_kube_config(config_file=files, client_configuration=configuration)  # type: ignore[no-untyped-call]
+            context = context or first_current_context(files)
+            config.load_kube_config(  # type: ignore[no-untyped-call]
+                config_file=files, context=context, client_configuration=configuration
+            )
         else:
             listed = os.environ.get("KUBECONFIG")
             where = (

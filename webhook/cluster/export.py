@@ -82,14 +82,16 @@ def write_atomically(path: Path, text: str) -> None:
         raise
 
 
-def run_snapshot(kubeconfig: str | None, output: str | None, policy: Policy | None = None) -> int:
+def run_snapshot(
+    kubeconfig: str | None, output: str | None, policy: Policy | None = None, context: str | None = None
+) -> int:
     """The subcommand: 0 all kinds written, 1 some kinds missing (the others written), 2 no
     cluster configuration, an unreachable API server, or an output that cannot be written
     (nothing written)."""
     from kubernetes import client
 
     try:
-        configuration = load_configuration(kubeconfig)
+        configuration = load_configuration(kubeconfig, context)
     except ClusterConfigError as exc:
         print(f"tpu-admission snapshot: {exc}", file=sys.stderr)
         return 2
@@ -109,6 +111,7 @@ def run_snapshot(kubeconfig: str | None, output: str | None, policy: Policy | No
     try:
         write_atomically(Path(output), text)
     except OSError as exc:
-        print(f"tpu-admission snapshot: -o {output}: cannot write it: {exc.strerror or exc}", file=sys.stderr)
+        problem = exc.strerror or exc
+        print(f"tpu-admission snapshot: --output-file {output}: cannot write it: {problem}", file=sys.stderr)
         return 2
     return code

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.store import ClusterStore
@@ -66,17 +66,34 @@ def state_from_objects(objects: Iterable[Any], policy: Policy) -> ClusterStore:
     return store
 
 
+#: why a kind missing from ``--cluster-state`` is unknown, as each skipped rule's warning says it;
+#: what would decide it is said once per run (``state_note``)
+ABSENT: Final = "no objects of this kind in the --cluster-state input"
+
+
 def absent_reason(kind: k.Kind) -> str:
-    """Why a kind missing from the input is unknown, and what would decide it.
+    """Why a kind missing from the input is unknown: short, as every rule that reads it repeats it."""
+    return ABSENT
+
+
+def absent_kinds(store: ClusterStore) -> list[k.Kind]:
+    """The cluster rules' kinds the files held nothing of (unknown, not empty)."""
+    return [kind for kind in k.KINDS if store.availability.status[kind.name].absent == ABSENT]
+
+
+def state_note(kinds: list[k.Kind]) -> str:
+    """What would decide the kinds ``--cluster-state`` lacks, said once per run.
 
     A ``kubectl get … -o yaml`` List with no items says nothing of its kind, so "none" can
     only be said by a typed list, as ``tpu-admission snapshot`` writes for every kind.
     """
+    names = ", ".join(kind.name for kind in kinds)
+    lists = ", ".join(f"`kind: {kind.kind}List` (apiVersion {kind.api_version})" for kind in kinds)
     return (
-        "no objects of this kind in the --cluster-state input: to decide it, write the input with "
-        "`tpu-admission snapshot` (every kind, empty ones included), or add the kind's objects, or, if there "
-        f"are none, a `kind: {kind.kind}List` (apiVersion {kind.api_version}) with `items: []` (a kubectl List "
-        "cannot say a kind has none)"
+        f"note: the --cluster-state input holds no {names}: the rules that read them are skipped. To decide "
+        "them, write the input with `tpu-admission snapshot` (every kind, empty ones included), or add the "
+        f"kinds' objects, or, where there are none, {lists} with `items: []` (a kubectl List cannot say a kind "
+        "has none)"
     )
 
 

@@ -3,7 +3,7 @@
 
 A JobSet, Job or Deployment is first judged as its CREATE would be (``decide`` on the
 mutating call, the tier from ``--tier`` or the namespace): if the webhook would deny it,
-it would never be created, and the answer says so (``never``, reason ``Denied``, the first
+it would never be created, and the answer says so (``never``, reason ``Denied``, every
 denial). Otherwise it gets the labels the mutating call adds (the tier's default queue and
 priority class) and goes to the simulator; a ``kueue.x-k8s.io`` Workload goes to the
 simulator as it is.
@@ -63,9 +63,9 @@ def simulate_submitted(
     )
     decision = decide(data, facts, policy, snapshot)
     if not decision.allowed:
-        first = decision.deny_message().splitlines()[0]
         name = str((metadata or {}).get("name") or "")
-        message = f"the webhook would deny it: {first}"
+        # every violation, one a line, as check and the webhook's own denial list them
+        message = "the webhook would deny it: " + "\n  ".join(decision.deny_message().splitlines())
         return Result(NEVER, DENIED, "", message, source=source, kind=kind, namespace=namespace, name=name)
     workload = read_workload(kind, data, policy, namespace)
     if workload.malformed:

@@ -3,7 +3,7 @@
 A rule is declared once, in its family module (``webhook.rules.<family>``); this module
 only collects the families. The config checks its ``rules:`` keys against these IDs
 (``load_policy``), and the README's rule table is generated from the declarations
-(``tpu-admission rules --format markdown``). The admin guard's rules (``webhook.admin``)
+(``tpu-admission rules -o markdown``). The admin guard's rules (``webhook.admin``)
 judge Kueue's own objects, not jobs: they are not run here, but their IDs join the ones
 the config may name, so their actions and exceptions are set the same way.
 """

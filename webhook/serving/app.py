@@ -30,7 +30,7 @@ from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
 from webhook.policy.config import Policy
 from webhook.serving import simulating
 from webhook.serving.explainroute import explain_route
-from webhook.serving.logsink import DecisionLog
+from webhook.serving.logsink import DECISION_LOGGER, DecisionLog
 from webhook.serving.metrics import Metrics
 from webhook.wire.jsonwire import encode
 from webhook.wire.reviews import AdmissionRequest, ReviewError, error_response, parse_review, review_response
@@ -151,9 +151,12 @@ class DecisionLine(msgspec.Struct, rename="camel", gc=False):
 
     A struct, not a dict: its fields are the documented line, in order. ``gc=False``: it
     holds only strings, lists of strings and scalars, so it can never be part of a cycle,
-    and the collector need not track it.
+    and the collector need not track it. ``level``, ``logger`` and ``msg`` come first, as in
+    the server's other lines (``webhook.serving.logsink.json_line``): one structured format.
     """
 
+    level: str
+    logger: str
     msg: str
     endpoint: str
     uid: str
@@ -175,6 +178,8 @@ class DecisionLine(msgspec.Struct, rename="camel", gc=False):
 def decision_line(endpoint: str, review: AdmissionRequest, decision: Decision, elapsed: float) -> DecisionLine:
     """The line for one decision; ``elapsed`` in seconds, logged in ms to the µs."""
     return DecisionLine(
+        "info",
+        DECISION_LOGGER,
         "decision",
         endpoint,
         review.uid,

@@ -30,11 +30,15 @@ import json
 import logging
 import threading
 from collections import deque
-from typing import IO, Any, TypeAlias
+from typing import IO, Any, Final, TypeAlias
 
 import msgspec
 
 from webhook.wire.jsonwire import encode
+
+#: the logger the decision lines go through (``--log-level warning`` turns them off); each
+#: line names it as ``json_line`` names a record's, so every line has level, logger and msg
+DECISION_LOGGER: Final = "tpu_admission.decision"
 
 CAPACITY = 64 * 1024
 INTERVAL = 0.1
@@ -65,7 +69,7 @@ class DecisionLog:
     handler encodes it to the same bytes.
     """
 
-    def __init__(self, name: str = "tpu_admission.decision") -> None:
+    def __init__(self, name: str = DECISION_LOGGER) -> None:
         self.logger = logging.getLogger(name)
         self._root = logging.getLogger()
 
