@@ -29,6 +29,7 @@ from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.simulate.live import warning_line
 
 TPU = "google.com/tpu"
 TOPOLOGY = "cloud.google.com/gke-tpu-topology"
@@ -172,13 +173,16 @@ def test_every_variant_after_every_other_answers_as_a_fresh_decision(from_wire: 
     variants = [
         (name, request, plain_json(json.dumps(obj).encode()) if from_wire else obj) for name, request, obj in VARIANTS
     ]
-    expected = [answer(decide(obj, request, POLICY, forgetful)) for _, request, obj in variants]
+    # the [simulate] line worked out as the request's own (warning_line), memoized under the same shape
+    expected = [answer(decide(obj, request, POLICY, forgetful, warning_line)) for _, request, obj in variants]
     assert len({repr(e) for e in expected}) >= 20  # the variants do lead to different answers
     for first, (name_a, request_a, a) in enumerate(variants):
         for second, (name_b, request_b, b) in enumerate(variants):
             store.snapshot().memo.answers.clear()
-            assert answer(decide(a, request_a, POLICY, store)) == expected[first]
-            assert answer(decide(b, request_b, POLICY, store)) == expected[second], f"{name_b} after {name_a}"
+            assert answer(decide(a, request_a, POLICY, store, warning_line)) == expected[first]
+            assert answer(decide(b, request_b, POLICY, store, warning_line)) == expected[second], (
+                f"{name_b} after {name_a}"
+            )
 
 
 def test_jobs_of_one_shape_share_one_answer() -> None:

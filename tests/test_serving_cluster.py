@@ -31,6 +31,7 @@ from webhook.policy.config import Policy
 from webhook.serving import certs
 from webhook.serving.app import ServerState
 from webhook.serving.tls import TlsSettings
+from webhook.simulate import live as simulation
 from webhook.wire.reviews import review_response
 
 POLICY = Policy()
@@ -483,16 +484,59 @@ def simulating(
 FITS = "rfc-4.6-static-single"  # 256 chips of tpu7x-4x8x8 in team-b, which has them free
 
 
+def simulate_lines(answer: dict[str, Any]) -> list[str]:
+    return [w for w in answer.get("warnings", []) if w.startswith("[simulate]")]
+
+
+def lines_counted(server: RunningServer) -> dict[tuple[str, ...], int]:
+    return dict(server.state.metrics.simulate_lines.values)
+
+
 def test_the_validating_call_of_an_admitted_create_says_what_kueue_would_do(
     simulating: RunningServer, client: httpx.Client
 ) -> None:
-    answer = post(client, simulating, load_jobset(FITS), "/validate/production")
-    assert answer["allowed"] is True
-    assert [w for w in answer.get("warnings", []) if w.startswith("[simulate]")] == [
-        "[simulate] starts now on tpu7x-4x8x8"
-    ]
+    """The line is read as already worked out for the snapshot: the first job of a shape is
+    answered without it (counted left out) and hands it on; once it is worked out, the next
+    job of that shape carries it (counted read)."""
+    before = lines_counted(simulating)
+    first = post(client, simulating, load_jobset(FITS), "/validate/production")
+    assert first["allowed"] is True
+    if not simulate_lines(first):  # this shape's line may be worked out already by an earlier test
+        assert lines_counted(simulating).get(("left_out",), 0) == before.get(("left_out",), 0) + 1
+
+    def carried() -> bool:
+        answer = post(client, simulating, load_jobset(FITS), "/validate/production")
+        return simulate_lines(answer) == ["[simulate] starts now on tpu7x-4x8x8"]
+
+    wait_until(carried, what="the line worked out and read")
+    assert lines_counted(simulating).get(("read",), 0) > before.get(("read",), 0)
+    text = simulating.state.metrics.render().decode()
+    assert 'tpu_admission_simulate_lines_total{outcome="read"}' in text
     mutated = post(client, simulating, load_jobset(FITS), "/mutate/production")
-    assert not [w for w in mutated.get("warnings", []) if w.startswith("[simulate]")]
+    assert not simulate_lines(mutated)
+
+
+def test_the_validating_call_never_waits_on_the_simulator(simulating: RunningServer, client: httpx.Client) -> None:
+    """The line was worked out on the event loop under the lock ``POST /simulate`` holds:
+    with that lock held (a long simulation), every validating call waited for it. Now it is
+    answered at once, without the line, whatever the simulators are doing."""
+    cache = simulating.state.cluster
+    assert isinstance(cache, WatchCache)
+    snapshot = cache.snapshot()
+    simulation.live(snapshot, snapshot.policy)  # the one POST /simulate uses, and any other there is
+    busy = [held for held in snapshot.memo.answers.values() if isinstance(held, simulation.LiveSimulator)]
+    for simulator in busy:
+        simulator.lock.acquire()
+    try:
+        shape = load_jobset(FITS)
+        shape["spec"]["replicatedJobs"][0]["template"]["metadata"] = {"annotations": {"never": "seen"}}
+        answer = client.post(
+            simulating.url + "/validate/production", json=review(shape, namespace="kubemaker"), timeout=5
+        ).json()["response"]
+        assert answer["allowed"] is True and not simulate_lines(answer)
+    finally:
+        for simulator in busy:
+            simulator.lock.release()
 
 
 def test_simulate_answers_one_object_with_one_result(simulating: RunningServer, client: httpx.Client) -> None:

@@ -32,6 +32,7 @@ from webhook.serving import simulating
 from webhook.serving.explainroute import explain_route
 from webhook.serving.logsink import DecisionLog
 from webhook.serving.metrics import Metrics
+from webhook.serving.simulateline import SimulateLines
 from webhook.wire.jsonwire import encode
 from webhook.wire.reviews import AdmissionRequest, ReviewError, error_response, parse_review, review_response
 
@@ -202,6 +203,8 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
     """The app; ``serve_metrics=False`` when ``/metrics`` has a port of its own (``metrics_port``)."""
     policy = state.policy
     metrics = state.metrics
+    # the [simulate] line as already worked out for the snapshot, or none: never waited for
+    simulate_lines = SimulateLines(metrics.simulate_lines)
 
     async def admit(scope: Scope, receive: Receive, send: Send, stage: Stage, tier: str | None) -> None:
         endpoint = scope["path"]
@@ -218,7 +221,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         facts = admission_facts(review, stage, tier)
         try:
             # facts.kind is "" for a kind we do not judge (Pods never are): allowed unchanged
-            decision = decide(review.object, facts, policy, state.cluster) if facts.kind else Decision()
+            decision = decide(review.object, facts, policy, state.cluster, simulate_lines) if facts.kind else Decision()
             answer = review_response(review.uid, decision)
         except Exception:  # a bug must not become a 5xx or a dropped connection
             errors.exception("internal error judging %r", review.uid)

@@ -115,6 +115,12 @@ class Metrics:
             "(closed_idle), or the new one closed because every connection was busy (refused).",
             ("outcome",),
         )
+        self.simulate_lines = LabelledCounter(
+            "tpu_admission_simulate_lines",
+            "Validating calls of admitted creates by what became of their [simulate] line: read (already "
+            "worked out for the snapshot) or left_out (not worked out yet: answered without it, never waited for).",
+            ("outcome",),
+        )
         self.registry.register(_RequestCollector(self))
         self.ready = Gauge("tpu_admission_ready", "1 when the server is ready.", registry=self.registry)
 
@@ -156,6 +162,7 @@ class _RequestCollector:
         yield metrics.skipped.family()
         yield metrics.excepted.family()
         yield metrics.connections.family()
+        yield metrics.simulate_lines.family()
 
 
 class _ClusterCollector:
