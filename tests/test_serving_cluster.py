@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
 from cluster_job_cases import ClusterCase
 from kueue_cache import fill, kueue_review, rfc_api_server
-from support import RunningServer, load_jobset, review
+from support import FIXTURES, RunningServer, load_jobset, review, run_cli, running_server
 
 from webhook.admin.admission import KueueRequest, decide_kueue
 from webhook.admin.live import LiveObjects
@@ -34,6 +35,7 @@ from webhook.serving.tls import TlsSettings
 from webhook.simulate import live as simulation
 from webhook.wire.reviews import review_response
 
+CLUSTER_STATE = str(FIXTURES / "cluster")
 POLICY = Policy()
 
 
@@ -575,3 +577,75 @@ def test_simulate_refuses_bad_input_with_a_reason(
     response = client.post(simulating.url + "/simulate", content=body, headers=headers)
     assert response.status_code == status
     assert error in response.json()["error"]
+
+
+def invalid_workload() -> dict[str, Any]:
+    """A Workload the API server refuses three times over: a name with NUL and RLO, a negative
+    count, a negative TPU request."""
+    container = {"name": "c", "resources": {"requests": {"google.com/tpu": "-64"}}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "admit-me\x00\u202eevil", "namespace": "kubemaker"},
+        "spec": {
+            "queueName": "team-b-queue",
+            "podSets": [{"name": "main", "count": -1, "template": {"spec": {"containers": [container]}}}],
+        },
+    }
+
+
+def test_simulate_refuses_what_the_api_server_refuses_alike_over_http_and_in_the_cli(
+    simulating: RunningServer, client: httpx.Client, tmp_path: Path
+) -> None:
+    """A negative count, a negative TPU request and a name with control characters were
+    answered (``admit``, the name echoed raw). Now the same refusal over HTTP (422) and in the
+    CLI (an error line), with no control character in either."""
+    response = client.post(simulating.url + "/simulate", json=invalid_workload())
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error == (
+        "the API server would refuse it: "
+        'metadata.name: Invalid value: "admit-me\\u0000\\u202eevil": a lowercase RFC 1123 subdomain must consist '
+        "of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character; "
+        'spec.podSets[0].count: Invalid value: "-1": must be greater than or equal to 0; '
+        'spec.podSets[0].template.spec.containers[0].resources.requests[google.com/tpu]: Invalid value: "-64": '
+        "must be greater than or equal to 0"
+    )
+    path = tmp_path / "workload.json"
+    path.write_text(json.dumps(invalid_workload()))
+    as_json = run_cli("simulate", str(path), "--cluster-state", CLUSTER_STATE, "--output", "json")
+    assert as_json.returncode == 1 and json.loads(as_json.stdout) == {"results": [], "errors": [f"{path}:1: {error}"]}
+    as_text = run_cli("simulate", str(path), "--cluster-state", CLUSTER_STATE)
+    assert as_text.returncode == 1 and f"error: {path}:1: {error}" in as_text.stdout.splitlines()
+    for said in (response.text, as_json.stdout, as_json.stderr, as_text.stdout, as_text.stderr):
+        assert not any(c in said for c in "\x00\u202e")
+
+
+def test_a_utf16_body_is_refused_as_the_cli_refuses_a_utf16_file(
+    simulating: RunningServer, client: httpx.Client, tmp_path: Path
+) -> None:
+    """A UTF-16 body was read (``json.loads`` of bytes takes UTF-16) and answered ``admit``,
+    while the CLI said the same text in a file is not UTF-8. Both refuse it now, alike."""
+    text = json.dumps(load_jobset(FITS)).encode("utf-16")
+    response = client.post(simulating.url + "/simulate", content=text, headers={"content-type": "application/json"})
+    assert (response.status_code, response.json()) == (
+        400,
+        {"error": "the body is not UTF-8 text (invalid start byte at byte 0)"},
+    )
+    path = tmp_path / "job.json"
+    path.write_bytes(text)
+    done = run_cli("simulate", str(path), "--cluster-state", CLUSTER_STATE)
+    assert done.returncode == 2
+    assert f"{path}: cannot read: not UTF-8 text (invalid start byte at byte 0)" in done.stdout
+
+
+def test_simulate_before_the_watch_has_synced_is_503_as_explain_is(tls: TlsSettings, client: httpx.Client) -> None:
+    """Before the first list the answer was ``unknown`` ("WorkloadPriorityClass guaranteed is
+    not in the state"); ``/explain`` said 503. Now ``/simulate`` says it too, with Retry-After."""
+    with running_server(POLICY, tls, cluster=ClusterStore(POLICY)) as running:
+        reply = client.post(running.url + "/simulate", json=load_jobset(FITS))
+    assert reply.status_code == 503 and reply.headers["retry-after"] == "5"
+    assert reply.json() == {
+        "error": "Workloads cannot be read now: not synced yet (initial list in progress); retry once the watch "
+        "has synced"
+    }

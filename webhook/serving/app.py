@@ -58,6 +58,7 @@ class ServerState:
 
 
 _JSON_HEADERS = (b"content-type", b"application/json")
+_RETRY_AFTER = (b"retry-after", b"5")
 
 
 async def _send_json(send: Send, status: int, content: Any) -> None:
@@ -65,6 +66,8 @@ async def _send_json(send: Send, status: int, content: Any) -> None:
     # carry, is written as a \u escape (``webhook.wire.jsonwire``) rather than become a 500.
     body = encode(content)
     headers = [_JSON_HEADERS, (b"content-length", b"%d" % len(body))]
+    if status == 503:  # not synced yet: as /explain says it
+        headers.append(_RETRY_AFTER)
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
