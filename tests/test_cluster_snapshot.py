@@ -12,7 +12,9 @@ reaches the next snapshot, and that a snapshot published before a change answers
 from __future__ import annotations
 
 import copy
+import gc
 import json
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -459,3 +461,54 @@ def test_the_domains_admitted_workloads_hold_are_indexed_as_events_arrive() -> N
         {d: w for d, w in expected[0].items() if d[1] != "gke-tpu-4x4x8-a-0"},
         expected[1],
     )
+
+
+def with_env(obj: dict[str, Any], value: str) -> dict[str, Any]:
+    """``obj`` (a JobSet) with ``value`` in its container's environment: part of its shape."""
+    pod = obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["containers"][0]["env"] = [{"name": "PAYLOAD", "value": value}]
+    return obj
+
+
+def test_jobs_with_unique_multi_megabyte_values_leave_memory_within_the_memos_byte_bounds() -> None:
+    """The memos were bounded by entries only (4,096 per part) and every job's shape key holds its
+    spec's text, so admitted jobs with a unique multi-MB value each stayed memoized: 100 of them
+    grew the webhook by 230 MB. The memos are bounded in bytes now; what 150 such jobs leave
+    behind (the [simulate] line worked out for each, as the server's worker does) is measured
+    with tracemalloc once they are answered."""
+    store, _ = stores()
+    job_facts = facts()
+    decide(with_env(guaranteed().obj(), "warm"), job_facts, POLICY, store, warning_line)  # first-use costs
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(150):
+            obj = with_env(guaranteed().obj(), f"{i:04d}" + "x" * 1_000_000)
+            decision = decide(obj, job_facts, POLICY, store, warning_line)
+            assert decision.allowed
+            del obj, decision
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 16 * 2**20, f"{grown / 2**20:.1f} MiB held after 150 jobs of 1 MB each"
+    snapshot = store.snapshot()
+    assert snapshot.memo.bytes <= snapshot_module.MEMO_BYTES
+    names = [cache for cache, _, _ in snapshot.cache_sizes()]
+    assert names == ["snapshot_memo", "queue_memo", "node_memo", "sharing"]
+
+
+def test_a_memo_keeps_answers_within_its_byte_bound() -> None:
+    memo = snapshot_module.Memo()
+    small = "a" * 1000
+    for i in range(10):
+        memo.keep(("small", i), small)
+    assert len(memo.answers) == 10 and 10 * 1000 < memo.bytes < 10 * 1300
+    memo.keep("too big", "x" * snapshot_module.MEMO_ENTRY_BYTES)  # one entry over its share: worked out, not kept
+    assert memo.get("too big") is None
+    while memo.bytes + snapshot_module.MEMO_ENTRY_BYTES // 2 <= snapshot_module.MEMO_BYTES:
+        memo.keep(("half", memo.bytes), "y" * (snapshot_module.MEMO_ENTRY_BYTES // 2 - 200))
+    kept = len(memo.answers)
+    memo.keep("one more", "z" * (snapshot_module.MEMO_ENTRY_BYTES // 2))
+    assert len(memo.answers) == kept and memo.bytes <= snapshot_module.MEMO_BYTES

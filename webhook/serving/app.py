@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webhook.admin.admission import KueueRequest, decide_kueue
 from webhook.admin.live import LiveObjects
+from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.state import ClusterState
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
@@ -55,6 +56,14 @@ class ServerState:
         kind_metrics = getattr(self.cluster, "kind_metrics", None)
         if kind_metrics is not None:
             self.metrics.observe_cluster(kind_metrics)
+        cluster = self.cluster
+        if cluster is not None:
+            self.metrics.observe_caches(lambda: _cache_sizes(cluster))
+
+
+def _cache_sizes(cluster: ClusterState) -> list[tuple[str, int, int]]:
+    snapshot = cluster.snapshot()
+    return snapshot.cache_sizes() if isinstance(snapshot, Snapshot) else []
 
 
 _JSON_HEADERS = (b"content-type", b"application/json")
