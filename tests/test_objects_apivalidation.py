@@ -6,7 +6,7 @@ from typing import Any
 
 from builders import jobset
 
-from webhook.objects.apivalidation import LABEL_RULE, SUBDOMAIN_RULE, VALUE_RULE, printable, refusals
+from webhook.objects.apivalidation import LABEL_RULE, SUBDOMAIN_RULE, VALUE_RULE, printable, printable_json, refusals
 
 TPU = "google.com/tpu"
 
@@ -69,3 +69,8 @@ def test_printable_escapes_controls_and_bidirectional_formats_only() -> None:
         "\\u0000\\u001b[31m\\u007f\\u0085\\u202e\\u2066\\u200b\\u2028\\U000e0001"
     )
     assert printable("abcdef", 3) == "abc..."
+
+
+def test_printable_json_reaches_every_string_keys_included() -> None:
+    answer = {"name": "a\u202eb", "holders": [{"w\x00": ["ok", "c\x85"]}], "count": 3}
+    assert printable_json(answer) == {"name": "a\\u202eb", "holders": [{"w\\u0000": ["ok", "c\\u0085"]}], "count": 3}

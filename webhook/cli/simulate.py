@@ -20,8 +20,9 @@ from webhook.admin.catalog import load_policy
 from webhook.cli.arguments import EXIT_USAGE_LINE, add_cluster_state, add_submitter_flags, submitter, subparser
 from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
-from webhook.engine.simulating import NotSimulated, simulate_submitted
+from webhook.engine.simulating import NotSimulated, result_json, result_text, simulate_submitted
 from webhook.kube.typos import did_you_mean
+from webhook.objects.apivalidation import printable
 from webhook.objects.sources import Document, SourceError, read_documents
 from webhook.policy.config import Policy
 from webhook.simulate.live import LiveSimulator, starts_now
@@ -69,7 +70,7 @@ def simulate_document(document: Document, simulator: LiveSimulator, args: argpar
     try:
         return simulate_submitted(document.data, simulator, user=submitter(args), tier=args.tier, source=where)
     except NotSimulated as exc:
-        return f"{where}: {exc}"
+        return f"{printable(where)}: {exc}"
 
 
 def run_simulate(args: argparse.Namespace) -> int:
@@ -86,7 +87,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         print(f"tpu-admission simulate: {exc}", file=sys.stderr)
         return EXIT_USAGE
     documents, read_errors = read_documents(args.paths)
-    errors = [str(e) for e in read_errors]
+    errors = [printable(str(e)) for e in read_errors]
     unreadable = bool(errors)
     simulator = LiveSimulator(snapshot, policy)
     results: list[Result] = []
@@ -97,9 +98,9 @@ def run_simulate(args: argparse.Namespace) -> int:
         else:
             results.append(answer)
     if args.output == "json":
-        output = json.dumps({"results": [r.to_json() for r in results], "errors": errors}, indent=2)
+        output = json.dumps({"results": [result_json(r) for r in results], "errors": errors}, indent=2)
     else:
-        blocks = [r.text() for r in results] + [f"error: {e}" for e in errors]
+        blocks = [result_text(r) for r in results] + [f"error: {e}" for e in errors]
         started = sum(1 for r in results if starts_now(r))
         blocks.append(f"tpu-admission simulate: {started} of {len(results)} would start now")
         output = "\n".join(blocks)

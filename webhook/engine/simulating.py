@@ -22,7 +22,7 @@ from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.engine.patches import default_labels
-from webhook.objects.apivalidation import printable, refusals
+from webhook.objects.apivalidation import printable, printable_json, printable_lines, refusals
 from webhook.objects.kinds import kind_of_document, likely_meant
 from webhook.objects.readers import read_workload
 from webhook.objects.request import UserInfo
@@ -65,6 +65,18 @@ def not_synced(snapshot: Snapshot) -> str | None:
         if reason is not None and reason.startswith("not synced"):
             return f"{kind.name} cannot be read now: {reason}; retry once the watch has synced"
     return None
+
+
+def result_json(result: Result) -> dict[str, Any]:
+    """SPEC §12's JSON of ``result`` as the CLI and ``POST /simulate`` write it: no string in it
+    carries a control or bidirectional-format character raw (``printable``)."""
+    answer: dict[str, Any] = printable_json(result.to_json())
+    return answer
+
+
+def result_text(result: Result) -> str:
+    """``result``'s text as the CLI writes it, each line ``printable``."""
+    return printable_lines(result.text())
 
 
 def is_workload(data: Mapping[str, Any]) -> bool:

@@ -74,6 +74,23 @@ def _escaped(c: str) -> str:
     return f"\\u{ord(c):04x}" if ord(c) <= 0xFFFF else f"\\U{ord(c):08x}"
 
 
+def printable_json(value: Any) -> Any:
+    """``value`` (JSON: mappings, lists, strings, numbers) with every string, keys included, made
+    ``printable``: an answer's names may come from a state file or a stored object."""
+    if isinstance(value, str):
+        return printable(value)
+    if isinstance(value, Mapping):
+        return {printable(str(key)): printable_json(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [printable_json(item) for item in value]
+    return value
+
+
+def printable_lines(text: str) -> str:
+    """``text`` made ``printable`` line by line (its line breaks kept)."""
+    return "\n".join(printable(line) for line in text.split("\n"))
+
+
 def _invalid(path: str, value: Any, rule: str) -> str:
     shown = printable(value, QUOTED) if isinstance(value, str) else repr(value)
     return f'{path}: Invalid value: "{shown}": {rule}'

@@ -17,7 +17,7 @@ from typing import Any
 
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.state import ClusterState
-from webhook.engine.simulating import NotSimulated, not_synced, simulate_submitted
+from webhook.engine.simulating import NotSimulated, not_synced, result_json, simulate_submitted
 from webhook.objects.jsontext import plain_json
 from webhook.policy.config import Policy
 from webhook.simulate.live import live
@@ -55,7 +55,7 @@ def answer(body: bytes, policy: Policy, cluster: ClusterState | None) -> tuple[i
     if unsynced is not None:
         return 503, {"error": unsynced}
     try:
-        return 200, simulate_submitted(obj, live(snapshot, policy), source="request").to_json()
+        return 200, result_json(simulate_submitted(obj, live(snapshot, policy), source="request"))
     except NotSimulated as exc:
         return 422, {"error": str(exc)}
     except Exception:  # a bug must not become a 5xx
