@@ -9,8 +9,9 @@ When there is none the answer goes without it, it is counted
 thread of its own that works the line out for that snapshot (on the line simulator, which
 shares no lock with ``POST /simulate`` or ``explain``), so the next job of the same shape on
 the same snapshot gets it. The hand-over never blocks: the queue is bounded, a job already
-queued is not queued twice, and one queued for a snapshot that is no longer the newest is
-dropped unworked.
+queued is not queued twice, one whose line the snapshot's memo would not keep (a shape of
+a multi-MB spec) is not queued, and one queued for a snapshot that is no longer the newest
+is dropped unworked.
 """
 
 from __future__ import annotations
@@ -21,7 +22,8 @@ import threading
 from collections.abc import Hashable, Mapping
 from typing import Final
 
-from webhook.cluster.snapshot import Snapshot
+from webhook.cluster.snapshot import MEMO_ENTRY_BYTES, Snapshot
+from webhook.kube.sizes import weight
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
 from webhook.serving.metrics import LabelledCounter
@@ -63,6 +65,8 @@ class SimulateLines:
             self.counted.inc("read")
             return line or None
         self.counted.inc("left_out")
+        if weight(key) > MEMO_ENTRY_BYTES:  # a memo would not keep its line: not worth working out
+            return None
         newest = self.newest
         if newest is None or snapshot.version >= newest.version:
             self.newest = snapshot
