@@ -285,3 +285,21 @@ def test_a_static_job_whose_pools_are_held_waits_topology_placement_failed(tmp_p
         "clusterQueues": [],
         "workloads": [{"name": "kubemaker/holder", "clusterQueue": "team-a", "amount": 1}],
     }
+
+
+def test_no_output_echoes_a_control_character_raw(tmp_path: Path) -> None:
+    """A file's name is the answer's ``source`` and starts each error line: with an escape
+    sequence or a right-to-left override in it, text and JSON carried them raw."""
+    named = tmp_path / "job\x1b[2J\u202e.yaml"
+    named.write_text(Path(FITS).read_text())
+    other = write_yaml(
+        tmp_path / "cm\x07\u2066.yaml", {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}}
+    )
+    for output in ("text", "json"):
+        done = run_cli("simulate", str(named), str(other), "--cluster-state", STATE, "--output", output)
+        assert done.returncode == 0 and "skipped" in done.stdout  # the ConfigMap is skipped, as check skips it
+        for said in (done.stdout, done.stderr):
+            assert not any(c in said for c in "\x1b\x07\u202e\u2066"), said
+    done = run_cli("simulate", str(named), "--cluster-state", STATE, "--output", "json")
+    (result,) = json.loads(done.stdout)["results"]
+    assert result["source"] == f"{tmp_path}/job\\u001b[2J\\u202e.yaml" and result["line"] == 2

@@ -12,7 +12,9 @@ reaches the next snapshot, and that a snapshot published before a change answers
 from __future__ import annotations
 
 import copy
+import gc
 import json
+import tracemalloc
 from collections.abc import Callable
 from typing import Any
 
@@ -29,6 +31,7 @@ from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.simulate.live import warning_line
 
 TPU = "google.com/tpu"
 TOPOLOGY = "cloud.google.com/gke-tpu-topology"
@@ -172,13 +175,16 @@ def test_every_variant_after_every_other_answers_as_a_fresh_decision(from_wire: 
     variants = [
         (name, request, plain_json(json.dumps(obj).encode()) if from_wire else obj) for name, request, obj in VARIANTS
     ]
-    expected = [answer(decide(obj, request, POLICY, forgetful)) for _, request, obj in variants]
+    # the [simulate] line worked out as the request's own (warning_line), memoized under the same shape
+    expected = [answer(decide(obj, request, POLICY, forgetful, warning_line)) for _, request, obj in variants]
     assert len({repr(e) for e in expected}) >= 20  # the variants do lead to different answers
     for first, (name_a, request_a, a) in enumerate(variants):
         for second, (name_b, request_b, b) in enumerate(variants):
             store.snapshot().memo.answers.clear()
-            assert answer(decide(a, request_a, POLICY, store)) == expected[first]
-            assert answer(decide(b, request_b, POLICY, store)) == expected[second], f"{name_b} after {name_a}"
+            assert answer(decide(a, request_a, POLICY, store, warning_line)) == expected[first]
+            assert answer(decide(b, request_b, POLICY, store, warning_line)) == expected[second], (
+                f"{name_b} after {name_a}"
+            )
 
 
 def test_jobs_of_one_shape_share_one_answer() -> None:
@@ -455,3 +461,54 @@ def test_the_domains_admitted_workloads_hold_are_indexed_as_events_arrive() -> N
         {d: w for d, w in expected[0].items() if d[1] != "gke-tpu-4x4x8-a-0"},
         expected[1],
     )
+
+
+def with_env(obj: dict[str, Any], value: str) -> dict[str, Any]:
+    """``obj`` (a JobSet) with ``value`` in its container's environment: part of its shape."""
+    pod = obj["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    pod["containers"][0]["env"] = [{"name": "PAYLOAD", "value": value}]
+    return obj
+
+
+def test_jobs_with_unique_multi_megabyte_values_leave_memory_within_the_memos_byte_bounds() -> None:
+    """The memos were bounded by entries only (4,096 per part) and every job's shape key holds its
+    spec's text, so admitted jobs with a unique multi-MB value each stayed memoized: 100 of them
+    grew the webhook by 230 MB. The memos are bounded in bytes now; what 150 such jobs leave
+    behind (the [simulate] line worked out for each, as the server's worker does) is measured
+    with tracemalloc once they are answered."""
+    store, _ = stores()
+    job_facts = facts()
+    decide(with_env(guaranteed().obj(), "warm"), job_facts, POLICY, store, warning_line)  # first-use costs
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(150):
+            obj = with_env(guaranteed().obj(), f"{i:04d}" + "x" * 1_000_000)
+            decision = decide(obj, job_facts, POLICY, store, warning_line)
+            assert decision.allowed
+            del obj, decision
+        gc.collect()
+        grown = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    assert grown < 16 * 2**20, f"{grown / 2**20:.1f} MiB held after 150 jobs of 1 MB each"
+    snapshot = store.snapshot()
+    assert snapshot.memo.bytes <= snapshot_module.MEMO_BYTES
+    names = [cache for cache, _, _ in snapshot.cache_sizes()]
+    assert names == ["snapshot_memo", "queue_memo", "node_memo", "sharing"]
+
+
+def test_a_memo_keeps_answers_within_its_byte_bound() -> None:
+    memo = snapshot_module.Memo()
+    small = "a" * 1000
+    for i in range(10):
+        memo.keep(("small", i), small)
+    assert len(memo.answers) == 10 and 10 * 1000 < memo.bytes < 10 * 1300
+    memo.keep("too big", "x" * snapshot_module.MEMO_ENTRY_BYTES)  # one entry over its share: worked out, not kept
+    assert memo.get("too big") is None
+    while memo.bytes + snapshot_module.MEMO_ENTRY_BYTES // 2 <= snapshot_module.MEMO_BYTES:
+        memo.keep(("half", memo.bytes), "y" * (snapshot_module.MEMO_ENTRY_BYTES // 2 - 200))
+    kept = len(memo.answers)
+    memo.keep("one more", "z" * (snapshot_module.MEMO_ENTRY_BYTES // 2))
+    assert len(memo.answers) == kept and memo.bytes <= snapshot_module.MEMO_BYTES

@@ -17,6 +17,7 @@ from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
 from webhook.rules.catalog import policy_from_mapping
+from webhook.simulate.live import warning_line
 
 KUEUE = UserInfo("system:serviceaccount:kueue-system:kueue-controller-manager", ("system:serviceaccounts",))
 ALICE = UserInfo("alice", ("team-a",))
@@ -472,17 +473,18 @@ def test_an_unknown_submitter_skips_queue_permissions_with_a_warning_and_is_neve
 def test_the_validating_call_of_an_admitted_create_says_what_kueue_would_do() -> None:
     obj = load_jobset("rfc-4.6-static-single")  # 256 chips of tpu7x-4x8x8 in team-b, which has them free
     validate = AdmissionFacts(operation="CREATE", stage="validate", namespace="kubemaker", kind="JobSet")
-    decision = decide(obj, validate, STATIC, STATE)
+    decision = decide(obj, validate, STATIC, STATE, warning_line)
     assert decision.allowed
     assert [w for w in decision.warnings if w.startswith("[simulate]")] == ["[simulate] starts now on tpu7x-4x8x8"]
-    # the mutating call, an UPDATE, the setting off, and no cluster: no line
+    # the mutating call, an UPDATE, the setting off, no cluster, and no hook: no line
     mutate = AdmissionFacts(operation="CREATE", stage="mutate", namespace="kubemaker", kind="JobSet")
     update = AdmissionFacts(operation="UPDATE", stage="validate", namespace="kubemaker", kind="JobSet", old_object=obj)
     for said in (
-        decide(obj, mutate, STATIC, STATE),
-        decide(obj, update, STATIC, STATE),
-        decide(obj, validate, Policy(simulate="off"), STATE),
-        decide(obj, validate, STATIC, None),
+        decide(obj, mutate, STATIC, STATE, warning_line),
+        decide(obj, update, STATIC, STATE, warning_line),
+        decide(obj, validate, Policy(simulate="off"), STATE, warning_line),
+        decide(obj, validate, STATIC, None, warning_line),
+        decide(obj, validate, STATIC, STATE),  # no hook
     ):
         assert not [w for w in said.warnings if w.startswith("[simulate]")]
 
@@ -503,7 +505,7 @@ def test_the_line_says_when_the_static_pools_are_held() -> None:
     store.apply(k.WORKLOADS, "ADDED", holder)
     obj = load_jobset("rfc-4.6-static-single")
     validate = AdmissionFacts(operation="CREATE", stage="validate", namespace="kubemaker", kind="JobSet")
-    decision = decide(obj, validate, STATIC, store)
+    decision = decide(obj, validate, STATIC, store, warning_line)
     assert decision.allowed
     assert [w for w in decision.warnings if w.startswith("[simulate]")] == [
         "[simulate] will wait: needs 1 free 4x8x8 node pool, 0 of 1 free; held by kubemaker/holder"
@@ -513,7 +515,7 @@ def test_the_line_says_when_the_static_pools_are_held() -> None:
 def test_a_denied_create_gets_no_simulate_line() -> None:
     obj = load_jobset("rfc-4.3.1-dynamic")  # in static mode: no topology selector, denied
     validate = AdmissionFacts(operation="CREATE", stage="validate", namespace="kubemaker", kind="JobSet")
-    decision = decide(obj, validate, STATIC, STATE)
+    decision = decide(obj, validate, STATIC, STATE, warning_line)
     assert not decision.allowed
     assert not [w for w in decision.warnings if w.startswith("[simulate]")]
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from quota_fixtures import jobset, pod
 
+from webhook.kube.sharing import shared
 from webhook.quota.podsets import (
     PoolShortage,
     demand_of,
@@ -41,9 +42,11 @@ def test_a_tpu_podset_or_a_topology_annotation_asks_for_topology_aware_schedulin
 
 
 def test_identical_podsets_share_one_demand() -> None:
-    """100,000 Workloads of a few shapes keep a few demands (the ledger relies on it)."""
-    first = podset_demand("w", tpu_pod(nodeSelector={"pool": "a"}), 16)
-    assert podset_demand("w", tpu_pod(nodeSelector={"pool": "a"}), 16) is first
+    """100,000 Workloads of a few shapes keep a few demands: the ledger shares them through the
+    watch cache's sharing table. A request's job shares through no table (none that outlives it)."""
+    first = podset_demand("w", tpu_pod(nodeSelector={"pool": "a"}), 16, share=shared)
+    assert podset_demand("w", tpu_pod(nodeSelector={"pool": "a"}), 16, share=shared) is first
+    assert podset_demand("w", tpu_pod(nodeSelector={"pool": "a"}), 16) is not first
     assert first.total(TPU) == 64 and first.total("memory") == 0
     assert first.node_selector == (("pool", "a"),)
 

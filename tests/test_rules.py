@@ -116,7 +116,8 @@ def test_the_chips_shortcut_answers_as_the_quantity_parse_does(raw: object) -> N
 
 
 def _literals(tree: ast.AST) -> list[ast.Constant]:
-    """The string constants of a module (f-strings' parts too), its docstrings left out."""
+    """The string constants of a module (f-strings' parts too), its docstrings and its help
+    texts (module constants named ``*HELP``: examples for the user, as the README's) left out."""
     docstrings = {
         id(node.body[0].value)
         for node in ast.walk(tree)
@@ -124,6 +125,18 @@ def _literals(tree: ast.AST) -> list[ast.Constant]:
         and node.body
         and isinstance(node.body[0], ast.Expr)
         and isinstance(node.body[0].value, ast.Constant)
+    }
+    docstrings |= {
+        id(constant)
+        for node in getattr(tree, "body", [])
+        if isinstance(node, ast.Assign | ast.AnnAssign)
+        and any(
+            isinstance(target, ast.Name) and target.id.endswith("HELP")
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])
+        )
+        and node.value is not None
+        for constant in ast.walk(node.value)
+        if isinstance(constant, ast.Constant)
     }
     return [
         n

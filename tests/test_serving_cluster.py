@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import json
 import ssl
 from collections.abc import Iterator
 from pathlib import Path
@@ -20,7 +21,7 @@ from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
 from cluster_job_cases import ClusterCase
 from kueue_cache import fill, kueue_review, rfc_api_server
-from support import RunningServer, load_jobset, review
+from support import FIXTURES, RunningServer, load_jobset, review, run_cli, running_server
 
 from webhook.admin.admission import KueueRequest, decide_kueue
 from webhook.admin.live import LiveObjects
@@ -31,8 +32,10 @@ from webhook.policy.config import Policy
 from webhook.serving import certs
 from webhook.serving.app import ServerState
 from webhook.serving.tls import TlsSettings
+from webhook.simulate import live as simulation
 from webhook.wire.reviews import review_response
 
+CLUSTER_STATE = str(FIXTURES / "cluster")
 POLICY = Policy()
 
 
@@ -483,16 +486,59 @@ def simulating(
 FITS = "rfc-4.6-static-single"  # 256 chips of tpu7x-4x8x8 in team-b, which has them free
 
 
+def simulate_lines(answer: dict[str, Any]) -> list[str]:
+    return [w for w in answer.get("warnings", []) if w.startswith("[simulate]")]
+
+
+def lines_counted(server: RunningServer) -> dict[tuple[str, ...], int]:
+    return dict(server.state.metrics.simulate_lines.values)
+
+
 def test_the_validating_call_of_an_admitted_create_says_what_kueue_would_do(
     simulating: RunningServer, client: httpx.Client
 ) -> None:
-    answer = post(client, simulating, load_jobset(FITS), "/validate/production")
-    assert answer["allowed"] is True
-    assert [w for w in answer.get("warnings", []) if w.startswith("[simulate]")] == [
-        "[simulate] starts now on tpu7x-4x8x8"
-    ]
+    """The line is read as already worked out for the snapshot: the first job of a shape is
+    answered without it (counted left out) and hands it on; once it is worked out, the next
+    job of that shape carries it (counted read)."""
+    before = lines_counted(simulating)
+    first = post(client, simulating, load_jobset(FITS), "/validate/production")
+    assert first["allowed"] is True
+    if not simulate_lines(first):  # this shape's line may be worked out already by an earlier test
+        assert lines_counted(simulating).get(("left_out",), 0) == before.get(("left_out",), 0) + 1
+
+    def carried() -> bool:
+        answer = post(client, simulating, load_jobset(FITS), "/validate/production")
+        return simulate_lines(answer) == ["[simulate] starts now on tpu7x-4x8x8"]
+
+    wait_until(carried, what="the line worked out and read")
+    assert lines_counted(simulating).get(("read",), 0) > before.get(("read",), 0)
+    text = simulating.state.metrics.render().decode()
+    assert 'tpu_admission_simulate_lines_total{outcome="read"}' in text
     mutated = post(client, simulating, load_jobset(FITS), "/mutate/production")
-    assert not [w for w in mutated.get("warnings", []) if w.startswith("[simulate]")]
+    assert not simulate_lines(mutated)
+
+
+def test_the_validating_call_never_waits_on_the_simulator(simulating: RunningServer, client: httpx.Client) -> None:
+    """The line was worked out on the event loop under the lock ``POST /simulate`` holds:
+    with that lock held (a long simulation), every validating call waited for it. Now it is
+    answered at once, without the line, whatever the simulators are doing."""
+    cache = simulating.state.cluster
+    assert isinstance(cache, WatchCache)
+    snapshot = cache.snapshot()
+    simulation.live(snapshot, snapshot.policy)  # the one POST /simulate uses, and any other there is
+    busy = [held for held in snapshot.memo.answers.values() if isinstance(held, simulation.LiveSimulator)]
+    for simulator in busy:
+        simulator.lock.acquire()
+    try:
+        shape = load_jobset(FITS)
+        shape["spec"]["replicatedJobs"][0]["template"]["metadata"] = {"annotations": {"never": "seen"}}
+        answer = client.post(
+            simulating.url + "/validate/production", json=review(shape, namespace="kubemaker"), timeout=5
+        ).json()["response"]
+        assert answer["allowed"] is True and not simulate_lines(answer)
+    finally:
+        for simulator in busy:
+            simulator.lock.release()
 
 
 def test_simulate_answers_one_object_with_one_result(simulating: RunningServer, client: httpx.Client) -> None:
@@ -531,3 +577,75 @@ def test_simulate_refuses_bad_input_with_a_reason(
     response = client.post(simulating.url + "/simulate", content=body, headers=headers)
     assert response.status_code == status
     assert error in response.json()["error"]
+
+
+def invalid_workload() -> dict[str, Any]:
+    """A Workload the API server refuses three times over: a name with NUL and RLO, a negative
+    count, a negative TPU request."""
+    container = {"name": "c", "resources": {"requests": {"google.com/tpu": "-64"}}}
+    return {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "admit-me\x00\u202eevil", "namespace": "kubemaker"},
+        "spec": {
+            "queueName": "team-b-queue",
+            "podSets": [{"name": "main", "count": -1, "template": {"spec": {"containers": [container]}}}],
+        },
+    }
+
+
+def test_simulate_refuses_what_the_api_server_refuses_alike_over_http_and_in_the_cli(
+    simulating: RunningServer, client: httpx.Client, tmp_path: Path
+) -> None:
+    """A negative count, a negative TPU request and a name with control characters were
+    answered (``admit``, the name echoed raw). Now the same refusal over HTTP (422) and in the
+    CLI (an error line), with no control character in either."""
+    response = client.post(simulating.url + "/simulate", json=invalid_workload())
+    assert response.status_code == 422
+    error = response.json()["error"]
+    assert error == (
+        "the API server would refuse it: "
+        'metadata.name: Invalid value: "admit-me\\u0000\\u202eevil": a lowercase RFC 1123 subdomain must consist '
+        "of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character; "
+        'spec.podSets[0].count: Invalid value: "-1": must be greater than or equal to 0; '
+        'spec.podSets[0].template.spec.containers[0].resources.requests[google.com/tpu]: Invalid value: "-64": '
+        "must be greater than or equal to 0"
+    )
+    path = tmp_path / "workload.json"
+    path.write_text(json.dumps(invalid_workload()))
+    as_json = run_cli("simulate", str(path), "--cluster-state", CLUSTER_STATE, "--output", "json")
+    assert as_json.returncode == 1 and json.loads(as_json.stdout) == {"results": [], "errors": [f"{path}:1: {error}"]}
+    as_text = run_cli("simulate", str(path), "--cluster-state", CLUSTER_STATE)
+    assert as_text.returncode == 1 and f"error: {path}:1: {error}" in as_text.stdout.splitlines()
+    for said in (response.text, as_json.stdout, as_json.stderr, as_text.stdout, as_text.stderr):
+        assert not any(c in said for c in "\x00\u202e")
+
+
+def test_a_utf16_body_is_refused_as_the_cli_refuses_a_utf16_file(
+    simulating: RunningServer, client: httpx.Client, tmp_path: Path
+) -> None:
+    """A UTF-16 body was read (``json.loads`` of bytes takes UTF-16) and answered ``admit``,
+    while the CLI said the same text in a file is not UTF-8. Both refuse it now, alike."""
+    text = json.dumps(load_jobset(FITS)).encode("utf-16")
+    response = client.post(simulating.url + "/simulate", content=text, headers={"content-type": "application/json"})
+    assert (response.status_code, response.json()) == (
+        400,
+        {"error": "the body is not UTF-8 text (invalid start byte at byte 0)"},
+    )
+    path = tmp_path / "job.json"
+    path.write_bytes(text)
+    done = run_cli("simulate", str(path), "--cluster-state", CLUSTER_STATE)
+    assert done.returncode == 2
+    assert f"{path}: cannot read: not UTF-8 text (invalid start byte at byte 0)" in done.stdout
+
+
+def test_simulate_before_the_watch_has_synced_is_503_as_explain_is(tls: TlsSettings, client: httpx.Client) -> None:
+    """Before the first list the answer was ``unknown`` ("WorkloadPriorityClass guaranteed is
+    not in the state"); ``/explain`` said 503. Now ``/simulate`` says it too, with Retry-After."""
+    with running_server(POLICY, tls, cluster=ClusterStore(POLICY)) as running:
+        reply = client.post(running.url + "/simulate", json=load_jobset(FITS))
+    assert reply.status_code == 503 and reply.headers["retry-after"] == "5"
+    assert reply.json() == {
+        "error": "Workloads cannot be read now: not synced yet (initial list in progress); retry once the watch "
+        "has synced"
+    }

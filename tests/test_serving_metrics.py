@@ -42,6 +42,9 @@ def test_exposition_matches_prometheus_client() -> None:
     connections = Counter(
         "tpu_admission_connections_at_limit_total", ours.connections.documentation, ["outcome"], registry=reference
     )
+    lines = Counter(
+        "tpu_admission_simulate_lines_total", ours.simulate_lines.documentation, ["outcome"], registry=reference
+    )
 
     for seconds in OBSERVATIONS:
         ours.latency.observe("validate", seconds)
@@ -58,6 +61,9 @@ def test_exposition_matches_prometheus_client() -> None:
     for outcome in ("closed_idle", "closed_idle", "refused"):
         ours.connections.inc(outcome)
         connections.labels(outcome).inc()
+    for outcome in ("read", "left_out", "read"):
+        ours.simulate_lines.inc(outcome)
+        lines.labels(outcome).inc()
 
     expected = _without_created(generate_latest(reference))
     got = _without_created(ours.render())

@@ -837,6 +837,34 @@ def test_at_the_connection_limit_the_oldest_idle_connection_makes_room(server_fi
         assert 'tpu_admission_connections_at_limit_total{outcome="closed_idle"} 1.0' in text
 
 
+def test_connections_that_sent_nothing_since_their_handshake_are_idle_not_busy(
+    server_files: certs.CertificateFiles,
+) -> None:
+    """Connections that completed their handshake and sent nothing counted as busy, so that
+    many of them made every later handshake fail. Only a request in flight makes a
+    connection busy: the silent one open the longest makes room, and the header deadline
+    still closes the others (they cannot hold descriptors for ever)."""
+    policy = policy_from_mapping({"server": {"maxConnections": 3, "keepAliveSeconds": 60, "headerTimeoutSeconds": 3}})
+    with running_server(policy, TlsSettings(cert=server_files.cert, key=server_files.key)) as server:
+        silent = [tls_connection(server.port, server_files.ca) for _ in range(3)]
+        try:
+            gate = server.server.gate  # type: ignore[attr-defined]
+            wait_for(lambda: gate.open == 3, what="three connections in")
+            newcomer = answered_once(server.port, server_files.ca)
+            silent[0].settimeout(5)
+            assert closed_by_server(silent[0])  # silent the longest
+            newcomer.close()
+            assert at_limit(server) == {("closed_idle",): 1}
+            for conn in silent[1:]:
+                conn.settimeout(10)
+                started = time.monotonic()
+                assert read_until_closed(conn).startswith(b"HTTP/1.1 408")
+                assert time.monotonic() - started < 9
+        finally:
+            for conn in silent:
+                conn.close()
+
+
 def test_at_the_connection_limit_with_every_connection_busy_the_new_one_is_refused(
     server_files: certs.CertificateFiles,
 ) -> None:
@@ -850,7 +878,8 @@ def test_at_the_connection_limit_with_every_connection_busy_the_new_one_is_refus
         try:
             for conn in busy:
                 conn.sendall(f"{head}\r\n\r\n".encode() + BODY[:100])  # half a request: in flight
-            wait_for(lambda: server.server.gate.open == 3, what="three connections in")  # type: ignore[attr-defined]
+            guard = server.server.guard  # type: ignore[attr-defined]
+            wait_for(lambda: sum(c.begun for c in guard.connections) == 3, what="three requests begun")
             with pytest.raises(OSError):
                 tls_connection(server.port, server_files.ca)
             assert at_limit(server) == {("refused",): 1}

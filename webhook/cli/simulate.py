@@ -85,12 +85,13 @@ def _snapshot(args: argparse.Namespace, policy: Policy) -> Snapshot:
 def simulate_document(document: Document, simulator: LiveSimulator, args: argparse.Namespace) -> Result | str:
     """One document's answer, or why it is not simulated (an error line)."""
     from webhook.engine.simulating import NotSimulated, simulate_submitted
+    from webhook.objects.apivalidation import printable
 
     where = _where(document)
     try:
         return simulate_submitted(document.data, simulator, user=submitter(args), tier=args.tier, source=where)
     except NotSimulated as exc:
-        return f"{where}: {exc}"
+        return f"{printable(where)}: {exc}"
 
 
 def _where(document: Document) -> str:
@@ -113,8 +114,15 @@ def skipped_kind(document: Document) -> str | None:
 
 def _json(result: Result, document: Document) -> dict[str, Any]:
     """``Result.to_json`` with the file and line as ``check``'s JSON gives them (``source``, ``line``)."""
-    answer = result.to_json()
-    return {"source": document.source, "line": document.line, **{k: v for k, v in answer.items() if k != "source"}}
+    from webhook.engine.simulating import result_json
+    from webhook.objects.apivalidation import printable
+
+    answer = result_json(result)
+    return {
+        "source": printable(document.source),
+        "line": document.line,
+        **{k: v for k, v in answer.items() if k != "source"},
+    }
 
 
 def _skipped_json(document: Document, reason: str) -> dict[str, Any]:
@@ -132,13 +140,17 @@ def _skipped_json(document: Document, reason: str) -> dict[str, Any]:
 
 def _text(result: Result, document: Document) -> str:
     """``Result.text`` with where the object was read at the end of its first line."""
-    first, newline, rest = result.text().partition("\n")
-    return f"{first}  ({_where(document)}){newline}{rest}"
+    from webhook.engine.simulating import result_text
+    from webhook.objects.apivalidation import printable
+
+    first, newline, rest = result_text(result).partition("\n")
+    return f"{first}  ({printable(_where(document))}){newline}{rest}"
 
 
 def run_simulate(args: argparse.Namespace) -> int:
     from webhook.admin.catalog import load_policy
     from webhook.kube.typos import did_you_mean
+    from webhook.objects.apivalidation import printable, printable_json
     from webhook.objects.sources import read_documents
     from webhook.simulate.live import LiveSimulator, starts_now
 
@@ -158,7 +170,7 @@ def run_simulate(args: argparse.Namespace) -> int:
         print(f"tpu-admission simulate: {exc}", file=sys.stderr)
         return EXIT_USAGE
     documents, read_errors = read_documents(paths)
-    errors = [str(e) for e in read_errors]
+    errors = [printable(str(e)) for e in read_errors]
     unreadable = bool(errors)
     simulator = LiveSimulator(snapshot, policy)
     results: list[tuple[Result, Document]] = []
@@ -177,11 +189,11 @@ def run_simulate(args: argparse.Namespace) -> int:
     if args.output in ("json", "yaml"):
         answers: dict[str, Any] = {"results": [_json(r, d) for r, d in results], "errors": errors}
         if skipped:
-            answers["skipped"] = [_skipped_json(d, why) for d, why in skipped]
+            answers["skipped"] = [printable_json(_skipped_json(d, why)) for d, why in skipped]
         output = json.dumps(answers, indent=2) if args.output == "json" else _yaml(answers)
     else:
         blocks = [_text(r, d) for r, d in results]
-        blocks += [f"{_where(d)}: skipped ({why})" for d, why in skipped]
+        blocks += [printable(f"{_where(d)}: skipped ({why})") for d, why in skipped]
         blocks += [f"error: {e}" for e in errors]
         started = sum(1 for r, _ in results if starts_now(r))
         left = f"; {len(skipped)} skipped" if skipped else ""

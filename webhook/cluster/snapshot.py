@@ -34,6 +34,8 @@ from typing import Any, Final
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
+from webhook.kube.sharing import held as shared_held
+from webhook.kube.sizes import weight
 from webhook.kube.topology import NODEPOOL_LABEL
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
@@ -48,25 +50,41 @@ from webhook.quota.table import SetTable, Table
 #: answers memoized on one part, at most: past it an answer is worked out and not kept, so no
 #: stream of distinct jobs can grow a snapshot's memory
 MEMO_LIMIT: Final = 4096
+#: bytes of answers and their keys memoized on one part, at most (``webhook.kube.sizes.weight``):
+#: a job's shape key holds its spec's text, and a stream of jobs with multi-MB values must not
+#: fill ``MEMO_LIMIT`` entries with them. A snapshot, its previous one and their queue and node
+#: parts hold a few memos between them.
+MEMO_BYTES: Final = 8 * 1024 * 1024
+#: one answer over this many bytes (with its key) is worked out and not kept
+MEMO_ENTRY_BYTES: Final = MEMO_BYTES // 16
 
 WorkloadKey = tuple[str, str]
 
 
 class Memo:
-    """Answers worked out from one immutable object, kept on it: they go when it goes."""
+    """Answers worked out from one immutable object, kept on it: they go when it goes. Bounded in
+    entries (``MEMO_LIMIT``) and in bytes (``MEMO_BYTES``, ``MEMO_ENTRY_BYTES``): past either an
+    answer is worked out and not kept."""
 
-    __slots__ = ("answers",)
+    __slots__ = ("answers", "bytes")
 
     def __init__(self) -> None:
         self.answers: dict[Any, Any] = {}
+        #: the kept answers' and keys' bytes (``weight``), as counted when each was kept
+        self.bytes = 0
 
     def get(self, key: Any) -> Any:
         """The answer kept under ``key``; ``None`` when there is none."""
         return self.answers.get(key)
 
     def keep(self, key: Any, value: Any) -> None:
-        if len(self.answers) < MEMO_LIMIT:
-            self.answers[key] = value
+        if len(self.answers) >= MEMO_LIMIT or key in self.answers:
+            return
+        cost = weight(key) + weight(value)
+        if cost > MEMO_ENTRY_BYTES or self.bytes + cost > MEMO_BYTES:
+            return
+        self.answers[key] = value
+        self.bytes += cost
 
 
 class QueueState:
@@ -232,6 +250,16 @@ class Snapshot:
     def snapshot(self) -> Snapshot:
         """``ClusterState.snapshot``: a snapshot is its own."""
         return self
+
+    def cache_sizes(self) -> list[tuple[str, int, int]]:
+        """(cache, entries, bytes) of what is memoized on this snapshot and its parts, and of the
+        watch cache's sharing table: for the cache-size metric."""
+        return [
+            ("snapshot_memo", len(self.memo.answers), self.memo.bytes),
+            ("queue_memo", len(self.queues.memo.answers), self.queues.memo.bytes),
+            ("node_memo", len(self.nodes.memo.answers), self.nodes.memo.bytes),
+            ("sharing", *shared_held()),
+        ]
 
     def remember(self, key: Any, make: Callable[[], Any]) -> Any:
         """The answer memoized under ``key`` on this snapshot, worked out by ``make`` the first time."""

@@ -6,7 +6,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from decimal import localcontext
 from functools import lru_cache
 from typing import Any, Final, Literal, NamedTuple
@@ -33,9 +33,14 @@ from webhook.rules import Rule, RuleContext
 from webhook.rules.catalog import RULES
 from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
 from webhook.rules.cluster import recall_key
-from webhook.simulate.live import warning_line
 
 Stage = Literal["mutate", "validate"]
+
+#: where the validating call of an admitted CREATE gets its ``[simulate]`` line: (snapshot, job,
+#: its labels with the tier's defaults, policy, the job's shape key) -> the line, or ``None`` for
+#: none. The server's reads only what is already worked out (``webhook.serving.simulateline``);
+#: ``webhook.simulate.live.warning_line`` works it out. Without one, no line.
+SimulateLine = Callable[[Snapshot, Workload, Mapping[str, str], Policy, Hashable | None], str | None]
 
 
 class AdmissionFacts(msgspec.Struct):
@@ -280,8 +285,10 @@ def decide(
     facts: AdmissionFacts,
     policy: Policy,
     cluster: ClusterState | None = None,
+    simulate_line: SimulateLine | None = None,
 ) -> Decision:
-    """Judge ``obj``, the object decoded (plain JSON, or what YAML gives a manifest: ``read_workload``)."""
+    """Judge ``obj``, the object decoded (plain JSON, or what YAML gives a manifest: ``read_workload``);
+    ``simulate_line`` gives the ``[simulate]`` line (``SimulateLine``)."""
     workload = read_workload(facts.kind, obj, policy, facts.namespace)
     if made_by_jobset_controller(workload, facts.user, policy):
         # A JobSet's own Job, sent by the JobSet controller: judged as part of its JobSet
@@ -353,13 +360,20 @@ def decide(
         bound(decision, policy, workload.malformed_unrecorded, malformed)
     if decision.allowed and creating and facts.stage == "mutate":
         decision.patch = label_patch(workload, added)
-    elif decision.allowed and creating and policy.simulate == "warn" and isinstance(view, Snapshot):
-        _simulate(decision, view, workload, ctx.effective_labels, policy, shape)
+    elif (
+        simulate_line is not None
+        and decision.allowed
+        and creating
+        and policy.simulate == "warn"
+        and isinstance(view, Snapshot)
+    ):
+        _simulate(decision, simulate_line, view, workload, ctx.effective_labels, policy, shape)
     return decision
 
 
 def _simulate(
     decision: Decision,
+    simulate_line: SimulateLine,
     snapshot: Snapshot,
     workload: Workload,
     labels: Mapping[str, str],
@@ -370,6 +384,6 @@ def _simulate(
     denies; a job the simulator cannot read, or an ``unknown`` answer, adds nothing."""
     if workload.malformed:
         return
-    line = warning_line(snapshot, workload, labels, policy, shape)
+    line = simulate_line(snapshot, workload, labels, policy, shape)
     if line is not None:
         decision.warnings.append(clip(line, policy.limits.max_line_chars))

@@ -7,6 +7,10 @@ it would never be created, and the answer says so (``never``, reason ``Denied``,
 denial). Otherwise it gets the labels the mutating call adds (the tier's default queue and
 priority class) and goes to the simulator; a ``kueue.x-k8s.io`` Workload goes to the
 simulator as it is.
+
+Before either, what the API server would refuse (``webhook.objects.apivalidation``: names,
+counts, quantities) is refused as it would be: such an object is never created. Every
+message quotes the input through ``printable``, so no answer echoes a control character.
 """
 
 from __future__ import annotations
@@ -14,8 +18,11 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from webhook.cluster import kinds as k
+from webhook.cluster.snapshot import Snapshot
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.engine.patches import default_labels
+from webhook.objects.apivalidation import printable, printable_json, printable_lines, refusals
 from webhook.objects.kinds import kind_of_document, likely_meant
 from webhook.objects.readers import read_workload
 from webhook.objects.request import UserInfo
@@ -28,7 +35,48 @@ DENIED: Final = "Denied"
 
 
 class NotSimulated(ValueError):
-    """The object is not one the simulator reads; the message says what it is and what would be."""
+    """The object is not one the simulator reads; the message says what it is and what would be
+    (made printable: it may quote the input)."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(printable(message))
+
+
+#: the kinds a simulation reads whose first list must be in before it can answer
+SIMULATED_KINDS: Final = (
+    k.WORKLOADS,
+    k.CLUSTER_QUEUES,
+    k.LOCAL_QUEUES,
+    k.RESOURCE_FLAVORS,
+    k.WORKLOAD_PRIORITY_CLASSES,
+)
+
+
+def not_synced(snapshot: Snapshot) -> str | None:
+    """Why ``snapshot`` cannot be simulated against yet (as ``explain`` refuses): the Workloads
+    cannot be read, or a kind the simulator reads has not had its first list; ``None`` when it can.
+    A kind the cluster lacks or the policy does not watch is no reason: the answer then says
+    what it does not know (``unknown``)."""
+    reason = snapshot.unread.get(k.WORKLOADS.name)
+    if reason is not None:
+        return f"Workloads cannot be read now: {reason}; retry once the watch has synced"
+    for kind in SIMULATED_KINDS:
+        reason = snapshot.unread.get(kind.name)
+        if reason is not None and reason.startswith("not synced"):
+            return f"{kind.name} cannot be read now: {reason}; retry once the watch has synced"
+    return None
+
+
+def result_json(result: Result) -> dict[str, Any]:
+    """SPEC §12's JSON of ``result`` as the CLI and ``POST /simulate`` write it: no string in it
+    carries a control or bidirectional-format character raw (``printable``)."""
+    answer: dict[str, Any] = printable_json(result.to_json())
+    return answer
+
+
+def result_text(result: Result) -> str:
+    """``result``'s text as the CLI writes it, each line ``printable``."""
+    return printable_lines(result.text())
 
 
 def is_workload(data: Mapping[str, Any]) -> bool:
@@ -48,6 +96,11 @@ def simulate_submitted(
         raise NotSimulated("not a Kubernetes object (a mapping with apiVersion and kind)")
     metadata = data.get("metadata") if isinstance(data.get("metadata"), dict) else {}
     namespace = str((metadata or {}).get("namespace") or "default")
+    source = printable(source)
+    if is_workload(data) or kind_of_document(data) is not None:
+        refused = refusals(data)
+        if refused:
+            raise NotSimulated(f"the API server would refuse it: {'; '.join(refused)}")
     if is_workload(data):
         return simulate_object(simulator, data, source, namespace)
     kind = kind_of_document(data)

@@ -21,8 +21,10 @@ _PLAIN = msgspec.json.Decoder(float_hook=json_number)
 
 
 def plain_json(text: bytes) -> Any:
-    """``text`` decoded: it must be JSON in UTF-8 (``json.loads``' errors otherwise)."""
+    """``text`` decoded: it must be JSON in UTF-8 (``json.loads``' errors otherwise, and
+    ``UnicodeDecodeError`` for text in another encoding: ``json.loads`` of bytes would take
+    UTF-16 or UTF-32 too, which the API server and the CLI's file reader do not)."""
     try:
         return _PLAIN.decode(text)
     except msgspec.DecodeError:
-        return json.loads(text, parse_float=json_number)
+        return json.loads(text.decode("utf-8"), parse_float=json_number)

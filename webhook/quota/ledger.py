@@ -315,9 +315,9 @@ def shape_of(spec: Mapping[str, Any], tpu: str) -> Shape:
     for podset in map(as_dict, spec.get("podSets") or ()):
         pod = as_dict(as_dict(podset.get("template")).get("spec"))
         count = podset.get("count", 1)
-        demand = podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1)
+        demand = podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1, share=shared)
         if "topologyRequest" in podset or demand.total(tpu):
-            demand = podset_demand(demand.name, pod, demand.count, dict(demand.requests), tas=True)
+            demand = podset_demand(demand.name, pod, demand.count, dict(demand.requests), tas=True, share=shared)
         podsets.append(demand)
     return shared(tuple(podsets))
 

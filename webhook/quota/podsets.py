@@ -15,7 +15,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any
+from typing import Any, Final
 
 from webhook.kube.resources import InitResources, Resources, pod_requests
 from webhook.objects.workload import PodSet, Workload
@@ -65,7 +65,9 @@ class PodSetDemand:
         return totals
 
 
-_DEMANDS: dict[PodSetDemand, PodSetDemand] = {}
+#: names longer than this are not interned: a name is a DNS label (63), and a longer one, which
+#: only a request can carry, must not be held by the interpreter's table
+_INTERNED_NAME: Final = 253
 
 
 def podset_demand(
@@ -74,25 +76,27 @@ def podset_demand(
     count: int,
     requests: Mapping[str, Decimal] | None = None,
     tas: bool = False,
+    share: Callable[[PodSetDemand], PodSetDemand] | None = None,
 ) -> PodSetDemand:
-    """A podSet from its pod template's spec; identical ones share one object (100k Workloads)."""
+    """A podSet from its pod template's spec. ``share``: the table identical ones are shared
+    through (the watch cache's, ``webhook.kube.sharing``, for 100k stored Workloads); a
+    request's job keeps its own, held no longer than the request and what is memoized on the
+    snapshot (bounded in bytes there)."""
     if requests is None:
         requests = pod_requests(
             _containers(pod_spec.get("containers")), _init_containers(pod_spec.get("initContainers"))
         )
     selector = pod_spec.get("nodeSelector")
     demand = PodSetDemand(
-        sys.intern(name),
-        tuple(sorted((sys.intern(r), v) for r, v in requests.items())),
+        sys.intern(name) if len(name) <= _INTERNED_NAME else name,
+        tuple(sorted((sys.intern(r) if len(r) <= _INTERNED_NAME else r, v) for r, v in requests.items())),
         count,
         tuple(sorted((str(k), str(v)) for k, v in selector.items())) if isinstance(selector, dict) else (),
         parse_required_affinity(pod_spec),
         parse_tolerations(pod_spec.get("tolerations")),
         tas,
     )
-    if len(_DEMANDS) > 65536:
-        _DEMANDS.clear()
-    return _DEMANDS.setdefault(demand, demand)
+    return share(demand) if share is not None else demand
 
 
 def _resources(container: Any) -> tuple[Mapping[str, Any], Mapping[str, Any]]:

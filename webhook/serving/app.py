@@ -24,6 +24,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webhook.admin.admission import KueueRequest, decide_kueue
 from webhook.admin.live import LiveObjects
+from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.state import ClusterState
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
@@ -32,6 +33,7 @@ from webhook.serving import simulating
 from webhook.serving.explainroute import explain_route
 from webhook.serving.logsink import DECISION_LOGGER, DecisionLog
 from webhook.serving.metrics import Metrics
+from webhook.serving.simulateline import SimulateLines
 from webhook.wire.jsonwire import encode
 from webhook.wire.reviews import AdmissionRequest, ReviewError, error_response, parse_review, review_response
 
@@ -54,9 +56,18 @@ class ServerState:
         kind_metrics = getattr(self.cluster, "kind_metrics", None)
         if kind_metrics is not None:
             self.metrics.observe_cluster(kind_metrics)
+        cluster = self.cluster
+        if cluster is not None:
+            self.metrics.observe_caches(lambda: _cache_sizes(cluster))
+
+
+def _cache_sizes(cluster: ClusterState) -> list[tuple[str, int, int]]:
+    snapshot = cluster.snapshot()
+    return snapshot.cache_sizes() if isinstance(snapshot, Snapshot) else []
 
 
 _JSON_HEADERS = (b"content-type", b"application/json")
+_RETRY_AFTER = (b"retry-after", b"5")
 
 
 async def _send_json(send: Send, status: int, content: Any) -> None:
@@ -64,6 +75,8 @@ async def _send_json(send: Send, status: int, content: Any) -> None:
     # carry, is written as a \u escape (``webhook.wire.jsonwire``) rather than become a 500.
     body = encode(content)
     headers = [_JSON_HEADERS, (b"content-length", b"%d" % len(body))]
+    if status == 503:  # not synced yet: as /explain says it
+        headers.append(_RETRY_AFTER)
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
 
@@ -207,6 +220,8 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
     """The app; ``serve_metrics=False`` when ``/metrics`` has a port of its own (``metrics_port``)."""
     policy = state.policy
     metrics = state.metrics
+    # the [simulate] line as already worked out for the snapshot, or none: never waited for
+    simulate_lines = SimulateLines(metrics.simulate_lines)
 
     async def admit(scope: Scope, receive: Receive, send: Send, stage: Stage, tier: str | None) -> None:
         endpoint = scope["path"]
@@ -223,7 +238,7 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         facts = admission_facts(review, stage, tier)
         try:
             # facts.kind is "" for a kind we do not judge (Pods never are): allowed unchanged
-            decision = decide(review.object, facts, policy, state.cluster) if facts.kind else Decision()
+            decision = decide(review.object, facts, policy, state.cluster, simulate_lines) if facts.kind else Decision()
             answer = review_response(review.uid, decision)
         except Exception:  # a bug must not become a 5xx or a dropped connection
             errors.exception("internal error judging %r", review.uid)

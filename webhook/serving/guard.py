@@ -22,7 +22,8 @@ passes through code we own, and nothing of uvicorn's is overridden:
   certificate must name one of them (common name or DNS subject-alternative name), or
   the connection is closed right after the handshake.
 - An answer's head and first body chunk go out in one write (one TLS record).
-- Which connections are idle (every request answered, none begun) and since when, for
+- Which connections are idle (every request answered and no byte of the next one read,
+  a connection that has sent nothing since its handshake included) and since when, for
   the listener to close the oldest when ``maxConnections`` is reached. A request is
   answered when the app's call for it returns: ``Guard.track`` wraps the app and finds
   the connection by the ASGI scope's ``client``.
@@ -159,6 +160,8 @@ class GuardedConnection(asyncio.Protocol):
     ended = False
     #: no client certificate (mTLS): the probes only
     anonymous = False
+    #: a byte of a request not complete yet has been read (the connection is not idle)
+    begun = False
     key: tuple[str, int] | None = None
     #: the event loop's clock
     now: Callable[[], float]
@@ -212,6 +215,9 @@ class GuardedConnection(asyncio.Protocol):
         # Until the first request's headers are in: a connection that never sends one ends.
         self.now = guard.loop.time
         self.since = self.now()
+        # Idle until its first byte: no request is in flight, so it may be shed to make room; the
+        # header deadline (``since``) still closes it if it never sends one.
+        self.idle_since = self.since
         peer = transport.get_extra_info("peername")
         if isinstance(peer, (tuple, list)) and len(peer) >= 2:
             self.key = (str(peer[0]), int(peer[1]))
@@ -238,6 +244,8 @@ class GuardedConnection(asyncio.Protocol):
             return
         if self.phase != BODY:
             self.head_read += len(data)
+            self.begun = True
+            self.idle_since = None
             if self.phase == IDLE:  # the first bytes of a later request on a kept-alive connection
                 self.phase = HEADERS
                 self.since = self.now()
@@ -264,6 +272,7 @@ class GuardedConnection(asyncio.Protocol):
     def on_url(self, url: bytes) -> None:
         # The first callback of every request (a request line has a target), so it also
         # begins a request that came behind another in the same read.
+        self.begun = True
         if self.phase == IDLE:
             self.phase = HEADERS
             self.since = self.now()
@@ -291,6 +300,7 @@ class GuardedConnection(asyncio.Protocol):
 
     def on_message_complete(self) -> None:
         self.phase = IDLE
+        self.begun = False
         self.since = None
         self.url = b""
         self.header_bytes = 0
@@ -306,7 +316,9 @@ class GuardedConnection(asyncio.Protocol):
             self.idle_since = self.now()
 
     def idle(self) -> bool:
-        return self.pending == 0 and self.phase == IDLE and not self.ended
+        """No request in flight: every one answered and no byte of the next one read (a connection
+        that has sent nothing since its handshake included)."""
+        return self.pending == 0 and not self.begun and not self.ended
 
     def refuse(self, status: int, text: str) -> None:
         """Answer ``status`` and close; the bytes that caused it never reach uvicorn."""

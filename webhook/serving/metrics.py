@@ -115,6 +115,12 @@ class Metrics:
             "(closed_idle), or the new one closed because every connection was busy (refused).",
             ("outcome",),
         )
+        self.simulate_lines = LabelledCounter(
+            "tpu_admission_simulate_lines",
+            "Validating calls of admitted creates by what became of their [simulate] line: read (already "
+            "worked out for the snapshot) or left_out (not worked out yet: answered without it, never waited for).",
+            ("outcome",),
+        )
         self.registry.register(_RequestCollector(self))
         self.ready = Gauge("tpu_admission_ready", "1 when the server is ready.", registry=self.registry)
 
@@ -138,6 +144,10 @@ class Metrics:
         """Per-kind cluster cache gauges, read from ``kinds()`` at each scrape."""
         self.registry.register(_ClusterCollector(kinds))
 
+    def observe_caches(self, caches: Callable[[], Iterable[tuple[str, int, int]]]) -> None:
+        """Per-cache entries and bytes, read from ``caches()`` at each scrape."""
+        self.registry.register(_CacheCollector(caches))
+
     def render(self) -> bytes:
         return generate_latest(self.registry)
 
@@ -156,6 +166,7 @@ class _RequestCollector:
         yield metrics.skipped.family()
         yield metrics.excepted.family()
         yield metrics.connections.family()
+        yield metrics.simulate_lines.family()
 
 
 class _ClusterCollector:
@@ -192,3 +203,30 @@ class _ClusterCollector:
         yield synced
         yield age
         yield last_event
+
+
+class _CacheCollector:
+    """``tpu_admission_cache_entries`` and ``…_cache_bytes`` per cache, computed on scrape."""
+
+    def __init__(self, caches: Callable[[], Iterable[tuple[str, int, int]]]) -> None:
+        self.caches = caches
+
+    def describe(self) -> list[Any]:
+        return []
+
+    def collect(self) -> Iterator[Any]:
+        entries = GaugeMetricFamily(
+            "tpu_admission_cache_entries",
+            "Entries held by each bounded cache (the current snapshot's memos, the watch cache's sharing table).",
+            labels=["cache"],
+        )
+        held = GaugeMetricFamily(
+            "tpu_admission_cache_bytes",
+            "Bytes held by each bounded cache, as its bound counts them (strings exactly, the rest estimated).",
+            labels=["cache"],
+        )
+        for cache, count, size in self.caches():
+            entries.add_metric([cache], float(count))
+            held.add_metric([cache], float(size))
+        yield entries
+        yield held

@@ -17,7 +17,7 @@ from typing import Any
 
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.state import ClusterState
-from webhook.engine.simulating import NotSimulated, simulate_submitted
+from webhook.engine.simulating import NotSimulated, not_synced, result_json, simulate_submitted
 from webhook.objects.jsontext import plain_json
 from webhook.policy.config import Policy
 from webhook.simulate.live import live
@@ -32,7 +32,9 @@ def answer(body: bytes, policy: Policy, cluster: ClusterState | None) -> tuple[i
         obj = plain_json(body)
     except RecursionError:
         return 400, {"error": "the body is nested too deeply to be read"}
-    except (json.JSONDecodeError, UnicodeDecodeError, ValueError) as exc:
+    except UnicodeDecodeError as exc:  # as the CLI says of a file (webhook.objects.sources)
+        return 400, {"error": f"the body is not UTF-8 text ({exc.reason} at byte {exc.start})"}
+    except (json.JSONDecodeError, ValueError) as exc:
         return 400, {"error": f"the body is not JSON text: {exc}"}
     if not isinstance(obj, dict):
         return 400, {"error": "the body must be one JSON object: a JobSet, Job, Deployment or kueue.x-k8s.io Workload"}
@@ -49,8 +51,11 @@ def answer(body: bytes, policy: Policy, cluster: ClusterState | None) -> tuple[i
             name=str((metadata or {}).get("name") or ""),
         )
         return 200, result.to_json()
+    unsynced = not_synced(snapshot)
+    if unsynced is not None:
+        return 503, {"error": unsynced}
     try:
-        return 200, simulate_submitted(obj, live(snapshot, policy), source="request").to_json()
+        return 200, result_json(simulate_submitted(obj, live(snapshot, policy), source="request"))
     except NotSimulated as exc:
         return 422, {"error": str(exc)}
     except Exception:  # a bug must not become a 5xx

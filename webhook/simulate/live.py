@@ -9,7 +9,9 @@ snapshot's own parts: the queue tables, and the kept documents for LocalQueues'
 ``stopPolicy``, Kueue's Configuration (fair sharing) and WorkloadPriorityClasses' values.
 
 A ``Simulator`` moves usage in its tree and puts it back; one is kept per snapshot and
-answers one job at a time (its lock). ``simulate_object`` reads a JobSet, Job,
+answers one job at a time (its lock). The webhook's ``[simulate]`` lines have a simulator
+of their own per snapshot (``LINE_SIMULATOR``), so working out a line never waits on that
+lock behind ``POST /simulate`` or ``explain``, nor they behind it. ``simulate_object`` reads a JobSet, Job,
 Deployment or Workload as Kueue would make its Workload; ``simulate_stored`` answers for
 a stored Workload as if it were submitted now, itself left out.
 """
@@ -268,6 +270,8 @@ def _fair_sharing(snapshot: Snapshot, policy: Policy) -> FairSharing:
 
 _STATE_KEY: Final = "simulate state"
 _SIMULATOR_KEY: Final = "simulator"
+#: the memo key of the simulators that work out the webhook's ``[simulate]`` lines
+LINE_SIMULATOR: Final = "line simulator"
 
 
 def _previous_state(snapshot: Snapshot, policy: Policy) -> State | None:
@@ -293,8 +297,17 @@ class LiveSimulator:
     The previous snapshot's simulator then builds a tree of its own if it is asked again.
     """
 
-    def __init__(self, snapshot: Snapshot, policy: Policy, budget: int = 20_000, now: datetime | None = None) -> None:
+    def __init__(
+        self,
+        snapshot: Snapshot,
+        policy: Policy,
+        budget: int = 20_000,
+        now: datetime | None = None,
+        key: str = _SIMULATOR_KEY,
+    ) -> None:
         self.snapshot = snapshot
+        #: the memo key it is kept under: the previous snapshot's simulator under the same key hands on its tree
+        self.key = key
         self.policy = policy
         self.budget = budget
         self.priorities = priority_values(snapshot)
@@ -321,7 +334,7 @@ class LiveSimulator:
             or state.usage is None
         ):
             return None
-        before = previous.memo.get(_SIMULATOR_KEY)
+        before = previous.memo.get(self.key)
         if not isinstance(before, LiveSimulator) or before.budget != self.budget or before.state.usage is None:
             return None
         with before.lock:
@@ -347,11 +360,11 @@ class LiveSimulator:
             return self.simulator.simulate(job, kind, source)
 
 
-def live(snapshot: Snapshot, policy: Policy) -> LiveSimulator:
-    """The snapshot's simulator (memoized on it)."""
+def live(snapshot: Snapshot, policy: Policy, key: str = _SIMULATOR_KEY) -> LiveSimulator:
+    """The snapshot's simulator (memoized on it under ``key``: one per key, each with its own lock)."""
     if policy is not snapshot.policy:  # memoized for the snapshot's own policy alone
-        return LiveSimulator(snapshot, policy)
-    return snapshot.remember(_SIMULATOR_KEY, lambda: LiveSimulator(snapshot, policy))  # type: ignore[no-any-return]
+        return LiveSimulator(snapshot, policy, key=key)
+    return snapshot.remember(key, lambda: LiveSimulator(snapshot, policy, key=key))  # type: ignore[no-any-return]
 
 
 def simulate_object(simulator: LiveSimulator, obj: Mapping[str, Any], source: str = "", namespace: str = "") -> Result:
@@ -402,33 +415,43 @@ def simulate_workload(
     return result
 
 
+def line_key(workload: Workload, labels: Mapping[str, str], policy: Policy, shape: Hashable | None) -> Hashable:
+    """The memo key of a job's ``[simulate]`` line on a snapshot: ``shape``, the key the engine
+    memoizes the cluster rules' findings under (namespace, labels, tier and the spec's text), else
+    the namespace, labels and podSets."""
+    if shape is not None:
+        return ("simulate line", shape)
+    return (
+        "simulate line",
+        workload.kind,
+        workload.namespace,
+        labels.get(policy.queue_label, ""),
+        labels.get(policy.priority_label, ""),
+        workload.replicas,
+        tuple(demands_of(workload)),
+    )
+
+
 def warning_line(
     snapshot: Snapshot, workload: Workload, labels: Mapping[str, str], policy: Policy, shape: Hashable | None = None
 ) -> str | None:
-    """The webhook's ``[simulate]`` line for a job the rules admit; ``None`` when the answer is
-    ``unknown`` (the cluster rules already name what the state lacks). Memoized on the snapshot
-    per job shape: ``shape``, the key the engine memoizes the cluster rules' findings under
-    (namespace, labels, tier and the spec's text), else the namespace, labels and podSets."""
-    key = (
-        ("simulate line", shape)
-        if shape is not None
-        else (
-            "simulate line",
-            workload.kind,
-            workload.namespace,
-            labels.get(policy.queue_label, ""),
-            labels.get(policy.priority_label, ""),
-            workload.replicas,
-            tuple(demands_of(workload)),
-        )
-    )
+    """The webhook's ``[simulate]`` line for a job the rules admit, worked out now (on the line
+    simulator); ``None`` when the answer is ``unknown`` (the cluster rules already name what the
+    state lacks). Memoized on the snapshot under ``line_key``; ``kept_line`` reads it back."""
 
     def make() -> str:
-        result = simulate_workload(live(snapshot, policy), workload, labels)
+        result = simulate_workload(live(snapshot, policy, LINE_SIMULATOR), workload, labels)
         return "" if result.outcome == UNKNOWN else result.warning()
 
-    line: str = snapshot.remember(key, make)
+    line: str = snapshot.remember(line_key(workload, labels, policy, shape), make)
     return line or None
+
+
+def kept_line(snapshot: Snapshot, key: Hashable) -> str | None:
+    """The line already worked out on ``snapshot`` under ``key`` (``""`` for one that says
+    nothing), or ``None`` when none was: a dictionary read, never a simulation."""
+    held = snapshot.memo.get(key)
+    return held if isinstance(held, str) else None
 
 
 def _pods_now(simulator: LiveSimulator, job: PendingWorkload, replicas: int, first: Result) -> Result:
