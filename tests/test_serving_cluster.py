@@ -456,7 +456,7 @@ def test_a_nominal_of_1e30_is_refused_through_the_server(
     assert answer["status"]["message"].startswith("[quota-exceeds-cluster]")
 
 
-# ---------------------------------------------------------------- the simulator: [simulate] and POST /simulate
+# ---------------------------------------------------------------- the simulator: the [simulate] warning
 
 
 @pytest.fixture(scope="module")
@@ -493,41 +493,3 @@ def test_the_validating_call_of_an_admitted_create_says_what_kueue_would_do(
     ]
     mutated = post(client, simulating, load_jobset(FITS), "/mutate/production")
     assert not [w for w in mutated.get("warnings", []) if w.startswith("[simulate]")]
-
-
-def test_simulate_answers_one_object_with_one_result(simulating: RunningServer, client: httpx.Client) -> None:
-    response = client.post(simulating.url + "/simulate", json=load_jobset(FITS))
-    assert response.status_code == 200
-    assert response.json() == {
-        "source": "request",
-        "kind": "JobSet",
-        "namespace": "kubemaker",
-        "name": "eval-4x8x8",
-        "outcome": "admit",
-        "reason": "",
-        "clusterQueue": "team-b",
-        "podSets": [{"name": "workers", "count": 64, "flavors": {"google.com/tpu": "tpu7x-4x8x8"}, "borrows": 0}],
-        "preemptions": [],
-        "position": {"ahead": 0, "chipsAhead": 0},
-        "message": "fits now in ClusterQueue team-b on tpu7x-4x8x8",
-        "holders": None,
-    }
-
-
-@pytest.mark.parametrize(
-    ("body", "headers", "status", "error"),
-    [
-        (b"{not json", {"content-type": "application/json"}, 400, "the body is not JSON text"),
-        (b"[1, 2]", {"content-type": "application/json"}, 400, "the body must be one JSON object"),
-        (b'{"apiVersion": "v1", "kind": "ConfigMap"}', {"content-type": "application/json"}, 422, "not a JobSet"),
-        (b"{}", {"content-type": "text/plain"}, 415, "content-type must be application/json"),
-        (b"{" + b" " * 4_000_000 + b"}", {"content-type": "application/json"}, 413, "over the limit"),
-    ],
-    ids=["not-json", "not-an-object", "not-a-job", "content-type", "too-big"],
-)
-def test_simulate_refuses_bad_input_with_a_reason(
-    simulating: RunningServer, client: httpx.Client, body: bytes, headers: dict[str, str], status: int, error: str
-) -> None:
-    response = client.post(simulating.url + "/simulate", content=body, headers=headers)
-    assert response.status_code == status
-    assert error in response.json()["error"]
