@@ -324,6 +324,9 @@ class Gate:
         self.opened.wait(20)
         return False
 
+    def may_see_quota(self, caller: Caller) -> bool:
+        return False
+
 
 @pytest.fixture
 def gated(cluster: Cluster, cert_files: certs.CertificateFiles, pki: Pki) -> Iterator[tuple[RunningAdvisor, Gate]]:

@@ -35,7 +35,7 @@ from typing import Any, Final, TypeVar
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webhook.advisor import explaining, simulating
-from webhook.advisor.access import GROUP, VERSION, Authorizer, redact
+from webhook.advisor.access import GROUP, VERSION, Authorizer, other_queues, redact
 from webhook.advisor.frontproxy import Caller, FrontProxy, Unauthenticated
 from webhook.advisor.workqueue import Busy, TimedOut, WorkQueue
 from webhook.cluster import kinds as k
@@ -182,11 +182,11 @@ def create_app(advisor: Advisor) -> ASGIApp:
             reason = f"{target[:100]!r}: name an explanation KIND.NAME, as jobset.llm-pretrain or workload.NAME"
             return 400, document([], [reason])
         code, body = explaining.answer(advisor.cluster, namespace, kind, name)
-        return code, redact(body, namespace, caller, advisor.authorizer)
+        return code, redact(body, namespace, caller, advisor.authorizer, other_queues(body))
 
     def simulation(caller: Caller, namespace: str, body: bytes) -> tuple[int, Any]:
         code, answer = simulating.answer(body, policy, advisor.cluster, namespace)
-        return code, redact(answer, namespace, caller, advisor.authorizer)
+        return code, redact(answer, namespace, caller, advisor.authorizer, other_queues(answer))
 
     def quotas() -> tuple[int, Any]:
         current = snapshot()
