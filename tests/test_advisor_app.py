@@ -158,7 +158,9 @@ def advisor(cluster: Cluster, cert_files: certs.CertificateFiles, pki: Pki) -> I
         yield running
 
 
-def https(cert_files: certs.CertificateFiles, cert: tuple[Path, Path] | None, timeout: float = 10) -> httpx.Client:
+def https(
+    cert_files: certs.CertificateFiles, cert: tuple[Path, Path] | None, timeout: float | httpx.Timeout = 10
+) -> httpx.Client:
     context = ssl.create_default_context(cafile=str(cert_files.ca))
     if cert is not None:
         context.load_cert_chain(*cert)
@@ -377,8 +379,9 @@ def test_work_whose_client_has_gone_never_runs(
     work = running.advisor.work
     first = _get_in_thread(cert_files, pki, running.url + EXPLAIN, "first")
     wait_until(lambda: gate.asked == ["first"], timeout=10, what="the first request to be worked on")
-    with https(cert_files, pki.proxy, timeout=0.5) as http, pytest.raises(httpx.ReadTimeout):
-        http.get(running.url + EXPLAIN, headers=as_user("leaves"))  # the client gives up and closes
+    # the client waits half a second for its answer (connecting may take longer), then gives up and closes
+    with https(cert_files, pki.proxy, timeout=httpx.Timeout(10, read=0.5)) as http, pytest.raises(httpx.ReadTimeout):
+        http.get(running.url + EXPLAIN, headers=as_user("leaves"))
     wait_until(lambda: work.dropped == 1 and work.waiting == 0, timeout=10, what="the left request to be dropped")
     gate.opened.set()
     first["thread"].join(20)
