@@ -159,8 +159,8 @@ def create_app(advisor: Advisor) -> ASGIApp:
             if not running.done():
                 running.cancel()
         if not running.done() or running.cancelled():
-            with contextlib.suppress(asyncio.CancelledError, Busy, TimedOut):
-                await running
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await running  # Busy, TimedOut or a fault: nobody is left to tell
             return  # the client has gone: nobody to answer
         try:
             code, body = running.result()
