@@ -9,7 +9,8 @@ watches that ask for them, bearer-token auth, and fault injection: per-kind erro
 expire, and a hung server (``hang``: like SIGSTOP, connections stay open and nothing
 is sent). Objects are changed through Python (``put``/``delete``), as kmock's
 ``objects[...]`` are; clients read them, and may write only through server-side apply
-(``PATCH`` with ``application/apply-patch+yaml``) and ``DELETE``.
+(``PATCH`` with ``application/apply-patch+yaml``) and ``DELETE``. SubjectAccessReviews
+(``POST``) are answered from ``grants``, a test's set of who may do what where.
 
 It serves the watched kinds (``webhook.cluster.kinds.WATCHED``) and whatever ``kinds`` a
 test adds (``audit`` lists JobSets, Jobs and Deployments and writes PolicyReports), at
@@ -120,6 +121,10 @@ class FakeApiServer:
         self.short_watches = False  # watches end at once, empty
         self.expire_continue = 0  # this many continued list pages answer 410 Expired
         self.hung = threading.Event()
+        #: what SubjectAccessReviews allow: (user or group, verb, resource, namespace) ("" namespace: any)
+        self.grants: set[tuple[str, str, str, str]] = set()
+        #: every SubjectAccessReview's spec, as asked
+        self.reviews: list[dict[str, Any]] = []
         self.httpd = _QuietServer(("127.0.0.1", port), _handler(self))
         self.httpd.daemon_threads = True
         self.thread = threading.Thread(target=self.httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -342,6 +347,26 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             if query.get("watch", [""])[0] in ("true", "1"):
                 return self._watch(kind, query, namespace)
             return self._list(kind, query, namespace)
+
+        def do_POST(self) -> None:
+            """SubjectAccessReviews only, answered from ``grants`` (no RBAC objects are read)."""
+            url = urlsplit(self.path)
+            api.paths.append(url.path)
+            body = self._body()
+            if self.headers.get("Authorization") != f"Bearer {TOKEN}":
+                return self._status(401, "Unauthorized", "Unauthorized")
+            if url.path != "/apis/authorization.k8s.io/v1/subjectaccessreviews" or not isinstance(body, dict):
+                return self._status(404, "NotFound", f"the server could not find the requested resource {url.path}")
+            spec = body.get("spec") or {}
+            api.reviews.append(spec)
+            attributes = spec.get("resourceAttributes") or {}
+            who = {spec.get("user", ""), *(spec.get("groups") or ())}
+            allowed = any(
+                (subject, attributes.get("verb"), attributes.get("resource"), namespace) in api.grants
+                for subject in who
+                for namespace in (attributes.get("namespace", ""), "")
+            )
+            return self._json(201, {**body, "status": {"allowed": allowed}})
 
         def _body(self) -> Any:
             length = int(self.headers.get("Content-Length") or 0)

@@ -47,6 +47,11 @@ OVERLAYS = ("self-managed", "cert-manager")
 # schemas kubernetes-validate ships.
 K8S_VERSIONS = ("1.30", kubernetes_validate.latest_version())
 NAMESPACE = "tpu-admission"
+ADVISOR = "tpu-admission-advisor"
+#: the advisor's Service, as the API server dials it for the APIService
+ADVISOR_DNS = f"{ADVISOR}.{NAMESPACE}.svc"
+#: the one object outside the webhook's namespace: the advisor's read of the front-proxy settings
+KUBE_SYSTEM_BINDING = ("RoleBinding", "kube-system", f"{ADVISOR}:extension-apiserver-authentication-reader")
 # Mutating configurations that change a JobSet on its create path. The Slice
 # Provisioner's is installed from GKE's manifests; kubebuilder names it after the project
 # (slice-controller). Our name must sort before all of them, and before any name that
@@ -86,6 +91,7 @@ CLUSTER_SCOPED = {
     "ClusterRoleBinding",
     "MutatingWebhookConfiguration",
     "ValidatingWebhookConfiguration",
+    "APIService",
 }
 KUSTOMIZATION_KEYS = {"apiVersion", "kind", "resources", "namespace", "patches", "replacements"}
 
@@ -199,8 +205,9 @@ def tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(MANIFESTS, root, ignore=shutil.ignore_patterns("tls-secret.yaml"))
     secret = root / "overlays" / "self-managed" / "tls-secret.yaml"
     code = cli_main(
-        ["certs", "generate", "--service", "tpu-admission", "--namespace", NAMESPACE, "--secret-manifest", str(secret)]
-    )
+        ["certs", "generate", "--service", "tpu-admission", "--namespace", NAMESPACE, "--dns-name", ADVISOR_DNS,
+         "--secret-manifest", str(secret)]
+    )  # fmt: skip
     assert code == 0 and secret.exists()
     return root
 
@@ -265,6 +272,8 @@ def test_schema_validation_catches_a_typo(base: list[dict[str, Any]]) -> None:
 def test_every_object_lives_in_the_webhook_namespace(rendered: dict[str, list[dict[str, Any]]]) -> None:
     for objects in rendered.values():
         for obj in objects:
+            if (obj["kind"], obj["metadata"].get("namespace"), obj["metadata"]["name"]) == KUBE_SYSTEM_BINDING:
+                continue
             if obj["kind"] in CLUSTER_SCOPED:
                 assert "namespace" not in obj["metadata"], obj["metadata"]
             else:
@@ -304,7 +313,7 @@ def test_mutating_configuration_runs_first_and_once(base: list[dict[str, Any]]) 
 @pytest.mark.parametrize("policy_source", ["defaults", "configmap"])
 def test_every_tier_has_its_webhook_entries(base: list[dict[str, Any]], policy_source: str) -> None:
     policy = Policy() if policy_source == "defaults" else shipped_policy(base)
-    service = one(base, "Service")
+    service = one(base, "Service", "tpu-admission")
     for kind, stage in (("MutatingWebhookConfiguration", "mutate"), ("ValidatingWebhookConfiguration", "validate")):
         webhooks = one(base, kind, JOB_WEBHOOKS[kind])["webhooks"]
         by_path = {w["clientConfig"]["service"]["path"]: w for w in webhooks}
@@ -685,7 +694,9 @@ def test_the_admin_guards_names_are_the_policys(base: list[dict[str, Any]]) -> N
 
 
 def test_rbac_is_read_only_and_exactly_the_cached_kinds(base: list[dict[str, Any]]) -> None:
-    roles = [o for o in base if o["kind"] in {"Role", "ClusterRole"}]
+    """The webhook's own role and binding (the advisor's roles are the next tests')."""
+    webhook = {"kind": "ServiceAccount", "name": "tpu-admission", "namespace": NAMESPACE}
+    roles = [o for o in base if o["kind"] in {"Role", "ClusterRole"} and not o["metadata"]["name"].startswith(ADVISOR)]
     assert len(roles) == 1
     granted: dict[str, set[str]] = {}
     named: dict[tuple[str, str], str] = {}
@@ -714,10 +725,8 @@ def test_rbac_is_read_only_and_exactly_the_cached_kinds(base: list[dict[str, Any
         else:
             by_name[(kind.group, kind.plural)] = one_object[1]
     assert (granted, named) == (watched, by_name)
-    bindings = [o for o in base if o["kind"] in {"RoleBinding", "ClusterRoleBinding"}]
-    assert [(b["roleRef"]["name"], b["subjects"]) for b in bindings] == [
-        (roles[0]["metadata"]["name"], [{"kind": "ServiceAccount", "name": "tpu-admission", "namespace": NAMESPACE}])
-    ]
+    bindings = [o for o in base if o["kind"] in {"RoleBinding", "ClusterRoleBinding"} and webhook in o["subjects"]]
+    assert [(b["roleRef"]["name"], b["subjects"]) for b in bindings] == [(roles[0]["metadata"]["name"], [webhook])]
 
 
 # --- policy ConfigMap -----------------------------------------------------------------
@@ -755,7 +764,7 @@ def test_policy_configmap_is_the_default_policy_with_every_key(base: list[dict[s
 
 def serve_args(objects: list[dict[str, Any]]) -> Any:
     """The container's flags as ``tpu-admission`` parses them behind the image's ENTRYPOINT."""
-    container = one(objects, "Deployment")["spec"]["template"]["spec"]["containers"][0]
+    container = one(objects, "Deployment", "tpu-admission")["spec"]["template"]["spec"]["containers"][0]
     assert "command" not in container  # keep the image's ENTRYPOINT
     entrypoint = next(c for c in dockerfile.parse_file(str(MANIFESTS.parent / "Dockerfile")) if c.cmd == "ENTRYPOINT")
     assert entrypoint.json and entrypoint.value[0] == "tpu-admission"
@@ -763,7 +772,7 @@ def serve_args(objects: list[dict[str, Any]]) -> Any:
 
 
 def test_deployment_is_highly_available(base: list[dict[str, Any]]) -> None:
-    deployment = one(base, "Deployment")
+    deployment = one(base, "Deployment", "tpu-admission")
     spec = deployment["spec"]
     pod = spec["template"]["spec"]
     labels = spec["template"]["metadata"]["labels"]
@@ -776,14 +785,14 @@ def test_deployment_is_highly_available(base: list[dict[str, Any]]) -> None:
     ]
     assert hard_spread and hard_spread[0]["maxSkew"] == 1
     assert hard_spread[0]["labelSelector"]["matchLabels"].items() <= labels.items()
-    pdb = one(base, "PodDisruptionBudget")
+    pdb = one(base, "PodDisruptionBudget", "tpu-admission")
     assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
     assert pdb["spec"].get("maxUnavailable") == 1 or pdb["spec"].get("minAvailable", 0) >= 2
-    assert one(base, "Service")["spec"]["selector"].items() <= labels.items()
+    assert one(base, "Service", "tpu-admission")["spec"]["selector"].items() <= labels.items()
 
 
 def test_deployment_probes_ports_and_drain(base: list[dict[str, Any]]) -> None:
-    pod = one(base, "Deployment")["spec"]["template"]["spec"]
+    pod = one(base, "Deployment", "tpu-admission")["spec"]["template"]["spec"]
     container = pod["containers"][0]
     args = serve_args(base)
     assert args.command == "serve" and args.host == "0.0.0.0"
@@ -792,7 +801,7 @@ def test_deployment_probes_ports_and_drain(base: list[dict[str, Any]]) -> None:
         ("metrics", args.metrics_port),
     ]
     assert args.port == 8443
-    service_port = one(base, "Service")["spec"]["ports"][0]
+    service_port = one(base, "Service", "tpu-admission")["spec"]["ports"][0]
     assert (service_port["port"], service_port["targetPort"]) == (443, "https")
     for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
         get = container[probe]["httpGet"]
@@ -802,8 +811,8 @@ def test_deployment_probes_ports_and_drain(base: list[dict[str, Any]]) -> None:
     # Grace period covers the preStop sleep, the drain and uvicorn's 20 s graceful shutdown.
     assert pod["terminationGracePeriodSeconds"] >= pre_stop + args.drain_seconds + 20
     assert container["resources"]["requests"]["cpu"] and container["resources"]["requests"]["memory"]
-    network = one(base, "NetworkPolicy")
-    labels = one(base, "Deployment")["spec"]["template"]["metadata"]["labels"]
+    network = one(base, "NetworkPolicy", "tpu-admission")
+    labels = one(base, "Deployment", "tpu-admission")["spec"]["template"]["metadata"]["labels"]
     assert network["spec"]["podSelector"]["matchLabels"].items() <= labels.items()
 
 
@@ -811,7 +820,7 @@ def test_network_policy_admits_each_caller_to_its_own_port_only(base: list[dict[
     """Any pod could send the webhook reviews when every source was admitted: the control
     plane may reach the webhook port, the scraper the metrics port, nobody anything else."""
     args = serve_args(base)
-    spec = one(base, "NetworkPolicy")["spec"]
+    spec = one(base, "NetworkPolicy", "tpu-admission")["spec"]
     assert spec["policyTypes"] == ["Ingress", "Egress"]
     rules = {tuple(p["port"] for p in rule["ports"]): rule["from"] for rule in spec["ingress"]}
     assert set(rules) == {(args.port,), (args.metrics_port,)}  # no rule without ports
@@ -841,13 +850,15 @@ def test_readme_patch_sets_the_control_plane_range(tree: Path) -> None:
         ["kubectl", "kustomize", str(overlay)], capture_output=True, text=True, timeout=60, check=False
     )
     assert proc.returncode == 0, proc.stderr
-    [policy] = [d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] == "NetworkPolicy"]
-    assert policy["spec"]["ingress"][0]["from"][0] == {"ipBlock": {"cidr": "10.0.0.2/32"}}
-    assert policy["spec"]["egress"][0]["to"] == [{"ipBlock": {"cidr": "10.0.0.2/32"}}]
+    policies = [d for d in yaml.safe_load_all(proc.stdout) if d and d["kind"] == "NetworkPolicy"]
+    assert sorted(p["metadata"]["name"] for p in policies) == ["tpu-admission", ADVISOR]
+    for policy in policies:
+        assert policy["spec"]["ingress"][0]["from"][0] == {"ipBlock": {"cidr": "10.0.0.2/32"}}
+        assert policy["spec"]["egress"][0]["to"] == [{"ipBlock": {"cidr": "10.0.0.2/32"}}]
 
 
 def test_container_is_locked_down(base: list[dict[str, Any]]) -> None:
-    pod = one(base, "Deployment")["spec"]["template"]["spec"]
+    pod = one(base, "Deployment", "tpu-admission")["spec"]["template"]["spec"]
     container = pod["containers"][0]
     context = container["securityContext"]
     assert pod["securityContext"]["runAsNonRoot"] is True
@@ -879,14 +890,14 @@ def test_checkov_skips_are_the_deliberate_ones_with_their_reasons(base: list[dic
                 skipped[check] = reason
     assert set(skipped) == DELIBERATE_CHECKOV_SKIPS
     # ... and each reason still holds: the token is mounted, no CPU limit is set.
-    pod = one(base, "Deployment")["spec"]["template"]["spec"]
+    pod = one(base, "Deployment", "tpu-admission")["spec"]["template"]["spec"]
     assert pod.get("automountServiceAccountToken", True) is not False
     assert "cpu" not in pod["containers"][0]["resources"].get("limits", {})
     assert "cpu" in pod["containers"][0]["resources"]["requests"]
 
 
 def test_certificates_are_mounted_read_only_at_the_cert_dir(base: list[dict[str, Any]]) -> None:
-    pod = one(base, "Deployment")["spec"]["template"]["spec"]
+    pod = one(base, "Deployment", "tpu-admission")["spec"]["template"]["spec"]
     mounts = {m["mountPath"]: m for m in pod["containers"][0]["volumeMounts"]}
     mount = mounts[serve_args(base).cert_dir]
     assert mount["readOnly"] is True
@@ -916,7 +927,8 @@ def test_self_managed_ca_bundle_is_the_secrets_ca(rendered: dict[str, list[dict[
     serving = x509.load_pem_x509_certificate(base64.b64decode(secret["data"]["tls.crt"]))
     serving.verify_directly_issued_by(ca)
     names = serving.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
-    assert f"tpu-admission.{NAMESPACE}.svc" in names.get_values_for_type(x509.DNSName)
+    assert {f"tpu-admission.{NAMESPACE}.svc", ADVISOR_DNS} <= set(names.get_values_for_type(x509.DNSName))
+    assert one(objects, "APIService")["spec"]["caBundle"] == secret["data"]["ca.crt"]
 
 
 def test_cert_manager_variant_is_wired(rendered: dict[str, list[dict[str, Any]]]) -> None:
@@ -931,8 +943,11 @@ def test_cert_manager_variant_is_wired(rendered: dict[str, list[dict[str, Any]]]
         assert namespace == NAMESPACE and name in certificates
         assert all("caBundle" not in w["clientConfig"] for w in config["webhooks"])
         serving = certificates[name]["spec"]
-    assert serving["secretName"] == "tpu-admission-tls"  # what the Deployment mounts
-    assert f"tpu-admission.{NAMESPACE}.svc" in serving["dnsNames"]
+    assert serving["secretName"] == "tpu-admission-tls"  # what the Deployments mount
+    assert {f"tpu-admission.{NAMESPACE}.svc", ADVISOR_DNS} <= set(serving["dnsNames"])
+    api_service = one(objects, "APIService")
+    assert api_service["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == f"{NAMESPACE}/{name}"
+    assert "caBundle" not in api_service["spec"]
     # Every issuerRef names an Issuer of this overlay, and the chain ends in a CA.
     for certificate in certificates.values():
         assert certificate["spec"]["issuerRef"]["name"] in issuers
@@ -945,3 +960,91 @@ def test_generated_secret_is_git_ignored() -> None:
     ignored = (MANIFESTS.parent / ".gitignore").read_text().splitlines()
     assert "manifests/overlays/self-managed/tls-secret.yaml" in ignored
     assert certs.CERT_FILE == "tls.crt"  # the Secret's keys are the files serve reads
+
+
+# --- the advisor --------------------------------------------------------------------
+
+
+def advisor_args(objects: list[dict[str, Any]]) -> Any:
+    """The advisor container's command and flags, as ``tpu-admission`` parses them."""
+    container = one(objects, "Deployment", ADVISOR)["spec"]["template"]["spec"]["containers"][0]
+    assert container["command"][0] == "tpu-admission"
+    return build_parser().parse_args([*container["command"][1:], *container["args"]])
+
+
+def test_the_advisor_is_a_deployment_of_its_own_with_probes_and_a_budget(base: list[dict[str, Any]]) -> None:
+    deployment = one(base, "Deployment", ADVISOR)
+    pod = deployment["spec"]["template"]["spec"]
+    labels = deployment["spec"]["template"]["metadata"]["labels"]
+    container = pod["containers"][0]
+    args = advisor_args(base)
+    assert (args.command, args.host, args.port, args.max_waiting) == ("serve-advisor", "0.0.0.0", 8443, 8)
+    assert pod["serviceAccountName"] == ADVISOR and deployment["spec"]["replicas"] >= 2
+    assert [(p["name"], p["containerPort"]) for p in container["ports"]] == [("https", args.port)]
+    for probe, path in (("readinessProbe", "/readyz"), ("livenessProbe", "/healthz")):
+        get = container[probe]["httpGet"]
+        assert (get["path"], get["scheme"], get["port"]) == (path, "HTTPS", "https")
+    assert container["resources"]["requests"]["memory"] and container["resources"]["limits"]["memory"]
+    # its own pods only: the webhook's selectors never pick the advisor's, nor the other way round
+    webhook_labels = one(base, "Deployment", "tpu-admission")["spec"]["template"]["metadata"]["labels"]
+    for kind in ("Service", "PodDisruptionBudget", "NetworkPolicy"):
+        own, webhooks = one(base, kind, ADVISOR)["spec"], one(base, kind, "tpu-admission")["spec"]
+        selector = own.get("selector") or own["podSelector"]
+        selector = selector.get("matchLabels", selector)
+        other = webhooks.get("selector") or webhooks["podSelector"]
+        other = other.get("matchLabels", other)
+        assert selector.items() <= labels.items() and not selector.items() <= webhook_labels.items()
+        assert not other.items() <= labels.items()
+    # the serving certificate and the policy the webhook has
+    mounts = {m["mountPath"]: m["name"] for m in container["volumeMounts"]}
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    assert volumes[mounts[args.cert_dir]]["secret"]["secretName"] == "tpu-admission-tls"
+    assert volumes[mounts[str(Path(args.config).parent)]]["configMap"]["name"] == "tpu-admission-policy"
+
+
+def test_the_api_service_sends_the_advisors_group_to_its_service(base: list[dict[str, Any]]) -> None:
+    from webhook.advisor.access import GROUP, VERSION
+
+    api_service = one(base, "APIService")
+    spec = api_service["spec"]
+    assert (api_service["metadata"]["name"], spec["group"], spec["version"]) == (f"{VERSION}.{GROUP}", GROUP, VERSION)
+    service = one(base, "Service", ADVISOR)
+    assert spec["service"] == {"name": ADVISOR, "namespace": NAMESPACE, "port": service["spec"]["ports"][0]["port"]}
+    assert "insecureSkipTLSVerify" not in spec
+
+
+def test_the_advisors_rbac_and_the_roles_an_admin_binds(rendered: dict[str, list[dict[str, Any]]]) -> None:
+    from webhook.advisor.access import GROUP
+    from webhook.advisor.app import RESOURCES
+
+    advisor = {"kind": "ServiceAccount", "name": ADVISOR, "namespace": NAMESPACE}
+    for objects in rendered.values():
+        bindings = {
+            (b["kind"], b["metadata"].get("namespace"), b["roleRef"]["kind"], b["roleRef"]["name"])
+            for b in objects
+            if b["kind"] in {"RoleBinding", "ClusterRoleBinding"} and advisor in b["subjects"]
+        }
+        assert bindings == {
+            ("ClusterRoleBinding", None, "ClusterRole", "tpu-admission-reader"),
+            ("ClusterRoleBinding", None, "ClusterRole", "system:auth-delegator"),
+            ("RoleBinding", "kube-system", "Role", "extension-apiserver-authentication-reader"),
+        }
+        # Shipped, never bound: a team's role and the quota picture's, exactly the served verbs.
+        granted = {
+            role["metadata"]["name"]: {
+                (group, resource, verb)
+                for rule in role["rules"]
+                for group in rule["apiGroups"]
+                for resource in rule["resources"]
+                for verb in rule["verbs"]
+            }
+            for role in objects
+            if role["kind"] == "ClusterRole" and role["metadata"]["name"].startswith(ADVISOR)
+        }
+        served = {(GROUP, r["name"], verb) for r in RESOURCES for verb in r["verbs"]}
+        assert granted == {
+            f"{ADVISOR}-user": {(GROUP, "explanations", "get"), (GROUP, "simulations", "create")},
+            f"{ADVISOR}-quota": {(GROUP, "quotas", "list")},
+        }
+        assert set().union(*granted.values()) == served
+        assert not [b for b in objects if b["kind"].endswith("Binding") and b["roleRef"]["name"] in granted]

@@ -248,6 +248,17 @@ def test_a_wrong_method_or_path_is_json_like_every_other_refusal(
     )
 
 
+def test_the_webhook_serves_no_advisory_paths(static_server: RunningServer, client: httpx.Client) -> None:
+    """Simulate and explain are the advisor's (its own server): the admission server has no such paths."""
+    simulate = client.post(f"{static_server.url}/simulate", json=load_jobset("rfc-4.6-static"))
+    explain = client.get(f"{static_server.url}/explain/kubemaker/jobset/llm-pretrain-a3f8")
+    for reply, path in ((simulate, "/simulate"), (explain, "/explain/kubemaker/jobset/llm-pretrain-a3f8")):
+        assert reply.status_code == 404
+        error = reply.json()["error"]
+        assert error.startswith(f"no such path {path}; served: POST /validate/{{tier}}, ")
+        assert "simulate" not in error.split("served:")[1] and "explain" not in error.split("served:")[1]
+
+
 def test_probes(static_server: RunningServer, client: httpx.Client) -> None:
     assert client.get(f"{static_server.url}/healthz").text == "ok"
     assert client.get(f"{static_server.url}/readyz").status_code == 200

@@ -21,10 +21,11 @@ from cluster_job_cases import CASES as JOB_CASES
 from cluster_job_cases import RULES as CLUSTER_RULES
 from cluster_job_cases import ClusterCase
 from kueue_cache import fill, kueue_review, rfc_api_server
-from support import FIXTURES, RunningServer, load_jobset, review, run_cli, running_server
+from support import FIXTURES, RunningServer, load_jobset, review, run_cli
 
 from webhook.admin.admission import KueueRequest, decide_kueue
 from webhook.admin.live import LiveObjects
+from webhook.advisor.simulating import answer as advisor_answer
 from webhook.cluster import kinds as k
 from webhook.cluster.store import ClusterStore
 from webhook.cluster.watch import WatchCache, start_watch_cache
@@ -459,7 +460,7 @@ def test_a_nominal_of_1e30_is_refused_through_the_server(
     assert answer["status"]["message"].startswith("[quota-exceeds-cluster]")
 
 
-# ---------------------------------------------------------------- the simulator: [simulate] and POST /simulate
+# ---------------------------------------------------------------- the simulator: the [simulate] warning
 
 
 @pytest.fixture(scope="module")
@@ -541,44 +542,6 @@ def test_the_validating_call_never_waits_on_the_simulator(simulating: RunningSer
             simulator.lock.release()
 
 
-def test_simulate_answers_one_object_with_one_result(simulating: RunningServer, client: httpx.Client) -> None:
-    response = client.post(simulating.url + "/simulate", json=load_jobset(FITS))
-    assert response.status_code == 200
-    assert response.json() == {
-        "source": "request",
-        "kind": "JobSet",
-        "namespace": "kubemaker",
-        "name": "eval-4x8x8",
-        "outcome": "admit",
-        "reason": "",
-        "clusterQueue": "team-b",
-        "podSets": [{"name": "workers", "count": 64, "flavors": {"google.com/tpu": "tpu7x-4x8x8"}, "borrows": 0}],
-        "preemptions": [],
-        "position": {"ahead": 0, "chipsAhead": 0},
-        "message": "fits now in ClusterQueue team-b on tpu7x-4x8x8",
-        "holders": None,
-    }
-
-
-@pytest.mark.parametrize(
-    ("body", "headers", "status", "error"),
-    [
-        (b"{not json", {"content-type": "application/json"}, 400, "the body is not JSON text"),
-        (b"[1, 2]", {"content-type": "application/json"}, 400, "the body must be one JSON object"),
-        (b'{"apiVersion": "v1", "kind": "ConfigMap"}', {"content-type": "application/json"}, 422, "not a JobSet"),
-        (b"{}", {"content-type": "text/plain"}, 415, "content-type must be application/json"),
-        (b"{" + b" " * 4_000_000 + b"}", {"content-type": "application/json"}, 413, "over the limit"),
-    ],
-    ids=["not-json", "not-an-object", "not-a-job", "content-type", "too-big"],
-)
-def test_simulate_refuses_bad_input_with_a_reason(
-    simulating: RunningServer, client: httpx.Client, body: bytes, headers: dict[str, str], status: int, error: str
-) -> None:
-    response = client.post(simulating.url + "/simulate", content=body, headers=headers)
-    assert response.status_code == status
-    assert error in response.json()["error"]
-
-
 def invalid_workload() -> dict[str, Any]:
     """A Workload the API server refuses three times over: a name with NUL and RLO, a negative
     count, a negative TPU request."""
@@ -600,9 +563,11 @@ def test_simulate_refuses_what_the_api_server_refuses_alike_over_http_and_in_the
     """A negative count, a negative TPU request and a name with control characters were
     answered (``admit``, the name echoed raw). Now the same refusal over HTTP (422) and in the
     CLI (an error line), with no control character in either."""
-    response = client.post(simulating.url + "/simulate", json=invalid_workload())
-    assert response.status_code == 422
-    error = response.json()["error"]
+    status, reply = advisor_answer(
+        json.dumps(invalid_workload()).encode(), POLICY, simulating.state.cluster, "kubemaker"
+    )
+    assert status == 422
+    error = reply["error"]
     assert error == (
         "the API server would refuse it: "
         'metadata.name: Invalid value: "admit-me\\u0000\\u202eevil": a lowercase RFC 1123 subdomain must consist '
@@ -617,7 +582,7 @@ def test_simulate_refuses_what_the_api_server_refuses_alike_over_http_and_in_the
     assert as_json.returncode == 1 and json.loads(as_json.stdout) == {"results": [], "errors": [f"{path}:1: {error}"]}
     as_text = run_cli("simulate", str(path), "--cluster-state", CLUSTER_STATE)
     assert as_text.returncode == 1 and f"error: {path}:1: {error}" in as_text.stdout.splitlines()
-    for said in (response.text, as_json.stdout, as_json.stderr, as_text.stdout, as_text.stderr):
+    for said in (json.dumps(reply, ensure_ascii=False), as_json.stdout, as_json.stderr, as_text.stdout, as_text.stderr):
         assert not any(c in said for c in "\x00\u202e")
 
 
@@ -627,8 +592,7 @@ def test_a_utf16_body_is_refused_as_the_cli_refuses_a_utf16_file(
     """A UTF-16 body was read (``json.loads`` of bytes takes UTF-16) and answered ``admit``,
     while the CLI said the same text in a file is not UTF-8. Both refuse it now, alike."""
     text = json.dumps(load_jobset(FITS)).encode("utf-16")
-    response = client.post(simulating.url + "/simulate", content=text, headers={"content-type": "application/json"})
-    assert (response.status_code, response.json()) == (
+    assert advisor_answer(text, POLICY, simulating.state.cluster, "kubemaker") == (
         400,
         {"error": "the body is not UTF-8 text (invalid start byte at byte 0)"},
     )
@@ -639,13 +603,12 @@ def test_a_utf16_body_is_refused_as_the_cli_refuses_a_utf16_file(
     assert f"{path}: cannot read: not UTF-8 text (invalid start byte at byte 0)" in done.stdout
 
 
-def test_simulate_before_the_watch_has_synced_is_503_as_explain_is(tls: TlsSettings, client: httpx.Client) -> None:
+def test_simulate_before_the_watch_has_synced_is_503_as_explain_is() -> None:
     """Before the first list the answer was ``unknown`` ("WorkloadPriorityClass guaranteed is
-    not in the state"); ``/explain`` said 503. Now ``/simulate`` says it too, with Retry-After."""
-    with running_server(POLICY, tls, cluster=ClusterStore(POLICY)) as running:
-        reply = client.post(running.url + "/simulate", json=load_jobset(FITS))
-    assert reply.status_code == 503 and reply.headers["retry-after"] == "5"
-    assert reply.json() == {
+    not in the state"); an explanation said 503. Now a simulation says it too."""
+    status, reply = advisor_answer(json.dumps(load_jobset(FITS)).encode(), POLICY, ClusterStore(POLICY), "kubemaker")
+    assert status == 503
+    assert reply == {
         "error": "Workloads cannot be read now: not synced yet (initial list in progress); retry once the watch "
         "has synced"
     }

@@ -348,24 +348,6 @@ def test_mtls_admits_the_named_client(
     assert status == 200 and json.loads(body)["response"]["allowed"] is True
 
 
-def test_mtls_serves_simulate_to_the_named_client_and_refuses_others(
-    mtls_server: RunningServer, server_files: certs.CertificateFiles, client_certs: ClientCerts
-) -> None:
-    """``POST /simulate`` is behind the admission paths' client authentication."""
-    body = json.dumps(load_jobset("rfc-4.6-static")).encode()
-    good = client_context(server_files.ca.read_bytes(), cert=client_certs.apiserver)
-    status, answer, _ = post(mtls_server.port, good, "/simulate", body)
-    assert status == 200 and json.loads(answer)["outcome"] == "unknown"  # this server has no cluster
-    for who in ("intruder", "stranger"):
-        with pytest.raises((NotSent, OSError, http.client.HTTPException)):
-            post(
-                mtls_server.port,
-                client_context(server_files.ca.read_bytes(), cert=getattr(client_certs, who)),
-                "/simulate",
-                body,
-            )
-
-
 @pytest.mark.parametrize("who", ["intruder", "stranger"])
 def test_mtls_refuses_other_clients(
     mtls_server: RunningServer, server_files: certs.CertificateFiles, client_certs: ClientCerts, who: str

@@ -2,7 +2,7 @@
 cohort tree's quota, from ``--cluster-state`` files or a live cluster (``--kubeconfig``).
 
 Both read the state the way the server's watch cache holds it (a ``ClusterStore`` and
-its snapshot) and answer through the same code as ``GET /explain``
+its snapshot) and answer through the same code as the advisor's explanations
 (``webhook.explain.lookup``). ``explain`` also reads the job itself when it can: from
 the files when they hold it (a JobSet, Job or Deployment document, e.g. ``kubectl get
 jobsets -o yaml``), from the cluster by name; then the job's own status decides as well

@@ -39,6 +39,9 @@ class Command(NamedTuple):
 #: every subcommand: its module (which has ``add_parser``, or ``add_NAME``) and summary, in ``--help``'s order
 COMMANDS: Final = {
     "serve": Command("webhook.cli.serve", "run the HTTPS admission webhook server"),
+    "serve-advisor": Command(
+        "webhook.cli.serve_advisor", "run simulate, explain and quota as an aggregated API server"
+    ),
     "check": Command("webhook.cli.check", "check manifests as the webhook would (CI dry run)"),
     "audit": Command("webhook.cli.audit", "judge the JobSets, Jobs and Deployments that exist now"),
     "explain": Command("webhook.cli.explain", "why a job is not running, and until when"),

@@ -30,9 +30,9 @@ def run_serve(args: argparse.Namespace) -> int:
     policy = load_policy(args.config)
     if args.client_allowed_name and not args.client_ca:
         raise UsageError("--client-allowed-name needs --client-ca (the CA that signs those client certificates)")
-    _check_ports(args.port, args.metrics_port)
+    check_ports(args.port, args.metrics_port)
     if args.kubeconfig:
-        _check_kubeconfig(args.kubeconfig)
+        check_kubeconfig(args.kubeconfig)
     raised = ensure_open_files(policy.server)  # room for server.maxConnections, or a ConfigError saying why not
     try:
         files, generated = certs.ensure(Path(args.cert_dir), policy.server.service_dns_names)
@@ -45,11 +45,11 @@ def run_serve(args: argparse.Namespace) -> int:
         client_ca=Path(args.client_ca) if args.client_ca else None,
         client_names=tuple(args.client_allowed_name or ()),
     )
-    sock = _listen(args.host, args.port, "--port")
+    sock = listen(args.host, args.port, "--port")
     metrics_sock = None
     if args.metrics_port is not None:
         try:
-            metrics_sock = _listen(args.host, args.metrics_port, "--metrics-port")
+            metrics_sock = listen(args.host, args.metrics_port, "--metrics-port")
         except UsageError:
             sock.close()
             raise
@@ -59,7 +59,7 @@ def run_serve(args: argparse.Namespace) -> int:
         log.info("%s", raised)
     if generated:
         log.info("generated a self-signed CA and serving certificate in %s (CA: %s)", args.cert_dir, files.ca)
-    cluster = _start_cluster(args, policy)
+    cluster = start_cluster(args, policy)
     state = ServerState(policy=policy, cluster=cluster)
     try:
         server, reloader = build_server(
@@ -93,7 +93,7 @@ def _in_use(exc: OSError) -> bool:
     return exc.errno == errno.EADDRINUSE
 
 
-def _check_ports(port: int, metrics_port: int | None) -> None:
+def check_ports(port: int, metrics_port: int | None) -> None:
     """``--port`` and ``--metrics-port``: TCP ports, and not the same one."""
     for flag, value in (("--port", port), ("--metrics-port", metrics_port)):
         if value is not None and not 0 <= value <= 65535:
@@ -102,7 +102,7 @@ def _check_ports(port: int, metrics_port: int | None) -> None:
         raise UsageError(f"--metrics-port {metrics_port} is the --port too: give /metrics a port of its own")
 
 
-def _check_kubeconfig(path: str) -> None:
+def check_kubeconfig(path: str) -> None:
     """``--kubeconfig`` names a file that can be read and loaded: a typo must not leave a
     webhook that quietly skips every cluster rule."""
     from webhook.cluster.client import ClusterConfigError, load_configuration
@@ -118,7 +118,7 @@ def _check_kubeconfig(path: str) -> None:
         raise UsageError(f"--kubeconfig {path} cannot be used: {exc}") from None
 
 
-def _listen(host: str, port: int, flag: str) -> Any:
+def listen(host: str, port: int, flag: str) -> Any:
     """A socket listening on ``host:port``, or a ``UsageError`` naming ``flag``."""
     from webhook.serving.listener import listen_socket
 
@@ -131,7 +131,7 @@ def _listen(host: str, port: int, flag: str) -> Any:
         ) from None
 
 
-def _start_cluster(args: argparse.Namespace, policy: Policy) -> ClusterState | None:
+def start_cluster(args: argparse.Namespace, policy: Policy) -> ClusterState | None:
     """The watch cache when a cluster is configured (``--kubeconfig`` or in a pod)."""
     if not args.kubeconfig and not os.environ.get("KUBERNETES_SERVICE_HOST"):
         return None
@@ -158,8 +158,8 @@ def setup_logging(level: str) -> None:
 
 HELP: Final = f"""\
 Serve /mutate and /validate (optionally /mutate/<tier>, /validate/<tier>) over HTTPS,
-the admin guard's /validate-kueue, GET /explain/<namespace>/<kind>/<name> (why a job is
-not running), plus /healthz, /readyz and /metrics. With no flags: the RFC-0033 default policy, a
+the admin guard's /validate-kueue, plus /healthz, /readyz and /metrics (simulate,
+explain and quota over HTTP are the advisor's: serve-advisor). With no flags: the RFC-0033 default policy, a
 self-signed CA and serving certificate generated into ./certs, no cluster (structural
 rules only; cluster rules need --kubeconfig or an in-cluster service account).
 

@@ -1,5 +1,5 @@
 """One submitted object through the webhook and then the simulator: what ``simulate`` and
-``POST /simulate`` answer.
+the advisor's simulations answer.
 
 A JobSet, Job or Deployment is first judged as its CREATE would be (``decide`` on the
 mutating call, the tier from ``--tier`` or the namespace): if the webhook would deny it,
@@ -68,7 +68,7 @@ def not_synced(snapshot: Snapshot) -> str | None:
 
 
 def result_json(result: Result) -> dict[str, Any]:
-    """SPEC §12's JSON of ``result`` as the CLI and ``POST /simulate`` write it: no string in it
+    """SPEC §12's JSON of ``result`` as the CLI and the advisor's simulations write it: no string in it
     carries a control or bidirectional-format character raw (``printable``)."""
     answer: dict[str, Any] = printable_json(result.to_json())
     return answer

@@ -1,4 +1,4 @@
-"""``explain``'s inputs filled from a cluster snapshot, for the CLI and ``GET /explain``.
+"""``explain``'s inputs filled from a cluster snapshot, for the CLI and the advisor's explanations.
 
 The server's watch cache keeps every Workload (what ``explain`` reads of each,
 ``webhook.cluster.workloaddocs``) and Kueue's queue objects, not the jobs: a JobSet, Job

@@ -1,4 +1,4 @@
-"""The answer of ``explain`` as SPEC §13 shapes it, for ``--output json`` and ``GET /explain``.
+"""The answer of ``explain`` as SPEC §13 shapes it, for ``--output json`` and the advisor's explanations.
 
 ``ExplainResult`` is one ``results`` entry, field for field, camelCase on the wire
 (``rename="camel"``); ``document`` wraps results and errors. Quota numbers are JSON

@@ -29,8 +29,6 @@ from webhook.cluster.state import ClusterState
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
 from webhook.policy.config import Policy
-from webhook.serving import simulating
-from webhook.serving.explainroute import explain_route
 from webhook.serving.logsink import DECISION_LOGGER, DecisionLog
 from webhook.serving.metrics import Metrics
 from webhook.serving.simulateline import SimulateLines
@@ -283,25 +281,6 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         await _send_json(send, 200, answer)
         metrics.answered(KUEUE_ENDPOINT, decision, elapsed)
 
-    # POST /simulate (``webhook.serving.simulating``): the admission paths' body limit and content
-    # type; one simulation at a time in a worker thread, so the event loop keeps answering reviews.
-    simulate_limiter = anyio.CapacityLimiter(1)
-
-    async def simulate(scope: Scope, receive: Receive, send: Send) -> None:
-        media, declared = _body_headers(scope)
-        if not _content_type_ok(media):
-            return await _send_json(send, 415, {"error": "content-type must be application/json"})
-        try:
-            body = await _read_body(receive, declared, policy.server.max_body_bytes)
-        except ReviewError as exc:
-            return await _send_json(send, exc.status, {"error": exc.reason})
-        except _ClientGone:
-            return None
-        status, content = await anyio.to_thread.run_sync(
-            simulating.answer, body, policy, state.cluster, limiter=simulate_limiter
-        )
-        await _send_json(send, status, content)
-
     async def mutate(scope: Scope, receive: Receive, send: Send) -> None:
         await admit(scope, receive, send, "mutate", scope.get("path_params", {}).get("tier"))
 
@@ -333,10 +312,8 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
     routes = [
         *job_routes,
         Route(KUEUE_PATH, _Asgi(admit_kueue), methods=["POST"]),
-        Route("/simulate", _Asgi(simulate), methods=["POST"]),
         Route("/healthz", healthz, methods=["GET"]),
         Route("/readyz", readyz, methods=["GET"]),
-        explain_route(state.cluster),
     ]
     if serve_metrics:
         routes.append(Route("/metrics", metrics_endpoint, methods=["GET"]))

@@ -49,6 +49,7 @@ def build_server(
     app: ASGIApp | None = None,
     sock: socket.socket | None = None,
     metrics_sock: socket.socket | None = None,
+    app_checks_clients: bool = False,
 ) -> tuple[DrainingServer, CertificateReloader]:
     """A ready-to-run server on our TLS context, and the reloader of that context.
 
@@ -57,6 +58,9 @@ def build_server(
     serving stack (TLS, connection guard, drain): ``bench/stages.py`` serves cut-down apps
     that way to price each stage of a request. ``sock`` and ``metrics_sock``: sockets
     ``listen_socket`` made (else made here, so a port in use is an ``OSError`` now).
+    ``app_checks_clients``: the TLS layer still asks for (and verifies) client
+    certificates against ``tls.client_ca``, but the guard lets requests without one
+    through, for ``app`` to refuse in its own terms (the advisor answers those 401).
     Raises ``OSError`` or ``ssl.SSLError`` when the certificate files cannot be used.
     """
     limits = state.policy.server
@@ -68,7 +72,8 @@ def build_server(
     problem = certificate_problem(tls.cert.read_bytes())
     if problem is not None:  # nothing better to serve: say so loudly, the API server will refuse it
         log.error("the serving certificate in %s is %s; replace it", tls.cert, problem)
-    guard = Guard(limits, mtls=tls.client_ca is not None, allowed=frozenset(tls.client_names))
+    mtls = tls.client_ca is not None and not app_checks_clients
+    guard = Guard(limits, mtls=mtls, allowed=frozenset(tls.client_names))
     gate = ConnectionGate(limits.max_connections, guard.make_room, state.metrics.connections)
     guard.released = lambda _connection: gate.release()
     config = uvicorn.Config(

@@ -7,7 +7,7 @@ the line already worked out for the request's snapshot and job shape, a dictiona
 When there is none the answer goes without it, it is counted
 (``tpu_admission_simulate_lines_total{outcome="left_out"}``), and the job is handed to a
 thread of its own that works the line out for that snapshot (on the line simulator, which
-shares no lock with ``POST /simulate`` or ``explain``), so the next job of the same shape on
+shares no lock with the advisor's simulations or ``explain``), so the next job of the same shape on
 the same snapshot gets it. The hand-over never blocks: the queue is bounded, a job already
 queued is not queued twice, one whose line the snapshot's memo would not keep (a shape of
 a multi-MB spec) is not queued, and one queued for a snapshot that is no longer the newest

@@ -1,4 +1,4 @@
-"""The simulator on a live ``Snapshot``: the one path the CLI, the webhook and ``POST /simulate`` take.
+"""The simulator on a live ``Snapshot``: the one path the CLI, the webhook and the advisor's simulations take.
 
 The engine's ``State`` for a snapshot is built from the snapshot and memoized on it. Its
 cost is not O(all Workloads): the cohort tree's usage comes from the snapshot's counters
@@ -11,7 +11,7 @@ snapshot's own parts: the queue tables, and the kept documents for LocalQueues'
 A ``Simulator`` moves usage in its tree and puts it back; one is kept per snapshot and
 answers one job at a time (its lock). The webhook's ``[simulate]`` lines have a simulator
 of their own per snapshot (``LINE_SIMULATOR``), so working out a line never waits on that
-lock behind ``POST /simulate`` or ``explain``, nor they behind it. ``simulate_object`` reads a JobSet, Job,
+lock behind the advisor's simulations or ``explain``, nor they behind it. ``simulate_object`` reads a JobSet, Job,
 Deployment or Workload as Kueue would make its Workload; ``simulate_stored`` answers for
 a stored Workload as if it were submitted now, itself left out.
 """

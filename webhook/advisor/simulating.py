@@ -1,12 +1,13 @@
-"""``POST /simulate``: one object in, one SPEC §12 result out, for AIStudio.
+"""A simulation: one object in, one SPEC §12 result out, for AIStudio and ``kubectl``.
 
-The body is one JSON object (a JobSet, Job, Deployment or ``kueue.x-k8s.io`` Workload),
-read within ``server.maxBodyBytes`` like an AdmissionReview; the answer is the result the
-CLI's ``--output json`` gives for it (``webhook.engine.simulating``), against the
-server's current snapshot. Bad input is a 4xx with ``{"error": reason}``; nothing is
-a 5xx. Without a cluster the answer is ``unknown``, saying so: the simulator never guesses
-usage. The HTTP plumbing (body limit, content type, client authentication) is the
-admission paths' own (``webhook.serving.app``, ``webhook.serving.guard``).
+The body is one JSON object (a JobSet, Job, Deployment or ``kueue.x-k8s.io`` Workload) of
+the namespace the request names (an object naming another namespace is refused; one
+naming none is taken as that namespace's); the answer is the result the CLI's ``--output
+json`` gives for it (``webhook.engine.simulating``), against the advisor's current
+snapshot. Bad input is a 4xx with ``{"error": reason}``; nothing is a 5xx. Without a
+cluster the answer is ``unknown``, saying so: the simulator never guesses usage. The HTTP
+plumbing (body limit, content type, caller, queue) is the advisor app's
+(``webhook.advisor.app``).
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ from webhook.simulate.result import UNKNOWN, Result
 errors = logging.getLogger("tpu_admission.server")
 
 
-def answer(body: bytes, policy: Policy, cluster: ClusterState | None) -> tuple[int, dict[str, Any]]:
-    """(status, JSON) for one request body: 200 and the result, or a 4xx and ``{"error": ...}``."""
+def answer(body: bytes, policy: Policy, cluster: ClusterState | None, namespace: str) -> tuple[int, dict[str, Any]]:
+    """(status, JSON) for one request body in ``namespace``: 200 and the result, or a 4xx and ``{"error": ...}``."""
     try:
         obj = plain_json(body)
     except RecursionError:
@@ -38,17 +39,25 @@ def answer(body: bytes, policy: Policy, cluster: ClusterState | None) -> tuple[i
         return 400, {"error": f"the body is not JSON text: {exc}"}
     if not isinstance(obj, dict):
         return 400, {"error": "the body must be one JSON object: a JobSet, Job, Deployment or kueue.x-k8s.io Workload"}
+    metadata = obj.get("metadata")
+    if metadata is None:
+        metadata = obj["metadata"] = {}
+    if not isinstance(metadata, dict):
+        return 400, {"error": "metadata must be a JSON object"}
+    named = metadata.get("namespace")
+    if named not in (None, "", namespace):
+        return 400, {"error": f"the object's namespace {str(named)[:100]!r} is not the request's, {namespace!r}"}
+    metadata["namespace"] = namespace
     snapshot = cluster.snapshot() if cluster is not None else None
     if not isinstance(snapshot, Snapshot):
-        metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         result = Result(
             UNKNOWN,
             "",
             "",
-            "the server has no cluster state (serve --kubeconfig): what Kueue would do is unknown",
+            "the advisor has no cluster state (serve-advisor --kubeconfig): what Kueue would do is unknown",
             kind=str(obj.get("kind") or ""),
-            namespace=str((metadata or {}).get("namespace") or "default"),
-            name=str((metadata or {}).get("name") or ""),
+            namespace=namespace,
+            name=str(metadata.get("name") or ""),
         )
         return 200, result.to_json()
     unsynced = not_synced(snapshot)
