@@ -1,6 +1,7 @@
 """The package's stages import only downward: kube (vocabulary), policy, objects (the readers),
-quota, cluster, simulate, rules, engine, admin (the guard of Kueue's own objects), wire, serving, advisor
-(simulate, explain and quota apart from admission), export, cli.
+quota, cluster, simulate, explain (why a job is not running), rules, engine, admin (the guard
+of Kueue's own objects), wire, serving, advisor (simulate, explain and quota apart from
+admission), export, cli.
 
 A module may import its own stage and those before it, never one after: the engine
 knows nothing of the wire format (it hands the wire a patch as a list, and reads objects

@@ -223,6 +223,13 @@ def one(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> di
     return found[0]
 
 
+def webhooks_of(objects: list[dict[str, Any]], kind: str, name: str | None = None) -> list[dict[str, Any]]:
+    """The webhooks of one configuration, never none: a loop over them must check something."""
+    webhooks: list[dict[str, Any]] = one(objects, kind, name)["webhooks"]
+    assert webhooks, f"{kind} {name or ''} has no webhooks"
+    return webhooks
+
+
 @pytest.fixture(scope="module")
 def base(tree: Path) -> list[dict[str, Any]]:
     return render(tree / "base")
@@ -339,7 +346,7 @@ def test_every_tier_has_its_webhook_entries(base: list[dict[str, Any]], policy_s
 def test_webhook_entries_settings(base: list[dict[str, Any]]) -> None:
     operations = {"MutatingWebhookConfiguration": ["CREATE"], "ValidatingWebhookConfiguration": ["CREATE", "UPDATE"]}
     for kind, expected_operations in operations.items():
-        for webhook in one(base, kind, JOB_WEBHOOKS[kind])["webhooks"]:
+        for webhook in webhooks_of(base, kind, JOB_WEBHOOKS[kind]):
             assert webhook["sideEffects"] == "None"
             assert webhook["admissionReviewVersions"] == ["v1"]
             assert 1 <= webhook["timeoutSeconds"] <= 5
@@ -462,7 +469,7 @@ TPU_UPDATE_CASES = {
 @pytest.mark.parametrize("case", sorted(TPU_UPDATE_CASES))
 def test_an_update_taking_an_unjudged_workload_to_tpus_is_sent(base: list[dict[str, Any]], case: str) -> None:
     old, new, expected = TPU_UPDATE_CASES[case]
-    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
+    for webhook in webhooks_of(base, "ValidatingWebhookConfiguration", "tpu-admission"):
         assert calls_webhook(webhook, _update(old, new)) is expected, webhook["name"]
         # Kueue's controller is never sent anything, whatever it changes.
         assert calls_webhook(webhook, _update(old, new, KUEUE_CONTROLLER)) is False
@@ -497,7 +504,7 @@ def test_the_configuration_sends_what_the_engine_judges_whole(base: list[dict[st
         runs_outside_kueue(read_workload("Deployment", after, policy), tier, policy)
     )
     assert judged_whole is (old == "cpu" and new != "cpu")
-    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
+    for webhook in webhooks_of(base, "ValidatingWebhookConfiguration", "tpu-admission"):
         assert calls_webhook(webhook, _update(before, after)) is judged_whole
 
 
@@ -517,7 +524,7 @@ def test_what_is_sent_for_a_cpu_to_tpu_update_is_refused() -> None:
 
 def test_match_conditions_name_the_policys_labels_and_tpu_marks(base: list[dict[str, Any]]) -> None:
     policy = shipped_policy(base)
-    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
+    for webhook in webhooks_of(base, "ValidatingWebhookConfiguration", "tpu-admission"):
         [condition] = [c for c in webhook["matchConditions"] if c["name"] == "create-or-checked-fields-changed"]
         assert set(re.findall(r"'([a-z0-9.-]+/[a-z-]+)'", condition["expression"])) == {
             policy.queue_label,
@@ -531,14 +538,14 @@ def test_match_conditions_name_the_policys_labels_and_tpu_marks(base: list[dict[
 @pytest.mark.parametrize("case", sorted(VALIDATING_CASES))
 def test_validating_match_conditions(base: list[dict[str, Any]], case: str) -> None:
     request, expected = VALIDATING_CASES[case]
-    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
+    for webhook in webhooks_of(base, "ValidatingWebhookConfiguration", "tpu-admission"):
         assert calls_webhook(webhook, request) is expected
 
 
 @pytest.mark.parametrize(("obj", "expected"), [(_jobset(), True), (NO_SPEC, True), (DELETING, False)])
 def test_mutating_match_conditions(base: list[dict[str, Any]], obj: dict[str, Any], expected: bool) -> None:
     request = {"operation": "CREATE", "object": obj, "userInfo": {"username": "alice"}}
-    for webhook in one(base, "MutatingWebhookConfiguration")["webhooks"]:
+    for webhook in webhooks_of(base, "MutatingWebhookConfiguration"):
         assert calls_webhook(webhook, request) is expected
 
 
@@ -589,14 +596,14 @@ def test_jobsets_own_jobs_are_not_sent(base: list[dict[str, Any]], case: str, us
     assert made_by_jobset_controller(workload, UserInfo(user), Policy()) is not expected
     create = {"operation": "CREATE", "object": obj, "userInfo": {"username": user}}
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        for webhook in one(base, kind, JOB_WEBHOOKS[kind])["webhooks"]:
+        for webhook in webhooks_of(base, kind, JOB_WEBHOOKS[kind]):
             assert calls_webhook(webhook, create) is expected, (kind, webhook["name"])
     # An UPDATE that changes a checked field is sent only for what is not a JobSet's own Job
     # (Kueue's controller's updates are never sent, whatever the object).
     changed = copy.deepcopy(obj)
     changed["metadata"]["labels"] = {**changed["metadata"].get("labels", {}), Q: "team-b-queue"}
     update = _update(obj, changed, user)
-    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
+    for webhook in webhooks_of(base, "ValidatingWebhookConfiguration", "tpu-admission"):
         assert calls_webhook(webhook, update) is (expected and user != KUEUE_CONTROLLER)
 
 
@@ -605,14 +612,14 @@ def test_match_conditions_exempt_exactly_the_policys_jobset_controller(base: lis
     users = shipped_policy(base).jobset_controller_users
     assert users == Policy().jobset_controller_users == (JOBSET_CONTROLLER,)
     for kind in ("MutatingWebhookConfiguration", "ValidatingWebhookConfiguration"):
-        for webhook in one(base, kind, JOB_WEBHOOKS[kind])["webhooks"]:
+        for webhook in webhooks_of(base, kind, JOB_WEBHOOKS[kind]):
             [condition] = [c for c in webhook["matchConditions"] if c["name"] == "not-a-jobsets-own-job"]
             assert re.findall(r"system:serviceaccount:[a-z0-9:-]+", condition["expression"]) == list(users)
 
 
 def test_match_conditions_skip_exactly_the_policys_suspend_users(base: list[dict[str, Any]]) -> None:
     assert shipped_policy(base).suspend_allowed_users == (KUEUE_CONTROLLER,)
-    for webhook in one(base, "ValidatingWebhookConfiguration", "tpu-admission")["webhooks"]:
+    for webhook in webhooks_of(base, "ValidatingWebhookConfiguration", "tpu-admission"):
         assert KUEUE_CONTROLLER in " ".join(c["expression"] for c in webhook["matchConditions"])
 
 
@@ -639,7 +646,7 @@ def test_the_admin_guard_is_sent_exactly_the_kinds_it_judges(base: list[dict[str
     from webhook.admin.live import CACHED
 
     sent: dict[str, set[str]] = {}
-    for webhook in one(base, "ValidatingWebhookConfiguration", KUEUE_WEBHOOKS)["webhooks"]:
+    for webhook in webhooks_of(base, "ValidatingWebhookConfiguration", KUEUE_WEBHOOKS):
         for rule in webhook["rules"]:
             assert rule["apiVersions"] == (["v1beta2"] if rule["apiGroups"] == ["kueue.x-k8s.io"] else ["v1"])
             for group in rule["apiGroups"]:

@@ -213,7 +213,7 @@ class ManifestLoader(_BoundedAliases, _KnownScalars, _KubectlValues, yaml.SafeLo
 if yaml.__with_libyaml__:
 
     class FastManifestLoader(_BoundedAliases, _KnownScalars, _KubectlValues, yaml.CSafeLoader):
-        """``ManifestLoader``'s values, parsed and composed by libyaml (3-4x faster).
+        """``ManifestLoader``'s values, parsed and composed by libyaml (C, not Python).
 
         Its nodes carry line marks too, so a finding still finds its line; its error
         texts are libyaml's wording. For big inputs: a state file of 5,000 Nodes.

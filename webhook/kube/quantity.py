@@ -1,10 +1,10 @@
 """Kubernetes resource quantities (``"4"``, ``20Gi``, ``500m``, ``1e3``) as the API server reads them.
 
 Our own parser instead of ``kubernetes.utils.parse_quantity``: importing that module
-pulls in the whole generated client (hundreds of milliseconds at CLI start), and the
+pulls in the whole generated client (slow at CLI start), and the
 request path must not pay for it. Its reading is apimachinery's, not Python's: the Pods
 made from a JobSet get the value ``resource.ParseQuantity`` gives
-(k8s.io/apimachinery ``pkg/api/resource/quantity.go``), and ``tests/test_quantity.py``
+(k8s.io/apimachinery ``pkg/api/resource/quantity.go``), and ``tests/test_kube_quantity.py``
 restates that package's own tests. So:
 
 - the grammar is its scanner's: a sign, digits, a point and digits, then suffix letters,

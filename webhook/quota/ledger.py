@@ -1,8 +1,8 @@
 """Workloads as the quota model needs them, the chips ledger, and the guaranteed balance.
 
 A cached Workload is a ``WorkloadEntry`` (a few slots, strings and podSet shapes
-interned), never the whole object: at 100,000 Workloads that is the difference between
-~40 MB and several GB. Each watch event moves the ledger's counters by the difference
+interned), never the whole object: on a large cluster that is the difference between
+tens of megabytes and gigabytes. Each watch event moves the ledger's counters by the difference
 between the old and the new entry, so a request reads counters instead of summing
 Workloads.
 

@@ -1,8 +1,8 @@
 """A map whose copies cost almost nothing: the store's Workloads and the ledger's counts.
 
-The store holds every Workload (100,000 on a large cluster) and a snapshot must hold them
+The store holds every Workload of the cluster and a snapshot must hold them
 as they were when it was made, while the watch goes on writing. Copying the map per
-snapshot would cost a request milliseconds; instead the map is split into buckets by key
+snapshot would cost a request time that grows with the cluster; instead the map is split into buckets by key
 hash, ``fork`` hands out a second map over the same buckets and marks them shared on
 both sides, and the next write to a shared bucket copies that bucket only
 (copy-on-write). A write after a fork copies 1/256 of the map; a write with no fork in

@@ -251,8 +251,8 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
         await _send_json(send, 200, answer)
         metrics.answered(stage, decision, elapsed)
 
-    # The admin guard judges one Kueue object against the whole cached cluster: a
-    # thousand ClusterQueues and every Node are milliseconds, not microseconds. It runs in
+    # The admin guard judges one Kueue object against the whole cached cluster: every
+    # ClusterQueue and every Node, far more than a job's rules read. It runs in
     # a worker thread, one at a time, so the event loop keeps answering job requests
     # meanwhile; Kueue's objects change a few times a day, not per job.
     live = LiveObjects(state.cluster, policy) if isinstance(state.cluster, ClusterStore) else None

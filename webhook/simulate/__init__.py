@@ -10,6 +10,7 @@
 - ``engine``: the attempt itself, blockers first, and the job's place in its queue;
 - ``result``: the answer as the contract's JSON, a text for people and the webhook line.
 
-It sits after ``cluster`` and before ``rules``: the rules and the interfaces read it, and it
-reads only the quota model's pure parts.
+It sits after ``cluster`` and before ``explain``: explain, the engine's simulation of a
+submitted object, the webhook's ``[simulate]`` line and the advisor read it; it reads only
+the quota model's pure parts and the snapshot.
 """
