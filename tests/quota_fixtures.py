@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import simulate_builders as builders
+
 from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore
@@ -25,36 +27,14 @@ Q = tuple[str, str | None, str | None]
 
 
 def cluster_queue(name: str, groups: list[list[tuple[str, dict[str, Q]]]], cohort: str | None = None) -> dict[str, Any]:
-    resource_groups = []
-    for group in groups:
-        covered: list[str] = []
-        flavors = []
-        for flavor, resources in group:
-            entries = []
-            for resource, (nominal, borrowing, lending) in resources.items():
-                entry: dict[str, Any] = {"name": resource, "nominalQuota": nominal}
-                if borrowing is not None:
-                    entry["borrowingLimit"] = borrowing
-                if lending is not None:
-                    entry["lendingLimit"] = lending
-                entries.append(entry)
-                if resource not in covered:
-                    covered.append(resource)
-            flavors.append({"name": flavor, "resources": entries})
-        resource_groups.append({"coveredResources": covered, "flavors": flavors})
-    spec: dict[str, Any] = {"resourceGroups": resource_groups, "namespaceSelector": {}}
-    if cohort:
-        spec["cohortName"] = cohort
-    return {"apiVersion": KQ, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
+    """A ClusterQueue in Kueue's wrapper shape (resource groups as lists of (flavor, quotas)),
+    built by the one ClusterQueue builder (``simulate_builders.cluster_queue``)."""
+    return builders.cluster_queue(name, *(dict(group) for group in groups), cohort=cohort)
 
 
 def cohort(name: str, parent: str | None = None, quotas: dict[str, dict[str, Q]] | None = None) -> dict[str, Any]:
-    spec: dict[str, Any] = {}
-    if parent:
-        spec["parentName"] = parent
-    if quotas:
-        spec["resourceGroups"] = cluster_queue("", [list(quotas.items())])["spec"]["resourceGroups"]
-    return {"apiVersion": KQ, "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+    """A Cohort in Kueue's wrapper shape, built by the one Cohort builder."""
+    return builders.cohort(name, *([quotas] if quotas else []), parent=parent)
 
 
 def store(*objects: dict[str, Any], flavors: dict[str, dict[str, Any]] | None = None) -> ClusterStore:
