@@ -21,7 +21,6 @@ from webhook.objects.workload import Workload, parse_jobset
 from webhook.policy.config import Policy
 from webhook.quota.podsets import PodSetDemand, podset_demand
 
-KQ = "kueue.x-k8s.io/v1beta2"
 #: (nominal, borrowingLimit, lendingLimit), as Kueue's test helper ``Resource(name, nominal, borrowing, lending)``
 Q = tuple[str, str | None, str | None]
 
