@@ -44,6 +44,7 @@ from webhook.cluster.state import ClusterState
 from webhook.explain.quotaview import quota_document
 from webhook.explain.result import document
 from webhook.policy.config import Policy
+from webhook.serving.bodies import BodyTooLarge, ClientGone, body_headers, is_json, read_body
 from webhook.wire.jsonwire import encode
 
 log = logging.getLogger("tpu_admission.advisor")
@@ -89,14 +90,6 @@ class Advisor:
     ready: Callable[[], bool]
 
 
-class _ClientGone(Exception):
-    pass
-
-
-class _TooLarge(Exception):
-    pass
-
-
 def status(code: int, reason: str, message: str) -> dict[str, Any]:
     """A Kubernetes ``Status``: how an API server says no (kubectl prints its message)."""
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure", "message": message,
@@ -110,34 +103,10 @@ async def _send(send: Send, code: int, body: Any, headers: tuple[tuple[bytes, by
     await send({"type": "http.response.body", "body": data})
 
 
-async def _read_body(scope: Scope, receive: Receive, limit: int) -> bytes:
-    """The body, refused as soon as it is known to pass ``limit`` (declared or as read)."""
-    for key, value in scope["headers"]:
-        if key == b"content-length" and value.isdigit() and int(value) > limit:
-            raise _TooLarge()
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise _ClientGone()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise _TooLarge()
-        chunks.append(chunk)
-        if not message.get("more_body", False):
-            return b"".join(chunks)
-
-
 async def _until_gone(receive: Receive) -> None:
+    """Returns once the client has disconnected (the request's body already read)."""
     while (await receive())["type"] != "http.disconnect":
         pass
-
-
-def _content_type_ok(scope: Scope) -> bool:
-    media = next((v for key, v in scope["headers"] if key == b"content-type"), b"")
-    return media.split(b";", 1)[0].strip().lower() == b"application/json"
 
 
 def create_app(advisor: Advisor) -> ASGIApp:
@@ -224,13 +193,14 @@ def create_app(advisor: Advisor) -> ASGIApp:
             namespace, target = parts[1], parts[3]
             return await worked(receive, send, lambda: explanation(caller, namespace, target))
         if len(parts) == 3 and parts[0] == "namespaces" and parts[2] == "simulations" and method == "POST":
-            if not _content_type_ok(scope):
+            media, declared = body_headers(scope)
+            if not is_json(media):
                 return await _send(send, 415, {"error": "content-type must be application/json"})
             try:
-                body = await _read_body(scope, receive, limit)
-            except _TooLarge:
-                return await _send(send, 413, {"error": f"body is over the limit of {limit} bytes"})
-            except _ClientGone:
+                body = await read_body(receive, declared, limit)
+            except BodyTooLarge as exc:
+                return await _send(send, 413, {"error": str(exc)})
+            except ClientGone:
                 return None
             namespace = parts[1]
             return await worked(receive, send, lambda: simulation(caller, namespace, body))

@@ -29,6 +29,7 @@ from webhook.cluster.state import ClusterState
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
 from webhook.policy.config import Policy
+from webhook.serving.bodies import BodyTooLarge, ClientGone, body_headers, is_json, read_body
 from webhook.serving.logsink import DECISION_LOGGER, DecisionLog
 from webhook.serving.metrics import Metrics
 from webhook.serving.simulateline import SimulateLines
@@ -79,41 +80,6 @@ async def _send_json(send: Send, status: int, content: Any) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-def _body_headers(scope: Scope) -> tuple[bytes | None, bytes | None]:
-    """``(content-type, content-length)`` of the request (the first of each), in one pass."""
-    media = length = None
-    for key, value in scope["headers"]:
-        if key == b"content-type":
-            if media is None:
-                media = value
-        elif key == b"content-length" and length is None:
-            length = value
-    return media, length
-
-
-def _content_type_ok(media: bytes | None) -> bool:
-    return (media or b"").split(b";", 1)[0].strip().lower() == b"application/json"
-
-
-async def _read_body(receive: Receive, declared: bytes | None, limit: int) -> bytes:
-    if declared is not None and declared.isdigit() and int(declared) > limit:
-        raise ReviewError(f"body of {declared.decode()} bytes is over the limit of {limit}", 413)
-    chunks: list[bytes] = []
-    size = 0
-    while True:
-        message = await receive()
-        if message["type"] != "http.request":
-            raise _ClientGone()
-        chunk = message.get("body", b"")
-        size += len(chunk)
-        if size > limit:
-            raise ReviewError(f"body is over the limit of {limit} bytes", 413)
-        if not message.get("more_body", False):
-            # usually the whole body came in one message: nothing to join
-            return b"".join((*chunks, chunk)) if chunks else chunk
-        chunks.append(chunk)
-
-
 #: the admin guard's path: Kueue's own objects (``webhook.admin.admission``)
 KUEUE_PATH = "/validate-kueue"
 #: its endpoint label in metrics and the decision log
@@ -131,15 +97,17 @@ async def _review(
 ) -> AdmissionRequest | None:
     """The request's AdmissionReview, or ``None`` once a malformed one is refused (4xx with
     its reason) or the client is gone (nobody to answer, so nothing is counted)."""
-    media, declared = _body_headers(scope)
-    if not _content_type_ok(media):
+    media, declared = body_headers(scope)
+    if not is_json(media):
         await _refuse(send, metrics, endpoint, 415, "content-type must be application/json")
         return None
     try:
-        return parse_review(await _read_body(receive, declared, limit))
+        return parse_review(await read_body(receive, declared, limit))
     except ReviewError as exc:
         await _refuse(send, metrics, endpoint, exc.status, exc.reason)
-    except _ClientGone:
+    except BodyTooLarge as exc:
+        await _refuse(send, metrics, endpoint, 413, str(exc))
+    except ClientGone:
         pass
     return None
 
@@ -208,10 +176,6 @@ def decision_line(endpoint: str, review: AdmissionRequest, decision: Decision, e
         bool(decision.patch),
         round(elapsed * 1000, 3),
     )
-
-
-class _ClientGone(Exception):
-    """The connection ended (or missed its deadline) before the whole body came: nobody to answer."""
 
 
 def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
