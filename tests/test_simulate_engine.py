@@ -29,6 +29,7 @@ from tests.simulate_builders import (
 from webhook.quota.objects import parse_flavor
 from webhook.simulate.engine import Simulator
 from webhook.simulate.state import COHORTS, WORKLOADS, State
+from webhook.simulate.workloads import job_of
 
 TPU = "google.com/tpu"
 GUARANTEED, BEST_EFFORT = 1000, 100
@@ -540,3 +541,28 @@ def test_a_wait_for_quota_lent_out_says_the_queue_does_not_reclaim_it() -> None:
     reclaims = cluster_queue("q", {"one": {"cpu": "8"}}, cohort="c", reclaim="Any")
     preempting = simulate(state([reclaims, other], workloads=borrower), job("q", {"cpu": "4"}, priority=100))
     assert (preempting.outcome, victims(preempting)) == ("preempt", {("borrower", "InCohortReclamation")})
+
+
+# ---------------------------------------------------------------- found by the differential run against Kueue
+
+
+def test_a_podset_that_exceeds_the_quota_before_one_with_no_flavor_names_exceeds_max_quota() -> None:
+    """Kueue assigns podSets in order and stops at the first that fails: a later podSet's
+    ``NoMatchingFlavor`` is never reached, the Workload's reason is the first's."""
+    flavor_a = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "a"},
+        "spec": {"nodeLabels": {"pool": "a"}},
+    }
+    st = state([cluster_queue("q", {"a": {"cpu": "8"}})], flavors=[flavor_a])
+    document = pending_document("in", "q", {"cpu": "4"}, count=4)
+    second = json.loads(json.dumps(document["spec"]["podSets"][0]))
+    second["name"], second["count"] = "picky", 1
+    second["template"]["spec"]["nodeSelector"] = {"pool": "b"}
+    document["spec"]["podSets"].append(second)
+    result = simulate(st, job_of(document))
+    assert (result.outcome, result.reason) == ("never", "ExceedsMaxQuota")
+    document["spec"]["podSets"].reverse()  # the podSet with no flavor first: it decides
+    result = simulate(st, job_of(document))
+    assert (result.outcome, result.reason) == ("never", "NoMatchingFlavor")
