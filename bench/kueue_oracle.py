@@ -1,0 +1,88 @@
+"""The differential run against Kueue's own code: N generated states, both asked, compared.
+
+    python bench/kueue_oracle.py --cases 5000 --seed 1 [--out oracle-disagreements]
+
+Builds the oracle (``tests/oracle/``, Go; the build cache keeps a rebuild to seconds),
+draws ``--cases`` cluster states and jobs from ``tests/oracle_cases.py`` with ``--seed``,
+asks our simulator and Kueue, and writes every disagreement as a replayable case folder
+under ``--out`` (``state.yaml``, ``incoming.yaml``, ``answers.json``; replay with
+``tpu-admission simulate incoming.yaml --cluster-state state.yaml --mode dynamic`` and
+``tests/oracle`` ``go run . FOLDER``). Ends with ``oracle: A/N agree with Kueue vX.Y.Z
+(K known differences)``; exit 1 when any disagree.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import seed as hypothesis_seed  # noqa: E402
+from oracle_cases import Case, cases  # noqa: E402
+from oracle_harness import build_oracle, kueue_version, run_cases, write_disagreement  # noqa: E402
+
+
+def draw_cases(count: int, seed: int) -> list[Case]:
+    """``count`` cases, the same for the same seed."""
+    drawn: list[Case] = []
+
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=count,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        deadline=None,
+    )
+    @given(cases())
+    def collect(case: Case) -> None:
+        drawn.append(case)
+
+    while len(drawn) < count:  # Hypothesis may stop early on a small space; draw again
+        before = len(drawn)
+        collect()
+        if len(drawn) == before:
+            break
+    return drawn[:count]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=500)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--out", type=Path, default=Path("oracle-disagreements"))
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="kueue-oracle-") as tmp:
+        work = Path(tmp)
+        started = time.perf_counter()
+        binary = build_oracle(work / "oracle")
+        built = time.perf_counter()
+        drawn = draw_cases(args.cases, args.seed)
+        run = run_cases(binary, drawn, work / "cases")
+        finished = time.perf_counter()
+        outcomes = Counter(c.kueue["outcome"] for c in run.comparisons)
+        known = Counter(c.known for c in run.comparisons if c.known)
+        for comparison in run.disagreements:
+            folder = write_disagreement(comparison, args.out)
+            print(f"disagreement: {folder}")
+            for line in comparison.differences:
+                print(f"  {line}")
+    elapsed = finished - built
+    print(f"build {built - started:.1f}s; {len(run.comparisons)} cases in {elapsed:.1f}s", end="")
+    print(f" ({60 * len(run.comparisons) / elapsed:.0f} cases/min)" if elapsed else "")
+    print("Kueue's outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
+    if known:
+        print("known differences: " + ", ".join(f"{k} {v}" for k, v in sorted(known.items())))
+    print(run.line(kueue_version()))
+    return 1 if run.disagreements else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

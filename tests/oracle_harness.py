@@ -1,0 +1,205 @@
+"""The differential run: our simulator and Kueue's own packages (``tests/oracle/``) asked the
+same question, their answers compared.
+
+A case folder holds ``state.yaml`` and ``incoming.yaml``, the files ``tpu-admission
+simulate --cluster-state state.yaml incoming.yaml`` reads. Our side reads them exactly as
+that command does (``load_state_files``, ``LiveSimulator``, ``simulate_submitted``) in this
+process; Kueue's side is the Go program, one process for a whole batch of folders.
+Compared: the outcome, the reason of a ``wait`` or ``never``, the flavor of each podSet's
+resources when the job would start, and the victims with their reasons. A difference that
+a rule of ``oracle_known`` explains is counted as known; any other is a disagreement.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import oracle_known
+import yaml
+from oracle_cases import Case
+
+from webhook.cluster.statefiles import load_state_files
+from webhook.engine.simulating import simulate_submitted
+from webhook.policy.config import Policy, TpuPolicy
+from webhook.simulate.live import LiveSimulator
+from webhook.simulate.result import Result
+
+ORACLE_DIR = Path(__file__).resolve().parent / "oracle"
+#: the Kueue version the oracle links, as go.mod pins it
+KUEUE_MODULE = "sigs.k8s.io/kueue"
+
+
+class OracleUnavailable(RuntimeError):
+    """Go is not installed, or the oracle did not build; the message says which."""
+
+
+def kueue_version() -> str:
+    for line in (ORACLE_DIR / "go.mod").read_text().splitlines():
+        parts = line.split()
+        if len(parts) >= 2 and parts[0] in (KUEUE_MODULE, "require") and KUEUE_MODULE in parts:
+            return parts[parts.index(KUEUE_MODULE) + 1]
+    raise OracleUnavailable(f"{ORACLE_DIR / 'go.mod'} does not require {KUEUE_MODULE}")
+
+
+def build_oracle(output: Path) -> Path:
+    """``go build`` the oracle into ``output`` (Go's build cache keeps a rebuild to seconds)."""
+    go = shutil.which("go")
+    if go is None:
+        raise OracleUnavailable("the Kueue oracle needs Go (go on PATH) and the Go module proxy")
+    env = {**os.environ, "GOFLAGS": os.environ.get("GOFLAGS", "-p=2"), "GOWORK": "off"}
+    done = subprocess.run(
+        [go, "build", "-o", str(output), "."], cwd=ORACLE_DIR, env=env, capture_output=True, text=True, check=False
+    )
+    if done.returncode != 0:
+        raise OracleUnavailable(f"go build in {ORACLE_DIR} failed:\n{done.stderr.strip()}")
+    return output
+
+
+def write_case(case: Case, folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "state.yaml").write_text(case.state_yaml())
+    (folder / "incoming.yaml").write_text(case.incoming_yaml())
+    return folder
+
+
+def ask_kueue(binary: Path, folders: Sequence[Path]) -> list[dict[str, Any]]:
+    """Kueue's decisions, one per folder, in order."""
+    out: list[dict[str, Any]] = []
+    for start in range(0, len(folders), 200):  # keep the command line short
+        chunk = [str(f) for f in folders[start : start + 200]]
+        done = subprocess.run([str(binary), *chunk], capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise OracleUnavailable(f"the oracle failed: {done.stderr.strip()}")
+        out += [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
+    if len(out) != len(folders):
+        raise OracleUnavailable(f"the oracle answered {len(out)} of {len(folders)} cases")
+    return out
+
+
+#: dynamic mode (no node-pool placement), and no resource the policy counts as TPU chips: our
+#: model has a podSet that asks for chips ask for topology-aware scheduling too (the Slice
+#: Provisioner adds that request after the webhook), which the oracle's states, without
+#: Topologies, cannot mirror; the chips are then an ordinary resource on both sides
+POLICY = Policy(mode="dynamic", tpu=TpuPolicy(resource_name="oracle.invalid/no-tpu"))
+
+
+def ask_ours(folder: Path) -> Result:
+    """Our answer, read from the folder as ``simulate --cluster-state`` reads it."""
+    snapshot = load_state_files([str(folder / "state.yaml")], POLICY).snapshot()
+    incoming = yaml.safe_load((folder / "incoming.yaml").read_text())
+    return simulate_submitted(incoming, LiveSimulator(snapshot, POLICY))
+
+
+@dataclass(frozen=True)
+class Comparison:
+    folder: Path
+    ours: dict[str, Any]
+    kueue: dict[str, Any]
+    #: what differs, field by field; empty when they agree
+    differences: tuple[str, ...]
+    #: the known difference that explains them, if one does
+    known: str | None = None
+
+    @property
+    def agrees(self) -> bool:
+        return not self.differences
+
+    @property
+    def disagrees(self) -> bool:
+        return bool(self.differences) and self.known is None
+
+
+def summary(result: Result) -> dict[str, Any]:
+    """Our answer in the oracle's terms."""
+    return {
+        "outcome": result.outcome,
+        "reason": result.reason,
+        "podSets": [{"name": p.name, "flavors": dict(sorted(p.flavors.items()))} for p in result.podsets],
+        "victims": sorted(({"workload": v.workload, "reason": v.reason} for v in result.preemptions), key=str),
+        "message": result.message,
+        "notes": list(result.notes),
+    }
+
+
+#: reasons both sides give a ``wait`` or ``never`` by the same name
+COMPARED_REASONS = frozenset({"ExceedsMaxQuota", "NoMatchingFlavor", "WaitingForQuota"})
+
+
+def differences(ours: dict[str, Any], kueue: dict[str, Any]) -> tuple[str, ...]:
+    out = []
+    if ours["outcome"] != kueue["outcome"]:
+        out.append(
+            f"outcome: ours {ours['outcome']} ({ours['reason']}), Kueue {kueue['outcome']} ({kueue.get('reason', '')})"
+        )
+        return tuple(out)
+    if ours["outcome"] in ("wait", "never"):
+        reasons = {ours["reason"], kueue.get("reason", "")}
+        if reasons <= COMPARED_REASONS and len(reasons) > 1:
+            out.append(f"reason: ours {ours['reason']}, Kueue {kueue.get('reason')}")
+    if ours["outcome"] in ("admit", "preempt"):
+        theirs = [
+            {"name": p["name"], "flavors": dict(sorted(p["flavors"].items()))} for p in kueue.get("podSets") or []
+        ]
+        if ours["podSets"] != theirs:
+            out.append(f"flavors: ours {ours['podSets']}, Kueue {theirs}")
+    victims = sorted(({"workload": v["workload"], "reason": v["reason"]} for v in kueue.get("victims") or []), key=str)
+    if ours["victims"] != victims:
+        out.append(f"victims: ours {ours['victims']}, Kueue {victims}")
+    return tuple(out)
+
+
+def compare(folder: Path, result: Result, kueue: dict[str, Any]) -> Comparison:
+    ours = summary(result)
+    found = differences(ours, kueue)
+    known = oracle_known.explain(folder, result, kueue) if found else None
+    return Comparison(folder, ours, kueue, found, known)
+
+
+@dataclass
+class Run:
+    comparisons: list[Comparison] = field(default_factory=list)
+
+    @property
+    def agreed(self) -> int:
+        return sum(1 for c in self.comparisons if c.agrees)
+
+    @property
+    def known(self) -> int:
+        return sum(1 for c in self.comparisons if c.known is not None)
+
+    @property
+    def disagreements(self) -> list[Comparison]:
+        return [c for c in self.comparisons if c.disagrees]
+
+    def line(self, version: str) -> str:
+        n = len(self.comparisons)
+        return f"oracle: {self.agreed + self.known}/{n} agree with Kueue {version} ({self.known} known differences)"
+
+
+def run_cases(binary: Path, cases: Iterable[Case], workdir: Path) -> Run:
+    folders = [write_case(case, workdir / f"case-{i:05d}") for i, case in enumerate(cases)]
+    decisions = ask_kueue(binary, folders)
+    run = Run()
+    for folder, decision in zip(folders, decisions, strict=True):
+        if decision.get("outcome") == "error":
+            raise OracleUnavailable(f"{folder}: the oracle could not read the case: {decision.get('message')}")
+        run.comparisons.append(compare(folder, ask_ours(folder), decision))
+    return run
+
+
+def write_disagreement(comparison: Comparison, into: Path) -> Path:
+    """A replayable case folder: the inputs, both answers and what differs."""
+    target = into / comparison.folder.name
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(comparison.folder, target)
+    report = {"differences": list(comparison.differences), "ours": comparison.ours, "kueue": comparison.kueue}
+    (target / "answers.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
+    return target
