@@ -23,34 +23,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
-from hypothesis import seed as hypothesis_seed  # noqa: E402
-from oracle_cases import Case, cases  # noqa: E402
+from oracle_cases import draw_cases  # noqa: E402
 from oracle_harness import build_oracle, kueue_version, run_cases, write_disagreement  # noqa: E402
-
-
-def draw_cases(count: int, seed: int) -> list[Case]:
-    """``count`` cases, the same for the same seed."""
-    drawn: list[Case] = []
-
-    @hypothesis_seed(seed)
-    @settings(
-        max_examples=count,
-        database=None,
-        phases=[Phase.generate],
-        suppress_health_check=list(HealthCheck),
-        deadline=None,
-    )
-    @given(cases())
-    def collect(case: Case) -> None:
-        drawn.append(case)
-
-    while len(drawn) < count:  # Hypothesis may stop early on a small space; draw again
-        before = len(drawn)
-        collect()
-        if len(drawn) == before:
-            break
-    return drawn[:count]
 
 
 def main() -> int:
@@ -67,7 +41,7 @@ def main() -> int:
         drawn = draw_cases(args.cases, args.seed)
         run = run_cases(binary, drawn, work / "cases")
         finished = time.perf_counter()
-        outcomes = Counter(c.kueue["outcome"] for c in run.comparisons)
+        outcomes = Counter(" ".join((c.kueue["outcome"], c.kueue.get("reason", ""))).strip() for c in run.comparisons)
         known = Counter(c.known for c in run.comparisons if c.known)
         for comparison in run.disagreements:
             folder = write_disagreement(comparison, args.out)

@@ -17,6 +17,8 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import yaml
+from hypothesis import HealthCheck, Phase, given, settings
+from hypothesis import seed as hypothesis_seed
 from hypothesis import strategies as st
 
 TPU = "google.com/tpu"
@@ -66,8 +68,8 @@ def _flavor(name: str, tainted: bool) -> dict[str, Any]:
 
 
 def _quota(draw: st.DrawFn, resource: str, cohorted: bool) -> dict[str, Any]:
-    unit = 4 if resource == TPU else 8
-    nominal = unit * draw(st.sampled_from((0, 2, 4, 8, 16, 16, 32)))
+    unit = 4 if resource == TPU else 16
+    nominal = unit * draw(st.sampled_from((0, 4, 8, 16, 16, 32)))
     entry: dict[str, Any] = {"name": resource, "nominalQuota": str(nominal)}
     if cohorted and draw(st.booleans()):
         entry["borrowingLimit"] = str(unit * draw(st.sampled_from((0, 2, 4, 16))))
@@ -99,7 +101,7 @@ def _preemption(draw: st.DrawFn) -> dict[str, Any]:
 
 def _cohorts(draw: st.DrawFn, flavors: list[str], resources: list[str]) -> list[dict[str, Any]]:
     """Up to three levels: a root, children, grandchildren; some with quota of their own."""
-    shape = draw(st.sampled_from(("none", "flat", "two", "three")))
+    shape = draw(st.sampled_from(("none", "flat", "flat", "two", "three")))
     if shape == "none":
         return []
     names = [("root", None)]
@@ -123,7 +125,7 @@ def _cohorts(draw: st.DrawFn, flavors: list[str], resources: list[str]) -> list[
 def _cluster_queue(
     draw: st.DrawFn, name: str, flavors: list[str], resources: list[str], cohorts: list[str]
 ) -> dict[str, Any]:
-    cohort = draw(st.sampled_from([None, *cohorts])) if cohorts else None
+    cohort = draw(st.sampled_from([*cohorts, None] if draw(st.integers(0, 4)) == 0 else cohorts)) if cohorts else None
     spec: dict[str, Any] = {
         "namespaceSelector": {},
         "queueingStrategy": "BestEffortFIFO",
@@ -156,15 +158,18 @@ def _podset(
 def _requests(draw: st.DrawFn, resources: list[str], chips: int) -> dict[str, str]:
     out = {TPU: str(chips)}
     if CPU in resources and draw(st.booleans()):
-        out[CPU] = str(draw(st.sampled_from((1, 4, 8))))
+        out[CPU] = str(draw(st.sampled_from((1, 2, 4))))
     return out
 
 
-def _admitted(draw: st.DrawFn, index: int, queue: dict[str, Any], resources: list[str]) -> dict[str, Any]:
+def _admitted(
+    draw: st.DrawFn, index: int, queue: dict[str, Any], resources: list[str], large: bool = False
+) -> dict[str, Any]:
+    """``large``: a Workload of another queue, big enough to borrow from the job's queue."""
     name = f"adm-{index}"
     group = queue["spec"]["resourceGroups"][0]
     flavor = draw(st.sampled_from([f["name"] for f in group["flavors"]]))
-    count = draw(st.sampled_from((1, 2, 4, 4, 8)))
+    count = draw(st.sampled_from((4, 16, 16, 32) if large else (2, 4, 8, 8, 16)))
     requests = _requests(draw, resources, 4)
     at = NOW - timedelta(minutes=draw(st.integers(1, 600)))
     usage = {r: str(int(v) * count) for r, v in requests.items()}
@@ -257,16 +262,21 @@ def cases(draw: st.DrawFn) -> Case:
         }
         for name in queue_names
     ]
-    workloads = [_admitted(draw, i, draw(st.sampled_from(queues)), resources) for i in range(draw(st.integers(0, 12)))]
     target = draw(st.sampled_from(queue_names))
-    for i in range(draw(st.integers(0, 2))):
+    own = queues[queue_names.index(target)]
+    # half the admitted Workloads in the job's own queue: contention there is where preemption happens
+    workloads = []
+    for i in range(draw(st.integers(0, 16))):
+        queue = own if draw(st.booleans()) else draw(st.sampled_from(queues))
+        workloads.append(_admitted(draw, i, queue, resources, large=queue is not own and draw(st.booleans())))
+    for i in range(draw(st.sampled_from((0, 0, 1, 2)))):
         created = NOW - timedelta(minutes=draw(st.integers(1, 120)))
         workloads.append(_pending(draw, i, draw(st.sampled_from(queue_names)), resources, created))
     podsets = []
-    for i in range(draw(st.integers(1, 3))):
-        pods = draw(st.sampled_from((1, 1, 4, 4, 16)))  # RFC-0033 slices: 4, 16 or 64 chips at 4 chips a pod
+    for i in range(draw(st.sampled_from((1, 1, 1, 2, 3)))):
+        pods = draw(st.sampled_from((1, 1, 2, 4, 4, 16)))  # RFC-0033 slices: 4, 16 or 64 chips at 4 chips a pod
         selector = {POOL_LABEL: draw(st.sampled_from(flavor_names))} if draw(st.integers(0, 5)) == 0 else None
-        tolerates = draw(st.integers(0, 3)) > 0
+        tolerates = draw(st.integers(0, 5)) > 0
         podsets.append(_podset(f"ps{i}", pods, _requests(draw, resources, 4), selector, tolerates))
     incoming = {
         "apiVersion": KUEUE,
@@ -281,7 +291,7 @@ def cases(draw: st.DrawFn) -> Case:
         "spec": {
             "active": True,
             "queueName": f"lq-{target}",
-            "priority": draw(st.sampled_from(PRIORITIES)),
+            "priority": draw(st.sampled_from((*PRIORITIES, 1000))),
             "podSets": podsets,
         },
     }
@@ -299,3 +309,27 @@ def cases(draw: st.DrawFn) -> Case:
         )
         objects.append(_kueue_configuration(strategies))
     return Case(objects, incoming, fair)
+
+
+def draw_cases(count: int, seed: int) -> list[Case]:
+    """``count`` cases, the same for the same seed."""
+    drawn: list[Case] = []
+
+    @hypothesis_seed(seed)
+    @settings(
+        max_examples=count,
+        database=None,
+        phases=[Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        deadline=None,
+    )
+    @given(cases())
+    def collect(case: Case) -> None:
+        drawn.append(case)
+
+    while len(drawn) < count:  # Hypothesis may stop early on a small space; draw again
+        before = len(drawn)
+        collect()
+        if len(drawn) == before:
+            break
+    return drawn[:count]

@@ -24,7 +24,11 @@ class KnownDifference:
 
 
 def _queue_in_front(result: Result, kueue: dict[str, Any]) -> bool:
-    return result.outcome == UNKNOWN and result.position.ahead > 0
+    """Ours is unknown only for the Workloads ahead: had it been the head, we say what Kueue says."""
+    if result.outcome != UNKNOWN or not result.position.ahead or kueue["outcome"] not in ("admit", "preempt"):
+        return False
+    flavors = [dict(p.flavors) for p in result.podsets]
+    return flavors == [p["flavors"] for p in kueue.get("podSets") or []]
 
 
 RULES: tuple[KnownDifference, ...] = (
