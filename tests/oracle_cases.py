@@ -29,6 +29,8 @@ NOW = datetime(2026, 1, 1, 12, tzinfo=UTC)
 NOW_ANNOTATION = "oracle.tpu-admission/now"
 KUEUE = "kueue.x-k8s.io/v1beta2"
 FLAVORS = ("tpu7x-a", "tpu7x-b", "tpu7x-c")
+#: the flavors of a separate cpu resource group
+HOSTS = ("host-a", "host-b")
 POOL_LABEL = "cloud.google.com/gke-nodepool"
 TAINT = "google.com/tpu"
 PRIORITIES = (0, 100, 1000)
@@ -78,14 +80,21 @@ def _quota(draw: st.DrawFn, resource: str, cohorted: bool) -> dict[str, Any]:
     return entry
 
 
-def _groups(draw: st.DrawFn, flavors: list[str], resources: list[str], cohorted: bool) -> list[dict[str, Any]]:
+def _group(draw: st.DrawFn, flavors: list[str], resources: list[str], cohorted: bool) -> dict[str, Any]:
     chosen = draw(st.lists(st.sampled_from(flavors), min_size=1, max_size=len(flavors), unique=True))
-    return [
-        {
-            "coveredResources": list(resources),
-            "flavors": [{"name": f, "resources": [_quota(draw, r, cohorted) for r in resources]} for f in chosen],
-        }
-    ]
+    return {
+        "coveredResources": list(resources),
+        "flavors": [{"name": f, "resources": [_quota(draw, r, cohorted) for r in resources]} for f in chosen],
+    }
+
+
+def _groups(
+    draw: st.DrawFn, flavors: list[str], resources: list[str], cohorted: bool, split: bool = False
+) -> list[dict[str, Any]]:
+    """One resource group, or (``split``) chips on the TPU flavors and cpu on host flavors of its own."""
+    if split:
+        return [_group(draw, flavors, [TPU], cohorted), _group(draw, list(HOSTS), [CPU], cohorted)]
+    return [_group(draw, flavors, resources, cohorted)]
 
 
 def _preemption(draw: st.DrawFn) -> dict[str, Any]:
@@ -99,7 +108,7 @@ def _preemption(draw: st.DrawFn) -> dict[str, Any]:
     return {"withinClusterQueue": within, "reclaimWithinCohort": reclaim, "borrowWithinCohort": borrow}
 
 
-def _cohorts(draw: st.DrawFn, flavors: list[str], resources: list[str]) -> list[dict[str, Any]]:
+def _cohorts(draw: st.DrawFn, flavors: list[str], resources: list[str], split: bool) -> list[dict[str, Any]]:
     """Up to three levels: a root, children, grandchildren; some with quota of their own."""
     shape = draw(st.sampled_from(("none", "flat", "flat", "two", "three")))
     if shape == "none":
@@ -115,7 +124,7 @@ def _cohorts(draw: st.DrawFn, flavors: list[str], resources: list[str]) -> list[
         if parent:
             spec["parentName"] = parent
         if draw(st.integers(0, 3)) == 0:
-            spec["resourceGroups"] = _groups(draw, flavors, resources, cohorted=parent is not None)
+            spec["resourceGroups"] = _groups(draw, flavors, resources, cohorted=parent is not None, split=split)
         if draw(st.booleans()):
             spec["fairSharing"] = {"weight": draw(st.sampled_from(("0.5", "1", "2")))}
         out.append({"apiVersion": KUEUE, "kind": "Cohort", "metadata": {"name": name}, "spec": spec})
@@ -123,24 +132,27 @@ def _cohorts(draw: st.DrawFn, flavors: list[str], resources: list[str]) -> list[
 
 
 def _cluster_queue(
-    draw: st.DrawFn, name: str, flavors: list[str], resources: list[str], cohorts: list[str]
+    draw: st.DrawFn, name: str, flavors: list[str], resources: list[str], cohorts: list[str], split: bool
 ) -> dict[str, Any]:
     cohort = draw(st.sampled_from([*cohorts, None] if draw(st.integers(0, 4)) == 0 else cohorts)) if cohorts else None
     spec: dict[str, Any] = {
         "namespaceSelector": {},
-        "queueingStrategy": "BestEffortFIFO",
+        "queueingStrategy": "StrictFIFO" if draw(st.integers(0, 5)) == 0 else "BestEffortFIFO",
         "stopPolicy": "None",
-        "resourceGroups": _groups(draw, flavors, resources, cohorted=cohort is not None),
+        "resourceGroups": _groups(draw, flavors, resources, cohorted=cohort is not None, split=split),
         "preemption": _preemption(draw),
         "flavorFungibility": {
             "whenCanBorrow": draw(st.sampled_from(("MayStopSearch", "TryNextFlavor"))),
             "whenCanPreempt": draw(st.sampled_from(("TryNextFlavor", "MayStopSearch"))),
         },
     }
+    fungibility = spec["flavorFungibility"]
+    if fungibility == {"whenCanBorrow": "TryNextFlavor", "whenCanPreempt": "TryNextFlavor"} and draw(st.booleans()):
+        fungibility["preference"] = draw(st.sampled_from(("BorrowingOverPreemption", "PreemptionOverBorrowing")))
     if cohort:
         spec["cohortName"] = cohort
     if draw(st.booleans()):
-        spec["fairSharing"] = {"weight": draw(st.sampled_from(("0.5", "1", "2")))}
+        spec["fairSharing"] = {"weight": draw(st.sampled_from(("0", "0.5", "1", "2")))}
     return {"apiVersion": KUEUE, "kind": "ClusterQueue", "metadata": {"name": name}, "spec": spec}
 
 
@@ -167,10 +179,12 @@ def _admitted(
 ) -> dict[str, Any]:
     """``large``: a Workload of another queue, big enough to borrow from the job's queue."""
     name = f"adm-{index}"
-    group = queue["spec"]["resourceGroups"][0]
-    flavor = draw(st.sampled_from([f["name"] for f in group["flavors"]]))
     count = draw(st.sampled_from((4, 16, 16, 32) if large else (2, 4, 8, 8, 16)))
     requests = _requests(draw, resources, 4)
+    assigned = {}
+    for group in queue["spec"]["resourceGroups"]:
+        flavor = draw(st.sampled_from([f["name"] for f in group["flavors"]]))
+        assigned.update({r: flavor for r in group["coveredResources"] if r in requests})
     at = NOW - timedelta(minutes=draw(st.integers(1, 600)))
     usage = {r: str(int(v) * count) for r, v in requests.items()}
     podset = _podset("main", count, requests, None)
@@ -192,9 +206,7 @@ def _admitted(
         "status": {
             "admission": {
                 "clusterQueue": queue["metadata"]["name"],
-                "podSetAssignments": [
-                    {"name": "main", "count": count, "flavors": dict.fromkeys(requests, flavor), "resourceUsage": usage}
-                ],
+                "podSetAssignments": [{"name": "main", "count": count, "flavors": assigned, "resourceUsage": usage}],
             },
             "conditions": [
                 {
@@ -211,9 +223,25 @@ def _admitted(
                     "message": "",
                     "lastTransitionTime": _stamp(at),
                 },
+                *_evicted(draw, at),
             ],
         },
     }
+
+
+def _evicted(draw: st.DrawFn, at: datetime) -> list[dict[str, Any]]:
+    """Now and then an eviction already under way (Kueue tries such a Workload first)."""
+    if draw(st.integers(0, 9)):
+        return []
+    return [
+        {
+            "type": "Evicted",
+            "status": "True",
+            "reason": "Preempted",
+            "message": "",
+            "lastTransitionTime": _stamp(at + timedelta(minutes=1)),
+        }
+    ]
 
 
 def _pending(draw: st.DrawFn, index: int, queue: str, resources: list[str], created: datetime) -> dict[str, Any]:
@@ -248,11 +276,14 @@ def cases(draw: st.DrawFn) -> Case:
     """One cluster state and one incoming job."""
     flavor_names = list(FLAVORS[: draw(st.integers(1, 3))])
     resources = [TPU] if draw(st.booleans()) else [TPU, CPU]
+    split = CPU in resources and draw(st.integers(0, 2)) == 0
     flavors = [_flavor(name, tainted=draw(st.integers(0, 3)) == 0) for name in flavor_names]
-    cohorts = _cohorts(draw, flavor_names, resources)
+    if split:
+        flavors += [_flavor(name, tainted=False) for name in HOSTS]
+    cohorts = _cohorts(draw, flavor_names, resources, split)
     queue_names = [f"cq-{i}" for i in range(draw(st.integers(1, 4)))]
     cohort_names = [c["metadata"]["name"] for c in cohorts]
-    queues = [_cluster_queue(draw, name, flavor_names, resources, cohort_names) for name in queue_names]
+    queues = [_cluster_queue(draw, name, flavor_names, resources, cohort_names, split) for name in queue_names]
     local_queues = [
         {
             "apiVersion": KUEUE,

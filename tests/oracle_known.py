@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook.simulate.result import UNKNOWN, Result
+from webhook.simulate.result import UNKNOWN, WAIT, Result
 
 
 @dataclass(frozen=True)
@@ -25,7 +25,8 @@ class KnownDifference:
 
 def _queue_in_front(result: Result, kueue: dict[str, Any]) -> bool:
     """Ours is unknown only for the Workloads ahead: had it been the head, we say what Kueue says."""
-    if result.outcome != UNKNOWN or not result.position.ahead or kueue["outcome"] not in ("admit", "preempt"):
+    held = result.outcome == UNKNOWN or (result.outcome == WAIT and result.reason == "StrictFIFO")
+    if not held or not result.position.ahead or kueue["outcome"] not in ("admit", "preempt"):
         return False
     flavors = [dict(p.flavors) for p in result.podsets]
     return flavors == [p["flavors"] for p in kueue.get("podSets") or []]
@@ -37,7 +38,7 @@ RULES: tuple[KnownDifference, ...] = (
         "Kueue's attempt is the one its scheduler makes for a queue's head; we answer for the job "
         "as submitted, behind the pending Workloads its ClusterQueue orders first. When one of them "
         "could take the room first, which of them Kueue admits depends on the next cycles, so our "
-        "answer is unknown rather than Kueue's head-of-queue decision.",
+        "answer is unknown rather than Kueue's head-of-queue decision; in a StrictFIFO queue it waits for them.",
         _queue_in_front,
     ),
 )
