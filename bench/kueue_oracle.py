@@ -8,7 +8,8 @@ asks our simulator and Kueue, and writes every disagreement as a replayable case
 under ``--out`` (``state.yaml``, ``incoming.yaml``, ``answers.json``; replay with
 ``tpu-admission simulate incoming.yaml --cluster-state state.yaml --mode dynamic`` and
 ``tests/oracle`` ``go run . FOLDER``). Ends with ``oracle: A/N agree with Kueue vX.Y.Z
-(K known differences)``; exit 1 when any disagree.
+(K known differences)``, after the same line for the gates' "could it ever fit" on
+each state at zero usage; exit 1 when any disagree.
 """
 
 from __future__ import annotations
@@ -42,20 +43,23 @@ def main() -> int:
         run = run_cases(binary, drawn, work / "cases")
         finished = time.perf_counter()
         outcomes = Counter(" ".join((c.kueue["outcome"], c.kueue.get("reason", ""))).strip() for c in run.comparisons)
-        known = Counter(c.known for c in run.comparisons if c.known)
+        known = Counter(c.known for c in [*run.comparisons, *run.gates] if c.known)
         for comparison in run.disagreements:
             folder = write_disagreement(comparison, args.out)
             print(f"disagreement: {folder}")
             for line in comparison.differences:
                 print(f"  {line}")
+        for gate in run.gate_disagreements:
+            print(f"disagreement: {write_disagreement(gate, args.out)}\n  {gate.difference}")
     elapsed = finished - built
     print(f"build {built - started:.1f}s; {len(run.comparisons)} cases in {elapsed:.1f}s", end="")
     print(f" ({60 * len(run.comparisons) / elapsed:.0f} cases/min)" if elapsed else "")
     print("Kueue's outcomes: " + ", ".join(f"{k} {v}" for k, v in sorted(outcomes.items())))
     if known:
         print("known differences: " + ", ".join(f"{k} {v}" for k, v in sorted(known.items())))
+    print(run.gate_line(kueue_version()))
     print(run.line(kueue_version()))
-    return 1 if run.disagreements else 0
+    return 1 if run.disagreements or run.gate_disagreements else 0
 
 
 if __name__ == "__main__":

@@ -52,6 +52,14 @@ class Case:
     def incoming_yaml(self) -> str:
         return yaml.safe_dump(self.incoming, sort_keys=False)
 
+    def at_zero_usage(self) -> Case:
+        """The same state with no Workload holding quota: what the gates' "could it ever fit" asks."""
+        objects = [
+            {**o, "items": [w for w in o["items"] if "status" not in w]} if o["kind"] == "WorkloadList" else o
+            for o in self.objects
+        ]
+        return Case(objects, self.incoming, self.fair)
+
 
 def _stamp(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")

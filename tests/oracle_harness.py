@@ -28,8 +28,10 @@ from oracle_cases import Case
 from webhook.cluster.statefiles import load_state_files
 from webhook.engine.simulating import simulate_submitted
 from webhook.policy.config import Policy, TpuPolicy
+from webhook.quota.flavorassigner import Assignment
 from webhook.simulate.live import LiveSimulator
 from webhook.simulate.result import Result
+from webhook.simulate.workloads import job_of
 
 ORACLE_DIR = Path(__file__).resolve().parent / "oracle"
 #: the Kueue version the oracle links, as go.mod pins it
@@ -88,6 +90,44 @@ def ask_kueue(binary: Path, folders: Sequence[Path]) -> list[dict[str, Any]]:
 #: Provisioner adds that request after the webhook), which the oracle's states, without
 #: Topologies, cannot mirror; the chips are then an ordinary resource on both sides
 POLICY = Policy(mode="dynamic", tpu=TpuPolicy(resource_name="oracle.invalid/no-tpu"))
+
+
+def ask_gate(folder: Path) -> Assignment | None:
+    """The gates' "could it ever fit" (``Snapshot.assign``) for the job's ClusterQueue; ``None``
+    when its LocalQueue names none in the state."""
+    snapshot = load_state_files([str(folder / "state.yaml")], POLICY).snapshot()
+    job = job_of(yaml.safe_load((folder / "incoming.yaml").read_text()), POLICY.tpu.resource_name)
+    queue = snapshot.queues.local_queues.get((job.namespace, job.queue_name))
+    return None if queue is None else snapshot.assign(queue, job.podsets)
+
+
+@dataclass(frozen=True)
+class GateComparison:
+    """The gates' answer for a state at zero usage beside Kueue's attempt on it."""
+
+    folder: Path
+    gate: str
+    kueue: dict[str, Any]
+    difference: str | None
+    known: str | None = None
+
+    @property
+    def disagrees(self) -> bool:
+        return self.difference is not None and self.known is None
+
+
+#: what the gates' answer must be for each of Kueue's outcomes at zero usage
+GATE_EXPECTS = {"admit": "fit", "never": "nofit", "misconfigured": "none"}
+
+
+def compare_gate(folder: Path, assignment: Assignment | None, kueue: dict[str, Any]) -> GateComparison:
+    gate = "none" if assignment is None else assignment.status
+    wanted = GATE_EXPECTS.get(kueue["outcome"])
+    if wanted == gate:
+        return GateComparison(folder, gate, kueue, None)
+    difference = f"gate at zero usage: ours {gate}, Kueue {kueue['outcome']} ({kueue.get('reason', '')})"
+    known = oracle_known.explain_gate(assignment, kueue) if assignment is not None else None
+    return GateComparison(folder, gate, kueue, difference, known)
 
 
 def ask_ours(folder: Path) -> Result:
@@ -165,6 +205,8 @@ def compare(folder: Path, result: Result, kueue: dict[str, Any]) -> Comparison:
 @dataclass
 class Run:
     comparisons: list[Comparison] = field(default_factory=list)
+    #: the same states at zero usage: the gates' "could it ever fit" beside Kueue
+    gates: list[GateComparison] = field(default_factory=list)
 
     @property
     def agreed(self) -> int:
@@ -178,28 +220,47 @@ class Run:
     def disagreements(self) -> list[Comparison]:
         return [c for c in self.comparisons if c.disagrees]
 
+    @property
+    def gate_disagreements(self) -> list[GateComparison]:
+        return [g for g in self.gates if g.disagrees]
+
     def line(self, version: str) -> str:
         n = len(self.comparisons)
         return f"oracle: {self.agreed + self.known}/{n} agree with Kueue {version} ({self.known} known differences)"
 
+    def gate_line(self, version: str) -> str:
+        n, known = len(self.gates), sum(1 for g in self.gates if g.known is not None)
+        agree = n - len(self.gate_disagreements)
+        return f"gates at zero usage: {agree}/{n} agree with Kueue {version} ({known} known differences)"
+
 
 def run_cases(binary: Path, cases: Iterable[Case], workdir: Path) -> Run:
-    folders = [write_case(case, workdir / f"case-{i:05d}") for i, case in enumerate(cases)]
-    decisions = ask_kueue(binary, folders)
-    run = Run()
-    for folder, decision in zip(folders, decisions, strict=True):
+    """Each case as it is (the simulator) and at zero usage (the gates), both beside Kueue."""
+    drawn = list(cases)
+    folders = [write_case(case, workdir / f"case-{i:05d}") for i, case in enumerate(drawn)]
+    zero = [write_case(case.at_zero_usage(), workdir / f"zero-{i:05d}") for i, case in enumerate(drawn)]
+    decisions = ask_kueue(binary, folders + zero)
+    for folder, decision in zip(folders + zero, decisions, strict=True):
         if decision.get("outcome") == "error":
             raise OracleUnavailable(f"{folder}: the oracle could not read the case: {decision.get('message')}")
+    run = Run()
+    for folder, decision in zip(folders, decisions, strict=False):
         run.comparisons.append(compare(folder, ask_ours(folder), decision))
+    for folder, decision in zip(zero, decisions[len(folders) :], strict=True):
+        run.gates.append(compare_gate(folder, ask_gate(folder), decision))
     return run
 
 
-def write_disagreement(comparison: Comparison, into: Path) -> Path:
+def write_disagreement(comparison: Comparison | GateComparison, into: Path) -> Path:
     """A replayable case folder: the inputs, both answers and what differs."""
     target = into / comparison.folder.name
     if target.exists():
         shutil.rmtree(target)
     shutil.copytree(comparison.folder, target)
-    report = {"differences": list(comparison.differences), "ours": comparison.ours, "kueue": comparison.kueue}
+    if isinstance(comparison, GateComparison):
+        report: dict[str, Any] = {"differences": [comparison.difference], "gate": comparison.gate}
+        report["kueue"] = comparison.kueue
+    else:
+        report = {"differences": list(comparison.differences), "ours": comparison.ours, "kueue": comparison.kueue}
     (target / "answers.json").write_text(json.dumps(report, indent=2, default=str) + "\n")
     return target

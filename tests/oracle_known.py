@@ -8,12 +8,14 @@ its queue's head; the rules below are where our answer says more than that attem
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from webhook.simulate.result import UNKNOWN, WAIT, Result
+from webhook.quota.flavorassigner import Assignment
+from webhook.simulate.result import NEVER, UNKNOWN, WAIT, Result
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,24 @@ def _queue_in_front(result: Result, kueue: dict[str, Any]) -> bool:
     return flavors == [p["flavors"] for p in kueue.get("podSets") or []]
 
 
+def _podset_named(message: str, pattern: str) -> str | None:
+    """The last podSet a message names: Kueue's stops at the podSet that fails, after those that
+    only need preemption."""
+    found = re.findall(pattern, message)
+    return found[-1] if found else None
+
+
+def _two_blockers_in_one_podset(result: Result, kueue: dict[str, Any]) -> bool:
+    """Both never, for the same podSet: ours NoMatchingFlavor, Kueue's ExceedsMaxQuota."""
+    if result.outcome != NEVER or kueue["outcome"] != "never":
+        return False
+    if (result.reason, kueue.get("reason")) != ("NoMatchingFlavor", "ExceedsMaxQuota"):
+        return False
+    ours = _podset_named(result.message, r"^podSet (\S+?):")
+    theirs = _podset_named(str(kueue.get("message", "")), r"couldn't assign flavors to pod set (\S+?):")
+    return ours is not None and ours == theirs
+
+
 RULES: tuple[KnownDifference, ...] = (
     KnownDifference(
         "queue-in-front",
@@ -41,6 +61,16 @@ RULES: tuple[KnownDifference, ...] = (
         "answer is unknown rather than Kueue's head-of-queue decision; in a StrictFIFO queue it waits for them.",
         _queue_in_front,
     ),
+    KnownDifference(
+        "two-blockers-in-one-podset",
+        "A podSet that no resource group could ever hold for two reasons (a group with no flavor "
+        "matching its pods, another whose quota it exceeds) is never admitted by either; which reason "
+        "Kueue names depends on the order it tries the podSet's resources (by a hash of their names "
+        "in v0.19, with VectorizedResourceRequests; Go's random map order without it), stopping at "
+        "the first that fails. We name NoMatchingFlavor first, KEP-10852's more severe reason, so "
+        "the answer does not depend on that order.",
+        _two_blockers_in_one_podset,
+    ),
 )
 
 
@@ -48,5 +78,41 @@ def explain(folder: Path, result: Result, kueue: dict[str, Any]) -> str | None:
     """The name of the rule that explains why ``result`` differs from Kueue's, if one does."""
     for rule in RULES:
         if rule.applies(result, kueue):
+            return rule.name
+    return None
+
+
+@dataclass(frozen=True)
+class KnownGateDifference:
+    name: str
+    reason: str
+    applies: Callable[[Assignment, dict[str, Any]], bool]
+
+
+def _any_choice(assignment: Assignment, kueue: dict[str, Any]) -> bool:
+    return (
+        assignment.status == "fit"
+        and kueue["outcome"] == "never"
+        and len(assignment.podsets) > 1
+        and assignment.first_unassigned() is None
+    )
+
+
+GATE_RULES: tuple[KnownGateDifference, ...] = (
+    KnownGateDifference(
+        "gate-any-choice",
+        "The gates ask whether any choice of eligible flavors could ever hold the podSets together; "
+        "Kueue's attempt at zero usage gives each podSet in turn the first flavor that fits and can "
+        "leave a later one without room that another choice (which usage elsewhere can lead Kueue to) "
+        "would have. A job refused here might be admitted later, so the gates do not refuse it.",
+        _any_choice,
+    ),
+)
+
+
+def explain_gate(assignment: Assignment, kueue: dict[str, Any]) -> str | None:
+    """The name of the rule that explains why the gates' answer at zero usage differs from Kueue's."""
+    for rule in GATE_RULES:
+        if rule.applies(assignment, kueue):
             return rule.name
     return None

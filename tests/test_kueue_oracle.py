@@ -20,10 +20,13 @@ from oracle_harness import (
     ask_ours,
     build_oracle,
     compare,
+    compare_gate,
     kueue_version,
     run_cases,
     write_disagreement,
 )
+
+from webhook.quota.flavorassigner import Assignment
 
 #: cases a run of the suite checks, and the seed that draws them (the same cases every run)
 CASES, SEED = 600, 45
@@ -52,6 +55,22 @@ def test_the_generated_states_agree_with_kueue(run: Run, tmp_path: Path) -> None
     assert run.agreed + run.known == CASES
     outcomes = {c.kueue["outcome"] for c in run.comparisons}
     assert outcomes == {"admit", "preempt", "wait", "never"}, "the states should reach every outcome"
+
+
+def test_the_gates_agree_with_kueue_at_zero_usage(run: Run, tmp_path: Path) -> None:
+    """The gates' "could it ever fit" on each state without usage: ``fit`` where Kueue admits,
+    ``nofit`` where it never would."""
+    if run.gate_disagreements:
+        lines = [f"{write_disagreement(g, tmp_path)}: {g.difference}" for g in run.gate_disagreements[:10]]
+        pytest.fail(f"{run.gate_line(kueue_version())}\n" + "\n".join(lines))
+    assert len(run.gates) == CASES
+    assert {g.gate for g in run.gates} >= {"fit", "nofit"}
+
+
+def test_a_gate_that_refuses_what_kueue_admits_is_a_disagreement(run: Run) -> None:
+    admitted = next(g for g in run.gates if g.kueue["outcome"] == "admit")
+    refused = compare_gate(admitted.folder, Assignment((), "nofit"), admitted.kueue)
+    assert refused.disagrees
 
 
 def test_a_victim_kueue_names_that_we_do_not_is_a_disagreement(run: Run) -> None:
