@@ -42,12 +42,17 @@ class OracleUnavailable(RuntimeError):
     """Go is not installed, or the oracle did not build; the message says which."""
 
 
-def kueue_version() -> str:
+def module_version(module: str) -> str:
+    """The version ``tests/oracle/go.mod`` pins ``module`` at."""
     for line in (ORACLE_DIR / "go.mod").read_text().splitlines():
         parts = line.split()
-        if len(parts) >= 2 and parts[0] in (KUEUE_MODULE, "require") and KUEUE_MODULE in parts:
-            return parts[parts.index(KUEUE_MODULE) + 1]
-    raise OracleUnavailable(f"{ORACLE_DIR / 'go.mod'} does not require {KUEUE_MODULE}")
+        if module in parts[:2] and parts.index(module) + 1 < len(parts):
+            return parts[parts.index(module) + 1]
+    raise OracleUnavailable(f"{ORACLE_DIR / 'go.mod'} does not require {module}")
+
+
+def kueue_version() -> str:
+    return module_version(KUEUE_MODULE)
 
 
 def build_oracle(output: Path) -> Path:
@@ -76,7 +81,7 @@ def ask_kueue(binary: Path, folders: Sequence[Path]) -> list[dict[str, Any]]:
     out: list[dict[str, Any]] = []
     for start in range(0, len(folders), 200):  # keep the command line short
         chunk = [str(f) for f in folders[start : start + 200]]
-        done = subprocess.run([str(binary), *chunk], capture_output=True, text=True, check=False)
+        done = subprocess.run([str(binary), *chunk], capture_output=True, text=True, check=False, timeout=600)
         if done.returncode != 0:
             raise OracleUnavailable(f"the oracle failed: {done.stderr.strip()}")
         out += [json.loads(line) for line in done.stdout.splitlines() if line.strip()]
@@ -244,8 +249,9 @@ def run_cases(binary: Path, cases: Iterable[Case], workdir: Path) -> Run:
         if decision.get("outcome") == "error":
             raise OracleUnavailable(f"{folder}: the oracle could not read the case: {decision.get('message')}")
     run = Run()
-    for folder, decision in zip(folders, decisions, strict=False):
-        run.comparisons.append(compare(folder, ask_ours(folder), decision))
+    for folder, decision, at_zero in zip(folders, decisions[: len(folders)], decisions[len(folders) :], strict=True):
+        # Kueue's own answer for the state without usage, for the known differences to read
+        run.comparisons.append(compare(folder, ask_ours(folder), {**decision, "atZeroUsage": at_zero}))
     for folder, decision in zip(zero, decisions[len(folders) :], strict=True):
         run.gates.append(compare_gate(folder, ask_gate(folder), decision))
     return run
