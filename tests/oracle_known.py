@@ -41,15 +41,36 @@ def _podset_named(message: str, pattern: str) -> str | None:
     return found[-1] if found else None
 
 
+def _at_zero_usage(kueue: dict[str, Any]) -> tuple[str, str]:
+    """Kueue's own outcome and reason for the same state with no Workload holding quota."""
+    zero = kueue.get("atZeroUsage") or {}
+    return str(zero.get("outcome", "")), str(zero.get("reason", ""))
+
+
 def _two_blockers_in_one_podset(result: Result, kueue: dict[str, Any]) -> bool:
-    """Both never, for the same podSet: ours NoMatchingFlavor, Kueue's ExceedsMaxQuota."""
-    if result.outcome != NEVER or kueue["outcome"] != "never":
+    """The same podSet: ours never NoMatchingFlavor; Kueue's never ExceedsMaxQuota, or a wait
+    for quota where Kueue itself, with no usage, names NoMatchingFlavor."""
+    if result.outcome != NEVER or result.reason != "NoMatchingFlavor":
         return False
-    if (result.reason, kueue.get("reason")) != ("NoMatchingFlavor", "ExceedsMaxQuota"):
+    theirs = (kueue["outcome"], kueue.get("reason"))
+    if theirs == ("wait", "WaitingForQuota"):
+        if _at_zero_usage(kueue) != ("never", "NoMatchingFlavor"):
+            return False
+    elif theirs != ("never", "ExceedsMaxQuota"):
         return False
     ours = _podset_named(result.message, r"^podSet (\S+?):")
     theirs = _podset_named(str(kueue.get("message", "")), r"couldn't assign flavors to pod set (\S+?):")
     return ours is not None and ours == theirs
+
+
+def _never_that_fits_at_zero_usage(result: Result, kueue: dict[str, Any]) -> bool:
+    """Kueue's never, which its own attempt with no usage contradicts by admitting the job."""
+    return (
+        result.outcome == WAIT
+        and result.reason == "WaitingForQuota"
+        and kueue["outcome"] == "never"
+        and _at_zero_usage(kueue)[0] == "admit"
+    )
 
 
 RULES: tuple[KnownDifference, ...] = (
@@ -63,13 +84,22 @@ RULES: tuple[KnownDifference, ...] = (
     ),
     KnownDifference(
         "two-blockers-in-one-podset",
-        "A podSet that no resource group could ever hold for two reasons (a group with no flavor "
-        "matching its pods, another whose quota it exceeds) is never admitted by either; which reason "
+        "A podSet with a resource group that has no flavor matching its pods is never admitted; "
+        "when another of its groups fails too (its quota exceeded, or short for now), which reason "
         "Kueue names depends on the order it tries the podSet's resources (by a hash of their names "
         "in v0.19, with VectorizedResourceRequests; Go's random map order without it), stopping at "
-        "the first that fails. We name NoMatchingFlavor first, KEP-10852's more severe reason, so "
-        "the answer does not depend on that order.",
+        "the first that fails. We name NoMatchingFlavor, KEP-10852's more severe reason and the one "
+        "that holds whatever the usage; for a wait, only when Kueue with no usage names it too.",
         _two_blockers_in_one_podset,
+    ),
+    KnownDifference(
+        "never-that-fits-at-zero-usage",
+        "Kueue's resolveNoFitReason folds the NoFit attempts of resource groups that did find a "
+        "flavor into the reason, and can call a job never (ExceedsMaxQuota, NoMatchingFlavor) that "
+        "its own attempt admits once usage is gone. Our never must mean never: we name the failing "
+        "group's reason, WaitingForQuota. The rule applies only when Kueue admits the same job on "
+        "the same state without usage.",
+        _never_that_fits_at_zero_usage,
     ),
 )
 
