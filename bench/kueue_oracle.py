@@ -5,8 +5,8 @@
 Builds the oracle (``tests/oracle/``, Go; the build cache keeps a rebuild to seconds),
 draws ``--cases`` cluster states and jobs from ``tests/oracle_cases.py`` with ``--seed``,
 asks our simulator and Kueue, and writes every disagreement as a replayable case folder
-under ``--out`` (``state.yaml``, ``incoming.yaml``, ``answers.json``; replay with
-``tpu-admission simulate incoming.yaml --cluster-state state.yaml --mode dynamic`` and
+under ``--out`` (``state.yaml``, ``incoming.yaml``, ``policy.yaml``, ``answers.json``; replay with
+``tpu-admission simulate incoming.yaml --cluster-state state.yaml --config policy.yaml`` and
 ``tests/oracle`` ``go run . FOLDER``). Ends with ``oracle: A/N agree with Kueue vX.Y.Z
 (K known differences)``, after the same line for the gates' "could it ever fit" on
 each state at zero usage; exit 1 when any disagree. ``--quantities N`` instead fuzzes N

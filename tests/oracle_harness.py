@@ -27,7 +27,7 @@ from oracle_cases import Case
 
 from webhook.cluster.statefiles import load_state_files
 from webhook.engine.simulating import simulate_submitted
-from webhook.policy.config import Policy, TpuPolicy
+from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
 from webhook.simulate.live import LiveSimulator
 from webhook.simulate.result import Result
@@ -73,6 +73,7 @@ def write_case(case: Case, folder: Path) -> Path:
     folder.mkdir(parents=True, exist_ok=True)
     (folder / "state.yaml").write_text(case.state_yaml())
     (folder / "incoming.yaml").write_text(case.incoming_yaml())
+    (folder / "policy.yaml").write_text(POLICY_YAML)
     return folder
 
 
@@ -94,7 +95,9 @@ def ask_kueue(binary: Path, folders: Sequence[Path]) -> list[dict[str, Any]]:
 #: model has a podSet that asks for chips ask for topology-aware scheduling too (the Slice
 #: Provisioner adds that request after the webhook), which the oracle's states, without
 #: Topologies, cannot mirror; the chips are then an ordinary resource on both sides
-POLICY = Policy(mode="dynamic", tpu=TpuPolicy(resource_name="oracle.invalid/no-tpu"))
+#: (written beside each case as ``policy.yaml``, for ``tpu-admission simulate --config``)
+POLICY_YAML = "mode: dynamic\ntpu:\n  resourceName: oracle.invalid/no-tpu\n"
+POLICY = Policy.model_validate(yaml.safe_load(POLICY_YAML))
 
 
 def ask_gate(folder: Path) -> Assignment | None:
