@@ -31,6 +31,7 @@ from webhook.quota.objects import parse_flavor
 from webhook.simulate import engine
 from webhook.simulate.engine import Simulator
 from webhook.simulate.state import COHORTS, WORKLOADS, LocalQueueInfo, State
+from webhook.simulate.workloads import job_of
 
 TPU = "google.com/tpu"
 GUARANTEED, BEST_EFFORT = 1000, 100
@@ -688,3 +689,28 @@ def test_one_held_in_a_stopped_local_queue_does_not_go_first() -> None:
     result = simulate(st, tpu_job("team-a", 128, GUARANTEED))
     assert (result.outcome, result.position.ahead) == ("admit", 1)
     assert result.message.endswith("; 1 Workload ahead of it cannot start now: BestEffortFIFO lets it pass it")
+
+
+# ---------------------------------------------------------------- found by the differential run against Kueue
+
+
+def test_a_podset_that_exceeds_the_quota_before_one_with_no_flavor_names_exceeds_max_quota() -> None:
+    """Kueue assigns podSets in order and stops at the first that fails: a later podSet's
+    ``NoMatchingFlavor`` is never reached, the Workload's reason is the first's."""
+    flavor_a = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "ResourceFlavor",
+        "metadata": {"name": "a"},
+        "spec": {"nodeLabels": {"pool": "a"}},
+    }
+    st = state([cluster_queue("q", {"a": {"cpu": "8"}})], flavors=[flavor_a])
+    document = pending_document("in", "q", {"cpu": "4"}, count=4)
+    second = json.loads(json.dumps(document["spec"]["podSets"][0]))
+    second["name"], second["count"] = "picky", 1
+    second["template"]["spec"]["nodeSelector"] = {"pool": "b"}
+    document["spec"]["podSets"].append(second)
+    result = simulate(st, job_of(document))
+    assert (result.outcome, result.reason) == ("never", "ExceedsMaxQuota")
+    document["spec"]["podSets"].reverse()  # the podSet with no flavor first: it decides
+    result = simulate(st, job_of(document))
+    assert (result.outcome, result.reason) == ("never", "NoMatchingFlavor")

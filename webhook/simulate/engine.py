@@ -23,6 +23,7 @@ from decimal import Decimal, localcontext
 from webhook.kube.quantity import CONTEXT
 from webhook.quota.amounts import format_amount
 from webhook.quota.objects import ClusterQueueInfo, describe_selector, selector_matches
+from webhook.quota.podsets import PodSetDemand
 from webhook.simulate.assign import (
     EXCEEDS_MAX_QUOTA,
     FIT,
@@ -151,7 +152,7 @@ class Simulator:
                 "ResourceFlavors are not in the state: which flavors the job can use is unknown",
             )
         assigner = FlavorAssigner(self.sim, node, job.priority, job.created)
-        unmatched = assigner.unmatched(job.podsets)  # KEP-10852: NoMatchingFlavor comes before Suspended
+        unmatched = _unmatched(assigner, job.podsets)  # KEP-10852: NoMatchingFlavor comes before Suspended
         if unmatched is not None:
             return Result(NEVER, NO_MATCHING_FLAVOR, queue.name, unmatched)
         for kind, policy in (
@@ -533,6 +534,17 @@ class Simulator:
             top = heapq.nsmallest(HOLDERS, ((-amount, name) for name, amount in amounts if amount > 0))
             held = self.ranked[key] = tuple((name, -amount) for amount, name in top)
         return held
+
+
+def _unmatched(assigner: FlavorAssigner, podsets: Sequence[PodSetDemand]) -> str | None:
+    """``NoMatchingFlavor`` for the first podSet with no flavor it could ever use, unless a podSet
+    before it already fails: Kueue assigns podSets in order and stops at the first that fails,
+    whose reason (``ExceedsMaxQuota``, ``WaitingForQuota``) is then the Workload's."""
+    for index, podset in enumerate(podsets):
+        found = assigner.unmatched([podset])
+        if found is not None:
+            return None if index and assigner.assign(podsets[:index]).mode == NOFIT else found
+    return None
 
 
 def _queues(cohort: Node) -> list[Node]:
