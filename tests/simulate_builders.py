@@ -70,6 +70,7 @@ def cluster_queue(
     threshold: int | None = None,
     when_can_borrow: str | None = None,
     when_can_preempt: str | None = None,
+    preference: str | None = None,
     strategy: str | None = None,
     stop: str | None = None,
     weight: str | None = None,
@@ -89,7 +90,15 @@ def cluster_queue(
             preemption["borrowWithinCohort"]["maxPriorityThreshold"] = threshold
     if preemption:
         spec["preemption"] = preemption
-    fungibility = {k: v for k, v in (("whenCanBorrow", when_can_borrow), ("whenCanPreempt", when_can_preempt)) if v}
+    fungibility = {
+        k: v
+        for k, v in (
+            ("whenCanBorrow", when_can_borrow),
+            ("whenCanPreempt", when_can_preempt),
+            ("preference", preference),
+        )
+        if v
+    }
     if fungibility:
         spec["flavorFungibility"] = fungibility
     if strategy:

@@ -30,6 +30,7 @@ from tests.simulate_builders import (
 from webhook.quota.objects import parse_flavor
 from webhook.simulate import engine
 from webhook.simulate.engine import Simulator
+from webhook.simulate.result import Result
 from webhook.simulate.state import COHORTS, WORKLOADS, LocalQueueInfo, State
 from webhook.simulate.workloads import job_of
 
@@ -714,3 +715,31 @@ def test_a_podset_that_exceeds_the_quota_before_one_with_no_flavor_names_exceeds
     document["spec"]["podSets"].reverse()  # the podSet with no flavor first: it decides
     result = simulate(st, job_of(document))
     assert (result.outcome, result.reason) == ("never", "NoMatchingFlavor")
+
+
+def test_a_flavor_that_borrows_deeper_for_one_resource_fits_whole_under_preemption_over_borrowing() -> None:
+    """Kueue v0.19 ranks a flavor by its resources' worst mode under the queue's preference; with
+    PreemptionOverBorrowing a deeper borrow ranks below a preemption, so cpu borrowed from the
+    cohort outranks memory that needs a victim. The flavor's mode is then Fit, the podSet with it,
+    and Kueue admits the job on the memory it lacks, preempting nobody. We answer as Kueue acts:
+    naming victims Kueue would not take is the worse error. Without the preference the same job
+    preempts."""
+
+    def answer(preference: str | None) -> Result:
+        queues = [
+            cluster_queue(
+                "q",
+                {"f": {"memory": ("8", "0"), "cpu": ("0", "4")}},
+                cohort="c",
+                within="LowerPriority",
+                preference=preference,
+            ),
+            cluster_queue("lender", {"f": {"memory": ("0", "0"), "cpu": ("4", None)}}, cohort="c"),
+        ]
+        held = [admitted("low", "q", {"memory": "8"}, flavor="f", priority=0)]
+        return simulate(state(queues, workloads=held), job("q", {"memory": "4", "cpu": "1"}, priority=100))
+
+    quirk, plain = answer("PreemptionOverBorrowing"), answer(None)
+    assert (quirk.outcome, victims(quirk)) == ("admit", set())
+    assert [dict(p.flavors) for p in quirk.podsets] == [{"cpu": "f", "memory": "f"}]
+    assert (plain.outcome, victims(plain)) == ("preempt", {("low", "InClusterQueue")})

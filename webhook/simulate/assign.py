@@ -113,11 +113,17 @@ class PodSetAssignment:
     tries: list[tuple[FlavorTry, ...]] = field(default_factory=list)
     #: NoFit: the most severe reason (``resolveNoFitReason``)
     reason: str = ""
+    #: whether every resource group's chosen flavor fits as a whole (its representative mode):
+    #: Kueue then calls the podSet Fit, even where one resource of a flavor alone needs
+    #: preemption (under ``PreemptionOverBorrowing`` a deeper borrow outranks a preemption)
+    groups_fit: bool = True
 
     @property
     def mode(self) -> str:
         if self.reason:
             return NOFIT
+        if self.groups_fit:
+            return FIT
         return PREEMPT if PREEMPT in self.modes.values() else FIT
 
 
@@ -224,8 +230,9 @@ class FlavorAssigner:
                 return result
             wanted = {r: v for r, v in requests.items() if r in group.covered}
             done.update(wanted)
-            chosen, tries = self._group(podset, group, wanted, assumed)
+            chosen, tries, fits = self._group(podset, group, wanted, assumed)
             result.tries.append(tries)
+            result.groups_fit = result.groups_fit and fits
             if chosen is None:
                 reasons = [t.reason for t in tries if t.mode == NOFIT] or [NO_MATCHING_FLAVOR]
                 result.reason = min(reasons, key=lambda r: _SEVERITY.get(r, 0))
@@ -243,8 +250,10 @@ class FlavorAssigner:
         group: ResourceGroup,
         wanted: dict[str, Decimal],
         assumed: dict[FlavorResource, Decimal],
-    ) -> tuple[tuple[str, dict[str, str]] | None, tuple[FlavorTry, ...]]:
-        """``findFlavorForPodSets`` for one resource group."""
+    ) -> tuple[tuple[str, dict[str, str]] | None, tuple[FlavorTry, ...], bool]:
+        """``findFlavorForPodSets`` for one resource group: the flavor chosen (with each resource's
+        own mode), the flavors tried, and whether the chosen flavor fits as a whole (Kueue returns
+        no status for the group then, which makes the podSet Fit)."""
         tries: list[FlavorTry] = []
         best: tuple[str, dict[str, str]] | None = None
         best_mode = WORST
@@ -283,10 +292,10 @@ class FlavorAssigner:
                 )
             )
             if not should_try_next(representative, fungibility):
-                return (flavor, modes), tuple(tries)
+                return (flavor, modes), tuple(tries), representative.preemption == FIT_MODE
             if is_preferred(representative, best_mode, fungibility):
                 best, best_mode = (flavor, modes), representative
-        return best, tuple(tries)
+        return best, tuple(tries), best is not None and best_mode.preemption == FIT_MODE
 
     def _fits(self, fr: FlavorResource, assumed: Decimal, request: Decimal) -> tuple[Granular, str, str]:
         """``fitsResourceQuota``: the mode for ``request`` more of ``fr`` on top of ``assumed``."""
