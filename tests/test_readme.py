@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import yaml
-from support import CRDS
+from support import CRD_MODULE
 
 from webhook.cli.main import build_parser
 from webhook.rules.catalog import markdown_table
@@ -74,20 +74,21 @@ def test_the_readme_stays_a_guide_for_users() -> None:
 
 
 def test_the_readme_says_where_the_upstream_crds_come_from() -> None:
-    """A fresh clone has no ``../shared/crds``, and the tests that need an upstream CRD skip:
-    the README names each file they read, the upstream commit, and how to point them at it."""
+    """The tests that read an upstream CRD take it from the Go modules tests/crds/go.mod pins:
+    the README names each file they read, each module at its pinned version, and how to point
+    them at another folder."""
     read: set[str] = set()
     for path in (ROOT / "tests").glob("*.py"):
         read |= set(re.findall(r'upstream_crd\("([^"]+)"\)', path.read_text()))
     assert read, "the tests read an upstream CRD"
     development = README[README.index("## Development") :]
     assert "TPU_ADMISSION_CRDS=" in development and "config/components/crd/bases" in development
-    sources = CRDS / "README.md"  # the snapshot's own table of files and commits, when at hand
+    pinned = re.findall(r"^\s+(sigs\.k8s\.io/\S+) (v\S+)$", (CRD_MODULE / "go.mod").read_text(), re.M)
+    assert {module for module, _ in pinned} == {"sigs.k8s.io/jobset", "sigs.k8s.io/kueue"}
+    for module, version in pinned:
+        assert f"`{module.removeprefix('sigs.k8s.io/')}` {version}" in development, f"README names {module} {version}"
     for name in read:
         assert f"`{name}`" in development, f"README's Development section does not name {name}"
-        if sources.is_file():
-            (commit,) = re.findall(rf"^\| {re.escape(name)} \|.*\| ([0-9a-f]{{40}}) \|$", sources.read_text(), re.M)
-            assert f"`{commit[:7]}`" in development, f"README names another commit than {commit[:7]} for {name}"
 
 
 def test_every_flag_in_the_command_table_is_one_the_command_takes() -> None:
