@@ -743,3 +743,16 @@ def test_a_flavor_that_borrows_deeper_for_one_resource_fits_whole_under_preempti
     assert (quirk.outcome, victims(quirk)) == ("admit", set())
     assert [dict(p.flavors) for p in quirk.podsets] == [{"cpu": "f", "memory": "f"}]
     assert (plain.outcome, victims(plain)) == ("preempt", {("low", "InClusterQueue")})
+
+
+def test_a_flavors_later_resource_past_its_maximum_makes_it_never_after_an_earlier_one_waits() -> None:
+    """Kueue checks every resource of a flavor, keeping the most severe reason: cpu short for
+    now (borrowed quota in use, nobody to preempt) and memory past anything the queue could
+    ever have is never (ExceedsMaxQuota). We stopped at cpu and said wait."""
+    queues = [
+        cluster_queue("q", {"f": {"cpu": ("0", "64"), "memory": ("16", "0")}}, cohort="c"),
+        cluster_queue("lender", {"f": {"cpu": ("64", None), "memory": ("0", "0")}}, cohort="c"),
+    ]
+    held = [admitted("l", "lender", {"cpu": "64"}, flavor="f")]
+    result = simulate(state(queues, workloads=held), job("q", {"cpu": "4", "memory": "64"}))
+    assert (result.outcome, result.reason) == ("never", "ExceedsMaxQuota")

@@ -279,7 +279,8 @@ class FlavorAssigner:
                 if is_preferred(representative, mode, fungibility):
                     representative = mode
                 if representative.preemption == NO_FIT:
-                    break
+                    # Kueue still checks the flavor's other resources: the most severe reason wins
+                    continue
                 modes[resource] = mode.mode
             tries.append(
                 FlavorTry(
