@@ -1,5 +1,6 @@
 """The watch cache against the real API server: a ClusterQueue's quota changed with kubectl
-reaches the gates within seconds, both ways."""
+reaches the gates within seconds, both ways, and the built-in kinds it lists (whose items
+the API server sends without their kind) reach the admin guard."""
 
 from __future__ import annotations
 
@@ -62,3 +63,13 @@ def test_a_quota_cut_and_its_restore_reach_the_gates(control_plane: ControlPlane
     assert "ClusterQueue 'team-b' can never hold more than 128" in stderr
     set_tpu_quota(control_plane, 256)
     assert eventually(lambda: dry_run(control_plane)[0] == 0), dry_run(control_plane)
+
+
+def test_the_admin_guard_reads_the_clusters_namespaces(control_plane: ControlPlane) -> None:
+    """A built-in kind's list leaves each item's kind out: the guard must still see the
+    tier's namespaces, so an unchanged RFC ClusterQueue selects some."""
+    queue = control_plane.kubectl("get", "clusterqueue", "team-a", "-o", "json").stdout
+    done = control_plane.kubectl("replace", "--dry-run=server", "-f", "-", stdin=queue)
+    warnings = [line for line in done.stderr.splitlines() if line.startswith("Warning: [")]
+    assert any(line.startswith("Warning: [quota-exceeds-cluster]") for line in warnings), done.stderr  # judged
+    assert not [line for line in warnings if "[cq-selects-no-namespace]" in line]
