@@ -241,7 +241,7 @@ class Processes:
 
     def __init__(self, layout: Layout) -> None:
         self.layout = layout
-        self.state: dict[str, Any] = {"processes": {}}
+        self.state: dict[str, Any] = {"processes": {}, "commands": {}}
 
     def start(self, name: str, command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
         self.layout.logs.mkdir(parents=True, exist_ok=True)
@@ -255,11 +255,12 @@ class Processes:
                 start_new_session=True,  # outlives ``up``; ``down`` stops it by PID
             )
         self.state["processes"][name] = process.pid
+        self.state["commands"][name] = command
         self.save()
         return process
 
     def save(self) -> None:
-        _write(self.layout.state, json.dumps(self.state, indent=2).encode())
+        _write(self.layout.state, json.dumps(self.state, indent=2).encode(), 0o600)  # holds the admin token
 
 
 def stop(layout: Layout, grace: float = 15.0) -> list[str]:
@@ -269,15 +270,22 @@ def stop(layout: Layout, grace: float = 15.0) -> list[str]:
     recorded: dict[str, int] = json.loads(layout.state.read_text()).get("processes", {})
     stopped = []
     for name, pid in reversed(list(recorded.items())):
-        if _signal(pid, signal.SIGTERM):
-            deadline = time.monotonic() + grace
-            while time.monotonic() < deadline and _alive(pid):
-                time.sleep(0.1)
-            if _alive(pid):
-                _signal(pid, signal.SIGKILL)
+        if terminate(pid, grace):
             stopped.append(name)
     layout.state.unlink()
     return stopped
+
+
+def terminate(pid: int, grace: float = 15.0) -> bool:
+    """SIGTERM ``pid``, SIGKILL it after ``grace`` seconds; whether it was running."""
+    if not _signal(pid, signal.SIGTERM):
+        return False
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        _signal(pid, signal.SIGKILL)
+    return True
 
 
 def _signal(pid: int, signum: int) -> bool:
@@ -351,6 +359,7 @@ class ControlPlane:
     def __init__(self, root: Path, log: Callable[[str], None] = print) -> None:
         self.layout = Layout(root.resolve())
         self.log = log
+        self.processes = Processes(self.layout)
 
     def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
         command = [str(self.layout.kubectl), "--kubeconfig", str(self.layout.kubeconfig), *args]
@@ -370,7 +379,7 @@ class ControlPlane:
             target.unlink(missing_ok=True)
             target.symlink_to(programs / name)
         make_pki(layout.pki)
-        processes = Processes(layout)
+        processes = self.processes = Processes(layout)
         try:
             self._start(processes)
         except BaseException:
@@ -431,13 +440,8 @@ class ControlPlane:
             ],
         )
         _write(layout.kubeconfig, yaml.safe_dump(kubeconfig(server, pki / "ca.crt", token)).encode(), 0o600)
-        context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
-        wait_for(
-            "kube-apiserver",
-            lambda: _get(f"{server}/readyz", context, token) == "ok",
-            layout.logs / "kube-apiserver.log",
-            apiserver,
-        )
+        processes.state.update(server=server, token=token)
+        self._wait_for_apiserver(apiserver)
         self.log(f"kube-apiserver ready on {server}")
 
         crds = sorted(CRDS.glob("*.yaml"))
@@ -487,6 +491,23 @@ class ControlPlane:
         wait_for("the webhook registration", self._webhook_called, layout.logs / "tpu-admission.log", webhook_process)
         self.log(f"tpu-admission ready on {webhook} and registered")
         self.log(f"kubectl: {layout.kubectl} --kubeconfig {layout.kubeconfig}")
+
+    def _wait_for_apiserver(self, process: subprocess.Popen[bytes]) -> None:
+        state, pki = self.processes.state, self.layout.pki
+        context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        wait_for(
+            "kube-apiserver",
+            lambda: _get(f"{state['server']}/readyz", context, state["token"]) == "ok",
+            self.layout.logs / "kube-apiserver.log",
+            process,
+        )
+
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver and start it again on the same port and store: what a
+        control-plane upgrade does to every client's watches."""
+        state = self.processes.state
+        terminate(state["processes"]["kube-apiserver"])
+        self._wait_for_apiserver(self.processes.start("kube-apiserver", state["commands"]["kube-apiserver"]))
 
     def _webhook_called(self) -> bool:
         probe = {

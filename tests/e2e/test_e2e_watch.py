@@ -73,3 +73,13 @@ def test_the_admin_guard_reads_the_clusters_namespaces(control_plane: ControlPla
     warnings = [line for line in done.stderr.splitlines() if line.startswith("Warning: [")]
     assert any(line.startswith("Warning: [quota-exceeds-cluster]") for line in warnings), done.stderr  # judged
     assert not [line for line in warnings if "[cq-selects-no-namespace]" in line]
+
+
+def test_after_an_api_server_restart_the_gates_still_follow_quota(control_plane: ControlPlane) -> None:
+    control_plane.restart_apiserver()
+    set_tpu_quota(control_plane, 128)
+    try:
+        assert eventually(lambda: "[exceeds-queue-capacity]" in dry_run(control_plane)[1], within=2 * FOLLOW_WITHIN)
+    finally:
+        set_tpu_quota(control_plane, 256)
+    assert eventually(lambda: dry_run(control_plane)[0] == 0), dry_run(control_plane)
