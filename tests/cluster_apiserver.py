@@ -46,6 +46,18 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+#: the API groups whose list responses the API server encodes from typed objects: without
+#: each item's apiVersion and kind (custom resources' lists keep them)
+BUILT_IN_GROUPS = frozenset({"", "apps", "batch"})
+
+
+def _as_listed(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
+    """``obj`` as a list response carries it: a built-in kind's item without apiVersion and kind."""
+    if kind.group not in BUILT_IN_GROUPS:
+        return obj
+    return {key: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+
+
 def write_kubeconfig(path: Path, port: int, token: str = TOKEN) -> Path:
     path.write_text(
         json.dumps(
@@ -418,7 +430,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             if offset and api.expire_continue > 0:
                 api.expire_continue -= 1
                 return self._status(410, "Expired", "The provided continue parameter is too old")
-            page = items[offset : offset + limit]
+            page = [_as_listed(kind, obj) for obj in items[offset : offset + limit]]
             metadata: dict[str, Any] = {"resourceVersion": str(version)}
             if offset + limit < len(items):
                 metadata["continue"] = str(offset + limit)

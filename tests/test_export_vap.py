@@ -62,7 +62,7 @@ def exported_rules(policy: Policy) -> set[str]:
 def within_export(finding: Finding, submitted: dict[str, Any]) -> bool:
     """Whether the webhook's finding lies inside what the narrowed export covers."""
     if finding.rule == "suspend-forbidden":
-        return (submitted.get("spec") or {}).get("suspend") is False
+        return submitted.get("kind") != "Job" and (submitted.get("spec") or {}).get("suspend") is False
     if finding.rule == "tpu-request-invalid":
         return not str(finding.path).endswith(".spec")  # the pod's total is left to the webhook
     return True

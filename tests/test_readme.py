@@ -8,7 +8,7 @@ import shlex
 from pathlib import Path
 
 import yaml
-from support import CRD_MODULE
+from crd_modules import CRD_MODULE
 
 from webhook.cli.main import build_parser
 from webhook.rules.catalog import markdown_table

@@ -150,8 +150,7 @@ def list_pages(
         token = (body.get("metadata") or {}).get("continue") or None
         del body
         for item in items:
-            item.setdefault("apiVersion", kind.api_version)
-            item.setdefault("kind", kind.kind)
+            k.typed(kind, item)
             metadata = item.get("metadata")
             if isinstance(metadata, dict):
                 for key in dropped:

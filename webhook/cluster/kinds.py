@@ -13,6 +13,7 @@ controller Deployment (``named``: never every ConfigMap or Deployment of the clu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from webhook.policy.config import Policy
 
@@ -88,3 +89,15 @@ def named(kind: Kind, policy: Policy) -> tuple[str, str] | None:
     if kind is KUEUE_CONTROLLER:
         return policy.kueue.namespace, policy.kueue.controller_deployment
     return None
+
+
+def typed(kind: Kind, item: dict[str, Any]) -> dict[str, Any]:
+    """A listed ``item`` given its ``apiVersion`` and ``kind`` (in place; returned).
+
+    The API server's list of a built-in kind (Namespaces, Nodes, ConfigMaps, Deployments)
+    leaves both out of each item, as the list's own ``kind`` says them once; lists of
+    custom resources and watch events keep them. Readers that tell objects by their kind
+    need them on every item."""
+    item.setdefault("apiVersion", kind.api_version)
+    item.setdefault("kind", kind.kind)
+    return item

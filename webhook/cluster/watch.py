@@ -226,7 +226,8 @@ class WatchCache(ClusterStore):
                 response.release_conn()
             metadata = body.get("metadata") or {}
             versions.append(str(metadata.get("resourceVersion") or ""))
-            yield from body.get("items") or ()
+            for item in body.get("items") or ():
+                yield k.typed(kind, item) if isinstance(item, dict) else item
             token = metadata.get("continue")
             if not token:
                 return

@@ -11,6 +11,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from webhook.kube.fieldpaths import ANNOTATIONS, SPEC
+from webhook.objects.kinds import JOB
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
@@ -42,10 +43,21 @@ PODSET_ANNOTATION_PREFIX: Final = "kueue.x-k8s.io/podset-"
 _SUSPEND: Final = SPEC.child("suspend")
 
 
+def _user_set_suspend(workload: Workload) -> bool:
+    """Whether a created object's ``spec.suspend`` is known to be its user's.
+
+    The API server defaults a batch/v1 Job's absent ``spec.suspend`` to false before any
+    webhook is called, so on a Job false is what every create carries: only true is
+    known to be written. A JobSet's schema defaults nothing there."""
+    if workload.kind == JOB:
+        return workload.suspend is True
+    return workload.suspend_set
+
+
 def _suspend(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     path = _SUSPEND
     if ctx.operation == "CREATE":
-        if workload.suspend_set:
+        if _user_set_suspend(workload):
             yield SUSPEND_FORBIDDEN.finding(path, value=str(workload.suspend).lower())
         return
     if ctx.old is None or ctx.old.suspended == workload.suspended:
@@ -64,10 +76,13 @@ def _suspend(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
 
 def _suspend_cel(policy: Policy) -> Iterator[Validation]:
     # Narrowed: Kueue's webhook sets spec.suspend: true on every job it manages, so only
-    # false can be known to be the user's (see the rule's VAP note).
+    # false can be known to be the user's (see the rule's VAP note), and on a JobSet only:
+    # the API server defaults a Job's to false.
     line = SUSPEND_FORBIDDEN.finding(_SUSPEND, value="false").line()
     yield SUSPEND_FORBIDDEN.validation(
-        policy, "object.?spec.?suspend.orValue(true) != false", line.removeprefix(f"[{SUSPEND_FORBIDDEN.id}] ")
+        policy,
+        f"object.kind == '{JOB}' || object.?spec.?suspend.orValue(true) != false",
+        line.removeprefix(f"[{SUSPEND_FORBIDDEN.id}] "),
     )
 
 
@@ -87,7 +102,8 @@ SUSPEND_FORBIDDEN: Final = Rule(
         ),
     },
     VapExport(
-        "narrowed to spec.suspend: false; Kueue's webhook sets true itself, so a VAP cannot tell a user's true",
+        "narrowed to a JobSet's spec.suspend: false; Kueue's webhook sets true itself, so a VAP cannot tell a "
+        "user's true, and the API server defaults a Job's to false",
         _suspend_cel,
     ),
     subject="submitted",

@@ -1,0 +1,553 @@
+"""A real control plane on loopback for the end-to-end tests: etcd, kube-apiserver, the JobSet
+and Kueue CRDs, and our webhook registered through the shipped webhook configurations.
+
+    python -m tests.e2e.controlplane up --dir D     # build (Go's cache keeps it), start, wait
+    python -m tests.e2e.controlplane down --dir D   # stop every process ``up`` started, by PID
+
+The programs are built from their released Go modules, pinned in ``tests/e2e/tools/go.mod``
+(the envtest binaries come from a download site these machines cannot reach; the module
+proxy serves the same programs as source). ``up`` writes ``D/kubeconfig`` (a cluster admin),
+``D/bin/kubectl`` (kubectl of the API server's release), the logs in ``D/logs`` and the PIDs
+in ``D/state.json``, which ``down`` reads.
+"""
+
+from __future__ import annotations
+
+import argparse
+import base64
+import copy
+import hashlib
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from cryptography.hazmat.primitives import serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+
+from tests.crd_modules import CrdsUnavailable, crd_files
+from webhook.serving import certs
+
+REPO = Path(__file__).resolve().parents[2]
+TOOLS = Path(__file__).resolve().parent / "tools"
+MANIFESTS = REPO / "manifests" / "base"
+#: the shipped webhook configurations, rendered to call the webhook on loopback
+WEBHOOK_CONFIGURATIONS = (
+    "mutatingwebhookconfiguration.yaml",
+    "validatingwebhookconfiguration.yaml",
+    "kueue-validatingwebhookconfiguration.yaml",
+)
+#: the RFC's cluster as the unit tests' fake API server serves it: the tiers' namespaces,
+#: tpu7x nodes, and Kueue's queues (applied in this order: the LocalQueues need their namespaces)
+CLUSTER = tuple(REPO / "tests" / "fixtures" / "cluster" / f"{name}.yaml" for name in ("namespaces", "nodes", "queues"))
+#: Go builds on at most this many cores: the machine is shared
+GO_PARALLELISM = "2"
+#: the programs and the packages they are built from
+PROGRAMS = {
+    "etcd": "go.etcd.io/etcd/server/v3",
+    "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
+    "kubectl": "k8s.io/kubernetes/cmd/kubectl",
+}
+SERVICE_CIDR = "10.0.0.0/24"
+STATE_FILE = "state.json"
+READY_TIMEOUT = 180.0
+
+
+class ControlPlaneError(Exception):
+    """A step of ``up`` failed; the message names it and the log to read."""
+
+
+def needs() -> str | None:
+    """Why the control plane cannot be built here, or ``None`` when it can."""
+    if shutil.which("go") is None:
+        return (
+            "the end-to-end tests need Go (>= 1.26, with the Go module proxy) on PATH to build etcd and kube-apiserver"
+        )
+    try:
+        crd_files()
+    except CrdsUnavailable as exc:
+        return f"the end-to-end tests need the upstream JobSet and Kueue CRDs: {exc}"
+    return None
+
+
+def binary_cache() -> Path:
+    """Where the built programs are kept, one folder per pinned go.mod/go.sum.
+
+    Outside the clone, so that a fresh clone (CI's) links nothing again once Go's build
+    cache and this folder are warm."""
+    digest = hashlib.sha256((TOOLS / "go.mod").read_bytes() + (TOOLS / "go.sum").read_bytes()).hexdigest()[:16]
+    root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    return root / "tpu-admission" / "e2e" / digest
+
+
+def kubernetes_version() -> str:
+    """The release of k8s.io/kubernetes that go.mod pins (``v1.36.3``)."""
+    for line in (TOOLS / "go.mod").read_text().splitlines():
+        fields = line.split()
+        if fields[:1] == ["k8s.io/kubernetes"] and len(fields) >= 2 and fields[1].startswith("v"):
+            return fields[1]
+    raise ControlPlaneError(f"no k8s.io/kubernetes requirement in {TOOLS / 'go.mod'}")
+
+
+def version_flags() -> str:
+    """The link flags a release build stamps the version with: without them the API
+    server reports v0.0.0 in /version, and kubectl warns of a version skew."""
+    version = kubernetes_version()
+    major, minor = version.removeprefix("v").split(".")[:2]
+    stamps = {"gitVersion": version, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean"}
+    return " ".join(
+        f"-X {package}.{key}={value}"
+        for package in ("k8s.io/component-base/version", "k8s.io/client-go/pkg/version")
+        for key, value in stamps.items()
+    )
+
+
+def build(log: Callable[[str], None] = print) -> Path:
+    """Build etcd, kube-apiserver and kubectl (``go build`` skips what is up to date); return their folder."""
+    out = binary_cache()
+    out.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false"}
+    for name, package in PROGRAMS.items():
+        started = time.monotonic()
+        command = ["go", "build", "-p", GO_PARALLELISM, "-ldflags", version_flags(), "-o", str(out / name), package]
+        done = subprocess.run(command, cwd=TOOLS, env=env, capture_output=True, text=True, check=False)
+        if done.returncode != 0:
+            raise ControlPlaneError(f"building {name} ({package}) failed:\n{done.stderr.strip()}")
+        log(f"built {name} in {time.monotonic() - started:.0f}s")
+    return out
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@dataclass
+class Layout:
+    """The files of one control plane under its folder."""
+
+    root: Path
+
+    @property
+    def bin(self) -> Path:
+        return self.root / "bin"
+
+    @property
+    def pki(self) -> Path:
+        return self.root / "pki"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    @property
+    def kubeconfig(self) -> Path:
+        return self.root / "kubeconfig"
+
+    @property
+    def kubectl(self) -> Path:
+        return self.bin / "kubectl"
+
+    @property
+    def state(self) -> Path:
+        return self.root / STATE_FILE
+
+
+def _write(path: Path, data: bytes, mode: int = 0o644) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(data)
+    return path
+
+
+def make_pki(pki: Path) -> None:
+    """The cluster CA and API server certificate, the front-proxy CA and its client (the
+    aggregation layer's requestheader authentication), the service-account signing key,
+    and the webhook's own CA and serving certificate."""
+    ca, ca_key = certs.new_ca("e2e-cluster-ca")
+    _write(pki / "ca.crt", ca)
+    names = ["127.0.0.1", "localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "10.0.0.1"]
+    serving, serving_key = certs.issue(ca, ca_key, names)
+    _write(pki / "apiserver.crt", serving)
+    _write(pki / "apiserver.key", serving_key, 0o600)
+    proxy_ca, proxy_ca_key = certs.new_ca("e2e-front-proxy-ca")
+    _write(pki / "front-proxy-ca.crt", proxy_ca)
+    client, client_key = certs.issue(proxy_ca, proxy_ca_key, ["front-proxy-client"], client=True)
+    _write(pki / "front-proxy-client.crt", client)
+    _write(pki / "front-proxy-client.key", client_key, 0o600)
+    account_key = ec.generate_private_key(ec.SECP256R1())
+    pem = account_key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    _write(pki / "sa.key", pem, 0o600)
+    public = account_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+    )
+    _write(pki / "sa.pub", public)
+    webhook_ca, webhook_ca_key = certs.new_ca("e2e-tpu-admission-ca")
+    webhook_cert, webhook_key = certs.issue(webhook_ca, webhook_ca_key, ["127.0.0.1", "localhost"])
+    certs.write(pki / "webhook", webhook_ca, webhook_cert, webhook_key)
+
+
+def kubeconfig(server: str, ca: Path, token: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": "e2e", "cluster": {"server": server, "certificate-authority": str(ca)}}],
+        "users": [{"name": "admin", "user": {"token": token}}],
+        "contexts": [{"name": "e2e", "context": {"cluster": "e2e", "user": "admin"}}],
+        "current-context": "e2e",
+    }
+
+
+def webhook_configurations(base_url: str, ca_bundle: bytes) -> Iterator[dict[str, Any]]:
+    """The shipped webhook configurations with each ``clientConfig.service`` turned into a
+    URL on ``base_url`` (same path) and ``caBundle`` set: what an overlay for a webhook
+    served outside the cluster changes, and nothing else."""
+    bundle = base64.b64encode(ca_bundle).decode()
+    for file_name in WEBHOOK_CONFIGURATIONS:
+        for document in yaml.safe_load_all((MANIFESTS / file_name).read_text()):
+            rendered = copy.deepcopy(document)
+            for hook in rendered["webhooks"]:
+                service = hook["clientConfig"].pop("service")
+                hook["clientConfig"] = {"url": base_url + service.get("path", "/"), "caBundle": bundle}
+            yield rendered
+
+
+def shipped_policy() -> str:
+    """The policy the shipped ConfigMap carries (what a deployed webhook runs on)."""
+    configmap = yaml.safe_load((MANIFESTS / "policy-configmap.yaml").read_text())
+    policy: str = configmap["data"]["policy.yaml"]
+    return policy
+
+
+class Processes:
+    """The processes ``up`` started, recorded in ``state.json`` as each one starts, so that
+    ``down`` (or a failed ``up``) stops exactly those."""
+
+    def __init__(self, layout: Layout) -> None:
+        self.layout = layout
+        self.state: dict[str, Any] = {"processes": {}, "commands": {}}
+
+    def start(self, name: str, command: list[str], env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
+        self.layout.logs.mkdir(parents=True, exist_ok=True)
+        with (self.layout.logs / f"{name}.log").open("ab") as log:
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env=env,
+                start_new_session=True,  # outlives ``up``; ``down`` stops it by PID
+            )
+        self.state["processes"][name] = process.pid
+        self.state["commands"][name] = command
+        self.save()
+        return process
+
+    def save(self) -> None:
+        _write(self.layout.state, json.dumps(self.state, indent=2).encode(), 0o600)  # holds the admin token
+
+
+def stop(layout: Layout, grace: float = 15.0) -> list[str]:
+    """Stop the processes recorded in ``layout``'s state, last started first; return their names."""
+    if not layout.state.is_file():
+        return []
+    recorded: dict[str, int] = json.loads(layout.state.read_text()).get("processes", {})
+    stopped = []
+    for name, pid in reversed(list(recorded.items())):
+        if terminate(pid, grace):
+            stopped.append(name)
+    layout.state.unlink()
+    return stopped
+
+
+def terminate(pid: int, grace: float = 15.0) -> bool:
+    """SIGTERM ``pid``, SIGKILL it after ``grace`` seconds; whether it was running."""
+    if not _signal(pid, signal.SIGTERM):
+        return False
+    deadline = time.monotonic() + grace
+    while time.monotonic() < deadline and _alive(pid):
+        time.sleep(0.1)
+    if _alive(pid):
+        _signal(pid, signal.SIGKILL)
+    return True
+
+
+def _signal(pid: int, signum: int) -> bool:
+    try:
+        os.kill(pid, signum)
+    except ProcessLookupError:
+        return False
+    return True
+
+
+def _alive(pid: int) -> bool:
+    try:
+        finished, _ = os.waitpid(pid, os.WNOHANG)  # our child when ``up`` stops it itself
+    except ChildProcessError:
+        finished = 0
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+        return _not_zombie(pid)
+    return finished == 0
+
+
+def _not_zombie(pid: int) -> bool:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return False
+    return fields[0] != "Z"
+
+
+def wait_for(
+    what: str,
+    check: Callable[[], bool],
+    log: Path,
+    process: subprocess.Popen[bytes] | None = None,
+    timeout: float = READY_TIMEOUT,
+) -> None:
+    """Poll ``check`` until it holds; fail naming the log when ``process`` exits or time runs out."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if process is not None and process.poll() is not None:
+            tail = log.read_text(errors="replace")[-3000:] if log.is_file() else "(no log)"
+            raise ControlPlaneError(f"{what} exited with {process.returncode}; the end of {log}:\n{tail}")
+        try:
+            if check():
+                return
+        except (OSError, subprocess.SubprocessError):
+            pass
+        time.sleep(0.25)
+    tail = log.read_text(errors="replace")[-3000:] if log.is_file() else "(no log)"
+    raise ControlPlaneError(f"{what} not ready within {timeout:.0f}s; the end of {log}:\n{tail}")
+
+
+def _get(url: str, context: ssl.SSLContext | None = None, token: str | None = None) -> str:
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {token}"} if token else {})
+    with urllib.request.urlopen(request, timeout=5, context=context) as response:
+        body: bytes = response.read()
+        return body.decode()
+
+
+def _all_synced(metrics: str) -> bool:
+    """Whether the webhook's metrics say every watched kind is synced."""
+    gauges = [line for line in metrics.splitlines() if line.startswith("tpu_admission_cluster_synced{")]
+    return bool(gauges) and all(line.endswith(" 1.0") for line in gauges)
+
+
+class ControlPlane:
+    """Run ``up``'s steps against one folder."""
+
+    def __init__(self, root: Path, log: Callable[[str], None] = print) -> None:
+        self.layout = Layout(root.resolve())
+        self.log = log
+        self.processes = Processes(self.layout)
+
+    def kubectl(self, *args: str, stdin: str | None = None, check: bool = True) -> subprocess.CompletedProcess[str]:
+        command = [str(self.layout.kubectl), "--kubeconfig", str(self.layout.kubeconfig), *args]
+        done = subprocess.run(command, input=stdin, capture_output=True, text=True, timeout=120, check=False)
+        if check and done.returncode != 0:
+            raise ControlPlaneError(f"kubectl {' '.join(args)} failed:\n{done.stderr.strip()}")
+        return done
+
+    def up(self) -> None:
+        layout = self.layout
+        if layout.state.is_file():
+            raise ControlPlaneError(f"{layout.root} already has a control plane ({layout.state}): run down first")
+        programs = build(self.log)
+        layout.bin.mkdir(parents=True, exist_ok=True)
+        for name in PROGRAMS:
+            target = layout.bin / name
+            target.unlink(missing_ok=True)
+            target.symlink_to(programs / name)
+        make_pki(layout.pki)
+        processes = self.processes = Processes(layout)
+        try:
+            self._start(processes)
+        except BaseException:
+            stop(layout)
+            raise
+
+    def _start(self, processes: Processes) -> None:
+        layout, pki = self.layout, self.layout.pki
+        etcd_port, peer_port, api_port, webhook_port = free_port(), free_port(), free_port(), free_port()
+        etcd_url = f"http://127.0.0.1:{etcd_port}"
+        etcd = processes.start(
+            "etcd",
+            [
+                str(layout.bin / "etcd"),
+                "--name=e2e",
+                f"--data-dir={layout.root / 'etcd'}",
+                f"--listen-client-urls={etcd_url}",
+                f"--advertise-client-urls={etcd_url}",
+                f"--listen-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-advertise-peer-urls=http://127.0.0.1:{peer_port}",
+                f"--initial-cluster=e2e=http://127.0.0.1:{peer_port}",
+                "--unsafe-no-fsync",  # a throwaway store: no fsync keeps a shared disk out of the timings
+            ],
+        )
+        wait_for("etcd", lambda: '"health":"true"' in _get(f"{etcd_url}/health"), layout.logs / "etcd.log", etcd)
+        self.log(f"etcd ready on {etcd_url}")
+
+        token = secrets.token_hex(16)
+        _write(pki / "tokens.csv", f'{token},e2e-admin,e2e-admin,"system:masters"\n'.encode(), 0o600)
+        server = f"https://127.0.0.1:{api_port}"
+        apiserver = processes.start(
+            "kube-apiserver",
+            [
+                str(layout.bin / "kube-apiserver"),
+                f"--etcd-servers={etcd_url}",
+                "--bind-address=127.0.0.1",
+                "--advertise-address=127.0.0.1",
+                f"--secure-port={api_port}",
+                f"--tls-cert-file={pki / 'apiserver.crt'}",
+                f"--tls-private-key-file={pki / 'apiserver.key'}",
+                f"--client-ca-file={pki / 'ca.crt'}",
+                f"--token-auth-file={pki / 'tokens.csv'}",
+                "--authorization-mode=RBAC",
+                f"--service-cluster-ip-range={SERVICE_CIDR}",
+                "--service-account-issuer=https://kubernetes.default.svc",
+                f"--service-account-key-file={pki / 'sa.pub'}",
+                f"--service-account-signing-key-file={pki / 'sa.key'}",
+                # the aggregation layer: requests it proxies carry the user in headers,
+                # trusted only from a client the front-proxy CA signed
+                f"--requestheader-client-ca-file={pki / 'front-proxy-ca.crt'}",
+                "--requestheader-allowed-names=front-proxy-client",
+                "--requestheader-username-headers=X-Remote-User",
+                "--requestheader-group-headers=X-Remote-Group",
+                "--requestheader-extra-headers-prefix=X-Remote-Extra-",
+                f"--proxy-client-cert-file={pki / 'front-proxy-client.crt'}",
+                f"--proxy-client-key-file={pki / 'front-proxy-client.key'}",
+                f"--cert-dir={layout.root / 'apiserver'}",
+            ],
+        )
+        _write(layout.kubeconfig, yaml.safe_dump(kubeconfig(server, pki / "ca.crt", token)).encode(), 0o600)
+        processes.state.update(server=server, token=token)
+        self._wait_for_apiserver(apiserver)
+        self.log(f"kube-apiserver ready on {server}")
+
+        crds = crd_files()
+        # server-side: the Kueue CRDs are larger than client-side apply's annotation may hold
+        self.kubectl("apply", "--server-side", *(arg for crd in crds for arg in ("-f", str(crd))))
+        self.kubectl("wait", "--for=condition=Established", "--timeout=120s", "crd", "--all")
+        for manifest in CLUSTER:
+            self.kubectl("apply", "--server-side", "-f", str(manifest))
+        self.log(f"applied {len(crds)} CRDs and the RFC's namespaces, nodes and queues")
+
+        _write(layout.root / "policy.yaml", shipped_policy().encode())
+        webhook_process = processes.start(
+            "tpu-admission",
+            [
+                str(Path(sys.executable).parent / "tpu-admission"),
+                "serve",
+                "--host=127.0.0.1",
+                f"--port={webhook_port}",
+                f"--cert-dir={pki / 'webhook'}",
+                f"--config={layout.root / 'policy.yaml'}",
+                f"--kubeconfig={layout.kubeconfig}",
+            ],
+        )
+        webhook = f"https://127.0.0.1:{webhook_port}"
+        webhook_context = ssl.create_default_context(cafile=str(pki / "webhook" / "ca.crt"))
+        wait_for(
+            "tpu-admission",
+            lambda: _get(f"{webhook}/readyz", webhook_context) == "ok",
+            layout.logs / "tpu-admission.log",
+            webhook_process,
+        )
+        # the gates read the watch cache: the webhook is ready for the tests once every kind it watches is synced
+        wait_for(
+            "tpu-admission's watch cache",
+            lambda: _all_synced(_get(f"{webhook}/metrics", webhook_context)),
+            layout.logs / "tpu-admission.log",
+            webhook_process,
+        )
+        configurations = list(webhook_configurations(webhook, (pki / "webhook" / "ca.crt").read_bytes()))
+        rendered = "\n---\n".join(yaml.safe_dump(configuration) for configuration in configurations)
+        _write(layout.root / "webhook-configurations.yaml", rendered.encode())
+        self.kubectl("apply", "-f", str(layout.root / "webhook-configurations.yaml"))
+        processes.state.update(server=server, webhook=webhook)
+        processes.save()
+        # registered: the API server calls the webhook once its informer has the configurations
+        wait_for("the webhook registration", self._webhook_called, layout.logs / "tpu-admission.log", webhook_process)
+        self.log(f"tpu-admission ready on {webhook} and registered")
+        self.log(f"kubectl: {layout.kubectl} --kubeconfig {layout.kubeconfig}")
+
+    def _wait_for_apiserver(self, process: subprocess.Popen[bytes]) -> None:
+        state, pki = self.processes.state, self.layout.pki
+        context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
+        wait_for(
+            "kube-apiserver",
+            lambda: _get(f"{state['server']}/readyz", context, state["token"]) == "ok",
+            self.layout.logs / "kube-apiserver.log",
+            process,
+        )
+
+    def restart_apiserver(self) -> None:
+        """Stop kube-apiserver and start it again on the same port and store: what a
+        control-plane upgrade does to every client's watches."""
+        state = self.processes.state
+        terminate(state["processes"]["kube-apiserver"])
+        self._wait_for_apiserver(self.processes.start("kube-apiserver", state["commands"]["kube-apiserver"]))
+
+    def _webhook_called(self) -> bool:
+        probe = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {"name": "e2e-registration-probe", "namespace": "default"},
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}},
+        }
+        done = self.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(probe), check=False)
+        if done.returncode != 0:  # a denial names the webhook that gave it
+            return "tpu-admission.antgroup.com" in done.stderr
+        labels = json.loads(done.stdout)["metadata"].get("labels", {})
+        return "kueue.x-k8s.io/queue-name" in labels  # the dev tier's default, patched in by our webhook
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.e2e.controlplane", description=__doc__.split("\n\n")[0])
+    parser.add_argument("action", choices=["up", "down", "build"])
+    parser.add_argument("--dir", type=Path, help="the control plane's folder (up, down)")
+    args = parser.parse_args(argv)
+    try:
+        if args.action == "build":
+            print(build())
+            return 0
+        if args.dir is None:
+            parser.error(f"{args.action} needs --dir")
+        if args.action == "up":
+            reason = needs()
+            if reason:
+                print(reason, file=sys.stderr)
+                return 2
+            ControlPlane(args.dir).up()
+        else:
+            names = stop(Layout(args.dir.resolve()))
+            print(f"stopped {', '.join(names)}" if names else f"nothing running under {args.dir}")
+    except ControlPlaneError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
