@@ -267,11 +267,21 @@ def test_a_static_job_whose_pools_are_held_waits_topology_placement_failed(tmp_p
     extra = write_yaml(tmp_path / "holder.yaml", holder)
     done = run_cli("simulate", FITS, "--cluster-state", STATE, "--cluster-state", str(extra))
     assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout.splitlines() == [
+    why = [
         f"WAIT (TopologyPlacementFailed)  JobSet kubemaker/eval-4x8x8  ({FITS}:2)",
         "  ClusterQueue team-b",
         "  needs 1 whole node pool of 4x8x8 (flavor tpu7x-4x8x8) with every host free; 0 of 1 free;"
         " held by kubemaker/holder (1 pool); no preemption Kueue would make frees enough of them",
+    ]
+    assert done.stdout.splitlines() == [  # the why first and short; the detail on asking
+        *why,
+        "  (3 more lines: -o wide)",
+        "tpu-admission simulate: 0 of 1 would start now",
+    ]
+    wide = run_cli("simulate", FITS, "--cluster-state", STATE, "--cluster-state", str(extra), "-o", "wide")
+    assert (wide.returncode, wide.stderr) == (1, "")
+    assert wide.stdout.splitlines() == [
+        *why,
         "  podSet workers ×64: google.com/tpu: tpu7x-4x8x8",
         "  node pools of 4x8x8 (tpu7x-4x8x8): needs 1, 0 of 1 free",
         "  held by: kubemaker/holder (team-a, 1 pool)",
