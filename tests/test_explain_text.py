@@ -158,7 +158,10 @@ def test_a_queued_job_first_in_line_leads_with_what_to_do() -> None:
             simulation("wait", "StrictFIFO", 1, 64),
             "wait: ClusterQueue team-a is StrictFIFO and the Workload at its head goes first.",
         ),
-        (simulation("unknown", ""), "wait for Kueue to admit it; the detail says what the state lacks to tell more."),
+        (
+            simulation("unknown", ""),
+            "wait for Kueue to admit it; the simulation cannot say when (the detail says why).",
+        ),
     ],
 )
 def test_what_to_do_follows_the_simulations_answer(answer: dict[str, Any], step: str) -> None:

@@ -248,7 +248,7 @@ _STEPS: Final = {
 }
 
 
-_UNDECIDED: Final = "wait for Kueue to admit it; the detail says what the state lacks to tell more."
+_UNDECIDED: Final = "wait for Kueue to admit it; the simulation cannot say when (the detail says why)."
 
 
 def _next_step(decided: s.Decided, simulation: SimulationView | None, cluster_queue: str | None) -> str:
