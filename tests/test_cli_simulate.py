@@ -267,11 +267,21 @@ def test_a_static_job_whose_pools_are_held_waits_topology_placement_failed(tmp_p
     extra = write_yaml(tmp_path / "holder.yaml", holder)
     done = run_cli("simulate", FITS, "--cluster-state", STATE, "--cluster-state", str(extra))
     assert (done.returncode, done.stderr) == (1, "")
-    assert done.stdout.splitlines() == [
+    why = [
         f"WAIT (TopologyPlacementFailed)  JobSet kubemaker/eval-4x8x8  ({FITS}:2)",
         "  ClusterQueue team-b",
         "  needs 1 whole node pool of 4x8x8 (flavor tpu7x-4x8x8) with every host free; 0 of 1 free;"
         " held by kubemaker/holder (1 pool); no preemption Kueue would make frees enough of them",
+    ]
+    assert done.stdout.splitlines() == [  # the why first and short; the detail on asking
+        *why,
+        "  (3 more lines: -o wide)",
+        "tpu-admission simulate: 0 of 1 would start now",
+    ]
+    wide = run_cli("simulate", FITS, "--cluster-state", STATE, "--cluster-state", str(extra), "-o", "wide")
+    assert (wide.returncode, wide.stderr) == (1, "")
+    assert wide.stdout.splitlines() == [
+        *why,
         "  podSet workers ×64: google.com/tpu: tpu7x-4x8x8",
         "  node pools of 4x8x8 (tpu7x-4x8x8): needs 1, 0 of 1 free",
         "  held by: kubemaker/holder (team-a, 1 pool)",
@@ -303,3 +313,43 @@ def test_no_output_echoes_a_control_character_raw(tmp_path: Path) -> None:
     done = run_cli("simulate", str(named), "--cluster-state", STATE, "--output", "json")
     (result,) = json.loads(done.stdout)["results"]
     assert result["source"] == f"{tmp_path}/job\\u001b[2J\\u202e.yaml" and result["line"] == 2
+
+
+def test_a_workload_beyond_kueues_schema_never_starts_naming_the_limit(tmp_path: Path) -> None:
+    """19 podSets: one more than the Workload CRD's maxItems; Kueue could never have created it."""
+    requests = {"requests": {"cpu": "1"}}
+    podsets = [
+        {"name": f"p{i}", "count": 1, "template": {"spec": {"containers": [{"name": "c", "resources": requests}]}}}
+        for i in range(19)
+    ]
+    wide = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Workload",
+        "metadata": {"name": "wide", "namespace": "kubemaker", "creationTimestamp": "2026-01-01T00:00:00Z"},
+        "spec": {"queueName": "team-b-queue", "podSets": podsets},
+    }
+    path = str(write_yaml(tmp_path / "wide.yaml", wide))
+    done = run_cli("simulate", path, "--cluster-state", STATE)
+    assert (done.returncode, done.stderr) == (1, "")
+    assert done.stdout.splitlines() == [
+        f"NEVER (Misconfigured)  Workload kubemaker/wide  ({path}:1)",
+        "  beyond Kueue's Workload schema: 19 podSets, but a Kueue Workload holds at most 18 (spec.podSets maxItems)",
+        "tpu-admission simulate: 0 of 1 would start now",
+    ]
+
+
+def test_a_jobset_beyond_kueues_schema_is_denied_first_for_that_limit(tmp_path: Path) -> None:
+    """The webhook's decision runs first and denies it; the limit is the answer's first violation."""
+    job = yaml.safe_load(Path(FITS).read_text())
+    template = job["spec"]["replicatedJobs"][0]
+    job["spec"]["replicatedJobs"] = [{**template, "name": f"w{i}"} for i in range(19)]
+    path = str(write_yaml(tmp_path / "wide.yaml", job))
+    done = run_cli("simulate", path, "--cluster-state", STATE)
+    assert done.returncode == 1
+    assert done.stdout.splitlines()[:2] == [
+        f"NEVER (Denied)  JobSet kubemaker/eval-4x8x8  ({path}:1)",
+        "  the webhook would deny it: [workload-schema-exceeded] spec.replicatedJobs: 19 replicatedJobs make 19 "
+        "podSets, but a Kueue Workload holds at most 18: Kueue cannot create its Workload, and the JobSet stays "
+        "suspended; split the JobSet into JobSets of at most 18 replicatedJobs, or merge replicatedJobs that share "
+        "a pod template",
+    ]

@@ -80,7 +80,7 @@ def test_rfc_example_two_preempted_by_team_a_requeued_with_its_position() -> Non
             "of ClusterQueue team-a, priority 1000. "
             "It was requeued automatically and waits in ClusterQueue team-b to be admitted again; nothing to "
             "resubmit. As if submitted now, it would wait (WaitingForQuota). "
-            "Position 4 in its ClusterQueue: 3 Workload(s) ahead, 192 chips. team-b's nominal is taken."
+            "Number 4 in line in its ClusterQueue: 3 Workloads are ahead of it (192 chips). team-b's nominal is taken."
         ),
     }
 
@@ -151,7 +151,7 @@ def test_queued_clusterqueue_from_its_localqueue_and_the_whole_result() -> None:
         "message": (
             f"Queued in ClusterQueue team-a since {T0}: it holds no quota yet. Kueue says: couldn't assign flavors. "
             "As if submitted now, it would start at Kueue's next scheduling cycle (PendingEvaluation). "
-            "Position 1 in its ClusterQueue: 0 Workload(s) ahead, 0 chips."
+            "First in line in its ClusterQueue: no Workload is ahead of it."
         ),
     }
 

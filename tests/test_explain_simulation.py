@@ -31,7 +31,7 @@ def test_only_well_typed_parts_are_read() -> None:
             simulation("admit", ahead=0, chips_ahead=0),
             [
                 "As if submitted now, it would start at Kueue's next scheduling cycle (PendingEvaluation).",
-                "Position 1 in its ClusterQueue: 0 Workload(s) ahead, 0 chips.",
+                "First in line in its ClusterQueue: no Workload is ahead of it.",
             ],
         ),
         (
@@ -45,7 +45,7 @@ def test_only_well_typed_parts_are_read() -> None:
             simulation("wait", "WaitingForQuota", 2, 128, "team-a uses 256 of 256 tpu7x chips"),
             [
                 "As if submitted now, it would wait (WaitingForQuota).",
-                "Position 3 in its ClusterQueue: 2 Workload(s) ahead, 128 chips.",
+                "Number 3 in line in its ClusterQueue: 2 Workloads are ahead of it (128 chips).",
                 "team-a uses 256 of 256 tpu7x chips.",
             ],
         ),

@@ -23,6 +23,8 @@ from webhook.explain.text import render_explanation
 
 EXAMPLE_TWO = """\
 JobSet kubemaker/llm-pretrain-a3f8: Preempted (InCohortReclamation)
+  What to do: wait for quota to free up in ClusterQueue team-b, or ask for a
+  smaller slice to start sooner.
   Workload kubemaker/jobset-llm-pretrain-a3f8-4f9d2, ClusterQueue team-b, since
   2026-12-01T10:00:00Z
 
@@ -33,7 +35,8 @@ JobSet kubemaker/llm-pretrain-a3f8: Preempted (InCohortReclamation)
   - It was requeued automatically and waits in ClusterQueue team-b to be
     admitted again; nothing to resubmit.
   - As if submitted now, it would wait (WaitingForQuota).
-  - Position 4 in its ClusterQueue: 3 Workload(s) ahead, 192 chips.
+  - Number 4 in line in its ClusterQueue: 3 Workloads are ahead of it (192
+    chips).
 
 Quota of cohort tpu-pool (> marks team-b):
   tpu7x google.com/tpu
@@ -111,3 +114,58 @@ def test_a_crowded_cohort_still_marks_the_team_and_draws_bars() -> None:
     own = [line for line in lines if line.startswith("    > team-a")]
     assert len(own) == 3  # one row per flavor and resource team-a has
     assert any("#" in line for line in own)
+
+
+def _queued_text(answer: dict[str, Any]) -> str:
+    request = ExplainRequest(
+        "JobSet", StoredJobSet().obj(), WorkloadList([queued_workload().obj()]), None, lambda: answer
+    )
+    return render_explanation(explain(request))
+
+
+def test_a_queued_job_first_in_line_leads_with_what_to_do() -> None:
+    """The state, the reason and what to do come first; the place in line and the count ahead agree."""
+    answer = simulation("wait", "WaitingForQuota", 0, 0, "team-a uses 256 of 256 tpu7x chips")
+    assert _queued_text(answer) == (
+        "JobSet kubemaker/llm-pretrain-a3f8: Queued (WaitingForQuota)\n"
+        "  What to do: wait for quota to free up in ClusterQueue team-a, or ask for a\n"
+        "  smaller slice to start sooner.\n"
+        "  Workload kubemaker/jobset-llm-pretrain-a3f8-4f9d2, ClusterQueue team-a, since\n"
+        "  2026-12-01T08:00:00Z\n"
+        "\n"
+        "  - Queued in ClusterQueue team-a since 2026-12-01T08:00:00Z: it holds no quota\n"
+        "    yet.\n"
+        "  - Kueue says: couldn't assign flavors.\n"
+        "  - As if submitted now, it would wait (WaitingForQuota).\n"
+        "  - First in line in its ClusterQueue: no Workload is ahead of it.\n"
+        "  - team-a uses 256 of 256 tpu7x chips.\n"
+    )
+
+
+@pytest.mark.parametrize(
+    ("answer", "step"),
+    [
+        (simulation("admit"), "nothing: Kueue admits it at its next scheduling cycle."),
+        (
+            simulation("never", "ExceedsMaxQuota"),
+            "ask for a smaller slice: it asks for more than ClusterQueue team-a could ever hold, borrowing included.",
+        ),
+        (
+            simulation("never", "Misconfigured"),
+            "fix the queue the job names (its LocalQueue or ClusterQueue), or the job, and resubmit.",
+        ),
+        (
+            simulation("wait", "StrictFIFO", 1, 64),
+            "wait: ClusterQueue team-a is StrictFIFO and the Workload at its head goes first.",
+        ),
+        (
+            simulation("unknown", ""),
+            "wait for Kueue to admit it; the simulation cannot say when (the detail says why).",
+        ),
+    ],
+)
+def test_what_to_do_follows_the_simulations_answer(answer: dict[str, Any], step: str) -> None:
+    request = ExplainRequest(
+        "JobSet", StoredJobSet().obj(), WorkloadList([queued_workload().obj()]), None, lambda: answer
+    )
+    assert explain(request).next_step == step

@@ -13,11 +13,16 @@ from support import assert_example_findings, upstream_crd
 import webhook
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.objects import kinds
+from webhook.objects.workloadschema import (
+    PODSET_COUNT_MAX,
+    PODSET_NAME_MAX_LENGTH,
+    PODSET_NAME_PATTERN,
+    WORKLOAD_MAX_PODSETS,
+)
 from webhook.policy.findings import Finding
 from webhook.rules import Rule
 from webhook.rules.catalog import RULES, RULES_BY_ID
 from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
-from webhook.rules.shape import PODSET_COUNT_MAX, PODSET_NAME_MAX_LENGTH, PODSET_NAME_PATTERN, WORKLOAD_MAX_PODSETS
 
 
 def findings_for(case: RuleCase) -> list[Finding]:

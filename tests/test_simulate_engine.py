@@ -516,6 +516,27 @@ def test_a_search_past_its_budget_is_unknown_and_changes_nothing(fair: bool) -> 
     assert {n: dict(node.usage) for n, node in tight.tree.queues.items()} == before
 
 
+def test_a_workload_beyond_kueues_schema_never_starts_naming_the_limit() -> None:
+    """The API server refuses such a Workload, so Kueue cannot create it: ``never``, whatever the quota."""
+    cpu = {"cpu": "1"}
+    wide = job("team-a", cpu, podsets=[(f"p{i}", 1, cpu) for i in range(19)])
+    result = simulate(rfc_state(), wide)
+    assert (result.outcome, result.reason, result.cluster_queue, result.message) == (
+        "never",
+        "Misconfigured",
+        "",
+        "beyond Kueue's Workload schema: 19 podSets, but a Kueue Workload holds at most 18 (spec.podSets maxItems)",
+    )
+    odd = job("team-a", cpu, podsets=[("Main_1", 1, cpu), ("big", 2**31, cpu)])
+    assert simulate(rfc_state(), odd).message == (
+        "beyond Kueue's Workload schema: podSet name 'Main_1' is not a valid Workload podSet name (at most 63 "
+        "lower-case letters, digits and '-', starting and ending with a letter or digit); podSet 'big' counts "
+        "2147483648 pods, more than a Workload's int32 count (2147483647)"
+    )
+    at_limit = job("team-a", cpu, podsets=[(f"p{i}", 1, cpu) for i in range(18)])
+    assert simulate(rfc_state(), at_limit).reason != "Misconfigured"
+
+
 def test_a_workload_without_podsets_is_misconfigured() -> None:
     from webhook.simulate.state import PendingWorkload
 

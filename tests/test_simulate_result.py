@@ -61,3 +61,33 @@ def test_text_lists_at_most_ten_victims_and_notes() -> None:
 def test_fractional_amounts_stay_exact_in_json() -> None:
     result = Result("admit", "", "q", "fits", (PodSetResult("p", 1, {"cpu": "f"}, Decimal("0.5")),))
     assert result.to_json()["podSets"] == [{"name": "p", "count": 1, "flavors": {"cpu": "f"}, "borrows": "0.5"}]
+
+
+def test_a_wait_is_short_unless_wide_and_an_admit_keeps_its_flavors() -> None:
+    numbers = Numbers("tpu7x", "google.com/tpu", Decimal(64), Decimal(256), Decimal(256), Decimal(0), "tpu-pool")
+    podsets = (PodSetResult("w", 16, {}),)
+    wait = Result(
+        "wait",
+        "WaitingForQuota",
+        "team-a",
+        "needs 64 chips",
+        podsets,
+        position=Position(3, Decimal(96)),
+        numbers=numbers,
+        kind="JobSet",
+        namespace="ns",
+        name="j",
+        notes=("a note",),
+    )
+    why = ["WAIT (WaitingForQuota)  JobSet ns/j", "  ClusterQueue team-a", "  needs 64 chips"]
+    position = "  position: 3 Workloads ahead (96 chips), BestEffortFIFO"
+    assert wait.text(wide=False).splitlines() == [*why, position, "  (3 more lines: -o wide)"]
+    assert wait.text().splitlines() == [
+        *why,
+        "  podSet w ×16: no flavor fits yet",
+        "  google.com/tpu on tpu7x: needs 64, queue uses 256 of nominal 256, cohort tpu-pool lends 0",
+        position,
+        "  note: a note",
+    ]
+    admit = Result("admit", "", "team-a", "fits", (PodSetResult("w", 16, {"google.com/tpu": "tpu7x"}),), name="j")
+    assert admit.text(wide=False) == admit.text()

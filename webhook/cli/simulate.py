@@ -138,12 +138,12 @@ def _skipped_json(document: Document, reason: str) -> dict[str, Any]:
     }
 
 
-def _text(result: Result, document: Document) -> str:
+def _text(result: Result, document: Document, wide: bool = False) -> str:
     """``Result.text`` with where the object was read at the end of its first line."""
     from webhook.engine.simulating import result_text
     from webhook.objects.apivalidation import printable
 
-    first, newline, rest = result_text(result).partition("\n")
+    first, newline, rest = result_text(result, wide).partition("\n")
     return f"{first}  ({printable(_where(document))}){newline}{rest}"
 
 
@@ -192,19 +192,19 @@ def run_simulate(args: argparse.Namespace) -> int:
             answers["skipped"] = [printable_json(_skipped_json(d, why)) for d, why in skipped]
         output = json.dumps(answers, indent=2) if args.output == "json" else _yaml(answers)
     else:
-        blocks = [_text(r, d) for r, d in results]
+        blocks = [_text(r, d, args.output == "wide") for r, d in results]
         blocks += [printable(f"{_where(d)}: skipped ({why})") for d, why in skipped]
         blocks += [f"error: {e}" for e in errors]
         started = sum(1 for r, _ in results if starts_now(r))
         left = f"; {len(skipped)} skipped" if skipped else ""
         blocks.append(f"tpu-admission simulate: {started} of {len(results)} would start now{left}")
         output = "\n".join(blocks)
-    if args.output == "text":
+    if args.output in ("text", "wide"):
         emit_text(output, OUTCOMES)
     else:
         sys.stdout.write(output + "\n")
         sys.stdout.flush()
-    if errors and args.output != "text":
+    if errors and args.output not in ("text", "wide"):
         for error in errors:
             print(f"tpu-admission simulate: {error}", file=sys.stderr)
     if unreadable:
@@ -239,6 +239,10 @@ examples:
   tpu-admission snapshot > state.yaml
   tpu-admission simulate job.yaml --cluster-state state.yaml
   tpu-admission simulate jobs/ --context prod -o json
+  tpu-admission simulate job.yaml --cluster-state state.yaml -o wide
+
+A wait or never answer leads with the outcome, its reason, the file:line and why; -o wide
+adds its podSets, who holds the quota or node pools, and the notes.
 
 Other kinds (a Node, a Cohort beside the jobs) are skipped, as check skips them; a
 likely typo of a kind (kind: Jobset) is an error with a did-you-mean.
@@ -262,5 +266,9 @@ def add_parser(commands: Any) -> None:
     parser.add_argument("--tier", help="treat every namespace as this tier")
     add_submitter_flags(parser)
     add_allow_empty(parser, "simulated")
-    add_output(parser, ("text", "json", "yaml"))
+    add_output(
+        parser,
+        ("text", "wide", "json", "yaml"),
+        what="text: the short answer; wide: a wait's or never's podSets, quota holders and notes too",
+    )
     parser.set_defaults(run=run_simulate)

@@ -74,9 +74,9 @@ def result_json(result: Result) -> dict[str, Any]:
     return answer
 
 
-def result_text(result: Result) -> str:
-    """``result``'s text as the CLI writes it, each line ``printable``."""
-    return printable_lines(result.text())
+def result_text(result: Result, wide: bool = True) -> str:
+    """``result``'s text as the CLI writes it, each line ``printable`` (``wide``: see ``Result.text``)."""
+    return printable_lines(result.text(wide))
 
 
 def is_workload(data: Mapping[str, Any]) -> bool:

@@ -74,6 +74,8 @@ class Explanation:
     workload_states: Mapping[str, int]
     #: the points of the explanation, one sentence each, in reading order
     points: tuple[str, ...]
+    #: what the person can do about it, in a few words (the text leads with it)
+    next_step: str = ""
 
     @property
     def state(self) -> str:
@@ -159,7 +161,8 @@ def explain(request: ExplainRequest) -> Explanation:
     waiting = chosen.state == s.QUEUED or (chosen.state == s.PREEMPTED and chosen.requeued)
     simulation = request.simulate() if waiting and request.simulate is not None else None
     cluster_queue = _cluster_queue(workload, chosen, simulation, request.local_queues)
-    points = _points(request.kind, chosen, preemptor, read_simulation(simulation), counts, cluster_queue)
+    view = read_simulation(simulation)
+    points = _points(request.kind, chosen, preemptor, view, counts, cluster_queue)
     return Explanation(
         request.kind,
         namespace,
@@ -172,6 +175,7 @@ def explain(request: ExplainRequest) -> Explanation:
         request.quota,
         dict(counts),
         points,
+        _next_step(chosen, view, cluster_queue),
     )
 
 
@@ -198,7 +202,14 @@ def _not_managed(request: ExplainRequest, namespace: str, name: str) -> Explanat
     )
     decided = s.Decided(s.NOT_MANAGED, None, "no Workload")
     point = f"Not managed by Kueue: {looked}; {why_not}."
-    return Explanation(request.kind, namespace, name, None, decided, None, None, None, request.quota, {}, (point,))
+    step = (
+        f"add the label {QUEUE_LABEL} naming a LocalQueue, and resubmit."
+        if not queue
+        else "ask the cluster's admin whether Kueue manages this namespace and kind."
+    )
+    return Explanation(
+        request.kind, namespace, name, None, decided, None, None, None, request.quota, {}, (point,), step
+    )
 
 
 def _cluster_queue(
@@ -222,6 +233,31 @@ def _cluster_queue(
     if decided.state == s.PREEMPTED:
         return parse_preemption_message(decided.detail).preemptee_path_queue
     return None
+
+
+#: what to do in each state that no simulation answers for
+_STEPS: Final = {
+    s.QUEUED: "wait for Kueue to admit it; give the cluster state to see what it waits for.",
+    s.PREEMPTED: "nothing: Kueue requeues it by itself once its pods are gone.",
+    s.PROVISIONING_SLICE: "wait for its slice to be provisioned; nothing to do unless the check fails.",
+    s.STARTING: "wait for its pods to become ready.",
+    s.RUNNING: "nothing: it runs.",
+    s.FINISHED: "nothing: it finished.",
+    s.FAILED: "read its pods' logs, fix the job and resubmit.",
+    s.DEACTIVATED: "set spec.active back to true for Kueue to admit it again.",
+}
+
+
+_UNDECIDED: Final = "wait for Kueue to admit it; the simulation cannot say when (the detail says why)."
+
+
+def _next_step(decided: s.Decided, simulation: SimulationView | None, cluster_queue: str | None) -> str:
+    """The short "what to do" line: the simulation's answer for a waiting job, else the state's."""
+    if simulation is not None:
+        return simulation.next_step(cluster_queue) or _UNDECIDED
+    if decided.state == s.PREEMPTED and decided.requeued:
+        return "nothing to resubmit: it waits in its queue to be admitted again."
+    return _STEPS.get(decided.state, "")
 
 
 def _map(value: Any) -> Mapping[str, Any]:

@@ -70,11 +70,46 @@ class SimulationView:
         elif self.outcome == UNKNOWN:
             points.append("The simulation cannot say what Kueue would do with it now.")
         if self.ahead is not None:
-            chips = f", {self.chips_ahead} chips" if self.chips_ahead is not None else ""
-            points.append(f"Position {self.ahead + 1} in its ClusterQueue: {self.ahead} Workload(s) ahead{chips}.")
+            points.append(self.position())
         if self.message:
             points.append(self.message.rstrip(".") + ".")
         return points
+
+    def position(self) -> str:
+        """Where it stands in its ClusterQueue, the place and the count ahead saying the same thing."""
+        ahead = self.ahead or 0
+        if ahead == 0:
+            return "First in line in its ClusterQueue: no Workload is ahead of it."
+        chips = f" ({self.chips_ahead} chips)" if self.chips_ahead is not None else ""
+        workloads = "1 Workload is" if ahead == 1 else f"{ahead} Workloads are"
+        return f"Number {ahead + 1} in line in its ClusterQueue: {workloads} ahead of it{chips}."
+
+    def next_step(self, cluster_queue: str | None) -> str | None:
+        """What the person can do about a waiting job, from the simulation's answer; ``None`` when it
+        says nothing that decides it (``unknown``, or an answer of a newer shape)."""
+        queue = f"ClusterQueue {cluster_queue}" if cluster_queue else "its ClusterQueue"
+        if self.outcome in (ADMIT, PREEMPT):
+            return "nothing: Kueue admits it at its next scheduling cycle."
+        if self.outcome == WAIT:
+            return _WAIT_STEPS.get(self.reason or "", _WAIT_STEP).format(queue=queue)
+        if self.outcome == NEVER:
+            return _NEVER_STEPS.get(self.reason or "", _NEVER_STEP).format(queue=queue)
+        return None
+
+
+_WAIT_STEP: Final = "wait for quota to free up in {queue}, or ask for a smaller slice to start sooner."
+_WAIT_STEPS: Final = {
+    "StrictFIFO": "wait: {queue} is StrictFIFO and the Workload at its head goes first.",
+    "Suspended": "ask the queue's owner to resume it (its stopPolicy is not None); it cannot start before.",
+    "TopologyPlacementFailed": "wait for whole node pools to free up, or ask for a smaller slice.",
+}
+_NEVER_STEP: Final = "fix the job or its queue as the detail says, and resubmit: as it is, it never starts."
+_NEVER_STEPS: Final = {
+    "ExceedsMaxQuota": "ask for a smaller slice: it asks for more than {queue} could ever hold, borrowing included.",
+    "NoMatchingFlavor": "fix the job's resources or node selectors, or its queue: no flavor of {queue} can hold it.",
+    "Misconfigured": "fix the queue the job names (its LocalQueue or ClusterQueue), or the job, and resubmit.",
+    "Deactivated": "set the Workload's spec.active back to true.",
+}
 
 
 def read_simulation(result: Mapping[str, Any] | None) -> SimulationView | None:

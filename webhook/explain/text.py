@@ -1,6 +1,7 @@
 """``explain`` as text for a person at an 80-column terminal.
 
-First line: the job and its state (with the KEP-10852 or preemption reason); then where
+First line: the job and its state (with the KEP-10852 or preemption reason); then what to
+do about it, in a few words; then where
 (Workload, ClusterQueue) and since when; then the explanation, one point per bullet,
 wrapped; then the quota picture of its cohort as bars (``webhook.explain.bars``), one
 table per flavor and resource its ClusterQueue has, its own row marked ``>``. Nothing
@@ -22,6 +23,8 @@ def render_explanation(explanation: Explanation, width: int = WIDTH) -> str:
     """The text of one explanation (see the module)."""
     reason = f" ({explanation.reason})" if explanation.reason else ""
     lines = wrap(f"{explanation.kind} {explanation.namespace}/{explanation.name}: {explanation.state}{reason}", width)
+    if explanation.next_step:
+        lines += wrap(f"What to do: {explanation.next_step}", width, "  ", "  ")
     where = []
     if explanation.workload:
         where.append(f"Workload {explanation.workload}")

@@ -3,7 +3,6 @@ limits of the Workload Kueue makes of it."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
 from decimal import Decimal
 from typing import Final
@@ -11,7 +10,9 @@ from typing import Final
 from webhook.kube.fieldpaths import REPLICATED_JOBS
 from webhook.kube.quantity import quantity_or_none
 from webhook.kube.topology import Topology, TopologyError, parse_topology, super_slice_problems
+from webhook.objects import workloadschema as schema
 from webhook.objects.workload import MALFORMED, PodSet, Workload
+from webhook.objects.workloadschema import exceeded
 from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
 from webhook.rules import JOBS, JOBSET_ONLY, Message, Rule, RuleContext, VapExport
@@ -325,16 +326,8 @@ TPU_REQUEST_INVALID: Final = Rule(
 
 # ------------------------------------------------------------------ workload-schema-exceeded
 
-#: Kueue's Workload schema (``kueue.x-k8s.io/v1beta2``, the CRD of the Kueue RFC-0033 runs),
-#: as far as a job maps into it: a JobSet's replicatedJob is one podSet, named as it is, of
-#: replicas × pods per Job. The API server refuses a Workload beyond them, so Kueue cannot
-#: create it and the job stays suspended for good. The product cannot read the CRD when it
-#: runs; a test holds these equal to its schema.
-WORKLOAD_MAX_PODSETS: Final = 18  # spec.podSets maxItems
-PODSET_NAME_MAX_LENGTH: Final = 63  # spec.podSets[].name maxLength
-PODSET_NAME_PATTERN: Final = r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$"  # spec.podSets[].name pattern
-PODSET_COUNT_MAX: Final = 2**31 - 1  # spec.podSets[].count format int32
-_PODSET_NAME: Final = re.compile(PODSET_NAME_PATTERN)
+# The limits are declared with Kueue's Workload schema (webhook.objects.workloadschema), where
+# the simulator reads them too.
 
 
 def _pods_per_job(podset: PodSet) -> int:
@@ -345,19 +338,16 @@ def _pods_per_job(podset: PodSet) -> int:
 
 def _workload_schema(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     podsets = workload.podsets
-    if len(podsets) > WORKLOAD_MAX_PODSETS:
-        yield WORKLOAD_SCHEMA_EXCEEDED.finding(
-            REPLICATED_JOBS, "podsets", count=len(podsets), limit=WORKLOAD_MAX_PODSETS
-        )
-    for podset in podsets:
-        if len(podset.name) > PODSET_NAME_MAX_LENGTH or not _PODSET_NAME.match(podset.name):
+    for limit in exceeded([(podset.name, podset.replicas * _pods_per_job(podset)) for podset in podsets]):
+        if limit.index is None:  # the podSets' count
+            yield WORKLOAD_SCHEMA_EXCEEDED.finding(REPLICATED_JOBS, limit.which, count=limit.value, limit=limit.limit)
+            continue
+        podset = podsets[limit.index]
+        if limit.which == schema.NAME:
+            yield WORKLOAD_SCHEMA_EXCEEDED.finding(podset.paths.name, limit.which, name=podset.name, limit=limit.limit)
+        else:
             yield WORKLOAD_SCHEMA_EXCEEDED.finding(
-                podset.paths.name, "name", name=podset.name, limit=PODSET_NAME_MAX_LENGTH
-            )
-        pods = podset.replicas * _pods_per_job(podset)
-        if pods > PODSET_COUNT_MAX:
-            yield WORKLOAD_SCHEMA_EXCEEDED.finding(
-                podset.paths.replicas, "count", name=podset.name, pods=pods, limit=PODSET_COUNT_MAX
+                podset.paths.replicas, limit.which, name=podset.name, pods=limit.value, limit=limit.limit
             )
 
 

@@ -21,6 +21,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal, localcontext
 
 from webhook.kube.quantity import CONTEXT
+from webhook.objects.workloadschema import exceeded
 from webhook.quota.amounts import format_amount
 from webhook.quota.objects import ClusterQueueInfo, describe_selector, selector_matches
 from webhook.quota.podsets import PodSetDemand
@@ -124,6 +125,9 @@ class Simulator:
             return Result(NEVER, "Deactivated", "", "the Workload is deactivated (spec.active: false)")
         if not job.podsets:
             return Result(NEVER, "Misconfigured", "", "the Workload has no podSets")
+        beyond = [limit.words() for limit in exceeded([(p.name, p.count) for p in job.podsets])]
+        if beyond:  # the API server refuses such a Workload: Kueue cannot create it
+            return Result(NEVER, "Misconfigured", "", "beyond Kueue's Workload schema: " + "; ".join(beyond))
         if LOCAL_QUEUES in state.missing:
             return Result(UNKNOWN, "", "", "LocalQueues are not in the state: its ClusterQueue is unknown")
         local = state.local_queues.get((job.namespace, job.queue_name))

@@ -182,14 +182,19 @@ class Result:
             "workloads": [{"name": w, "clusterQueue": queue, "amount": _number(a)} for w, a in n.workloads],
         }
 
-    def text(self) -> str:
-        """The answer for a person: the outcome first, then the numbers."""
+    def text(self, wide: bool = True) -> str:
+        """The answer for a person: the outcome first, then the numbers.
+
+        Not ``wide``, a ``wait`` or ``never`` is its outcome, reason, ClusterQueue, message and
+        place in line, and a count of the lines left out (the podSets, who holds the quota or the
+        node pools, the notes): the why first, the detail on asking."""
         who = f"{self.namespace}/{self.name}" if self.namespace else self.name
         head = f"{self.outcome.upper()}" + (f" ({self.reason})" if self.reason else "")
         lines = [f"{head}  {self.kind + ' ' if self.kind else ''}{who}".rstrip()]
         if self.cluster_queue:
             lines.append(f"  ClusterQueue {self.cluster_queue}")
         lines.append(f"  {self.message}")
+        short, lines = lines, []
         for p in self.podsets:
             flavors = ", ".join(f"{r}: {f}" for r, f in sorted(p.flavors.items())) or _no_flavor(self.outcome)
             borrows = f", borrows {self.amount(p.borrows, p.resource)}" if p.borrows else ""
@@ -219,14 +224,19 @@ class Result:
             if where.holders:
                 held = ", ".join(f"{w} ({q}, {plural(n, 'pool')})" for w, q, n in where.holders)
                 lines.append(f"  held by: {held}")
+        position = []
         if self.position.ahead:
-            lines.append(
+            position.append(
                 f"  position: {plural(self.position.ahead, 'Workload')} ahead "
                 f"({format_amount(self.position.chips_ahead)} chips),"
                 f" {self.position.strategy}"
             )
-        lines += [f"  note: {note}" for note in self.notes[:LISTED]]
-        return "\n".join(lines)
+        notes = [f"  note: {note}" for note in self.notes[:LISTED]]
+        if wide or self.outcome not in (WAIT, NEVER):
+            return "\n".join([*short, *lines, *position, *notes])
+        left_out = len(lines) + len(notes)
+        more = [f"  ({plural(left_out, 'more line')}: -o wide)"] if left_out else []
+        return "\n".join([*short, *position, *more])
 
     def warning(self) -> str:
         """The webhook's one ``[simulate]`` line."""
