@@ -74,3 +74,10 @@ def test_printable_escapes_controls_and_bidirectional_formats_only() -> None:
 def test_printable_json_reaches_every_string_keys_included() -> None:
     answer = {"name": "a\u202eb", "holders": [{"w\x00": ["ok", "c\x85"]}], "count": 3}
     assert printable_json(answer) == {"name": "a\\u202eb", "holders": [{"w\\u0000": ["ok", "c\\u0085"]}], "count": 3}
+
+
+def test_printable_json_keeps_a_messages_line_breaks_for_json_to_write() -> None:
+    """A denial's violations are one line each: JSON writes the breaks as ``\\n`` itself, so
+    decoding gives the lines back; an escape or an override inside a line is still escaped."""
+    value = {"message": "first\nsecond \u202eevil\x1b[2J"}
+    assert printable_json(value) == {"message": "first\nsecond \\u202eevil\\u001b[2J"}

@@ -76,9 +76,11 @@ def _escaped(c: str) -> str:
 
 def printable_json(value: Any) -> Any:
     """``value`` (JSON: mappings, lists, strings, numbers) with every string, keys included, made
-    ``printable``: an answer's names may come from a state file or a stored object."""
+    ``printable``: an answer's names may come from a state file or a stored object. A string's
+    line breaks are kept (``printable_lines``): JSON writes them as ``\\n`` itself, and a
+    message of several lines (a denial's violations) must decode to those lines."""
     if isinstance(value, str):
-        return printable(value)
+        return printable_lines(value)
     if isinstance(value, Mapping):
         return {printable(str(key)): printable_json(item) for key, item in value.items()}
     if isinstance(value, (list, tuple)):
