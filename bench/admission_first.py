@@ -12,8 +12,17 @@ one keep-alive TLS connection, for ``--seconds`` in each of three phases:
 
 - quiet: nothing else;
 - events: one Workload event a second (a Workload pending, then admitted, then deleted);
-- events + advisors: the same, and ``--advisors`` clients calling ``POST /simulate`` on
-  the same server back to back (each on its own keep-alive connection).
+- events + advisors: the same, and ``--advisors`` clients asking for a simulation back to
+  back (each on its own keep-alive connection).
+
+The advisor is its own process, ``serve-advisor``, watching the same API server: it is
+called as the API server's aggregation layer calls it, with the front-proxy client
+certificate (of a requestheader CA made here) and ``X-Remote-User``, on
+``POST /apis/advisor.tpu-admission.antgroup.com/v1alpha1/namespaces/kubemaker/simulations``;
+the test API server grants that user ``create simulations`` there. A tree without
+``serve-advisor`` (before the advisor moved out) is called on its webhook's own
+``POST /simulate``, as it served it. Answers of ``429`` are the advisor's bounded queue
+doing its job; they are counted, not retried.
 
 Prints p50, p99 and max per phase and the ratio of each loaded p99 to the quiet p99 of
 the same server in the same round (the goal: events + advisors within 2x), median over
@@ -26,11 +35,13 @@ import argparse
 import copy
 import http.client
 import json
+import ssl
 import statistics
 import sys
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -39,11 +50,17 @@ sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 
 from bench_cluster import one_slice_job, workload  # noqa: E402
 from cluster_apiserver import FakeApiServer, write_kubeconfig  # noqa: E402
-from common import (  # noqa: E402  # noqa: E402
+from common import (  # noqa: E402
+    ADVISOR_BASE,
+    ADVISOR_USER,
     Server,
+    advisor_context,
+    advisor_server,
     client_context,
     dumps,
+    has_advisor,
     make_certs,
+    make_front_proxy,
     percentile,
     review_around,
     webhook_from,
@@ -55,7 +72,8 @@ from served_cluster import big_api  # noqa: E402
 from webhook.cluster import kinds as k  # noqa: E402
 
 VALIDATE = "/validate/production"
-SIMULATE = "/simulate"
+SIMULATIONS = f"{ADVISOR_BASE}/namespaces/kubemaker/simulations"
+OLD_SIMULATE = "/simulate"  # the webhook's own route, in trees before the advisor's process
 PROBE_EVERY = 0.02
 PHASES = ("quiet", "events", "events + advisors")
 
@@ -63,9 +81,16 @@ PHASES = ("quiet", "events", "events + advisors")
 class Connection:
     """One keep-alive TLS connection, opened again if the server closed it."""
 
-    def __init__(self, server: Server, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        server: Server,
+        timeout: float = 60.0,
+        context: ssl.SSLContext | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         self.server, self.timeout = server, timeout
-        self.context = client_context(server.ca)
+        self.context = context or client_context(server.ca)
+        self.headers = {"Content-Type": "application/json", **(headers or {})}
         self.http: http.client.HTTPSConnection | None = None
 
     def post(self, path: str, body: bytes) -> tuple[int, bytes]:
@@ -75,7 +100,7 @@ class Connection:
                     "127.0.0.1", self.server.port, context=self.context, timeout=self.timeout
                 )
             try:
-                self.http.request("POST", path, body, {"Content-Type": "application/json"})
+                self.http.request("POST", path, body, self.headers)
                 response = self.http.getresponse()
                 return response.status, response.read()
             except (OSError, http.client.HTTPException):
@@ -108,12 +133,26 @@ def events(api: FakeApiServer, queue: str, cluster_queue: str, stop: threading.E
         step += 1
 
 
-def advisor(server: Server, body: bytes, stop: threading.Event, answered: list[int]) -> None:
-    """``POST /simulate`` back to back until ``stop``; each answer's status into ``answered``."""
-    connection = Connection(server)
+@dataclass(frozen=True)
+class Advice:
+    """Where a simulation is asked for: the advisor's process with the front-proxy certificate,
+    or an older tree's webhook on its own route."""
+
+    server: Server
+    path: str
+    context: ssl.SSLContext
+    headers: dict[str, str]
+
+    def connection(self, timeout: float = 60.0) -> Connection:
+        return Connection(self.server, timeout, self.context, self.headers)
+
+
+def advisor(advice: Advice, body: bytes, stop: threading.Event, answered: list[int]) -> None:
+    """Simulations back to back until ``stop``; each answer's status into ``answered``."""
+    connection = advice.connection()
     try:
         while not stop.is_set():
-            status, _ = connection.post(SIMULATE, body)
+            status, _ = connection.post(advice.path, body)
             answered.append(status)
     except (OSError, http.client.HTTPException):
         pass
@@ -141,7 +180,7 @@ def probe(server: Server, body: bytes, seconds: float) -> list[float]:
 
 
 def phase(
-    server: Server, api: FakeApiServer, body: bytes, advice: bytes, name: str, args: argparse.Namespace
+    server: Server, advice: Advice, api: FakeApiServer, body: bytes, asked: bytes, name: str, args: argparse.Namespace
 ) -> tuple[list[float], dict[int, int]]:
     stop = threading.Event()
     threads: list[threading.Thread] = []
@@ -150,7 +189,7 @@ def phase(
         threads.append(threading.Thread(target=events, args=(api, QUEUE, CLUSTER_QUEUE, stop), daemon=True))
     if name == "events + advisors":
         for _ in range(args.advisors):
-            threads.append(threading.Thread(target=advisor, args=(server, advice, stop, answered), daemon=True))
+            threads.append(threading.Thread(target=advisor, args=(advice, asked, stop, answered), daemon=True))
     for thread in threads:
         thread.start()
     try:
@@ -193,22 +232,42 @@ def ms(seconds: float) -> str:
     return f"{seconds * 1000:.1f}"
 
 
+def wait_advised(advice: Advice, body: bytes, timeout: float = 600.0) -> None:
+    """Until a simulation is answered 200 (the advisor synced and RBAC's answer read)."""
+    connection = advice.connection(timeout=30)
+    deadline = time.monotonic() + timeout
+    status = 0
+    try:
+        while time.monotonic() < deadline:
+            try:
+                status, _ = connection.post(advice.path, body)
+            except (OSError, http.client.HTTPException):
+                status = 0
+            if status == 200:
+                return
+            time.sleep(0.5)
+    finally:
+        connection.close()
+    raise RuntimeError(f"{advice.server.name} answered {status} on {advice.path} for {timeout:.0f}s")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
     parser.add_argument("--workloads", type=int, default=20_000)
     parser.add_argument("--queues", type=int, default=200)
     parser.add_argument("--nodes", type=int, default=1000)
     parser.add_argument("--seconds", type=float, default=15.0, help="seconds of probing per phase")
-    parser.add_argument("--advisors", type=int, default=50, help="concurrent POST /simulate clients")
+    parser.add_argument("--advisors", type=int, default=50, help="concurrent clients asking for simulations")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--against", type=Path, help="another source tree's webhook, beside this one")
     args = parser.parse_args()
     body = dumps(review_around(one_slice_job(QUEUE), namespace="kubemaker"))
     advised = one_slice_job(QUEUE)
     advised["metadata"].update(name="advice", namespace="kubemaker")
-    advice = dumps(advised)
+    asked = dumps(advised)
     print(f"building {args.workloads:,} Workloads, {args.queues} ClusterQueues, {args.nodes} Nodes ...", flush=True)
     api = big_api(args.workloads, args.queues, args.nodes).start()
+    api.grants.add((ADVISOR_USER, "create", "simulations", "kubemaker"))
     trees: list[tuple[str, Path | None]] = [("this tree", None)]
     if args.against is not None:
         trees.append((str(args.against), args.against.resolve()))
@@ -217,8 +276,11 @@ def main() -> int:
     with workspace() as work, tempfile.TemporaryDirectory() as tmp:
         certs = work / "certs"
         make_certs(certs)
+        front = make_front_proxy(work / "front-proxy")
         kubeconfig = write_kubeconfig(Path(tmp) / "kubeconfig", api.port)
         servers: dict[str, Server] = {}
+        advices: dict[str, Advice] = {}
+        started: list[Server] = []
         try:
             for number, (label, tree) in enumerate(trees):
                 extra = ["--kubeconfig", str(kubeconfig)]
@@ -226,17 +288,27 @@ def main() -> int:
                     servers[label] = webhook_server(certs, work, extra=extra, name=f"first{number}")
                 else:
                     servers[label] = webhook_from(tree, certs, work, f"first{number}", extra=extra)
-                servers[label].start(timeout=120)
-            for server in servers.values():
+                started.append(servers[label].start(timeout=120))
+                if has_advisor(tree):
+                    aside = advisor_server(certs, work, front, extra=extra, name=f"advisor{number}", tree=tree)
+                    started.append(aside.start(timeout=120))
+                    context = advisor_context(aside, front)
+                    advices[label] = Advice(aside, SIMULATIONS, context, {"X-Remote-User": ADVISOR_USER})
+                else:
+                    server = servers[label]
+                    advices[label] = Advice(server, OLD_SIMULATE, client_context(server.ca), {})
+            for label, server in servers.items():
                 wait_synced(server, body)
+                wait_advised(advices[label], asked)
             for round_number in range(args.rounds):
                 for label, server in servers.items():
                     for name in PHASES:
                         print(f"round {round_number + 1}: {label}, {name} ...", flush=True)
-                        results.setdefault((label, name), []).append(phase(server, api, body, advice, name, args))
+                        run = phase(server, advices[label], api, body, asked, name, args)
+                        results.setdefault((label, name), []).append(run)
         finally:
-            for server in servers.values():
-                server.stop()
+            for process in started:
+                process.stop()
             api.stop()
     print()
     print(

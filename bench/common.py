@@ -182,17 +182,84 @@ class Server:
 
 def webhook_server(cert_dir: Path, workdir: Path, *, extra: Sequence[str] = (), name: str = "webhook") -> Server:
     port = free_port()
-    argv = [PYTHON, "-m", "webhook", "serve", "--port", str(port), "--cert-dir", str(cert_dir), *extra]
+    argv = [*_argv(None, "serve"), "--port", str(port), "--cert-dir", str(cert_dir), *extra]
     return Server(name, argv, port, cert_dir / "ca.crt", workdir / f"{name}.log")
 
 
 def webhook_from(tree: Path, certs: Path, work: Path, name: str, *, extra: Sequence[str] = ()) -> Server:
     """``tpu-admission serve`` with ``webhook`` imported from another source ``tree``."""
     port = free_port()
+    argv = [*_argv(tree, "serve"), "--port", str(port), "--cert-dir", str(certs), *extra]
+    return Server(name, argv, port, certs / "ca.crt", work / f"{name}.log")
+
+
+def _argv(tree: Path | None, command: str) -> list[str]:
+    """``tpu-admission COMMAND`` of this tree, or with ``webhook`` imported from another source ``tree``."""
+    if tree is None:
+        return [PYTHON, "-m", "webhook", command]
     # Not ``-m webhook``: that puts the working directory (this tree) first on sys.path.
     start = f"import sys; sys.path.insert(0, {str(tree)!r}); from webhook.cli.main import main; sys.exit(main())"
-    argv = [PYTHON, "-c", start, "serve", "--port", str(port), "--cert-dir", str(certs), *extra]
-    return Server(name, argv, port, certs / "ca.crt", work / f"{name}.log")
+    return [PYTHON, "-c", start, command]
+
+
+#: The API server's front-proxy client certificate's name, and the caller it names in its headers.
+FRONT_PROXY_NAME = "front-proxy-client"
+ADVISOR_USER = "bench-user"
+ADVISOR_BASE = "/apis/advisor.tpu-admission.antgroup.com/v1alpha1"
+
+
+@dataclass(frozen=True)
+class FrontProxy:
+    """The requestheader client CA and the client certificate the API server's aggregation
+    layer presents to an aggregated server (the advisor)."""
+
+    ca: Path
+    cert: Path
+    key: Path
+
+
+def make_front_proxy(directory: Path) -> FrontProxy:
+    from webhook.serving import certs
+
+    directory.mkdir(parents=True, exist_ok=True)
+    ca, ca_key = certs.new_ca("front-proxy-ca")
+    cert, key = certs.issue(ca, ca_key, [FRONT_PROXY_NAME], client=True)
+    front = FrontProxy(directory / "front-proxy-ca.crt", directory / "proxy.crt", directory / "proxy.key")
+    front.ca.write_bytes(ca)
+    front.cert.write_bytes(cert)
+    front.key.write_bytes(key)
+    return front
+
+
+def has_advisor(tree: Path | None) -> bool:
+    """Whether the source ``tree`` (``None``: this one) serves the advisor as its own process."""
+    return ((tree or ROOT) / "webhook" / "cli" / "serve_advisor.py").exists()
+
+
+def advisor_server(
+    cert_dir: Path,
+    workdir: Path,
+    front: FrontProxy,
+    *,
+    extra: Sequence[str] = (),
+    name: str = "advisor",
+    tree: Path | None = None,
+) -> Server:
+    """``tpu-admission serve-advisor`` trusting ``front``'s CA for the caller's headers; it reads
+    RBAC's answers (SubjectAccessReviews) from the cluster its ``--kubeconfig`` in ``extra`` names."""
+    port = free_port()
+    argv = [
+        *_argv(tree, "serve-advisor"), "--port", str(port), "--cert-dir", str(cert_dir),
+        "--requestheader-client-ca-file", str(front.ca), "--requestheader-allowed-name", FRONT_PROXY_NAME, *extra,
+    ]  # fmt: skip
+    return Server(name, argv, port, cert_dir / "ca.crt", workdir / f"{name}.log")
+
+
+def advisor_context(server: Server, front: FrontProxy) -> ssl.SSLContext:
+    """Trust ``server``'s CA and present the front-proxy client certificate, as the API server does."""
+    context = client_context(server.ca)
+    context.load_cert_chain(front.cert, front.key)
+    return context
 
 
 def floor_server(cert_dir: Path, workdir: Path, *, thin: bool = False) -> Server:

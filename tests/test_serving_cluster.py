@@ -520,13 +520,13 @@ def test_the_validating_call_of_an_admitted_create_says_what_kueue_would_do(
 
 
 def test_the_validating_call_never_waits_on_the_simulator(simulating: RunningServer, client: httpx.Client) -> None:
-    """The line was worked out on the event loop under the lock ``POST /simulate`` holds:
+    """The line was worked out on the event loop under the lock a simulation for a user held:
     with that lock held (a long simulation), every validating call waited for it. Now it is
     answered at once, without the line, whatever the simulators are doing."""
     cache = simulating.state.cluster
     assert isinstance(cache, WatchCache)
     snapshot = cache.snapshot()
-    simulation.live(snapshot, snapshot.policy)  # the one POST /simulate uses, and any other there is
+    simulation.live(snapshot, snapshot.policy)  # the one a simulation uses, and any other there is
     busy = [held for held in snapshot.memo.answers.values() if isinstance(held, simulation.LiveSimulator)]
     for simulator in busy:
         simulator.lock.acquire()

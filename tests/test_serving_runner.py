@@ -371,7 +371,7 @@ def test_mtls_without_a_certificate_reaches_the_probes_only(
         ("/readyz", "GET", 200),
         ("/mutate", "POST", 403),
         ("/validate/production", "POST", 403),
-        ("/simulate", "POST", 403),
+        ("/no-such-path", "POST", 403),
         ("/metrics", "GET", 403),
         ("/healthz/../mutate", "POST", 403),
     ]:

@@ -74,7 +74,7 @@ async def _send_json(send: Send, status: int, content: Any) -> None:
     # carry, is written as a \u escape (``webhook.wire.jsonwire``) rather than become a 500.
     body = encode(content)
     headers = [_JSON_HEADERS, (b"content-length", b"%d" % len(body))]
-    if status == 503:  # not synced yet: as /explain says it
+    if status == 503:  # not synced yet: as the advisor says it
         headers.append(_RETRY_AFTER)
     await send({"type": "http.response.start", "status": status, "headers": headers})
     await send({"type": "http.response.body", "body": body})
