@@ -41,6 +41,10 @@ class TableCase:
     priority: int = 0
     fair: bool = False
     strategies: Sequence[str] = ()
+    #: the ResourceFlavors as written; by default one without labels for each flavor named
+    flavors: Sequence[Mapping[str, Any]] | None = None
+    #: the job's Workload as written; by default one podSet asking ``requests`` once
+    incoming: Mapping[str, Any] | None = None
 
 
 def kube_name(name: str) -> str:
@@ -114,7 +118,7 @@ def to_case(table: TableCase) -> Case:
     objects = [
         _typed_list(kind, [defaulted(o) for o in items])
         for kind, items in (
-            ("ResourceFlavor", _flavors(queues)),
+            ("ResourceFlavor", _flavors(queues) if table.flavors is None else [dict(f) for f in table.flavors]),
             ("Cohort", cohorts),
             ("ClusterQueue", queues),
             ("LocalQueue", local_queues),
@@ -123,7 +127,8 @@ def to_case(table: TableCase) -> Case:
     ]
     if table.fair:
         objects.append(_kueue_configuration(list(table.strategies)))
-    incoming = defaulted(pending_document("in", kube_name(table.queue), table.requests, priority=table.priority))
+    written = table.incoming or pending_document("in", table.queue, table.requests, priority=table.priority)
+    incoming = defaulted(_stored_workload(written))
     incoming["metadata"]["annotations"] = {NOW_ANNOTATION: (NOW + timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")}
     return Case(objects, incoming, table.fair)
 
@@ -149,3 +154,77 @@ def preemption_tables() -> list[TableCase]:
         for name, (queues, cohorts, w, (q, cpu, p, s), _) in sorted(t.FAIR_OWN.items())
     ]
     return out
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """The ``simulate`` calls of one test module's tests: the rows that can go to the oracle, and
+    those that cannot, each with why."""
+
+    rows: list[TableCase]
+    not_compared: dict[str, str]
+
+
+def _row(name: str, call: Any) -> TableCase | str:
+    """A recorded ``simulate`` call as a row, or why it cannot be one."""
+    if call.written is None:
+        return "its state was not built by ``state``"
+    if call.written.unexpressed:
+        return call.written.unexpressed
+    if call.incoming is None:
+        return "the job was built from podSet demands, without a Workload document"
+    written = call.written
+    if any((f.get("spec") or {}).get("topologyName") for f in written.flavors or ()):
+        return (
+            "a topology-aware flavor (topologyName): Kueue places such a job by Topology and Nodes, "
+            "which the oracle's states do not carry"
+        )
+    return TableCase(
+        name,
+        written.queues,
+        written.cohorts,
+        written.workloads,
+        call.incoming["spec"]["queueName"],
+        {},
+        fair=written.fair,
+        strategies=written.strategies,
+        flavors=written.flavors,
+        incoming=call.incoming,
+    )
+
+
+def recorded_calls(module: Any) -> Recorded:
+    """Run each test of ``module`` that takes no fixture (each parameter set of a parametrized
+    one) with ``simulate_builders`` recording, and turn every ``simulate`` call into a row."""
+    import inspect
+
+    from tests import simulate_builders as builders
+
+    rows: list[TableCase] = []
+    not_compared: dict[str, str] = {}
+    for name, test in sorted(vars(module).items()):
+        if not name.startswith("test_") or not callable(test):
+            continue
+        marks = [m for m in getattr(test, "pytestmark", []) if m.name == "parametrize"]
+        parameters = list(inspect.signature(test).parameters)
+        if len(marks) > 1 or (parameters and not marks):
+            not_compared[f"{module.__name__}::{name}"] = "takes fixtures or several parameter lists"
+            continue
+        sets: list[tuple[str, dict[str, Any]]] = [("", {})]
+        if marks:
+            (argnames, values) = marks[0].args[:2]
+            names = [a.strip() for a in argnames.split(",")] if isinstance(argnames, str) else list(argnames)
+            sets = [(f"[{v!r}]", dict(zip(names, v if len(names) > 1 else (v,), strict=True))) for v in values]
+        for label, kwargs in sets:
+            calls = builders.start_recording()
+            try:
+                test(**kwargs)
+            finally:
+                builders.stop_recording()
+            for index, call in enumerate(calls):
+                row = _row(f"{module.__name__}::{name}{label} #{index}", call)
+                if isinstance(row, str):
+                    not_compared[f"{module.__name__}::{name}{label} #{index}"] = row
+                else:
+                    rows.append(row)
+    return Recorded(rows, not_compared)
