@@ -62,7 +62,7 @@ class Recorded:
     incoming: dict[str, Any] | None
 
 
-#: a list while recording: each ``simulate`` call appends what it was asked (``Recorded``)
+#: a list while recording: each ``simulate`` or ``assign`` call appends what it was asked (``Recorded``)
 RECORDING: list[Recorded] | None = None
 #: id of a State or job built while recording -> (the object, what it was built from)
 _SOURCES: dict[int, tuple[object, Any]] = {}
@@ -374,6 +374,8 @@ def targets(
 
 def assign(st: State, queue: str, incoming: PendingWorkload) -> Assignment:
     """The flavor assignment alone, as Kueue's ``TestAssignFlavors`` asks for it."""
+    if RECORDING is not None:
+        RECORDING.append(Recorded(_source(st), _source(incoming)))
     tree = build_tree(st)
     return FlavorAssigner(Simulation(st, tree), tree.queues[queue], incoming.priority, incoming.created).assign(
         incoming.podsets

@@ -27,7 +27,7 @@ from oracle_harness import (
 )
 from oracle_tables import Recorded, TableCase, preemption_tables, recorded_calls, to_case
 
-from tests import test_simulate_engine
+from tests import test_simulate_assign, test_simulate_engine
 
 #: table rows left out of the oracle run, each with why (besides those the recording names)
 _CYCLE = "a cohort cycle: Kueue's cache will not build such a state, so the oracle has no answer"
@@ -49,8 +49,9 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def engine_calls() -> Recorded:
-    """Every ``simulate`` call of the engine's tests, recorded."""
-    return recorded_calls(test_simulate_engine)
+    """Every ``simulate`` call of the engine's tests and ``assign`` call of the assigner's, recorded."""
+    engine, assigner = recorded_calls(test_simulate_engine), recorded_calls(test_simulate_assign)
+    return Recorded(engine.rows + assigner.rows, {**engine.not_compared, **assigner.not_compared})
 
 
 @pytest.fixture(scope="module")
@@ -112,8 +113,8 @@ def test_the_engine_s_simulate_calls_are_recorded(engine_calls: Recorded) -> Non
     assert len(set(names)) == len(names)
 
 
-def test_the_rows_reach_kueue_s_preemptions(comparisons: dict[str, Comparison]) -> None:
-    """The rows are preemption tables: Kueue preempts in most of them, and names victims."""
+def test_the_rows_reach_every_outcome_and_many_preemptions(comparisons: dict[str, Comparison]) -> None:
+    """The rows reach each of Kueue's outcomes, and the preemption rows make a third at least."""
     outcomes = [c.kueue["outcome"] for c in comparisons.values()]
-    assert outcomes.count("preempt") > len(outcomes) // 2
-    assert {"preempt", "wait"} <= set(outcomes)
+    assert set(outcomes) == {"admit", "preempt", "wait", "never"}
+    assert outcomes.count("preempt") >= len(outcomes) // 3
