@@ -8,6 +8,7 @@ so the tests exercise the same path a real state takes.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -36,6 +37,58 @@ NAMESPACE = "default"
 QuotaSpec = str | tuple[str, str | None] | tuple[str, str | None, str | None]
 #: one resource group: flavor -> resource -> quota, flavors in order
 Group = Mapping[str, Mapping[str, QuotaSpec]]
+
+
+@dataclass(frozen=True)
+class Written:
+    """What a ``state`` was built from, kept while recording; ``unexpressed`` says why it cannot be
+    written out as objects (a state told what is missing, hand-made LocalQueues ...), if so."""
+
+    queues: tuple[dict[str, Any], ...]
+    cohorts: tuple[dict[str, Any], ...]
+    workloads: tuple[dict[str, Any], ...]
+    flavors: tuple[dict[str, Any], ...] | None
+    fair: bool
+    strategies: tuple[str, ...]
+    unexpressed: str | None
+
+
+@dataclass(frozen=True)
+class Recorded:
+    """One ``simulate`` call made while recording: what its state and job were built from."""
+
+    written: Written | None
+    #: the job's Workload document; None when ``job`` built it from podSet demands alone
+    incoming: dict[str, Any] | None
+
+
+#: a list while recording: each ``simulate`` or ``assign`` call appends what it was asked (``Recorded``)
+RECORDING: list[Recorded] | None = None
+#: id of a State or job built while recording -> (the object, what it was built from)
+_SOURCES: dict[int, tuple[object, Any]] = {}
+
+
+def start_recording() -> list[Recorded]:
+    """Record every ``simulate`` call from now on, until ``stop_recording``."""
+    global RECORDING
+    RECORDING = []
+    return RECORDING
+
+
+def stop_recording() -> None:
+    global RECORDING
+    RECORDING = None
+    _SOURCES.clear()
+
+
+def _remember(built: object, source: Any) -> None:
+    if RECORDING is not None:
+        _SOURCES[id(built)] = (built, source)
+
+
+def _source(built: object) -> Any:
+    found = _SOURCES.get(id(built))
+    return found[1] if found is not None and found[0] is built else None
 
 
 def _resource_groups(groups: Sequence[Group]) -> list[dict[str, Any]]:
@@ -211,7 +264,10 @@ def job(
             podset_demand(n, {"containers": [{"name": "c", "resources": {"requests": dict(r)}}]}, c)
             for n, c, r in podsets
         )
-        return PendingWorkload(workload.key, workload.uid, workload.namespace, queue, priority, created, demands)
+        shaped = PendingWorkload(workload.key, workload.uid, workload.namespace, queue, priority, created, demands)
+        _remember(shaped, None)
+        return shaped
+    _remember(workload, document)
     return workload
 
 
@@ -228,16 +284,20 @@ def state(
 ) -> State:
     """The engine's state; each ClusterQueue gets a LocalQueue of its name in the default namespace,
     and every flavor the queues name exists without labels unless ``flavors`` are given."""
-    infos = {q.name: q for q in map(parse_cluster_queue, queues)}
+    queues_list, workload_list, cohorts = list(queues), list(workloads), list(cohorts)
+    local_queues_given = local_queues is not None
+    if flavors is not None:
+        flavors = list(flavors)
+    infos = {q.name: q for q in map(parse_cluster_queue, queues_list)}
     if flavors is None:
         flavor_infos = {name: FlavorInfo(name, {}) for q in infos.values() for name, _ in q.flavors}
     else:
         flavor_infos = {f.name: f for f in map(parse_flavor, flavors)}
     if local_queues is None:
         local_queues = {(NAMESPACE, name): LocalQueueInfo(NAMESPACE, name, name) for name in infos}
-    docs = [from_document(w) for w in workloads]
+    docs = [from_document(w) for w in workload_list]
     fair_sharing = FairSharing(fair, tuple(strategies)) if strategies else FairSharing(fair)
-    return State(
+    built = State(
         infos,
         {c.name: c for c in map(parse_cohort, cohorts)},
         flavor_infos,
@@ -249,9 +309,32 @@ def state(
         namespace_labels=namespace_labels,
         now=NOW + timedelta(hours=1),
     )
+    if RECORDING is not None:
+        unexpressed = (
+            "a state told what it lacks (missing kinds)"
+            if missing
+            else "LocalQueues made by hand, not as objects"
+            if local_queues_given
+            else "Namespace labels given without Namespace objects"
+            if namespace_labels is not None
+            else None
+        )
+        written = Written(
+            tuple(queues_list),
+            tuple(cohorts),
+            tuple(workload_list),
+            None if flavors is None else tuple(flavors),
+            fair,
+            tuple(strategies),
+            unexpressed,
+        )
+        _remember(built, written)
+    return built
 
 
 def simulate(st: State, incoming: PendingWorkload) -> Result:
+    if RECORDING is not None:
+        RECORDING.append(Recorded(_source(st), _source(incoming)))
     return Simulator(st, tpu="google.com/tpu").simulate(incoming)
 
 
@@ -291,6 +374,8 @@ def targets(
 
 def assign(st: State, queue: str, incoming: PendingWorkload) -> Assignment:
     """The flavor assignment alone, as Kueue's ``TestAssignFlavors`` asks for it."""
+    if RECORDING is not None:
+        RECORDING.append(Recorded(_source(st), _source(incoming)))
     tree = build_tree(st)
     return FlavorAssigner(Simulation(st, tree), tree.queues[queue], incoming.priority, incoming.created).assign(
         incoming.podsets
