@@ -22,7 +22,8 @@ certificate (of a requestheader CA made here) and ``X-Remote-User``, on
 the test API server grants that user ``create simulations`` there. A tree without
 ``serve-advisor`` (before the advisor moved out) is called on its webhook's own
 ``POST /simulate``, as it served it. Answers of ``429`` are the advisor's bounded queue
-doing its job; they are counted, not retried.
+doing its job; they are counted, and the client waits out their ``Retry-After`` before asking
+again, as client-go does.
 
 Prints p50, p99 and max per phase and the ratio of each loaded p99 to the quiet p99 of
 the same server in the same round (the goal: events + advisors within 2x), median over
@@ -92,6 +93,8 @@ class Connection:
         self.context = context or client_context(server.ca)
         self.headers = {"Content-Type": "application/json", **(headers or {})}
         self.http: http.client.HTTPSConnection | None = None
+        #: the last answer's Retry-After, in seconds (0 when it gave none)
+        self.retry_after = 0.0
 
     def post(self, path: str, body: bytes) -> tuple[int, bytes]:
         for attempt in range(2):
@@ -102,6 +105,8 @@ class Connection:
             try:
                 self.http.request("POST", path, body, self.headers)
                 response = self.http.getresponse()
+                retry = response.getheader("Retry-After") or ""
+                self.retry_after = float(retry) if retry.replace(".", "", 1).isdigit() else 0.0
                 return response.status, response.read()
             except (OSError, http.client.HTTPException):
                 self.close()
@@ -148,12 +153,15 @@ class Advice:
 
 
 def advisor(advice: Advice, body: bytes, stop: threading.Event, answered: list[int]) -> None:
-    """Simulations back to back until ``stop``; each answer's status into ``answered``."""
+    """Simulations back to back until ``stop``; each answer's status into ``answered``. A
+    ``429`` is waited out for its ``Retry-After``, as client-go and kubectl do."""
     connection = advice.connection()
     try:
         while not stop.is_set():
             status, _ = connection.post(advice.path, body)
             answered.append(status)
+            if status == 429:
+                stop.wait(min(connection.retry_after, 5.0) or 1.0)
     except (OSError, http.client.HTTPException):
         pass
     finally:
