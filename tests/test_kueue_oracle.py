@@ -8,17 +8,15 @@ Without Go the tests skip with one line saying so; under ``CI=true`` they fail i
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
 from oracle_cases import draw_cases
 from oracle_harness import (
-    OracleUnavailable,
     Run,
     ask_ours,
     build_oracle,
+    built_for_tests,
     compare,
     compare_gate,
     kueue_version,
@@ -34,12 +32,7 @@ CASES, SEED = 600, 45
 
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return build_oracle(tmp_path_factory.mktemp("oracle") / "oracle")
-    except OracleUnavailable as exc:
-        if os.environ.get("CI") == "true" or shutil.which("go") is not None:
-            pytest.fail(str(exc))
-        pytest.skip("needs Go (go on PATH) and the Go module proxy to build the Kueue oracle in tests/oracle")
+    return built_for_tests(build_oracle, tmp_path_factory.mktemp("oracle") / "oracle", "the Kueue oracle")
 
 
 @pytest.fixture(scope="module")

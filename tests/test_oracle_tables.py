@@ -9,8 +9,6 @@ fail instead.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from oracle_harness import (
     ask_kueue,
     ask_ours,
     build_oracle,
+    built_for_tests,
     compare,
     kueue_version,
     write_case,
@@ -39,12 +38,7 @@ NOT_COMPARED: dict[str, str] = {
 
 @pytest.fixture(scope="module")
 def oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return build_oracle(tmp_path_factory.mktemp("oracle") / "oracle")
-    except OracleUnavailable as exc:
-        if os.environ.get("CI") == "true" or shutil.which("go") is not None:
-            pytest.fail(str(exc))
-        pytest.skip("needs Go (go on PATH) and the Go module proxy to build the Kueue oracle in tests/oracle")
+    return built_for_tests(build_oracle, tmp_path_factory.mktemp("oracle") / "oracle", "the Kueue oracle")
 
 
 @pytest.fixture(scope="module")

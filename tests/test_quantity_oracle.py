@@ -6,13 +6,11 @@ Without Go the tests skip with one line saying so; under ``CI=true`` they fail i
 
 from __future__ import annotations
 
-import os
-import shutil
 from decimal import Decimal
 from pathlib import Path
 
 import pytest
-from oracle_harness import OracleUnavailable
+from oracle_harness import built_for_tests
 from quantity_oracle import QuantityComparison, build_quantity_oracle, compare_all, draw_texts
 
 #: inputs a run of the suite checks, and the seed that draws them
@@ -21,12 +19,9 @@ INPUTS, SEED = 10_000, 45
 
 @pytest.fixture(scope="module")
 def apimachinery(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    try:
-        return build_quantity_oracle(tmp_path_factory.mktemp("quantity") / "quantity")
-    except OracleUnavailable as exc:
-        if os.environ.get("CI") == "true" or shutil.which("go") is not None:
-            pytest.fail(str(exc))
-        pytest.skip("needs Go (go on PATH) and the Go module proxy to build the quantity oracle in tests/oracle")
+    return built_for_tests(
+        build_quantity_oracle, tmp_path_factory.mktemp("quantity") / "quantity", "the quantity oracle"
+    )
 
 
 def test_generated_quantities_parse_as_apimachinery_parses_them(apimachinery: Path) -> None:
