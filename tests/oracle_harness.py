@@ -25,8 +25,8 @@ import oracle_known
 import yaml
 from oracle_cases import Case
 
+from webhook.advisor.submitted import simulate_submitted
 from webhook.cluster.statefiles import load_state_files
-from webhook.engine.simulating import simulate_submitted
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
 from webhook.simulate.live import LiveSimulator

@@ -63,3 +63,15 @@ def test_no_module_imports_a_later_stage() -> None:
             if stage in STAGES and STAGES.index(stage) > own:
                 upward.append(f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}")
     assert upward == []
+
+
+def test_the_engine_imports_no_simulator() -> None:
+    """The admission path decides without advisory work: the engine takes the ``[simulate]``
+    line through its ``SimulateLine`` hook and never imports the simulator itself."""
+    reaching = [
+        f"{path.relative_to(PACKAGE.parent)}:{line} imports {name}"
+        for path in sorted((PACKAGE / "engine").rglob("*.py"))
+        for line, name in _imported(ast.parse(path.read_text(encoding="utf-8")))
+        if name == "webhook.simulate" or name.startswith("webhook.simulate.")
+    ]
+    assert reaching == []

@@ -3,7 +3,7 @@
 The body is one JSON object (a JobSet, Job, Deployment or ``kueue.x-k8s.io`` Workload) of
 the namespace the request names (an object naming another namespace is refused; one
 naming none is taken as that namespace's); the answer is the result the CLI's ``--output
-json`` gives for it (``webhook.engine.simulating``), against the advisor's current
+json`` gives for it (``webhook.advisor.submitted``), against the advisor's current
 snapshot. Bad input is a 4xx with ``{"error": reason}``; nothing is a 5xx. Without a
 cluster the answer is ``unknown``, saying so: the simulator never guesses usage. The HTTP
 plumbing (body limit, content type, caller, queue) is the advisor app's
@@ -16,9 +16,9 @@ import json
 import logging
 from typing import Any
 
+from webhook.advisor.submitted import NotSimulated, not_synced, result_json, simulate_submitted
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.state import ClusterState
-from webhook.engine.simulating import NotSimulated, not_synced, result_json, simulate_submitted
 from webhook.objects.jsontext import plain_json
 from webhook.policy.config import Policy
 from webhook.simulate.live import live

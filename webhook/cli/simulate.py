@@ -84,7 +84,7 @@ def _snapshot(args: argparse.Namespace, policy: Policy) -> Snapshot:
 
 def simulate_document(document: Document, simulator: LiveSimulator, args: argparse.Namespace) -> Result | str:
     """One document's answer, or why it is not simulated (an error line)."""
-    from webhook.engine.simulating import NotSimulated, simulate_submitted
+    from webhook.advisor.submitted import NotSimulated, simulate_submitted
     from webhook.objects.apivalidation import printable
 
     where = _where(document)
@@ -103,7 +103,7 @@ def skipped_kind(document: Document) -> str | None:
 
     A Node or a Cohort beside the jobs in a folder is not a mistake: it is left out, as ``check`` leaves it.
     """
-    from webhook.engine.simulating import is_workload
+    from webhook.advisor.submitted import is_workload
     from webhook.objects.kinds import kind_of_document, likely_meant
 
     data = document.data
@@ -114,7 +114,7 @@ def skipped_kind(document: Document) -> str | None:
 
 def _json(result: Result, document: Document) -> dict[str, Any]:
     """``Result.to_json`` with the file and line as ``check``'s JSON gives them (``source``, ``line``)."""
-    from webhook.engine.simulating import result_json
+    from webhook.advisor.submitted import result_json
     from webhook.objects.apivalidation import printable
 
     answer = result_json(result)
@@ -140,7 +140,7 @@ def _skipped_json(document: Document, reason: str) -> dict[str, Any]:
 
 def _text(result: Result, document: Document, wide: bool = False) -> str:
     """``Result.text`` with where the object was read at the end of its first line."""
-    from webhook.engine.simulating import result_text
+    from webhook.advisor.submitted import result_text
     from webhook.objects.apivalidation import printable
 
     first, newline, rest = result_text(result, wide).partition("\n")

@@ -1,6 +1,6 @@
 """What the API server would refuse in an object ``simulate`` reads, refused the same way.
 
-``simulate`` (the CLI and the advisor's simulations, both through ``webhook.engine.simulating``)
+``simulate`` (the CLI and the advisor's simulations, both through ``webhook.advisor.submitted``)
 answers for an object as if it were created now; one the API server would refuse is never
 created, so it gets no answer but the refusal. Checked as the API server's validation
 checks them (``k8s.io/apimachinery`` ``validation``, ``apps``/``batch`` validation, the

@@ -1,12 +1,12 @@
-"""One submitted object through the webhook, then the simulator (``webhook.engine.simulating``)."""
+"""One submitted object through the webhook, then the simulator (``webhook.advisor.submitted``)."""
 
 from __future__ import annotations
 
 from cluster_fixtures import POLICY, STATE
 from support import load_jobset
 
+from webhook.advisor.submitted import simulate_submitted
 from webhook.engine.decision import AdmissionFacts, decide
-from webhook.engine.simulating import simulate_submitted
 from webhook.objects.kinds import JOBSET
 from webhook.simulate.live import live
 
