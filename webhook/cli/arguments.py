@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 if TYPE_CHECKING:
     from webhook.objects.request import UserInfo
+    from webhook.policy.config import Policy
 
 #: the exit-code line every judging command's help ends its list with
 EXIT_USAGE_LINE: Final = "  2  bad usage, an invalid policy config, or a file that cannot be read"
@@ -178,3 +179,15 @@ def add_judging_flags(parser: argparse.ArgumentParser, *, config: str, cluster_s
     parser.add_argument("--strict", action="store_true", help=strict)
     add_allow_empty(parser)
     add_output(parser, REPORT_OUTPUTS)
+
+
+def judging_policy(args: argparse.Namespace) -> tuple[Policy, str]:
+    """The policy of ``--config`` with ``--mode`` applied, and where its mode came from
+    (``--mode``, ``config`` or ``default``: the summary says when it is only the default)."""
+    from webhook.admin.catalog import load_policy
+
+    policy = load_policy(args.config)
+    source = "--mode" if args.mode else "config" if "mode" in policy.model_fields_set else "default"
+    if args.mode:
+        policy = policy.model_copy(update={"mode": args.mode})
+    return policy, source

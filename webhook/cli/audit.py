@@ -41,6 +41,7 @@ from webhook.cli.arguments import (
     add_cluster_state,
     add_namespace_flags,
     add_output,
+    judging_policy,
     subparser,
 )
 from webhook.cli.terminal import VERDICTS, emit_text, progress
@@ -215,13 +216,9 @@ def _audit_cluster(kubeconfig: str | None, context: str | None, policy: Policy, 
 
 def run(args: argparse.Namespace) -> tuple[Audit, Any]:
     """The audit itself; the API client too in live mode (for ``--apply``), else ``None``."""
-    from webhook.admin.catalog import load_policy
     from webhook.cli.report import Report
 
-    policy = load_policy(args.config)
-    mode_source = "--mode" if args.mode else "config" if "mode" in policy.model_fields_set else "default"
-    if args.mode:
-        policy = policy.model_copy(update={"mode": args.mode})
+    policy, mode_source = judging_policy(args)
     namespaces = [] if args.all_namespaces else list(dict.fromkeys(args.namespace or ()))
     report = Report(mode=policy.mode, mode_source=mode_source, strict=args.strict, allow_empty=args.allow_empty)
     audit = Audit(report, namespaces=namespaces)

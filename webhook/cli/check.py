@@ -13,6 +13,7 @@ from webhook.cli.arguments import (
     add_judging_flags,
     add_submitter_flags,
     emit,
+    judging_policy,
     read_paths,
     submitter,
     subparser,
@@ -47,17 +48,13 @@ def _load_cluster_state(paths: list[str], policy: Policy) -> ClusterStore:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from webhook.admin.catalog import load_policy
     from webhook.cli.formatters import FORMATTERS
     from webhook.cli.report import Report
     from webhook.kube.typos import did_you_mean
     from webhook.objects.sources import read_documents
 
     paths = read_paths(args)
-    policy = load_policy(args.config)
-    mode_source = "--mode" if args.mode else "config" if "mode" in policy.model_fields_set else "default"
-    if args.mode:
-        policy = policy.model_copy(update={"mode": args.mode})
+    policy, mode_source = judging_policy(args)
     if args.tier is not None and args.tier not in policy.tiers:
         meant = did_you_mean(args.tier, policy.tiers)
         hint = f"; did you mean {meant!r}?" if meant else ""

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, read_paths, subparser
+from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, judging_policy, read_paths, subparser
 from webhook.cli.terminal import VERDICTS, emit_text, progress
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def _result(judged_entry: InputEntry, decision: Any, skipped: str, policy: Polic
 
 
 def run_lint_queues(args: argparse.Namespace) -> int:
-    from webhook.admin.catalog import ADMIN_RULES, load_policy
+    from webhook.admin.catalog import ADMIN_RULES
     from webhook.admin.engine import lint
     from webhook.admin.state import assemble
     from webhook.cli.formatters import FORMATTERS
@@ -95,10 +95,7 @@ def run_lint_queues(args: argparse.Namespace) -> int:
     from webhook.objects.sources import read_documents
 
     paths = read_paths(args)
-    policy = load_policy(args.config)
-    mode_source = "--mode" if args.mode else "config" if "mode" in policy.model_fields_set else "default"
-    if args.mode:
-        policy = policy.model_copy(update={"mode": args.mode})
+    policy, mode_source = judging_policy(args)
     left_out: list[str] = []
     # libyaml's C parser: the state and inputs of a whole cluster are large
     documents, errors = read_documents(paths, left_out, loader=FastManifestLoader, heads=True)

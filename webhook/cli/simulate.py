@@ -25,6 +25,7 @@ from webhook.cli.arguments import (
     add_output,
     add_paths,
     add_submitter_flags,
+    judging_policy,
     read_paths,
     submitter,
     subparser,
@@ -148,7 +149,6 @@ def _text(result: Result, document: Document, wide: bool = False) -> str:
 
 
 def run_simulate(args: argparse.Namespace) -> int:
-    from webhook.admin.catalog import load_policy
     from webhook.kube.typos import did_you_mean
     from webhook.objects.apivalidation import printable, printable_json
     from webhook.objects.sources import read_documents
@@ -157,9 +157,7 @@ def run_simulate(args: argparse.Namespace) -> int:
     paths = read_paths(args)
     if args.cluster_state and (args.kubeconfig or args.context):
         raise UsageError("simulate: --cluster-state is the state; --kubeconfig and --context read a cluster: give one")
-    policy = load_policy(args.config)
-    if args.mode:
-        policy = policy.model_copy(update={"mode": args.mode})
+    policy, _ = judging_policy(args)
     try:
         if args.tier is not None and args.tier not in policy.tiers:
             meant = did_you_mean(args.tier, policy.tiers)
