@@ -33,7 +33,6 @@ rounds. The machine is shared and small: read the ratios, not the milliseconds.
 from __future__ import annotations
 
 import argparse
-import copy
 import http.client
 import json
 import ssl
@@ -49,7 +48,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "bench"), str(ROOT / "tests")]
 
-from bench_cluster import one_slice_job, workload  # noqa: E402
+from bench_cluster import churn_workload, one_slice_job  # noqa: E402
 from cluster_apiserver import FakeApiServer, write_kubeconfig  # noqa: E402
 from common import (  # noqa: E402
     ADVISOR_BASE,
@@ -122,17 +121,11 @@ class Connection:
 
 def events(api: FakeApiServer, queue: str, cluster_queue: str, stop: threading.Event) -> None:
     """One Workload event a second until ``stop``: pending, then admitted, then deleted."""
-    obj = workload(0, 1)
-    obj["metadata"]["name"] = "jobset-churn-a1b2c"
-    obj["spec"]["queueName"] = queue
-    pending = copy.deepcopy(obj)
-    pending["status"] = {"conditions": []}
-    held = copy.deepcopy(obj)
-    held["status"]["admission"]["clusterQueue"] = cluster_queue
+    pending, held = churn_workload(queue, cluster_queue)
     step = 0
     while not stop.wait(1.0):
         if step % 3 == 2:
-            api.delete(k.WORKLOADS, obj["metadata"]["name"], obj["metadata"]["namespace"])
+            api.delete(k.WORKLOADS, held["metadata"]["name"], held["metadata"]["namespace"])
         else:
             api.put(k.WORKLOADS, (pending, held)[step % 3])
         step += 1

@@ -288,9 +288,9 @@ def drop_memos(state: ClusterStore) -> Callable[[], None]:
     return drop
 
 
-def workload_churn(state: ClusterStore, queue: str, cluster_queue: str) -> Callable[[], None]:
-    """A guaranteed Workload of ``queue`` that comes and goes (pending, then admitted, then deleted)."""
-    steps = iter(range(10**9))
+def churn_workload(queue: str, cluster_queue: str) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two states of a guaranteed Workload of ``queue`` that comes and goes: pending, and
+    admitted to ``cluster_queue`` (then it is deleted)."""
     obj = workload(0, 1)
     obj["metadata"]["name"] = "jobset-churn-a1b2c"
     obj["spec"]["queueName"] = queue
@@ -298,6 +298,13 @@ def workload_churn(state: ClusterStore, queue: str, cluster_queue: str) -> Calla
     pending["status"] = {"conditions": []}
     held = copy.deepcopy(obj)
     held["status"]["admission"]["clusterQueue"] = cluster_queue
+    return pending, held
+
+
+def workload_churn(state: ClusterStore, queue: str, cluster_queue: str) -> Callable[[], None]:
+    """A guaranteed Workload of ``queue`` that comes and goes (pending, then admitted, then deleted)."""
+    steps = iter(range(10**9))
+    pending, held = churn_workload(queue, cluster_queue)
 
     def event() -> None:
         step = next(steps)
