@@ -281,3 +281,23 @@ def simulation(
         "position": {"ahead": ahead, "chipsAhead": chips_ahead} if ahead is not None else None,
         "message": message,
     }
+
+
+def preempted_example_objects() -> list[dict[str, Any]]:
+    """The state of SPEC §13's example: a JobSet of kubemaker preempted by a Workload of
+    team-a-ns, in two team queues of one cohort."""
+    from quota_fixtures import cluster_queue, cohort, q
+
+    return [
+        cluster_queue("team-a", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
+        cluster_queue("team-b", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
+        cohort("tpu-pool"),
+        {
+            "apiVersion": "kueue.x-k8s.io/v1beta2",
+            "kind": "LocalQueue",
+            "metadata": {"name": "team-a-queue", "namespace": "kubemaker"},
+            "spec": {"clusterQueue": "team-b"},
+        },
+        rfc_example_two().obj(),
+        preemptor_workload().obj(),
+    ]

@@ -25,8 +25,7 @@ import httpx
 import pytest
 from cluster_apiserver import FakeApiServer, client_for, wait_until, write_kubeconfig
 from cluster_fixtures import ALL, FAST, OBJECTS, load
-from explain_builders import TPU, preemptor_workload, rfc_example_two
-from quota_fixtures import cluster_queue, cohort, q
+from explain_builders import preempted_example_objects
 from support import load_jobset
 
 from webhook.advisor.access import GROUP, HIDDEN, Authorizer, SubjectAccessReviews
@@ -79,23 +78,6 @@ def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
     )
 
 
-def explain_objects() -> list[dict[str, Any]]:
-    """A JobSet of kubemaker preempted by a Workload of team-a-ns (SPEC §13's example)."""
-    return [
-        cluster_queue("team-a", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
-        cluster_queue("team-b", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
-        cohort("tpu-pool"),
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "team-a-queue", "namespace": "kubemaker"},
-            "spec": {"clusterQueue": "team-b"},
-        },
-        rfc_example_two().obj(),
-        preemptor_workload().obj(),
-    ]
-
-
 class RunningAdvisor:
     """``build_advisor``'s server in a thread of its own, on a free port."""
 
@@ -130,7 +112,7 @@ class Cluster:
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     api = FakeApiServer().start()
-    for obj in explain_objects():
+    for obj in preempted_example_objects():
         api.put(k.BY_KIND[obj["kind"]], obj)
     directory = tmp_path_factory.mktemp("advisor-kube")
     cache = start_watch_cache(str(write_kubeconfig(directory / "config", api.port)), POLICY, FAST)

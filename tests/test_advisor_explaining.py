@@ -2,33 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
-from explain_builders import TPU, preemptor_workload, rfc_example_two
-from quota_fixtures import cluster_queue, cohort, q
+from explain_builders import preempted_example_objects
 
 from webhook.advisor.explaining import answer
 from webhook.cluster.statefiles import state_from_objects
 from webhook.policy.config import Policy
 
 POLICY = Policy()
-
-
-def _objects() -> list[dict[str, Any]]:
-    return [
-        cluster_queue("team-a", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
-        cluster_queue("team-b", [[("tpu7x", {TPU: q("256")})]], cohort="tpu-pool"),
-        cohort("tpu-pool"),
-        {
-            "apiVersion": "kueue.x-k8s.io/v1beta2",
-            "kind": "LocalQueue",
-            "metadata": {"name": "team-a-queue", "namespace": "kubemaker"},
-            "spec": {"clusterQueue": "team-b"},
-        },
-        rfc_example_two().obj(),
-        preemptor_workload().obj(),
-    ]
 
 
 @pytest.mark.parametrize(
@@ -62,12 +43,14 @@ def _objects() -> list[dict[str, Any]]:
 def test_bad_questions_get_a_4xx_with_the_reason_in_13s_shape(
     target: tuple[str, str, str], status: int, error: str
 ) -> None:
-    cluster = state_from_objects(_objects(), POLICY)
+    cluster = state_from_objects(preempted_example_objects(), POLICY)
     assert answer(cluster, *target) == (status, {"results": [], "errors": [error]})
 
 
 def test_a_found_job_is_200_with_one_result() -> None:
-    code, body = answer(state_from_objects(_objects(), POLICY), "kubemaker", "jobset", "llm-pretrain-a3f8")
+    code, body = answer(
+        state_from_objects(preempted_example_objects(), POLICY), "kubemaker", "jobset", "llm-pretrain-a3f8"
+    )
     assert (code, body["errors"], [r["workload"] for r in body["results"]]) == (
         200,
         [],
@@ -76,7 +59,7 @@ def test_a_found_job_is_200_with_one_result() -> None:
 
 
 def test_unread_workloads_and_no_cluster_are_503() -> None:
-    unsynced = state_from_objects([o for o in _objects() if o["kind"] != "Workload"], POLICY)
+    unsynced = state_from_objects([o for o in preempted_example_objects() if o["kind"] != "Workload"], POLICY)
     for cluster, error in [
         (unsynced, "Workloads cannot be read now: no objects of this kind in the --cluster-state input"),
         (None, "this server watches no cluster (started without a kubeconfig): nothing to explain"),
