@@ -5,6 +5,7 @@ from __future__ import annotations
 from decimal import Decimal
 from typing import Any
 
+import msgspec
 from quota_fixtures import jobset, pod
 
 from webhook.kube.sharing import shared
@@ -33,6 +34,14 @@ def test_pod_count_is_replicas_times_parallelism() -> None:
     workload = jobset(("workers", 2, 4, tpu_pod()), ("head", 3, None, pod({"cpu": "1"})))
     assert [pod_count(p) for p in workload.podsets] == [8, 3]
     assert [(d.name, d.count) for d in demands_of(workload)] == [("workers", 8), ("head", 3)]
+
+
+def test_pod_count_caps_a_jobs_pods_by_its_completions() -> None:
+    """Kueue counts min(parallelism, completions) pods a Job: 2 replicas of 4-wide Jobs that
+    complete after 2 pods make a podSet of 4."""
+    workload = jobset(("workers", 2, 4, pod({"cpu": "1"})))
+    (podset,) = workload.podsets
+    assert pod_count(msgspec.structs.replace(podset, completions=2)) == 4
 
 
 def test_a_tpu_podset_or_a_topology_annotation_asks_for_topology_aware_scheduling() -> None:

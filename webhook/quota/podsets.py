@@ -121,8 +121,11 @@ def _init_containers(value: Any) -> Iterator[InitResources]:
 
 
 def pod_count(podset: PodSet) -> int:
-    """Kueue's podSet count for a replicatedJob: replicas × parallelism."""
-    return podset.replicas * (podset.parallelism if podset.parallelism is not None else 1)
+    """Kueue's podSet count for a replicatedJob (or a Job): replicas × the pods of one Job,
+    which is parallelism (1 when unset) capped by completions, as Kueue's integrations count."""
+    parallelism = podset.parallelism if podset.parallelism is not None else 1
+    per_job = min(parallelism, podset.completions) if podset.completions is not None else parallelism
+    return podset.replicas * per_job
 
 
 def demand_of(podset: PodSet, count: int) -> PodSetDemand:

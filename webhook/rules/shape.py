@@ -15,6 +15,7 @@ from webhook.objects.workload import MALFORMED, PodSet, Workload
 from webhook.objects.workloadschema import exceeded
 from webhook.policy.config import Policy
 from webhook.policy.findings import Finding
+from webhook.quota.podsets import pod_count
 from webhook.rules import JOBS, JOBSET_ONLY, Message, Rule, RuleContext, VapExport
 from webhook.rules.cel import (
     ANN,
@@ -330,15 +331,9 @@ TPU_REQUEST_INVALID: Final = Rule(
 # the simulator reads them too.
 
 
-def _pods_per_job(podset: PodSet) -> int:
-    """Pods of one of the podSet's Jobs, as Kueue counts them: parallelism (default 1), capped by completions."""
-    parallelism = podset.parallelism if podset.parallelism is not None else 1
-    return min(parallelism, podset.completions) if podset.completions is not None else parallelism
-
-
 def _workload_schema(workload: Workload, ctx: RuleContext) -> Iterator[Finding]:
     podsets = workload.podsets
-    for limit in exceeded([(podset.name, podset.replicas * _pods_per_job(podset)) for podset in podsets]):
+    for limit in exceeded([(podset.name, pod_count(podset)) for podset in podsets]):
         if limit.index is None:  # the podSets' count
             yield WORKLOAD_SCHEMA_EXCEEDED.finding(REPLICATED_JOBS, limit.which, count=limit.value, limit=limit.limit)
             continue
