@@ -4,7 +4,6 @@ CREATE, without a cluster (the CI dry run)."""
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any, Final
 
 from webhook.cli.arguments import (
@@ -12,13 +11,12 @@ from webhook.cli.arguments import (
     UsageError,
     add_judging_flags,
     add_submitter_flags,
-    emit,
     judging_policy,
     read_paths,
     submitter,
     subparser,
 )
-from webhook.cli.terminal import VERDICTS, emit_text, progress
+from webhook.cli.terminal import progress
 
 if TYPE_CHECKING:
     from webhook.cli.report import Report
@@ -48,7 +46,7 @@ def _load_cluster_state(paths: list[str], policy: Policy) -> ClusterStore:
 
 
 def run_check(args: argparse.Namespace) -> int:
-    from webhook.cli.formatters import FORMATTERS
+    from webhook.cli.formatters import emit_report
     from webhook.cli.report import Report
     from webhook.kube.typos import did_you_mean
     from webhook.objects.sources import read_documents
@@ -79,15 +77,7 @@ def run_check(args: argparse.Namespace) -> int:
         _judge(documents, args, policy, cluster, labels, report)
     if cluster is not None:
         report.notes += _state_notes(cluster, report)
-    if errors and args.output not in ("text", "github"):
-        # stdout is likely a file for a machine; the person reading the job log sees why it failed
-        for error in errors:
-            print(f"tpu-admission: {error}", file=sys.stderr)
-    if args.output == "text":
-        emit_text(FORMATTERS["text"](report), VERDICTS)
-    else:
-        emit(FORMATTERS[args.output](report))
-    return report.exit_code()
+    return emit_report(report, args.output, [str(error) for error in errors])
 
 
 def _judge(

@@ -7,6 +7,7 @@ not be read, and the summary counts.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 
 from webhook.cli.junit import junit
@@ -162,3 +163,20 @@ FORMATTERS: dict[str, Callable[[Report], str]] = {
     "junit": junit,
     "sarif": sarif,
 }
+
+
+def emit_report(report: Report, output: str, errors: list[str]) -> int:
+    """Write ``report`` in ``output`` (text coloured on a terminal) and return its exit code.
+    With a machine format, stdout is likely a file: the inputs that could not be read go to
+    stderr as well, for the person reading the job's log."""
+    from webhook.cli.arguments import emit
+    from webhook.cli.terminal import VERDICTS, emit_text
+
+    if errors and output not in ("text", "github"):
+        for error in errors:
+            print(f"tpu-admission: {error}", file=sys.stderr)
+    if output == "text":
+        emit_text(FORMATTERS["text"](report), VERDICTS)
+    else:
+        emit(FORMATTERS[output](report))
+    return report.exit_code()

@@ -10,11 +10,10 @@ reports in ``check``'s formats with ``check``'s exit codes.
 from __future__ import annotations
 
 import argparse
-import sys
 from typing import TYPE_CHECKING, Any
 
 from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, judging_policy, read_paths, subparser
-from webhook.cli.terminal import VERDICTS, emit_text, progress
+from webhook.cli.terminal import progress
 
 if TYPE_CHECKING:
     from webhook.admin.state import InputEntry
@@ -89,7 +88,7 @@ def run_lint_queues(args: argparse.Namespace) -> int:
     from webhook.admin.catalog import ADMIN_RULES
     from webhook.admin.engine import lint
     from webhook.admin.state import assemble
-    from webhook.cli.formatters import FORMATTERS
+    from webhook.cli.formatters import emit_report
     from webhook.cli.report import Report
     from webhook.kube.manifestyaml import FastManifestLoader
     from webhook.objects.sources import read_documents
@@ -119,12 +118,4 @@ def run_lint_queues(args: argparse.Namespace) -> int:
     with progress(f"judging {len(entries)} object(s)"):
         for judged in lint(objects, entries, policy):
             report.results.append(_result(judged.entry, judged.decision, judged.skipped, policy))
-    if errors and args.output not in ("text", "github"):
-        for error in errors:
-            print(f"tpu-admission: {error.source}: {error.problem}", file=sys.stderr)
-    if args.output == "text":
-        emit_text(FORMATTERS["text"](report), VERDICTS)
-    else:
-        sys.stdout.write(FORMATTERS[args.output](report) + "\n")
-        sys.stdout.flush()
-    return report.exit_code()
+    return emit_report(report, args.output, [f"{error.source}: {error.problem}" for error in errors])
