@@ -9,6 +9,7 @@ front proxy. SubjectAccessReviews are answered by the fake API server from its g
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import ssl
@@ -435,6 +436,21 @@ def test_a_simulation_answers_one_object_with_one_result(
         "message": "fits now in ClusterQueue team-b on tpu7x-4x8x8",
         "holders": None,
     }
+
+
+def test_a_simulation_streamed_without_a_content_type_is_read_as_json(
+    simulator: RunningAdvisor, cert_files: certs.CertificateFiles, pki: Pki
+) -> None:
+    """As the API server's aggregation layer forwards ``kubectl create --raw``: the body in
+    chunks and no Content-Type, which the API server itself takes as JSON."""
+    body = json.dumps(load_jobset(FITS)).encode()
+    with https(cert_files, pki.proxy) as http:
+        sent = http.post(simulator.url + SIMULATE, json=load_jobset(FITS), headers=as_user("alice"))
+        streamed = http.post(simulator.url + SIMULATE, content=iter([body[:100], body[100:]]), headers=as_user("alice"))
+    assert streamed.request.headers.get("content-type") is None
+    assert streamed.request.headers.get("transfer-encoding") == "chunked"
+    assert (streamed.status_code, streamed.json()) == (sent.status_code, sent.json())
+    assert sent.status_code == 200
 
 
 def _chunks(size: int) -> Iterator[bytes]:
