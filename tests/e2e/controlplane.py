@@ -1,5 +1,6 @@
 """A real control plane on loopback for the end-to-end tests: etcd, kube-apiserver, the JobSet
-and Kueue CRDs, and our webhook registered through the shipped webhook configurations.
+and Kueue CRDs, our webhook and our advisor registered through the shipped manifests (an
+overlay of ``manifests/base`` that ``kubectl kustomize`` renders).
 
     python -m tests.e2e.controlplane up --dir D     # build (Go's cache keeps it), start, wait
     python -m tests.e2e.controlplane down --dir D   # stop every process ``up`` started, by PID
@@ -15,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import base64
-import copy
 import hashlib
 import json
 import os
@@ -49,6 +49,22 @@ WEBHOOK_CONFIGURATIONS = (
     "validatingwebhookconfiguration.yaml",
     "kueue-validatingwebhookconfiguration.yaml",
 )
+#: the advisor's Service (namespace, name), as the shipped APIService names it
+ADVISOR_SERVICE = ("tpu-admission", "tpu-admission-advisor")
+#: the advisor's APIService, as the shipped manifests name it
+ADVISOR_API_SERVICE = "v1alpha1.advisor.tpu-admission.antgroup.com"
+#: what the control plane applies of the overlay's render: the webhook configurations, the
+#: advisor's APIService and Service, the roles an admin binds and the namespace; not the
+#: Deployments and what serves them (no kubelet runs here: the processes run on loopback)
+REGISTERED = (
+    ("Namespace", None),
+    ("MutatingWebhookConfiguration", None),
+    ("ValidatingWebhookConfiguration", None),
+    ("APIService", None),
+    ("Service", ADVISOR_SERVICE[1]),
+    ("ClusterRole", "tpu-admission-advisor-user"),
+    ("ClusterRole", "tpu-admission-advisor-quota"),
+)
 #: the RFC's cluster as the unit tests' fake API server serves it: the tiers' namespaces,
 #: tpu7x nodes, and Kueue's queues (applied in this order: the LocalQueues need their namespaces)
 CLUSTER = tuple(REPO / "tests" / "fixtures" / "cluster" / f"{name}.yaml" for name in ("namespaces", "nodes", "queues"))
@@ -67,6 +83,15 @@ READY_TIMEOUT = 180.0
 
 class ControlPlaneError(Exception):
     """A step of ``up`` failed; the message names it and the log to read."""
+
+
+@dataclass(frozen=True)
+class Advisor:
+    """The advisor's process and where it listens."""
+
+    url: str
+    port: int
+    process: subprocess.Popen[bytes]
 
 
 def needs() -> str | None:
@@ -202,6 +227,11 @@ def make_pki(pki: Path) -> None:
     webhook_ca, webhook_ca_key = certs.new_ca("e2e-tpu-admission-ca")
     webhook_cert, webhook_key = certs.issue(webhook_ca, webhook_ca_key, ["127.0.0.1", "localhost"])
     certs.write(pki / "webhook", webhook_ca, webhook_cert, webhook_key)
+    # the aggregation layer checks an aggregated server's certificate for its Service's DNS name
+    namespace, name = ADVISOR_SERVICE
+    advisor_names = ["127.0.0.1", "localhost", f"{name}.{namespace}.svc"]
+    advisor_cert, advisor_key = certs.issue(webhook_ca, webhook_ca_key, advisor_names)
+    certs.write(pki / "advisor", webhook_ca, advisor_cert, advisor_key)
 
 
 def kubeconfig(server: str, ca: Path, token: str) -> dict[str, Any]:
@@ -215,18 +245,62 @@ def kubeconfig(server: str, ca: Path, token: str) -> dict[str, Any]:
     }
 
 
-def webhook_configurations(base_url: str, ca_bundle: bytes) -> Iterator[dict[str, Any]]:
-    """The shipped webhook configurations with each ``clientConfig.service`` turned into a
-    URL on ``base_url`` (same path) and ``caBundle`` set: what an overlay for a webhook
-    served outside the cluster changes, and nothing else."""
+def overlay(base_url: str, advisor_port: int, ca_bundle: bytes) -> dict[str, Any]:
+    """The kustomization of an overlay of the shipped ``manifests/base`` for processes on
+    loopback, and nothing more: each webhook's ``clientConfig.service`` becomes a URL on
+    ``base_url`` (same path) with ``caBundle``; the APIService gets ``caBundle`` and the
+    advisor's port; the advisor's Service becomes an ExternalName for ``localhost`` (the
+    aggregation layer resolves such a Service to that name and the APIService's port, so
+    nothing needs kube-proxy). ``resources`` is filled in by ``write_overlay``."""
     bundle = base64.b64encode(ca_bundle).decode()
+    patches: list[dict[str, Any]] = []
     for file_name in WEBHOOK_CONFIGURATIONS:
         for document in yaml.safe_load_all((MANIFESTS / file_name).read_text()):
-            rendered = copy.deepcopy(document)
-            for hook in rendered["webhooks"]:
-                service = hook["clientConfig"].pop("service")
-                hook["clientConfig"] = {"url": base_url + service.get("path", "/"), "caBundle": bundle}
-            yield rendered
+            operations = [
+                {
+                    "op": "replace",
+                    "path": f"/webhooks/{index}/clientConfig",
+                    "value": {"url": base_url + hook["clientConfig"]["service"].get("path", "/"), "caBundle": bundle},
+                }
+                for index, hook in enumerate(document["webhooks"])
+            ]
+            target = {"kind": document["kind"], "name": document["metadata"]["name"]}
+            patches.append({"target": target, "patch": yaml.safe_dump(operations)})
+    api_service = [
+        {"op": "add", "path": "/spec/caBundle", "value": bundle},
+        {"op": "replace", "path": "/spec/service/port", "value": advisor_port},
+    ]
+    api_service_target = {"kind": "APIService", "name": ADVISOR_API_SERVICE}
+    patches.append({"target": api_service_target, "patch": yaml.safe_dump(api_service)})
+    external = [{"op": "replace", "path": "/spec", "value": {"type": "ExternalName", "externalName": "localhost"}}]
+    service = {"kind": "Service", "name": ADVISOR_SERVICE[1]}
+    patches.append({"target": service, "patch": yaml.safe_dump(external)})
+    kind = {"apiVersion": "kustomize.config.k8s.io/v1beta1", "kind": "Kustomization"}
+    return {**kind, "resources": [], "patches": patches}
+
+
+def write_overlay(directory: Path, kustomization: dict[str, Any]) -> Path:
+    """``kustomization`` written as ``directory/kustomization.yaml`` over the shipped base
+    (kustomize takes a base only by a relative path)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    rendered = {**kustomization, "resources": [os.path.relpath(MANIFESTS, directory)]}
+    return _write(directory / "kustomization.yaml", yaml.safe_dump(rendered, sort_keys=False).encode())
+
+
+def registered(documents: Iterator[Any]) -> list[dict[str, Any]]:
+    """The documents of the overlay's render the control plane applies (``REGISTERED``)."""
+    wanted = [
+        document
+        for document in documents
+        if isinstance(document, dict)
+        and any(
+            document.get("kind") == kind and name in (None, document["metadata"]["name"]) for kind, name in REGISTERED
+        )
+    ]
+    missing = [kind for kind, name in REGISTERED if not any(doc["kind"] == kind for doc in wanted)]
+    if missing:
+        raise ControlPlaneError(f"the overlay's render has no {', '.join(missing)}")
+    return wanted
 
 
 def shipped_policy() -> str:
@@ -481,16 +555,62 @@ class ControlPlane:
             layout.logs / "tpu-admission.log",
             webhook_process,
         )
-        configurations = list(webhook_configurations(webhook, (pki / "webhook" / "ca.crt").read_bytes()))
-        rendered = "\n---\n".join(yaml.safe_dump(configuration) for configuration in configurations)
-        _write(layout.root / "webhook-configurations.yaml", rendered.encode())
-        self.kubectl("apply", "-f", str(layout.root / "webhook-configurations.yaml"))
-        processes.state.update(server=server, webhook=webhook)
+        advisor = self._start_advisor(processes)
+        # the shipped manifests, through an overlay kustomize renders (kubectl's own kustomize)
+        kustomization = overlay(webhook, advisor.port, (pki / "webhook" / "ca.crt").read_bytes())
+        write_overlay(layout.root / "overlay", kustomization)
+        render = self.kubectl("kustomize", str(layout.root / "overlay")).stdout
+        documents = registered(yaml.safe_load_all(render))
+        _write(layout.root / "registered.yaml", yaml.safe_dump_all(documents).encode())
+        self.kubectl("apply", "-f", str(layout.root / "registered.yaml"))
+        processes.state.update(server=server, webhook=webhook, advisor=advisor.url)
         processes.save()
         # registered: the API server calls the webhook once its informer has the configurations
         wait_for("the webhook registration", self._webhook_called, layout.logs / "tpu-admission.log", webhook_process)
         self.log(f"tpu-admission ready on {webhook} and registered")
+        wait_for(
+            "the advisor's APIService",
+            self._advisor_available,
+            layout.logs / "tpu-admission-advisor.log",
+            advisor.process,
+        )
+        self.log(f"tpu-admission-advisor ready on {advisor.url}, served as {ADVISOR_API_SERVICE}")
         self.log(f"kubectl: {layout.kubectl} --kubeconfig {layout.kubeconfig}")
+
+    def _start_advisor(self, processes: Processes) -> Advisor:
+        """``serve-advisor`` on loopback, watching the cluster; it reads the front-proxy
+        settings from the ConfigMap the API server publishes, as in a cluster."""
+        layout, pki = self.layout, self.layout.pki
+        port = free_port()
+        process = processes.start(
+            "tpu-admission-advisor",
+            [
+                str(Path(sys.executable).parent / "tpu-admission"),
+                "serve-advisor",
+                "--host=127.0.0.1",
+                f"--port={port}",
+                f"--cert-dir={pki / 'advisor'}",
+                f"--config={layout.root / 'policy.yaml'}",
+                f"--kubeconfig={layout.kubeconfig}",
+            ],
+        )
+        advisor = Advisor(f"https://127.0.0.1:{port}", port, process)
+        context = ssl.create_default_context(cafile=str(pki / "advisor" / "ca.crt"))
+        wait_for(
+            "tpu-admission-advisor",
+            lambda: '"ok"' in _get(f"{advisor.url}/readyz", context),
+            layout.logs / "tpu-admission-advisor.log",
+            process,
+        )
+        return advisor
+
+    def _advisor_available(self) -> bool:
+        """The aggregation layer has found the advisor (its discovery answered)."""
+        done = self.kubectl("get", "apiservice", ADVISOR_API_SERVICE, "-o", "json", check=False)
+        if done.returncode != 0:
+            return False
+        conditions = json.loads(done.stdout).get("status", {}).get("conditions", [])
+        return any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
 
     def _wait_for_apiserver(self, process: subprocess.Popen[bytes]) -> None:
         state, pki = self.processes.state, self.layout.pki
