@@ -566,7 +566,7 @@ class ControlPlane:
         processes.state.update(server=server, webhook=webhook, advisor=advisor.url)
         processes.save()
         # registered: the API server calls the webhook once its informer has the configurations
-        wait_for("the webhook registration", self._webhook_called, layout.logs / "tpu-admission.log", webhook_process)
+        wait_for("the webhook registration", self.webhook_called, layout.logs / "tpu-admission.log", webhook_process)
         self.log(f"tpu-admission ready on {webhook} and registered")
         wait_for(
             "the advisor's APIService",
@@ -629,7 +629,7 @@ class ControlPlane:
         terminate(state["processes"]["kube-apiserver"])
         self._wait_for_apiserver(self.processes.start("kube-apiserver", state["commands"]["kube-apiserver"]))
 
-    def _webhook_called(self) -> bool:
+    def webhook_called(self) -> bool:
         probe = {
             "apiVersion": "batch/v1",
             "kind": "Job",
