@@ -146,8 +146,8 @@ def _dump(path: Path, objects: list[dict[str, Any]]) -> Path:
 
 def _staged(inputs: Path, cluster: Path) -> tuple[dict[str, float], int]:
     """One in-process run, seconds per stage, and how many findings it made."""
-    from webhook.admin.engine import lint
-    from webhook.admin.state import assemble
+    from webhook.admin.judging import lint
+    from webhook.admin.objectset import assemble
     from webhook.cli.formatters import FORMATTERS
     from webhook.cli.report import CheckResult, Report
     from webhook.kube.manifestyaml import FastManifestLoader

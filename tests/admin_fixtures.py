@@ -26,8 +26,8 @@ import yaml
 from support import delete_path, set_path
 
 from webhook.admin.catalog import policy_from_mapping
-from webhook.admin.engine import Judged, lint
-from webhook.admin.state import assemble
+from webhook.admin.judging import Judged, lint
+from webhook.admin.objectset import assemble
 from webhook.kube.manifestyaml import FastManifestLoader
 from webhook.objects.sources import Document, _parse
 from webhook.policy.config import Policy

@@ -16,9 +16,9 @@ from kueue_cache import cache_of
 
 from webhook.admin.admission import KueueRequest, decide_kueue, served_plan
 from webhook.admin.catalog import KUEUE_REFUSES, policy_from_mapping
-from webhook.admin.engine import ALREADY
+from webhook.admin.judging import ALREADY
+from webhook.admin.kueueobjects import CLUSTER_QUEUE
 from webhook.admin.live import LiveObjects
-from webhook.admin.objects import CLUSTER_QUEUE
 from webhook.cluster import kinds as k
 from webhook.engine.decision import Decision
 from webhook.policy.config import Policy

@@ -30,7 +30,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
-from webhook.admin.objects import (
+from webhook.admin.kueueobjects import (
     CLUSTER_QUEUE,
     COHORT,
     NAMESPACE,
@@ -38,7 +38,7 @@ from webhook.admin.objects import (
     RESOURCE_FLAVOR,
     KueueObject,
 )
-from webhook.admin.state import ObjectSet
+from webhook.admin.objectset import ObjectSet
 from webhook.policy.config import Policy
 from webhook.policy.tiers import resolve_tier
 from webhook.quota.objects import (

@@ -1,6 +1,6 @@
 """One Kueue object on the webhook (``/validate-kueue``): the admin guard's decision.
 
-The rules and their actions are ``lint-queues``' (``webhook.admin.engine.judge``); what
+The rules and their actions are ``lint-queues``' (``webhook.admin.judging.judge``); what
 differs is where the cluster comes from and three choices an admission webhook needs:
 
 - the object is judged against the watch cache with itself in place of the cached one
@@ -26,10 +26,10 @@ from typing import Any, Final
 
 from webhook.admin import AdminContext, AdminRule
 from webhook.admin.catalog import KUEUE_REFUSES
-from webhook.admin.engine import findings_of, plan, settle
+from webhook.admin.judging import findings_of, plan, settle
+from webhook.admin.kueueobjects import CLUSTER_QUEUE, KueueObject, Skipped, read_document
 from webhook.admin.live import CACHED, Live, LiveObjects
-from webhook.admin.objects import CLUSTER_QUEUE, KueueObject, Skipped, read_document
-from webhook.admin.state import ObjectSet
+from webhook.admin.objectset import ObjectSet
 from webhook.engine.decision import Decision
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy

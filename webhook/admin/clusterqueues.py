@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any, Final
 
 from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
-from webhook.admin.objects import ADMISSION_CHECK, CLUSTER_QUEUE, NAMESPACE, KueueObject
+from webhook.admin.kueueobjects import ADMISSION_CHECK, CLUSTER_QUEUE, NAMESPACE, KueueObject
 from webhook.admin.paths import Group, entries, group_of
 from webhook.kube.fieldpaths import SPEC
 from webhook.policy.findings import Action, Finding

@@ -24,7 +24,7 @@ from webhook.admin.kueueconfig import (
     validate,
     version_below,
 )
-from webhook.admin.objects import CONFIGURATION, CONTROLLER, KueueObject, container_images
+from webhook.admin.kueueobjects import CONFIGURATION, CONTROLLER, KueueObject, container_images
 from webhook.kube.fieldpaths import ROOT, SPEC, FieldPath
 from webhook.kube.typos import did_you_mean
 from webhook.policy.findings import Action, Finding

@@ -16,7 +16,7 @@ from decimal import Decimal
 from typing import Final
 
 from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
-from webhook.admin.objects import RESOURCE_FLAVOR, TOPOLOGY, KueueObject
+from webhook.admin.kueueobjects import RESOURCE_FLAVOR, TOPOLOGY, KueueObject
 from webhook.admin.quotas import flavor_nodes
 from webhook.kube.fieldpaths import SPEC
 from webhook.policy.findings import Finding

@@ -1,9 +1,9 @@
 """The judged set from the watch cache: what the admin guard's webhook judges an object against.
 
-``lint-queues`` reads its cluster from files (``webhook.admin.state``); the webhook reads
+``lint-queues`` reads its cluster from files (``webhook.admin.objectset``); the webhook reads
 the same kinds from the cache, which keeps Kueue's objects as written
 (``webhook.cluster.documents``) and the Nodes parsed. Each cached document goes through
-the one reader (``webhook.admin.objects.read_document``), so a ConfigMap becomes Kueue's
+the one reader (``webhook.admin.kueueobjects.read_document``), so a ConfigMap becomes Kueue's
 Configuration exactly as it does in a file.
 
 A kind is known when its watch is synced (an empty list is a known zero); otherwise it
@@ -18,7 +18,7 @@ import threading
 from dataclasses import dataclass
 from typing import Final
 
-from webhook.admin.objects import (
+from webhook.admin.kueueobjects import (
     ADMISSION_CHECK,
     CLUSTER_QUEUE,
     COHORT,
@@ -34,7 +34,7 @@ from webhook.admin.objects import (
     KueueObject,
     read_document,
 )
-from webhook.admin.state import ObjectSet
+from webhook.admin.objectset import ObjectSet
 from webhook.cluster import kinds as k
 from webhook.cluster.store import ClusterStore
 from webhook.objects.sources import Document

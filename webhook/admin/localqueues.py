@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
-from webhook.admin.objects import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, KueueObject
+from webhook.admin.kueueobjects import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, KueueObject
 from webhook.kube.fieldpaths import METADATA, SPEC
 from webhook.policy.findings import Finding
 from webhook.quota.objects import describe_selector, selector_matches

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Final
 
-from webhook.admin.objects import KueueObject
+from webhook.admin.kueueobjects import KueueObject
 from webhook.kube.fieldpaths import SPEC, FieldPath
 from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import quantity_or_none

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
-from webhook.admin.objects import PRIORITY_CLASS, KueueObject
+from webhook.admin.kueueobjects import PRIORITY_CLASS, KueueObject
 from webhook.kube.fieldpaths import METADATA, ROOT
 from webhook.policy.findings import Finding
 from webhook.rules import Message, Rule

@@ -16,7 +16,7 @@ from decimal import ROUND_CEILING, Decimal
 from typing import Final
 
 from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
-from webhook.admin.objects import CLUSTER_QUEUE, COHORT, KueueObject
+from webhook.admin.kueueobjects import CLUSTER_QUEUE, COHORT, KueueObject
 from webhook.admin.paths import LIMITS, Entry, entries
 from webhook.kube.quantity import CONTEXT
 from webhook.policy.findings import Action, Finding

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from typing import Final
 
 from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
-from webhook.admin.objects import (
+from webhook.admin.kueueobjects import (
     ADMISSION_CHECK,
     CLUSTER_QUEUE,
     LOCAL_QUEUE,

@@ -37,11 +37,11 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from webhook.advisor import explaining, simulating
 from webhook.advisor.access import GROUP, VERSION, Authorizer, other_queues, redact
 from webhook.advisor.frontproxy import Caller, FrontProxy, Unauthenticated
+from webhook.advisor.quotatree import quota_document
 from webhook.advisor.workqueue import Busy, TimedOut, WorkQueue
 from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
-from webhook.cluster.state import ClusterState
-from webhook.explain.quotaview import quota_document
+from webhook.cluster.view import ClusterState
 from webhook.explain.result import document
 from webhook.policy.config import Policy
 from webhook.serving.bodies import BodyTooLarge, ClientGone, body_headers, is_json, read_body

@@ -27,7 +27,7 @@ import re
 from typing import Any, Final
 
 from webhook.cluster.snapshot import Snapshot
-from webhook.cluster.state import ClusterState
+from webhook.cluster.view import ClusterState
 from webhook.explain.explainer import ExplainError, explain
 from webhook.explain.lookup import BadTarget, NotFound, NotSynced, parse_kind, request_from_snapshot, stored_simulator
 from webhook.explain.result import document

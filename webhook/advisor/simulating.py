@@ -18,7 +18,7 @@ from typing import Any
 
 from webhook.advisor.submitted import NotSimulated, not_synced, result_json, simulate_submitted
 from webhook.cluster.snapshot import Snapshot
-from webhook.cluster.state import ClusterState
+from webhook.cluster.view import ClusterState
 from webhook.objects.jsontext import plain_json
 from webhook.policy.config import Policy
 from webhook.simulate.live import live

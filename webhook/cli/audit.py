@@ -320,7 +320,7 @@ exit codes:
 
 
 def add_audit(commands: Any) -> None:
-    """The ``audit`` subcommand's parser (``webhook.cli.main.SUBCOMMANDS``)."""
+    """The ``audit`` subcommand's parser (``webhook.cli.main.COMMANDS``)."""
     audit = subparser(commands, "audit", "judge the JobSets, Jobs and Deployments that exist now", _HELP)
     source = audit.add_mutually_exclusive_group()
     add_cluster_flags(source, context=audit)

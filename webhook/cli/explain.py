@@ -310,8 +310,8 @@ def run_explain(args: argparse.Namespace) -> int:
 
 
 def run_quota(args: argparse.Namespace) -> int:
+    from webhook.advisor.quotatree import quota_document, render_quota
     from webhook.cluster import kinds as k
-    from webhook.explain.quotaview import quota_document, render_quota
 
     try:
         snapshot = _load(args, None).snapshot

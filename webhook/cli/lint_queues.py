@@ -16,7 +16,7 @@ from webhook.cli.arguments import EXIT_USAGE_LINE, add_judging_flags, judging_po
 from webhook.cli.terminal import progress
 
 if TYPE_CHECKING:
-    from webhook.admin.state import InputEntry
+    from webhook.admin.objectset import InputEntry
     from webhook.cli.report import CheckResult
     from webhook.policy.config import Policy
 
@@ -65,7 +65,7 @@ def add_parser(commands: Any) -> None:
 
 
 def _result(judged_entry: InputEntry, decision: Any, skipped: str, policy: Policy) -> CheckResult:
-    from webhook.admin.objects import KueueObject, Skipped
+    from webhook.admin.kueueobjects import KueueObject, Skipped
     from webhook.cli.report import CheckResult
 
     read = judged_entry.read
@@ -86,8 +86,8 @@ def _result(judged_entry: InputEntry, decision: Any, skipped: str, policy: Polic
 
 def run_lint_queues(args: argparse.Namespace) -> int:
     from webhook.admin.catalog import ADMIN_RULES
-    from webhook.admin.engine import lint
-    from webhook.admin.state import assemble
+    from webhook.admin.judging import lint
+    from webhook.admin.objectset import assemble
     from webhook.cli.formatters import emit_report
     from webhook.cli.report import Report
     from webhook.kube.manifestyaml import FastManifestLoader

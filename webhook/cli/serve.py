@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Final
 from webhook.cli.arguments import EXIT_USAGE_LINE, UsageError, subparser
 
 if TYPE_CHECKING:
-    from webhook.cluster.state import ClusterState
+    from webhook.cluster.view import ClusterState
     from webhook.policy.config import Policy
 
 

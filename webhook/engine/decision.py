@@ -14,7 +14,7 @@ from typing import Any, Final, Literal, NamedTuple
 import msgspec
 
 from webhook.cluster.snapshot import Snapshot
-from webhook.cluster.state import ClusterState, ClusterView
+from webhook.cluster.view import ClusterState, ClusterView
 from webhook.engine.patches import JsonPatch, default_labels, label_patch
 from webhook.kube.quantity import CONTEXT
 from webhook.objects.kinds import JOBSET

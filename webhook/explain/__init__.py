@@ -2,6 +2,6 @@
 
 A pure library (SPEC §13): the caller fills the inputs (``inputs``) from the watch cache
 or state files, ``explainer.explain`` decides and explains, ``result`` shapes the JSON
-answer, ``text`` renders it for an 80-column terminal, and ``quotaview`` renders the
-cohort tree of ``tpu-admission quota``. Design notes: docs/explain.md.
+answer, and ``text`` renders it for an 80-column terminal (its quota bars, ``bars``, also
+draw ``tpu-admission quota``'s cohort tree). Design notes: docs/explain.md.
 """

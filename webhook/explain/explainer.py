@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from webhook.explain import state as s
+from webhook.explain import jobstate as s
 from webhook.explain.inputs import Document, QuotaPicture, Simulate, WorkloadIndex, metadata, text_field
 from webhook.explain.jobstatus import POD
 from webhook.explain.preemption import parse_preemption_message, why

@@ -29,7 +29,7 @@ from webhook.cluster import kinds as k
 from webhook.cluster.own import OwnedWorkloads
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
-from webhook.explain import state as s
+from webhook.explain import jobstate as s
 from webhook.explain.explainer import ExplainError, ExplainRequest
 from webhook.explain.inputs import Document, Simulate, metadata, text_field
 from webhook.explain.jobstatus import POD

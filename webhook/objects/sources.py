@@ -93,8 +93,8 @@ def _parse(
     """The documents of one file, and the error that stopped the parser, if one did.
 
     A ``.json`` file is decoded as JSON (``_parse_json``). Otherwise the file is read by
-    libyaml first (``FastManifestLoader``: the same values and line marks, several times
-    faster, which a repository of thousands of manifests feels); a file it refuses is
+    libyaml first (``FastManifestLoader``: the same values and line marks, parsed in C,
+    which a repository of thousands of manifests feels); a file it refuses is
     read again by the Python parser, whose error says more, so what is reported about a
     broken file does not depend on which parser read it. ``lines=False``: no node trees
     are kept (a state of 100,000 Workloads), and libyaml's words are enough.
@@ -314,11 +314,10 @@ def _collector_paused() -> Iterator[None]:
 
     Each document keeps its node tree (for the line of a finding), so the heap grows by
     a few hundred objects a document, and the collector's passes over all of them cost
-    more than the parsing and the judging together: 2,000 manifests read in 1.4 s with it
-    on, 0.5 s with it off, and judging them took 0.4 s more while it rescanned them.
-    The documents live as long as the command that read them, so they are moved out of
-    its reach (``gc.freeze``) once read. Node trees hold no cycles, and each loader's
-    are broken by ``dispose``.
+    more than the parsing and the judging together, while reading and again while judging
+    (``bench/check_bulk.py`` measures a large repository). The documents live as long as
+    the command that read them, so they are moved out of its reach (``gc.freeze``) once
+    read. Node trees hold no cycles, and each loader's are broken by ``dispose``.
     """
     enabled = gc.isenabled()
     gc.disable()

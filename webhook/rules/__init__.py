@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Final, Generic, Literal, TypeVar
 
 import msgspec
 
-from webhook.cluster.state import ClusterView
+from webhook.cluster.view import ClusterView
 from webhook.kube.fieldpaths import FieldPath
 from webhook.objects.kinds import ALL as ALL_KINDS
 from webhook.objects.kinds import JOB, JOBSET
@@ -171,7 +171,7 @@ class Rule(Generic[SubjectT, ContextT]):
     #: cluster-state kinds the rule reads; empty for structural rules
     requires: frozenset[str] = field(default_factory=frozenset)
     #: the object kinds it applies to (``webhook.objects.kinds``: JobSet, Job, Deployment;
-    #: for an admin rule, the Kueue kinds of ``webhook.admin.objects``)
+    #: for an admin rule, the Kueue kinds of ``webhook.admin.kueueobjects``)
     kinds: frozenset[str] = ALL_KINDS
     #: one sentence: why the rule exists (shown in the README's rule table)
     why: str = ""

@@ -1,6 +1,6 @@
 """Cluster-aware rules: will this job ever run on *this* cluster?
 
-Each rule reads the cluster through ``ctx.cluster`` (``webhook.cluster.state``) and the
+Each rule reads the cluster through ``ctx.cluster`` (``webhook.cluster.view``) and the
 labels Kueue will see (``ctx.effective_labels``, after the dev-tier injection). The
 engine runs a rule only when every kind it ``requires`` is known; a rule that still
 finds a piece missing (a namespace not yet in the cache, no node matching a selector)
@@ -17,7 +17,7 @@ from typing import Final
 
 import msgspec
 
-from webhook.cluster.state import ClusterView
+from webhook.cluster.view import ClusterView
 from webhook.kube.fieldpaths import LABELS
 from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding

@@ -25,8 +25,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from webhook.admin.admission import KueueRequest, decide_kueue
 from webhook.admin.live import LiveObjects
 from webhook.cluster.snapshot import Snapshot
-from webhook.cluster.state import ClusterState
 from webhook.cluster.store import ClusterStore
+from webhook.cluster.view import ClusterState
 from webhook.engine.decision import AdmissionFacts, Decision, Stage, decide
 from webhook.policy.config import Policy
 from webhook.serving.bodies import BodyTooLarge, ClientGone, body_headers, is_json, read_body

@@ -1,4 +1,5 @@
-"""``tpu-admission quota``: the cohort tree with every ClusterQueue's numbers per flavor.
+"""``tpu-admission quota`` and the advisor's ``quotas``: the cohort tree with every
+ClusterQueue's numbers per flavor.
 
 The picture a team admin needs to judge a quota split (RFC-0033's user story): for each
 root cohort, its tree (sub-cohorts, then their ClusterQueues) and, per flavor and

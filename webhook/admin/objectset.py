@@ -16,7 +16,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from webhook.admin.objects import KINDS, AdminKind, KueueObject, Skipped, TypedList, read_document
+from webhook.admin.kueueobjects import KINDS, AdminKind, KueueObject, Skipped, TypedList, read_document
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
 

@@ -1,6 +1,6 @@
 """Kueue objects → findings: the one decision of ``lint-queues``.
 
-``lint`` is a pure function of the judged set (``webhook.admin.state``), the input
+``lint`` is a pure function of the judged set (``webhook.admin.objectset``), the input
 entries and the policy. For each input object of a judged kind it runs every admin rule
 that applies (mode, kind, an action that is not ``off``), skipping with a note a rule
 whose required kinds nobody supplied, and applies the policy's actions and exceptions as
@@ -15,8 +15,8 @@ from typing import Final
 
 from webhook.admin import AdminContext, AdminRule
 from webhook.admin.catalog import ADMIN_RULES
-from webhook.admin.objects import CLUSTER_QUEUE, LOCAL_QUEUE, KueueObject, Skipped
-from webhook.admin.state import InputEntry, ObjectSet
+from webhook.admin.kueueobjects import CLUSTER_QUEUE, LOCAL_QUEUE, KueueObject, Skipped
+from webhook.admin.objectset import InputEntry, ObjectSet
 from webhook.engine.decision import Decision, bound
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action

@@ -5,7 +5,7 @@ from __future__ import annotations
 from admin_fixtures import cluster_state, lint_objects, result_label, rfc_objects
 
 from webhook.admin.catalog import ADMIN_RULES, policy_from_mapping
-from webhook.admin.engine import plan
+from webhook.admin.judging import plan
 from webhook.policy.findings import Action
 
 

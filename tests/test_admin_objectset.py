@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from webhook.admin.objects import CLUSTER_QUEUE, NODE, TOPOLOGY, KueueObject, Skipped
-from webhook.admin.state import assemble
+from webhook.admin.kueueobjects import CLUSTER_QUEUE, NODE, TOPOLOGY, KueueObject, Skipped
+from webhook.admin.objectset import assemble
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
 

@@ -21,8 +21,8 @@ from explain_builders import (
     rfc_example_two,
 )
 
-from webhook.explain import state as s
-from webhook.explain.state import Decided, decide
+from webhook.explain import jobstate as s
+from webhook.explain.jobstate import Decided, decide
 
 TIMEOUT = "Exceeded the PodsReady timeout default/wl"
 CASES: list[tuple[str, dict[str, Any], str, dict[str, Any] | None, Decided]] = [

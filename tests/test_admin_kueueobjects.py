@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 import yaml
 
-from webhook.admin.objects import (
+from webhook.admin.kueueobjects import (
     CLUSTER_QUEUE,
     CONFIGURATION,
     LOCAL_QUEUE,

@@ -6,8 +6,8 @@ from decimal import Decimal
 
 from explain_builders import TPU, amounts
 
+from webhook.advisor.quotatree import quota_document, render_quota
 from webhook.explain.inputs import Amounts, CohortQuota, QueueQuota, QuotaPicture
-from webhook.explain.quotaview import quota_document, render_quota
 
 
 def _picture() -> QuotaPicture:
