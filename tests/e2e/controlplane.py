@@ -1,13 +1,16 @@
 """A real control plane on loopback for the end-to-end tests: etcd, kube-apiserver, the JobSet
-and Kueue CRDs, our webhook and our advisor registered through the shipped manifests (an
-overlay of ``manifests/base`` that ``kubectl kustomize`` renders).
+and Kueue CRDs, Kueue's manager with RFC-0033's Configuration, and our webhook and our advisor
+registered through the shipped manifests (an overlay of ``manifests/base`` that ``kubectl
+kustomize`` renders).
 
     python -m tests.e2e.controlplane up --dir D     # build (Go's cache keeps it), start, wait
     python -m tests.e2e.controlplane down --dir D   # stop every process ``up`` started, by PID
 
 The programs are built from their released Go modules, pinned in ``tests/e2e/tools/go.mod``
-(the envtest binaries come from a download site these machines cannot reach; the module
-proxy serves the same programs as source). ``up`` writes ``D/kubeconfig`` (a cluster admin),
+and, for Kueue's manager (whose Kubernetes libraries are of another patch release),
+``tests/e2e/kueue/go.mod`` (the envtest binaries come from a download site these machines
+cannot reach; the module proxy serves the same programs as source). ``up`` writes
+``D/kubeconfig`` (a cluster admin),
 ``D/bin/kubectl`` (kubectl of the API server's release), the logs in ``D/logs`` and the PIDs
 in ``D/state.json``, which ``down`` reads.
 """
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import base64
+import copy
 import hashlib
 import json
 import os
@@ -42,6 +46,7 @@ from webhook.serving import certs
 
 REPO = Path(__file__).resolve().parents[2]
 TOOLS = Path(__file__).resolve().parent / "tools"
+KUEUE = Path(__file__).resolve().parent / "kueue"
 MANIFESTS = REPO / "manifests" / "base"
 #: the shipped webhook configurations, rendered to call the webhook on loopback
 WEBHOOK_CONFIGURATIONS = (
@@ -67,15 +72,32 @@ REGISTERED = (
 )
 #: the RFC's cluster as the unit tests' fake API server serves it: the tiers' namespaces,
 #: tpu7x nodes, and Kueue's queues (applied in this order: the LocalQueues need their namespaces)
-CLUSTER = tuple(REPO / "tests" / "fixtures" / "cluster" / f"{name}.yaml" for name in ("namespaces", "nodes", "queues"))
+CLUSTER_FIXTURES = REPO / "tests" / "fixtures" / "cluster"
+NAMESPACES, NODES, QUEUES = (CLUSTER_FIXTURES / f"{name}.yaml" for name in ("namespaces", "nodes", "queues"))
+#: RFC-0033 4.6's static cluster, whose Topology the queues' flavors name
+RFC_STATIC = REPO / "tests" / "fixtures" / "kueue" / "rfc-4.6-static.yaml"
+TPU = "google.com/tpu"
+POOL_LABEL = "cloud.google.com/gke-nodepool"
+TOPOLOGY_LABEL = "cloud.google.com/gke-tpu-topology"
 #: Go builds on at most this many cores: the machine is shared
 GO_PARALLELISM = "2"
-#: the programs and the packages they are built from
+#: the programs: the module folder that pins each one, and the package it is built from
 PROGRAMS = {
-    "etcd": "go.etcd.io/etcd/server/v3",
-    "kube-apiserver": "k8s.io/kubernetes/cmd/kube-apiserver",
-    "kubectl": "k8s.io/kubernetes/cmd/kubectl",
+    "etcd": (TOOLS, "go.etcd.io/etcd/server/v3"),
+    "kube-apiserver": (TOOLS, "k8s.io/kubernetes/cmd/kube-apiserver"),
+    "kubectl": (TOOLS, "k8s.io/kubernetes/cmd/kubectl"),
+    "kueue": (KUEUE, "sigs.k8s.io/kueue/cmd/kueue"),
 }
+KUEUE_MODULE = "sigs.k8s.io/kueue"
+#: RFC-0033 4.1's Configuration, in the ConfigMap Kueue reads it from
+KUEUE_CONFIGURATION = REPO / "tests" / "fixtures" / "kueue" / "rfc-4.1-configuration.yaml"
+KUEUE_CONFIGURATION_KEY = "controller_manager_config.yaml"
+KUEUE_NAMESPACE = "kueue-system"
+KUEUE_USER = f"system:serviceaccount:{KUEUE_NAMESPACE}:kueue-controller-manager"
+#: the webhook configurations Kueue's module ships (as controller-gen writes them, before kustomize)
+KUEUE_WEBHOOKS = Path("config") / "components" / "webhook" / "manifests.yaml"
+#: Kueue's own objects: its webhooks for them are not scoped to namespaces
+KUEUE_API_PATH = "-kueue-x-k8s-io-"
 SERVICE_CIDR = "10.0.0.0/24"
 STATE_FILE = "state.json"
 READY_TIMEOUT = 180.0
@@ -98,8 +120,11 @@ def needs() -> str | None:
     """Why the control plane cannot be built here, or ``None`` when it can."""
     if shutil.which("go") is None:
         return (
-            "the end-to-end tests need Go (>= 1.26, with the Go module proxy) on PATH to build etcd and kube-apiserver"
+            "the end-to-end tests need Go (>= 1.26, with the Go module proxy) on PATH to build etcd,"
+            " kube-apiserver and Kueue"
         )
+    if shutil.which("unshare") is None:
+        return "the end-to-end tests need unshare (util-linux) to give Kueue's manager its metrics certificate"
     try:
         crd_files()
     except CrdsUnavailable as exc:
@@ -107,28 +132,41 @@ def needs() -> str | None:
     return None
 
 
-def binary_cache() -> Path:
-    """Where the built programs are kept, one folder per pinned go.mod/go.sum.
+def binary_cache(module: Path = TOOLS) -> Path:
+    """Where the programs of one module folder are kept, one folder per pinned go.mod/go.sum.
 
     Outside the clone, so that a fresh clone (CI's) links nothing again once Go's build
     cache and this folder are warm."""
-    digest = hashlib.sha256((TOOLS / "go.mod").read_bytes() + (TOOLS / "go.sum").read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256((module / "go.mod").read_bytes() + (module / "go.sum").read_bytes()).hexdigest()[:16]
     root = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
     return root / "tpu-admission" / "e2e" / digest
 
 
+def required_version(module: Path, path: str) -> str:
+    """The version of ``path`` that ``module``'s go.mod requires."""
+    for line in (module / "go.mod").read_text().splitlines():
+        fields = line.split()
+        if fields[:1] == [path] and len(fields) >= 2 and fields[1].startswith("v"):
+            return fields[1]
+    raise ControlPlaneError(f"no {path} requirement in {module / 'go.mod'}")
+
+
 def kubernetes_version() -> str:
     """The release of k8s.io/kubernetes that go.mod pins (``v1.36.3``)."""
-    for line in (TOOLS / "go.mod").read_text().splitlines():
-        fields = line.split()
-        if fields[:1] == ["k8s.io/kubernetes"] and len(fields) >= 2 and fields[1].startswith("v"):
-            return fields[1]
-    raise ControlPlaneError(f"no k8s.io/kubernetes requirement in {TOOLS / 'go.mod'}")
+    return required_version(TOOLS, "k8s.io/kubernetes")
 
 
-def version_flags() -> str:
+def kueue_version() -> str:
+    """The release of Kueue whose manager runs (``v0.19.2``)."""
+    return required_version(KUEUE, KUEUE_MODULE)
+
+
+def version_flags(module: Path = TOOLS) -> str:
     """The link flags a release build stamps the version with: without them the API
-    server reports v0.0.0 in /version, and kubectl warns of a version skew."""
+    server reports v0.0.0 in /version, kubectl warns of a version skew, and Kueue logs
+    a development version."""
+    if module == KUEUE:
+        return f"-X {KUEUE_MODULE}/pkg/version.GitVersion={kueue_version()}"
     version = kubernetes_version()
     major, minor = version.removeprefix("v").split(".")[:2]
     stamps = {"gitVersion": version, "gitMajor": major, "gitMinor": minor, "gitTreeState": "clean"}
@@ -139,19 +177,37 @@ def version_flags() -> str:
     )
 
 
-def build(log: Callable[[str], None] = print) -> Path:
-    """Build etcd, kube-apiserver and kubectl (``go build`` skips what is up to date); return their folder."""
-    out = binary_cache()
-    out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "GOFLAGS": "-mod=readonly -buildvcs=false"}
-    for name, package in PROGRAMS.items():
+GO_ENV = {"GOFLAGS": "-mod=readonly -buildvcs=false"}
+
+
+def build(log: Callable[[str], None] = print) -> dict[str, Path]:
+    """Build etcd, kube-apiserver, kubectl and Kueue's manager (``go build`` skips what is up
+    to date); return where each program is."""
+    env = {**os.environ, **GO_ENV}
+    built = {}
+    for name, (module, package) in PROGRAMS.items():
+        out = binary_cache(module)
+        out.mkdir(parents=True, exist_ok=True)
         started = time.monotonic()
-        command = ["go", "build", "-p", GO_PARALLELISM, "-ldflags", version_flags(), "-o", str(out / name), package]
-        done = subprocess.run(command, cwd=TOOLS, env=env, capture_output=True, text=True, check=False)
+        flags = version_flags(module)
+        command = ["go", "build", "-p", GO_PARALLELISM, "-ldflags", flags, "-o", str(out / name), package]
+        done = subprocess.run(command, cwd=module, env=env, capture_output=True, text=True, check=False)
         if done.returncode != 0:
             raise ControlPlaneError(f"building {name} ({package}) failed:\n{done.stderr.strip()}")
         log(f"built {name} in {time.monotonic() - started:.0f}s")
-    return out
+        built[name] = out / name
+    return built
+
+
+def kueue_source() -> Path:
+    """Kueue's module in Go's module cache, at the release its manager is built from: its
+    webhook configurations are read from there, never copied into the repository."""
+    command = ["go", "list", "-m", "-f", "{{.Dir}}", KUEUE_MODULE]
+    done = subprocess.run(command, cwd=KUEUE, env={**os.environ, **GO_ENV}, capture_output=True, text=True, check=False)
+    folder = Path(done.stdout.strip())
+    if done.returncode != 0 or not (folder / KUEUE_WEBHOOKS).is_file():
+        raise ControlPlaneError(f"no {KUEUE_MODULE} module with {KUEUE_WEBHOOKS}: {done.stderr.strip()}")
+    return folder
 
 
 def free_port() -> int:
@@ -182,6 +238,10 @@ class Layout:
     @property
     def kubeconfig(self) -> Path:
         return self.root / "kubeconfig"
+
+    @property
+    def kueue_kubeconfig(self) -> Path:
+        return self.root / "kueue" / "kubeconfig"
 
     @property
     def kubectl(self) -> Path:
@@ -232,6 +292,17 @@ def make_pki(pki: Path) -> None:
     advisor_names = ["127.0.0.1", "localhost", f"{name}.{namespace}.svc"]
     advisor_cert, advisor_key = certs.issue(webhook_ca, webhook_ca_key, advisor_names)
     certs.write(pki / "advisor", webhook_ca, advisor_cert, advisor_key)
+
+    # Kueue's webhook server and its metrics endpoint, signed by a CA of their own: its
+    # internal certificate management names the in-cluster Service, which loopback has not
+    kueue_ca, kueue_ca_key = certs.new_ca("e2e-kueue-ca")
+    kueue_cert, kueue_key = certs.issue(kueue_ca, kueue_ca_key, ["127.0.0.1", "localhost"])
+    certs.write(pki / "kueue", kueue_ca, kueue_cert, kueue_key)
+    # the only place Kueue's manager reads its metrics certificate from without internal
+    # certificate management: /etc/kueue/metrics/certs, seen through an overlay of /etc (kueue_command)
+    metrics = pki / "kueue-etc" / "kueue" / "metrics" / "certs"
+    _write(metrics / certs.CERT_FILE, kueue_cert)
+    _write(metrics / certs.KEY_FILE, kueue_key, 0o600)
 
 
 def kubeconfig(server: str, ca: Path, token: str) -> dict[str, Any]:
@@ -301,6 +372,127 @@ def registered(documents: Iterator[Any]) -> list[dict[str, Any]]:
     if missing:
         raise ControlPlaneError(f"the overlay's render has no {', '.join(missing)}")
     return wanted
+
+
+def kueue_webhook_configurations(source: Path, base_url: str, ca_bundle: bytes) -> Iterator[dict[str, Any]]:
+    """Kueue's webhook configurations as its module ships them, rendered for a manager served
+    on loopback: named as its release manifests name them (``kueue-`` first), each
+    ``clientConfig.service`` a URL on ``base_url`` with ``caBundle`` set, and the webhooks for
+    jobs and pods kept out of kube-system and Kueue's namespace, as its kustomization does."""
+    bundle = base64.b64encode(ca_bundle).decode()
+    outside = {
+        "matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "NotIn", "values": ["kube-system", KUEUE_NAMESPACE]}
+        ]
+    }
+    for document in yaml.safe_load_all((source / KUEUE_WEBHOOKS).read_text()):
+        if not document:
+            continue
+        rendered = copy.deepcopy(document)
+        rendered["metadata"]["name"] = "kueue-" + rendered["metadata"]["name"]
+        for hook in rendered["webhooks"]:
+            path = hook["clientConfig"]["service"]["path"]
+            hook["clientConfig"] = {"url": base_url + path, "caBundle": bundle}
+            if KUEUE_API_PATH not in path:
+                hook["namespaceSelector"] = copy.deepcopy(outside)
+        yield rendered
+
+
+@dataclass(frozen=True)
+class KueuePorts:
+    """Where Kueue's manager listens, every port on loopback."""
+
+    webhook: int
+    health: int
+    metrics: int
+
+
+def kueue_configuration(ports: KueuePorts, cert_dir: Path) -> dict[str, Any]:
+    """RFC-0033 4.1's ConfigMap with what a manager outside the cluster needs and nothing
+    else changed: its namespace, no leader election (one replica), every port on loopback,
+    and internal certificate management off (its webhook serves our certificate from
+    ``cert_dir``). The API server holds it too: ``simulate`` reads fair sharing from it."""
+    configmap: dict[str, Any] = yaml.safe_load(KUEUE_CONFIGURATION.read_text())
+    configuration: dict[str, Any] = yaml.safe_load(configmap["data"][KUEUE_CONFIGURATION_KEY])
+    configuration.update(
+        namespace=KUEUE_NAMESPACE,
+        leaderElection={"leaderElect": False},
+        health={"healthProbeBindAddress": f"127.0.0.1:{ports.health}"},
+        metrics={**configuration.get("metrics", {}), "bindAddress": f"127.0.0.1:{ports.metrics}"},
+        webhook={"host": "127.0.0.1", "port": ports.webhook, "certDir": str(cert_dir)},
+        internalCertManagement={"enable": False},
+    )
+    configmap["data"] = {KUEUE_CONFIGURATION_KEY: yaml.safe_dump(configuration, sort_keys=False)}
+    return configmap
+
+
+def kueue_command(layout: Layout, config: Path) -> list[str]:
+    """Kueue's manager, started in a mount namespace of its own where /etc is an overlay
+    holding its metrics certificate: without internal certificate management it reads that
+    certificate from /etc/kueue/metrics/certs and no flag moves it. Nothing outside the
+    manager's process sees the overlay. ``unshare`` execs the shell, which execs the
+    manager: the PID recorded is the manager's."""
+    upper, work = layout.pki / "kueue-etc", layout.root / "kueue-etc-work"
+    work.mkdir(parents=True, exist_ok=True)
+    user = [] if os.geteuid() == 0 else ["--user", "--map-root-user"]
+    script = f'mount -t overlay overlay -o lowerdir=/etc,upperdir={upper},workdir={work} /etc && exec "$@"'
+    manager = [
+        str(layout.bin / "kueue"),
+        f"--config={config}",
+        f"--kubeconfig={layout.kueue_kubeconfig}",
+        # its on-demand visibility API server reads its certificate from /visibility, which
+        # no flag moves either; nothing here uses that API
+        "--feature-gates=VisibilityOnDemand=false",
+    ]
+    return ["unshare", *user, "--mount", "--propagation", "private", "sh", "-c", script, "kueue", *manager]
+
+
+def cluster_nodes() -> list[dict[str, Any]]:
+    """The fixture's nodes as a cluster of kubelets would hold them: every pool with all its
+    hosts (the fixture lists two of each; a slice's hosts are its chips over each host's),
+    each node Ready. Kueue's topology-aware scheduling places pods only on Ready nodes, and
+    no kubelet runs here to say so."""
+    listed: list[dict[str, Any]] = yaml.safe_load(NODES.read_text())["items"]
+    names = {node["metadata"]["name"] for node in listed}
+    added = []
+    pools: dict[str, list[dict[str, Any]]] = {}
+    for node in listed:
+        labels = node["metadata"]["labels"]
+        if TOPOLOGY_LABEL in labels and not node["spec"].get("unschedulable"):
+            pools.setdefault(labels[POOL_LABEL], []).append(node)
+    for pool, members in pools.items():
+        template = members[0]
+        chips = 1
+        for dimension in template["metadata"]["labels"][TOPOLOGY_LABEL].split("x"):
+            chips *= int(dimension)
+        hosts = chips // int(template["status"]["allocatable"][TPU])
+        index = 0
+        while len(members) < hosts:
+            name = f"gke-{pool}-{index}"
+            index += 1
+            if name in names:
+                continue
+            node = copy.deepcopy(template)
+            node["metadata"]["name"] = name
+            node["metadata"]["labels"]["kubernetes.io/hostname"] = name
+            members.append(node)
+            added.append(node)
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+        "message": "no kubelet: the e2e control plane",
+    }
+    nodes = [copy.deepcopy(node) for node in [*listed, *added]]
+    for node in nodes:
+        node["status"]["conditions"] = [ready]
+    return nodes
+
+
+def rfc_topology() -> list[dict[str, Any]]:
+    """The Topology RFC-0033 4.6's flavors name (the cluster fixture's flavors name it too,
+    and Kueue keeps a ClusterQueue inactive while a flavor's Topology is missing)."""
+    return [d for d in yaml.safe_load_all(RFC_STATIC.read_text()) if d and d["kind"] == "Topology"]
 
 
 def shipped_policy() -> str:
@@ -449,10 +641,10 @@ class ControlPlane:
             raise ControlPlaneError(f"{layout.root} already has a control plane ({layout.state}): run down first")
         programs = build(self.log)
         layout.bin.mkdir(parents=True, exist_ok=True)
-        for name in PROGRAMS:
+        for name, program in programs.items():
             target = layout.bin / name
             target.unlink(missing_ok=True)
-            target.symlink_to(programs / name)
+            target.symlink_to(program)
         make_pki(layout.pki)
         processes = self.processes = Processes(layout)
         try:
@@ -482,8 +674,14 @@ class ControlPlane:
         wait_for("etcd", lambda: '"health":"true"' in _get(f"{etcd_url}/health"), layout.logs / "etcd.log", etcd)
         self.log(f"etcd ready on {etcd_url}")
 
-        token = secrets.token_hex(16)
-        _write(pki / "tokens.csv", f'{token},e2e-admin,e2e-admin,"system:masters"\n'.encode(), 0o600)
+        token, kueue_token = secrets.token_hex(16), secrets.token_hex(16)
+        users = (
+            f'{token},e2e-admin,e2e-admin,"system:masters"\n'
+            # Kueue's manager under its service account's name: the webhook lets only that
+            # user flip spec.suspend. Its rights are an admin's (its RBAC is not applied here).
+            f'{kueue_token},{KUEUE_USER},{KUEUE_USER},"system:serviceaccounts,system:masters"\n'
+        )
+        _write(pki / "tokens.csv", users.encode(), 0o600)
         server = f"https://127.0.0.1:{api_port}"
         apiserver = processes.start(
             "kube-apiserver",
@@ -515,6 +713,7 @@ class ControlPlane:
             ],
         )
         _write(layout.kubeconfig, yaml.safe_dump(kubeconfig(server, pki / "ca.crt", token)).encode(), 0o600)
+        _write(layout.kueue_kubeconfig, yaml.safe_dump(kubeconfig(server, pki / "ca.crt", kueue_token)).encode(), 0o600)
         processes.state.update(server=server, token=token)
         self._wait_for_apiserver(apiserver)
         self.log(f"kube-apiserver ready on {server}")
@@ -523,9 +722,22 @@ class ControlPlane:
         # server-side: the Kueue CRDs are larger than client-side apply's annotation may hold
         self.kubectl("apply", "--server-side", *(arg for crd in crds for arg in ("-f", str(crd))))
         self.kubectl("wait", "--for=condition=Established", "--timeout=120s", "crd", "--all")
-        for manifest in CLUSTER:
-            self.kubectl("apply", "--server-side", "-f", str(manifest))
-        self.log(f"applied {len(crds)} CRDs and the RFC's namespaces, nodes and queues")
+        self.log(f"applied {len(crds)} CRDs")
+
+        self._start_kueue(processes)
+        # after Kueue's webhooks: the queues pass its defaulting and validation, as in a cluster
+        self.kubectl("apply", "--server-side", "-f", str(NAMESPACES))
+        nodes = cluster_nodes()
+        # created with their status (an update keeps the stored one): Ready, as a kubelet
+        # says; then replaced, dropping the not-ready taint the API server puts on a new
+        # node, which the node lifecycle controller (not run here) would take off
+        listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": nodes})
+        self.kubectl("create", "-f", "-", stdin=listed)
+        self.kubectl("replace", "-f", "-", stdin=listed)
+        topology = {"apiVersion": "v1", "kind": "List", "items": rfc_topology()}
+        self.kubectl("apply", "--server-side", "-f", "-", stdin=json.dumps(topology))
+        self.kubectl("apply", "--server-side", "-f", str(QUEUES))
+        self.log(f"applied the RFC's namespaces, {len(nodes)} nodes, its Topology and queues")
 
         _write(layout.root / "policy.yaml", shipped_policy().encode())
         webhook_process = processes.start(
@@ -612,6 +824,43 @@ class ControlPlane:
         conditions = json.loads(done.stdout).get("status", {}).get("conditions", [])
         return any(c.get("type") == "Available" and c.get("status") == "True" for c in conditions)
 
+    def _start_kueue(self, processes: Processes) -> None:
+        """Kueue's manager with RFC-0033's Configuration, ready (its /readyz says its webhook
+        server listens), and its webhooks registered and called by the API server."""
+        layout = self.layout
+        ports = KueuePorts(webhook=free_port(), health=free_port(), metrics=free_port())
+        configmap = kueue_configuration(ports, layout.pki / "kueue")
+        namespace = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": KUEUE_NAMESPACE}}
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(namespace))
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(configmap))
+        config = _write(layout.root / "kueue" / "config.yaml", configmap["data"][KUEUE_CONFIGURATION_KEY].encode())
+        kueue = processes.start("kueue", kueue_command(layout, config))
+        health = f"http://127.0.0.1:{ports.health}"
+        wait_for("kueue", lambda: _get(f"{health}/readyz") == "ok", layout.logs / "kueue.log", kueue)
+        url = f"https://127.0.0.1:{ports.webhook}"
+        rendered = kueue_webhook_configurations(kueue_source(), url, (layout.pki / "kueue" / "ca.crt").read_bytes())
+        _write(layout.root / "kueue" / "webhook-configurations.yaml", yaml.safe_dump_all(rendered).encode())
+        self.kubectl("apply", "-f", str(layout.root / "kueue" / "webhook-configurations.yaml"))
+        processes.state.update(kueue=url)
+        processes.save()
+        wait_for("Kueue's webhook registration", self._kueue_called, layout.logs / "kueue.log", kueue)
+        self.log(f"kueue {kueue_version()} ready on {url} and registered")
+
+    def _kueue_called(self) -> bool:
+        """Whether Kueue's mutating webhook is called: it suspends a Job that names a queue."""
+        probe = {
+            "apiVersion": "batch/v1",
+            "kind": "Job",
+            "metadata": {
+                "name": "e2e-kueue-probe",
+                "namespace": "default",
+                "labels": {"kueue.x-k8s.io/queue-name": "e2e-probe"},
+            },
+            "spec": {"template": {"spec": {"restartPolicy": "Never", "containers": [{"name": "c", "image": "x"}]}}},
+        }
+        done = self.kubectl("create", "--dry-run=server", "-o", "json", "-f", "-", stdin=json.dumps(probe), check=False)
+        return done.returncode == 0 and json.loads(done.stdout)["spec"].get("suspend") is True
+
     def _wait_for_apiserver(self, process: subprocess.Popen[bytes]) -> None:
         state, pki = self.processes.state, self.layout.pki
         context = ssl.create_default_context(cafile=str(pki / "ca.crt"))
@@ -650,7 +899,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         if args.action == "build":
-            print(build())
+            for program in build().values():
+                print(program)
             return 0
         if args.dir is None:
             parser.error(f"{args.action} needs --dir")
