@@ -437,7 +437,7 @@ def _contended(slots: Sequence[_Slot], bound: Bounds) -> tuple[Exceeded, ...]:
 
 
 class Assigns(Protocol):
-    """The flavor assignment as the rules reach it (``webhook.cluster.state.ClusterState``)."""
+    """The flavor assignment as the rules reach it (``webhook.cluster.view.ClusterState``)."""
 
     def assign(
         self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False
