@@ -32,14 +32,20 @@ def eventually(check: Callable[[], bool], within: float = FOLLOW_WITHIN) -> bool
 
 
 def set_tpu_quota(plane: ControlPlane, nominal: int) -> None:
+    """Set team-b's TPU quota on its flavor with a JSON patch: Kueue's manager writes the
+    ClusterQueue's status all along, so a replace of what was read loses to it (409)."""
     queue: dict[str, Any] = json.loads(plane.kubectl("get", "clusterqueue", QUEUE, "-o", "json").stdout)
-    for group in queue["spec"]["resourceGroups"]:
-        for flavor in group["flavors"]:
-            if flavor["name"] == FLAVOR:
-                for resource in flavor["resources"]:
-                    if resource["name"] == "google.com/tpu":
-                        resource["nominalQuota"] = nominal
-    plane.kubectl("replace", "-f", "-", stdin=json.dumps(queue))
+    paths = [
+        f"/spec/resourceGroups/{g}/flavors/{f}/resources/{r}/nominalQuota"
+        for g, group in enumerate(queue["spec"]["resourceGroups"])
+        for f, flavor in enumerate(group["flavors"])
+        if flavor["name"] == FLAVOR
+        for r, resource in enumerate(flavor["resources"])
+        if resource["name"] == "google.com/tpu"
+    ]
+    assert paths, f"ClusterQueue {QUEUE} has no google.com/tpu quota on {FLAVOR}"
+    patch = [{"op": "replace", "path": path, "value": nominal} for path in paths]
+    plane.kubectl("patch", "clusterqueue", QUEUE, "--type=json", "-p", json.dumps(patch))
 
 
 @pytest.fixture
