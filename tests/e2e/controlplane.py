@@ -111,9 +111,12 @@ class ControlPlaneError(Exception):
 class Advisor:
     """The advisor's process and where it listens."""
 
-    url: str
     port: int
     process: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"https://127.0.0.1:{self.port}"
 
 
 def needs() -> str | None:
@@ -740,18 +743,7 @@ class ControlPlane:
         self.log(f"applied the RFC's namespaces, {len(nodes)} nodes, its Topology and queues")
 
         _write(layout.root / "policy.yaml", shipped_policy().encode())
-        webhook_process = processes.start(
-            "tpu-admission",
-            [
-                str(Path(sys.executable).parent / "tpu-admission"),
-                "serve",
-                "--host=127.0.0.1",
-                f"--port={webhook_port}",
-                f"--cert-dir={pki / 'webhook'}",
-                f"--config={layout.root / 'policy.yaml'}",
-                f"--kubeconfig={layout.kubeconfig}",
-            ],
-        )
+        webhook_process = processes.start("tpu-admission", self._ours("serve", webhook_port, pki / "webhook"))
         webhook = f"https://127.0.0.1:{webhook_port}"
         webhook_context = ssl.create_default_context(cafile=str(pki / "webhook" / "ca.crt"))
         wait_for(
@@ -789,24 +781,23 @@ class ControlPlane:
         self.log(f"tpu-admission-advisor ready on {advisor.url}, served as {ADVISOR_API_SERVICE}")
         self.log(f"kubectl: {layout.kubectl} --kubeconfig {layout.kubeconfig}")
 
+    def _ours(self, command: str, port: int, cert_dir: Path) -> list[str]:
+        """``tpu-admission COMMAND`` (``serve`` or ``serve-advisor``) on loopback, on the shipped
+        policy, watching this control plane."""
+        layout = self.layout
+        program = str(Path(sys.executable).parent / "tpu-admission")
+        return [
+            program, command, "--host=127.0.0.1", f"--port={port}", f"--cert-dir={cert_dir}",
+            f"--config={layout.root / 'policy.yaml'}", f"--kubeconfig={layout.kubeconfig}",
+        ]  # fmt: skip
+
     def _start_advisor(self, processes: Processes) -> Advisor:
         """``serve-advisor`` on loopback, watching the cluster; it reads the front-proxy
         settings from the ConfigMap the API server publishes, as in a cluster."""
         layout, pki = self.layout, self.layout.pki
         port = free_port()
-        process = processes.start(
-            "tpu-admission-advisor",
-            [
-                str(Path(sys.executable).parent / "tpu-admission"),
-                "serve-advisor",
-                "--host=127.0.0.1",
-                f"--port={port}",
-                f"--cert-dir={pki / 'advisor'}",
-                f"--config={layout.root / 'policy.yaml'}",
-                f"--kubeconfig={layout.kubeconfig}",
-            ],
-        )
-        advisor = Advisor(f"https://127.0.0.1:{port}", port, process)
+        process = processes.start("tpu-admission-advisor", self._ours("serve-advisor", port, pki / "advisor"))
+        advisor = Advisor(port, process)
         context = ssl.create_default_context(cafile=str(pki / "advisor" / "ca.crt"))
         wait_for(
             "tpu-admission-advisor",

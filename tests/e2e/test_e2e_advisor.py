@@ -8,15 +8,14 @@ from __future__ import annotations
 import json
 import ssl
 import subprocess
-import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from controlplane import REPO, ControlPlane
+from support import run_cli
 
 pytestmark = pytest.mark.e2e
 
@@ -37,10 +36,10 @@ def answer(done: subprocess.CompletedProcess[str]) -> Any:
 
 
 def tpu_admission(plane: ControlPlane, *args: str) -> Any:
-    command = [str(Path(sys.executable).parent / "tpu-admission"), *args, "--kubeconfig", str(plane.layout.kubeconfig)]
-    done = subprocess.run(command, capture_output=True, text=True, timeout=120, check=False)
-    assert done.returncode in (0, 1), done.stderr
-    return json.loads(done.stdout)
+    """The CLI's JSON answer against the live cluster (``--kubeconfig``)."""
+    run = run_cli(*args, "--kubeconfig", str(plane.layout.kubeconfig))
+    assert run.returncode in (0, 1), run.stderr
+    return json.loads(run.stdout)
 
 
 @pytest.fixture(scope="module")

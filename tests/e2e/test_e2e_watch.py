@@ -5,12 +5,12 @@ the API server sends without their kind) reach the admin guard."""
 from __future__ import annotations
 
 import json
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from controlplane import REPO, ControlPlane
+from workloads import eventually
 
 pytestmark = pytest.mark.e2e
 
@@ -19,16 +19,6 @@ JOBSET = REPO / "tests" / "fixtures" / "jobsets" / "rfc-4.6-static-single.yaml"
 QUEUE, FLAVOR = "team-b", "tpu7x-4x8x8"
 #: how long a change may take to reach the webhook's cache: generous for a loaded 2-core machine
 FOLLOW_WITHIN = 30.0
-
-
-def eventually(check: Callable[[], bool], within: float = FOLLOW_WITHIN) -> bool:
-    """Poll ``check`` until it holds or ``within`` seconds pass; whether it came to hold."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if check():
-            return True
-        time.sleep(0.2)
-    return check()
 
 
 def set_tpu_quota(plane: ControlPlane, nominal: int) -> None:
@@ -62,13 +52,17 @@ def dry_run(plane: ControlPlane) -> tuple[int, str]:
     return done.returncode, done.stderr
 
 
+def quota_refused(plane: ControlPlane) -> bool:
+    return "[exceeds-queue-capacity]" in dry_run(plane)[1]
+
+
 def test_a_quota_cut_and_its_restore_reach_the_gates(control_plane: ControlPlane, smaller_quota: None) -> None:
-    assert eventually(lambda: "[exceeds-queue-capacity]" in dry_run(control_plane)[1]), dry_run(control_plane)
+    assert eventually(lambda: quota_refused(control_plane), FOLLOW_WITHIN), dry_run(control_plane)
     code, stderr = dry_run(control_plane)
     assert code == 1
     assert "ClusterQueue 'team-b' can never hold more than 128" in stderr
     set_tpu_quota(control_plane, 256)
-    assert eventually(lambda: dry_run(control_plane)[0] == 0), dry_run(control_plane)
+    assert eventually(lambda: dry_run(control_plane)[0] == 0, FOLLOW_WITHIN), dry_run(control_plane)
 
 
 def test_the_admin_guard_reads_the_clusters_namespaces(control_plane: ControlPlane) -> None:
@@ -85,7 +79,7 @@ def test_after_an_api_server_restart_the_gates_still_follow_quota(control_plane:
     control_plane.restart_apiserver()
     set_tpu_quota(control_plane, 128)
     try:
-        assert eventually(lambda: "[exceeds-queue-capacity]" in dry_run(control_plane)[1], within=2 * FOLLOW_WITHIN)
+        assert eventually(lambda: quota_refused(control_plane), 2 * FOLLOW_WITHIN)
     finally:
         set_tpu_quota(control_plane, 256)
-    assert eventually(lambda: dry_run(control_plane)[0] == 0), dry_run(control_plane)
+    assert eventually(lambda: dry_run(control_plane)[0] == 0, FOLLOW_WITHIN), dry_run(control_plane)
