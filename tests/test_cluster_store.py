@@ -30,10 +30,10 @@ from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore, Key, object_key
 from webhook.engine.decision import AdmissionFacts, decide
+from webhook.kueue.cohort import stored_in_parent
 from webhook.objects.readers import read_workload
 from webhook.quota.ledger import HOLDS, WAITS
 from webhook.quota.podsets import demands_of
-from webhook.quota.resource_node import stored_in_parent
 
 TPU = "google.com/tpu"
 STEPS = 150

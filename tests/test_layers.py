@@ -20,6 +20,7 @@ STAGES = (
     "kube",
     "policy",
     "objects",
+    "kueue",
     "quota",
     "cluster",
     "simulate",

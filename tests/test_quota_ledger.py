@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from webhook.kueue.clusterqueue import parse_cluster_queue
 from webhook.quota.flavorassigner import Assignment, PodSetAssignment
 from webhook.quota.ledger import (
     FINISHED,
@@ -27,7 +28,6 @@ from webhook.quota.ledger import (
     pending_chips,
     project,
 )
-from webhook.quota.objects import parse_cluster_queue
 from webhook.quota.podsets import PodSetDemand, podset_demand
 
 TPU = "google.com/tpu"

@@ -16,15 +16,11 @@ import pytest
 from quota_fixtures import CQ, cluster_queue, cohort, q, snapshot, store
 
 from webhook.cluster import kinds as k
-from webhook.quota.objects import Quota, parse_cluster_queue
-from webhook.quota.resource_node import (
-    Bound,
-    CohortMembers,
-    NominalFit,
-    local_quota,
-    nominal_fit,
-    stored_in_parent,
-)
+from webhook.kueue.clusterqueue import NominalFit, nominal_fit, parse_cluster_queue
+from webhook.kueue.cohort import CohortMembers, stored_in_parent
+from webhook.kueue.potential import Bound
+from webhook.kueue.resource_node import local_quota
+from webhook.kueue.resources import Quota
 
 # ---------------------------------------------------------------- resource_test.go, TestAvailable
 

@@ -16,17 +16,12 @@ from decimal import Decimal
 import pytest
 
 from tests.simulate_builders import admitted, cluster_queue, cohort, state
-from webhook.quota.objects import ClusterQueueInfo, CohortInfo
-from webhook.quota.resource_node import CohortMembers, ResourceNodes
-from webhook.simulate.tree import (
-    DRS,
-    add_usage,
-    available,
-    build_tree,
-    dominant_resource_share,
-    potential_available,
-    remove_usage,
-)
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo, CohortMembers
+from webhook.kueue.fair_sharing import DRS, dominant_resource_share
+from webhook.kueue.potential import ResourceNodes
+from webhook.kueue.resource_node import add_usage, available, potential_available, remove_usage
+from webhook.simulate.state import tree_of as build_tree
 
 GPU = "example.com/gpu"
 

@@ -39,19 +39,11 @@ from webhook.admin.kueueobjects import (
     KueueObject,
 )
 from webhook.admin.objectset import ObjectSet
+from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
+from webhook.kueue.cohort import CohortInfo, parse_cohort
 from webhook.policy.config import Policy
 from webhook.policy.tiers import resolve_tier
-from webhook.quota.objects import (
-    ClusterQueueInfo,
-    CohortInfo,
-    FlavorInfo,
-    NodeInfo,
-    parse_cluster_queue,
-    parse_cohort,
-    parse_flavor,
-    parse_node,
-    selector_matches,
-)
+from webhook.quota.objects import FlavorInfo, NodeInfo, parse_flavor, parse_node, selector_matches
 from webhook.rules import Rule, VapExport
 
 #: why no admin rule is in the ValidatingAdmissionPolicy export

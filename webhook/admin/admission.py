@@ -31,10 +31,10 @@ from webhook.admin.kueueobjects import CLUSTER_QUEUE, KueueObject, Skipped, read
 from webhook.admin.live import CACHED, Live, LiveObjects
 from webhook.admin.objectset import ObjectSet
 from webhook.engine.decision import Decision
+from webhook.kueue.clusterqueue import parse_cluster_queue
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
-from webhook.quota.objects import parse_cluster_queue
 
 #: where a finding on the request's object says it came from
 SOURCE: Final = "request"

@@ -37,9 +37,10 @@ from webhook.admin.kueueobjects import (
 from webhook.admin.objectset import ObjectSet
 from webhook.cluster import kinds as k
 from webhook.cluster.store import ClusterStore
+from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
-from webhook.quota.objects import ClusterQueueInfo, NodeInfo, parse_cluster_queue
+from webhook.quota.objects import NodeInfo
 
 #: each kind the guard reads, and the cache's kind that holds it
 CACHED: Final[tuple[tuple[AdminKind, k.Kind], ...]] = (

@@ -37,14 +37,16 @@ from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
 from webhook.kube.sharing import held as shared_held
 from webhook.kube.sizes import weight
 from webhook.kube.topology import NODEPOOL_LABEL
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo, CohortMembers
+from webhook.kueue.potential import Bound, ResourceNodes
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry
 from webhook.quota.model import QuotaModel
-from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo, NodeFit, Toleration
+from webhook.quota.objects import FlavorInfo, NodeFit, Toleration
 from webhook.quota.picture import QuotaPicture, build_picture, pending_requests
 from webhook.quota.podsets import PodSetDemand
-from webhook.quota.resource_node import Bound, CohortMembers, ResourceNodes
 from webhook.quota.table import SetTable, Table
 
 #: answers memoized on one part, at most: past it an answer is worked out and not kept, so no

@@ -28,20 +28,11 @@ from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import NodeState, QueueState, Snapshot, places
 from webhook.cluster.workloaddocs import WorkloadRecords, workload_record
 from webhook.kube.jsonvalues import as_dict
+from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
+from webhook.kueue.cohort import CohortInfo, CohortMembers, parse_cohort
 from webhook.policy.config import Policy
 from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
-from webhook.quota.objects import (
-    ClusterQueueInfo,
-    CohortInfo,
-    FlavorInfo,
-    NodeInfo,
-    parse_cluster_queue,
-    parse_cohort,
-    parse_flavor,
-    parse_node,
-    string_map,
-)
-from webhook.quota.resource_node import CohortMembers
+from webhook.quota.objects import FlavorInfo, NodeInfo, parse_flavor, parse_node, string_map
 from webhook.quota.table import SetTable, Table
 
 Key = str | tuple[str, str]

@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from webhook.kube.topology import TopologyError, parse_topology
-from webhook.quota.amounts import format_amount
-from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorQuotas, NodeInfo
+from webhook.kueue.amounts import format_amount
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.resources import FlavorQuotas
+from webhook.quota.objects import NodeInfo
 
 ZERO = Decimal(0)
 

@@ -50,10 +50,10 @@ from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import CONTEXT, quantity_or_none
 from webhook.kube.sharing import shared
 from webhook.kube.topology import NODEPOOL_LABEL
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.potential import Bound
 from webhook.quota.flavorassigner import Assignment, Assigns
-from webhook.quota.objects import ClusterQueueInfo
 from webhook.quota.podsets import PodSetDemand, podset_demand
-from webhook.quota.resource_node import Bound
 from webhook.quota.table import Table
 
 ZERO = Decimal(0)

@@ -26,6 +26,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from typing import Protocol
 
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.potential import Bound, Memo, Remember, ResourceNodes
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import (
     Balance,
@@ -36,9 +39,8 @@ from webhook.quota.ledger import (
     guaranteed_shortfalls,
     pending_chips,
 )
-from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo
+from webhook.quota.objects import FlavorInfo
 from webhook.quota.podsets import PodSetDemand
-from webhook.quota.resource_node import Bound, Memo, Remember, ResourceNodes
 
 
 class QuotaSource(Protocol):

@@ -19,7 +19,8 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 if TYPE_CHECKING:  # the state indexes its Workloads with this module
-    from webhook.simulate.state import AdmittedWorkload, FlavorResource
+    from webhook.kueue.resources import FlavorResource
+    from webhook.simulate.state import AdmittedWorkload
 
 T = TypeVar("T")
 #: a Workload's place within its queue's candidate order: (priority, -admitted at, UID)
