@@ -15,6 +15,7 @@ from typing import Any
 from webhook.kube.quantity import parse_quantity
 from webhook.kueue.clusterqueue import parse_cluster_queue
 from webhook.kueue.cohort import parse_cohort
+from webhook.kueue.workload import AdmittedWorkload
 from webhook.quota.objects import FlavorInfo, parse_flavor, string_map
 from webhook.quota.podsets import podset_demand
 from webhook.simulate.assign import Assignment, FlavorAssigner
@@ -22,7 +23,7 @@ from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
 from webhook.simulate.preempt import Preemptor, Simulation
 from webhook.simulate.result import Result
-from webhook.simulate.state import AdmittedWorkload, FairSharing, LocalQueueInfo, PendingWorkload, State, tree_of
+from webhook.simulate.state import FairSharing, LocalQueueInfo, PendingWorkload, State, tree_of
 from webhook.simulate.workloads import from_document, job_of
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

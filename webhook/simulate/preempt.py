@@ -36,9 +36,10 @@ from webhook.kueue.fair_sharing import DRS, NEGATIVE_DRS, compare_drs, dominant_
 from webhook.kueue.hierarchy import Tree
 from webhook.kueue.resource_node import Node, available, fits_in_quota
 from webhook.kueue.resources import FlavorResource
+from webhook.kueue.workload import AdmittedWorkload
 from webhook.simulate.candidates import Peekable, QueueIndex, eligible, may_have, merged
 from webhook.simulate.placement import PoolTracker
-from webhook.simulate.state import AdmittedWorkload, State
+from webhook.simulate.state import State
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"

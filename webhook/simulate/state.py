@@ -3,8 +3,8 @@
 ClusterQueues and Cohorts are the Kueue model's own views (``webhook.kueue``, with their
 preemption, fungibility, queueing strategy, stop policy and fair-sharing weight),
 ResourceFlavors the quota model's; the rest is here. Workloads are kept small: an admitted
-one is its ClusterQueue, priority, times and usage per (flavor, resource); a pending one
-its LocalQueue, priority, creation time and podSets. A kind the state does not hold is
+one (``webhook.kueue.workload``) is its ClusterQueue, priority, times and usage per
+(flavor, resource); a pending one its LocalQueue, priority, creation time and podSets. A kind the state does not hold is
 named in ``missing``: what it would decide is then unknown, never assumed empty.
 ``tree_of`` builds the state's cohort tree (``webhook.kueue.hierarchy``) with its usage.
 """
@@ -21,6 +21,7 @@ from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo
 from webhook.kueue.hierarchy import Tree, build_tree
 from webhook.kueue.resources import FlavorResource
+from webhook.kueue.workload import AdmittedWorkload
 from webhook.policy.config import TpuPolicy
 from webhook.quota.objects import FlavorInfo
 from webhook.quota.podsets import PodSetDemand
@@ -51,22 +52,6 @@ class LocalQueueInfo:
     cluster_queue: str
     #: None | Hold | HoldAndDrain
     stop_policy: str = "None"
-
-
-@dataclass(frozen=True, slots=True)
-class AdmittedWorkload:
-    """A Workload holding quota (``QuotaReserved`` True, not finished): what it uses, and where."""
-
-    key: str
-    uid: str
-    cluster_queue: str
-    priority: int
-    created: datetime
-    #: ``QuotaReserved``'s lastTransitionTime; ``None``: unknown (Kueue then reads "now")
-    reserved: datetime | None
-    usage: Mapping[FlavorResource, Decimal]
-    #: ``Evicted`` is True: preemption or eviction already under way (Kueue tries it first)
-    evicted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
