@@ -13,7 +13,7 @@ Read top to bottom:
 - ``state``: the judged set, input ∪ cluster state with the input winning, and which
   kinds are known;
 - this module: ``AdminContext``, what every admin rule reads besides its object, with
-  the parsed views (``webhook.quota.objects``) worked out once per run;
+  the parsed views (``webhook.kueue``, ``webhook.quota.objects``) worked out once per run;
 - the rule families: ``quota`` (Σ nominal against the nodes, limits), ``clusterqueues``,
   ``localqueues``, ``priorities``, ``flavors`` (ResourceFlavors and Topologies), ``refs``,
   ``configuration`` (Kueue's Configuration and its controller's feature gates);

@@ -1,6 +1,6 @@
 """Kueue's own objects as written, for the admin guard's webhook.
 
-The job rules read compact projections of the cached objects (``webhook.quota.objects``);
+The job rules read compact projections of the cached objects (``webhook.kueue``, ``webhook.quota.objects``);
 the admin guard's rules read the objects as written (a ClusterQueue's ``namespaceSelector``,
 its resource groups in order, a Configuration's unknown fields). So the cache also keeps,
 per kind the guard judges, each object's spec (or a ConfigMap's data) with the metadata a

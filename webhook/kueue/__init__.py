@@ -8,6 +8,7 @@ Types at the bottom, each module importing only those listed before it:
 - ``resource_node``: quota and usage of one node: local quota, available, potential
   available (available at zero usage), add and remove usage (``resource_node.go``);
 - ``cohort``: a Cohort's compact view, and its member queues' quota kept summed;
+- ``workload``: an admitted Workload, what it holds and where;
 - ``hierarchy``: the cohort tree, built once, cycles found and cut loose;
 - ``fair_sharing``: the dominant resource share (``fair_sharing.go``);
 - ``potential``: what a queue could ever hold, as a bound, for the gates.

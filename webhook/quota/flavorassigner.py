@@ -17,7 +17,7 @@ code copied):
   topology (``webhook.quota.podsets.demand_of``).
 - **Quota** (``fitsResourceQuota``): a flavor holds a podSet when, per resource, what the
   podSets on it take together is within the queue's potential quota
-  (``webhook.quota.resource_node``); one whose potential quota a podSet exceeds on its
+  (``webhook.kueue.potential``); one whose potential quota a podSet exceeds on its
   own, on any one resource, is NoFit for it ("exceeds max quota"), whatever is unknown
   about its other resources. Resources the ClusterQueue does not cover are skipped when
   their request is 0, else Kueue reports "resource … unavailable in ClusterQueue"

@@ -6,8 +6,9 @@ the flavor assigner built on them, and the counted Workloads (a ``LedgerView``).
 quota is answered here, by the modules that follow Kueue's own split
 (kubernetes-sigs/kueue):
 
-- ``webhook.quota.resource_node`` (``pkg/cache/scheduler/resource_node.go``): subtree
-  quota, local quota, potential available through the cohort tree;
+- ``webhook.kueue.potential`` over ``webhook.kueue.resource_node``
+  (``pkg/cache/scheduler/resource_node.go``): what a queue could ever hold through its
+  cohort tree, a bound even when the Cohorts are unknown;
 - ``webhook.quota.flavorassigner`` (``pkg/scheduler/flavorassigner``): flavor
   eligibility and assignment against that potential quota, several podSets through
   ``webhook.quota.combinations``;
