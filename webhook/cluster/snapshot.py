@@ -100,7 +100,6 @@ class QueueState:
         queues_of_cq: Mapping[str, Set[tuple[str, str]]],
         cluster_queues: Mapping[str, ClusterQueueInfo],
         cohorts: Mapping[str, CohortInfo],
-        children: Mapping[str, Set[str]],
         flavors: Mapping[str, FlavorInfo],
         members: CohortMembers,
         cohorts_reason: str | None,
@@ -110,7 +109,6 @@ class QueueState:
         self.queues_of_cq = queues_of_cq
         self.cluster_queues = cluster_queues
         self.cohorts = cohorts
-        self.children = children
         self.flavors = flavors
         self.members = members
         #: ``"Cohorts: <why>"`` when the Cohort objects cannot be read
@@ -130,7 +128,6 @@ class QueueState:
             self.queues_of_cq,
             self.cluster_queues,
             self.cohorts,
-            self.children,
             self.flavors,
             self.members,
             reason,

@@ -102,8 +102,6 @@ class ClusterStore:
         self.local_queues: Table[tuple[str, str], str] = Table()
         self.queues_of_cq: SetTable[str, tuple[str, str]] = SetTable()
         self.cluster_queues: Table[str, ClusterQueueInfo] = Table()
-        #: parent cohort -> child Cohort objects
-        self.children: SetTable[str, str] = SetTable()
         self.cohorts: Table[str, CohortInfo] = Table()
         self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
@@ -228,8 +226,6 @@ class ClusterStore:
         elif kind is k.COHORTS:
             assert isinstance(key, str)
             self.cohorts[key] = value
-            if value.parent:
-                self.children.move(value.parent, key, +1)
         elif kind is k.RESOURCE_FLAVORS:
             assert isinstance(key, str)
             self.flavors[key] = value
@@ -287,9 +283,7 @@ class ClusterStore:
             if info is not None:
                 self.members.remove(info)
         elif kind is k.COHORTS:
-            cohort = self.cohorts.pop(name, None)
-            if cohort is not None and cohort.parent:
-                self.children.move(cohort.parent, name, -1)
+            self.cohorts.pop(name, None)
         elif kind is k.RESOURCE_FLAVORS:
             self.flavors.pop(name, None)
         elif kind is k.NODES:
@@ -357,7 +351,6 @@ class ClusterStore:
                 self.queues_of_cq.fork(),
                 self.cluster_queues.fork(),
                 self.cohorts.fork(),
-                self.children.fork(),
                 self.flavors.fork(),
                 self.members.copy(),
                 cohorts_reason,

@@ -57,10 +57,6 @@ class QuotaSource(Protocol):
     def flavors(self) -> Mapping[str, FlavorInfo]: ...
 
     @property
-    def children(self) -> Mapping[str, Set[str]]:
-        """Cohort name -> the Cohort objects whose ``parentName`` names it."""
-
-    @property
     def queues_of_cq(self) -> Mapping[str, Set[tuple[str, str]]]:
         """ClusterQueue name -> the (namespace, name) of the LocalQueues that point to it."""
 
