@@ -496,7 +496,7 @@ def test_jobs_with_unique_multi_megabyte_values_leave_memory_within_the_memos_by
     snapshot = store.snapshot()
     assert snapshot.memo.bytes <= snapshot_module.MEMO_BYTES
     names = [cache for cache, _, _ in snapshot.cache_sizes()]
-    assert names == ["snapshot_memo", "queue_memo", "node_memo", "sharing"]
+    assert names == ["snapshot_memo", "queue_memo", "node_memo", "document_memo", "sharing"]
 
 
 def test_a_memo_keeps_answers_within_its_byte_bound() -> None:
