@@ -519,7 +519,7 @@ def test_jobs_with_unique_multi_megabyte_values_leave_memory_within_the_memos_by
     assert grown < 16 * 2**20, f"{grown / 2**20:.1f} MiB held after 150 jobs of 1 MB each"
     snapshot = store.snapshot()
     assert snapshot.memo.bytes <= snapshot_module.MEMO_BYTES
-    names = [cache for cache, _, _ in snapshot.cache_sizes()]
+    names = [cache for cache, _, _ in store.cache_sizes()]
     assert names == ["snapshot_memo", "queue_memo", "node_memo", "document_memo", "sharing"]
 
 

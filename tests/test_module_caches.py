@@ -22,9 +22,6 @@ _CACHE_DECORATORS = frozenset({"lru_cache", "cache"})
 #: the module-level caches still here, each kept for a measured reason (the test fails when one is
 #: added, and when one of these goes without being struck off):
 KNOWN = {
-    # the watch cache's intern table: one copy of equal values across 100,000 Workloads (memory,
-    # not an answer); it belongs to the store, which does not own it yet
-    "kube/sharing.py: _TABLE",
     # quantity strings read already: 0.07 us a lookup against 1 us to parse "20Gi" again, several
     # per request and per Workload event
     "kube/quantity.py: _KEPT",

@@ -35,7 +35,6 @@ from typing import Any, Final
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
-from webhook.kube.sharing import held as shared_held
 from webhook.kube.sizes import weight
 from webhook.kube.topology import NODEPOOL_LABEL
 from webhook.policy.config import Policy
@@ -276,14 +275,13 @@ class Snapshot:
         return self
 
     def cache_sizes(self) -> list[tuple[str, int, int]]:
-        """(cache, entries, bytes) of what is memoized on this snapshot and its parts, and of the
-        watch cache's sharing table: for the cache-size metric."""
+        """(cache, entries, bytes) of what is memoized on this snapshot and its parts: for the
+        cache-size metric (``ClusterStore.cache_sizes`` adds the store's sharing table)."""
         return [
             ("snapshot_memo", len(self.memo.answers), self.memo.bytes),
             ("queue_memo", len(self.queues.memo.answers), self.queues.memo.bytes),
             ("node_memo", len(self.nodes.memo.answers), self.nodes.memo.bytes),
             ("document_memo", len(self.documents.memo.answers), self.documents.memo.bytes),
-            ("sharing", *shared_held()),
         ]
 
     def remember(self, key: Any, make: Callable[[], Any]) -> Any:

@@ -28,6 +28,7 @@ from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import DocumentState, NodeState, QueueState, Snapshot, places
 from webhook.cluster.workloaddocs import WorkloadRecords, workload_record
 from webhook.kube.jsonvalues import as_dict
+from webhook.kube.sharing import Sharing
 from webhook.policy.config import Policy
 from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
 from webhook.quota.objects import (
@@ -113,6 +114,8 @@ class ClusterStore:
         self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
         self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
+        #: one copy of equal values across the Workloads' entries and records (``webhook.kube.sharing``)
+        self.sharing = Sharing()
         #: what ``explain`` reads of each Workload, with explain's lookups (``webhook.cluster.workloaddocs``),
         #: and its own change count: a new condition message publishes a snapshot that keeps the others' memos
         self.workload_records = WorkloadRecords()
@@ -245,11 +248,11 @@ class ClusterStore:
     def _put_workload(self, key: tuple[str, str], obj: Mapping[str, Any]) -> None:
         """A Workload, projected once; an update that leaves its part of the ledger as it was
         (conditions' times and messages, most status writes) moves nothing."""
-        record = workload_record(obj)
+        record = workload_record(obj, self.sharing.share)
         if self.workload_records.by_key.get(key) != record:
             self.workload_records.put(key, record)
             self.records_version += 1
-        entry = project(obj, self.tpu)
+        entry = project(obj, self.tpu, self.sharing.share)
         held = self.workloads.get(key)
         if held is not None and held == entry:
             return
@@ -410,6 +413,10 @@ class ClusterStore:
             published.previous = last
         self._published = published
         return published
+
+    def cache_sizes(self) -> list[tuple[str, int, int]]:
+        """(cache, entries, bytes) of the published snapshot's memos and of the sharing table."""
+        return [*self.snapshot().cache_sizes(), ("sharing", *self.sharing.held())]
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
         """Per kind, for /metrics: usable now, seconds since last known current, since last event."""

@@ -60,6 +60,8 @@ class ServerState:
 
 
 def _cache_sizes(cluster: ClusterState) -> list[tuple[str, int, int]]:
+    if isinstance(cluster, ClusterStore):
+        return cluster.cache_sizes()
     snapshot = cluster.snapshot()
     return snapshot.cache_sizes() if isinstance(snapshot, Snapshot) else []
 
