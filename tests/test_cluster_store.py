@@ -31,8 +31,8 @@ from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore, Key, object_key
 from webhook.engine.decision import AdmissionFacts, decide
 from webhook.kueue.cohort import stored_in_parent
+from webhook.kueue.workload import HOLDS, WAITS
 from webhook.objects.readers import read_workload
-from webhook.quota.ledger import HOLDS, WAITS
 from webhook.quota.podsets import demands_of
 
 TPU = "google.com/tpu"

@@ -12,13 +12,9 @@ import pytest
 
 from webhook.kube.sharing import Sharing
 from webhook.kueue.clusterqueue import parse_cluster_queue
+from webhook.kueue.workload import FINISHED, HOLDS, IDLE, REPLACING, WAITS
 from webhook.quota.flavorassigner import Assignment, PodSetAssignment
 from webhook.quota.ledger import (
-    FINISHED,
-    HOLDS,
-    IDLE,
-    REPLACING,
-    WAITS,
     Balance,
     BalanceAnswer,
     ChipsLedger,

@@ -34,15 +34,16 @@ from typing import Any, Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NodeIndex
-from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
+from webhook.cluster.workloaddocs import WorkloadRecords
 from webhook.kube.sizes import weight
 from webhook.kube.topology import NODEPOOL_LABEL
 from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo, CohortMembers
 from webhook.kueue.potential import Bound, ResourceNodes
+from webhook.kueue.workload import HOLDS, WAITS, WorkloadInfo
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
-from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry
+from webhook.quota.ledger import Balance, BalanceAnswer, ChipsLedger
 from webhook.quota.model import QuotaModel
 from webhook.quota.objects import FlavorInfo, NodeFit, Toleration
 from webhook.quota.picture import QuotaPicture, build_picture, pending_requests
@@ -221,7 +222,7 @@ class Snapshot:
         queues: QueueState,
         nodes: NodeState,
         ledger: ChipsLedger,
-        workloads: Table[WorkloadKey, WorkloadEntry],
+        workloads: Table[WorkloadKey, WorkloadInfo],
         availability: tuple[int, dict[str, str], float],
         policy: Policy,
         *,
@@ -244,7 +245,7 @@ class Snapshot:
         self.policy = policy
         #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``) and its change count
         self.record_tables = records if records is not None else WorkloadRecords()
-        self.records: Mapping[WorkloadKey, WorkloadRecord] = self.record_tables.by_key
+        self.records: Mapping[WorkloadKey, WorkloadInfo] = self.record_tables.by_key
         self.records_version = records_version
         self.memo = memo if memo is not None else Memo()
         #: where each counted Workload is (``ClusterStore.workloads_at``): the simulator reads one queue's
@@ -419,16 +420,16 @@ class Snapshot:
 
     # ---------------------------------------------------------------- what the simulator reads
 
-    def holding_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadEntry]]:
+    def holding_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadInfo]]:
         """(namespace, name, entry) of the Workloads holding quota in the queue: O(the queue's
         Workloads) through the index, not memoized (the caller memoizes what it builds)."""
         return self._located(
             (HOLDS, cluster_queue, ""), lambda e: e.state == HOLDS and e.cluster_queue == cluster_queue
         )
 
-    def waiting_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadEntry]]:
+    def waiting_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadInfo]]:
         """(namespace, name, entry) of the Workloads waiting in the queue's LocalQueues, unordered."""
-        out: list[tuple[str, str, WorkloadEntry]] = []
+        out: list[tuple[str, str, WorkloadInfo]] = []
         local_queues = self.queues.local_queues
         for namespace, local in sorted(self.queues.queues_of_cq.get(cluster_queue, ())):
             if local_queues.get((namespace, local)) != cluster_queue:
@@ -443,8 +444,8 @@ class Snapshot:
         return out
 
     def _located(
-        self, where: tuple[str, str, str], keep: Callable[[WorkloadEntry], bool], namespace: str | None = None
-    ) -> list[tuple[str, str, WorkloadEntry]]:
+        self, where: tuple[str, str, str], keep: Callable[[WorkloadInfo], bool], namespace: str | None = None
+    ) -> list[tuple[str, str, WorkloadInfo]]:
         located = self.located
         if located is None:  # not indexed (a snapshot made by hand): the one scan
             return [
@@ -506,7 +507,7 @@ class Snapshot:
 PLACED, UNPLACED = "placed", "unplaced"
 
 
-def places(key: WorkloadKey, entry: WorkloadEntry) -> tuple[tuple[str, str, str], ...]:
+def places(key: WorkloadKey, entry: WorkloadInfo) -> tuple[tuple[str, str, str], ...]:
     """Where a Workload is indexed: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue); one
     holding quota also under each topology domain it occupies (static mode's placement reads them)."""
     if entry.state == HOLDS:

@@ -26,13 +26,14 @@ from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import DocumentState, NodeState, QueueState, Snapshot, places
-from webhook.cluster.workloaddocs import WorkloadRecords, workload_record
+from webhook.cluster.workloaddocs import WorkloadRecords
 from webhook.kube.jsonvalues import as_dict
 from webhook.kube.sharing import Sharing
 from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
 from webhook.kueue.cohort import CohortInfo, CohortMembers, parse_cohort
+from webhook.kueue.workload import WorkloadInfo
 from webhook.policy.config import Policy
-from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
+from webhook.quota.ledger import ChipsLedger, project
 from webhook.quota.objects import FlavorInfo, NodeInfo, parse_flavor, parse_node, string_map
 from webhook.quota.table import SetTable, Table
 
@@ -44,7 +45,7 @@ _CHUNK = 1000
 def _locate(
     located: SetTable[tuple[str, str, str], tuple[str, str]],
     key: tuple[str, str],
-    entry: WorkloadEntry | None,
+    entry: WorkloadInfo | None,
     sign: int,
 ) -> None:
     """Move a Workload's key into (or out of) the set of the queue it holds quota in or waits in."""
@@ -102,8 +103,8 @@ class ClusterStore:
         self.cohorts: Table[str, CohortInfo] = Table()
         self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
-        self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
-        #: one copy of equal values across the Workloads' entries and records (``webhook.kube.sharing``)
+        self.workloads: Table[tuple[str, str], WorkloadInfo] = Table()
+        #: one copy of equal values across the Workloads' projections (``webhook.kube.sharing``)
         self.sharing = Sharing()
         #: what ``explain`` reads of each Workload, with explain's lookups (``webhook.cluster.workloaddocs``),
         #: and its own change count: a new condition message publishes a snapshot that keeps the others' memos
@@ -233,22 +234,33 @@ class ClusterStore:
         return None
 
     def _put_workload(self, key: tuple[str, str], obj: Mapping[str, Any]) -> None:
-        """A Workload, projected once; an update that leaves its part of the ledger as it was
-        (conditions' times and messages, most status writes) moves nothing."""
-        record = workload_record(obj, self.sharing.share)
-        if self.workload_records.by_key.get(key) != record:
-            self.workload_records.put(key, record)
-            self.records_version += 1
-        entry = project(obj, self.tpu, self.sharing.share)
+        """A Workload, projected once (``webhook.kueue.workload``), filed in both tables as one object.
+
+        An update that leaves what is counted as it was (conditions' times and messages, most
+        status writes) moves nothing in the ledger and publishes no new counts; one that leaves
+        what explain reads as it was publishes nothing for explain either.
+        """
+        info = project(obj, self.tpu, self.sharing.share)
+        record = self.workload_records.by_key.get(key)
         held = self.workloads.get(key)
-        if held is not None and held == entry:
+        explained = record is not None and record.reads_like(info)
+        counted = held is not None and held.counts_like(info)
+        if explained and counted:
+            return
+        # one object per Workload: the table whose part did not change takes the new projection
+        # too, which no snapshot sees until it forks that table for a change of its own
+        self.workload_records.put(key, info)
+        if not explained:
+            self.records_version += 1
+        if counted:
+            self.workloads[key] = info
             return
         self.keys[k.WORKLOADS.name].add(key)
         self.ledger.move(key[0], held, -1)
         _locate(self.workloads_at, key, held, -1)
-        self.workloads[key] = entry
-        self.ledger.move(key[0], entry, +1)
-        _locate(self.workloads_at, key, entry, +1)
+        self.workloads[key] = info
+        self.ledger.move(key[0], info, +1)
+        _locate(self.workloads_at, key, info, +1)
         self._bump(k.WORKLOADS)
 
     def _delete(self, kind: k.Kind, key: Key) -> None:

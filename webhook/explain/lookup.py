@@ -28,13 +28,14 @@ from typing import Any, Final
 from webhook.cluster import kinds as k
 from webhook.cluster.own import OwnedWorkloads
 from webhook.cluster.snapshot import Snapshot
-from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
+from webhook.cluster.workloaddocs import WorkloadRecords
 from webhook.explain import jobstate as s
 from webhook.explain.explainer import ExplainError, ExplainRequest
 from webhook.explain.inputs import Document, Simulate, metadata, text_field
 from webhook.explain.jobstatus import POD
 from webhook.explain.workloads import WORKLOAD, job_workloads
 from webhook.kube.typos import did_you_mean
+from webhook.kueue.workload import WorkloadInfo
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.simulate.live import simulate_stored
 
@@ -108,10 +109,10 @@ class RecordIndex:
     def in_namespace(self, namespace: str) -> Sequence[Document]:
         return [record.document() for record in self.records_in(namespace)]
 
-    def records_in(self, namespace: str) -> Sequence[WorkloadRecord]:
+    def records_in(self, namespace: str) -> Sequence[WorkloadInfo]:
         return self._in(self._records.by_namespace, namespace)
 
-    def _in(self, lookup: Mapping[str, Set[tuple[str, str]]], value: str) -> list[WorkloadRecord]:
+    def _in(self, lookup: Mapping[str, Set[tuple[str, str]]], value: str) -> list[WorkloadInfo]:
         """The records ``lookup`` files under ``value``, by namespace and name."""
         by_key = self._records.by_key
         return [by_key[key] for key in sorted(lookup.get(value) or ())]
@@ -134,7 +135,7 @@ def _job_from_owners(kind: str, namespace: str, name: str, index: RecordIndex) -
     for record in index.records_in(namespace):
         for reference in record.owner_references():
             if reference.get("kind") == kind and reference.get("name") == name:
-                candidate = (record.created, str(reference.get("uid") or ""))
+                candidate = (record.created_at, str(reference.get("uid") or ""))
                 newest = candidate if newest is None or candidate > newest else newest
     if newest is None:
         return None

@@ -30,12 +30,11 @@ import yaml
 from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
 from webhook.kube.quantity import CONTEXT
-from webhook.kueue.workload import AdmittedWorkload
+from webhook.kueue.workload import HOLDS, WAITS, AdmittedWorkload
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.readers import read_workload
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
-from webhook.quota.ledger import HOLDS, WAITS
 from webhook.quota.podsets import demands_of
 from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.documents import fair_sharing, parse_local_queue

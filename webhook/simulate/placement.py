@@ -23,8 +23,8 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from webhook.kueue.workload import WorkloadInfo
 from webhook.quota.capacity import topology_chips
-from webhook.quota.ledger import WorkloadEntry
 from webhook.quota.objects import FlavorInfo
 from webhook.quota.podsets import PodSetDemand
 
@@ -67,7 +67,7 @@ class Placement:
     pools: Callable[[Selector], Mapping[str, int]]
     pool_of: Callable[[str, str], str | None]
     occupied: Callable[[], tuple[Mapping[Domain, Set[WorkloadKey]], Sequence[WorkloadKey]]]
-    workloads: Mapping[WorkloadKey, WorkloadEntry]
+    workloads: Mapping[WorkloadKey, WorkloadInfo]
     missing: str | None = None
     _by_pool: dict[str, tuple[Domain, ...]] | None = field(default=None, repr=False)
     _occupants: dict[str, tuple[str, ...]] = field(default_factory=dict, repr=False)
@@ -87,7 +87,7 @@ class Placement:
     def _members(self, domain: Domain) -> Set[WorkloadKey]:
         return self.occupied()[0].get(domain) or frozenset()
 
-    def _entry(self, workload: str) -> WorkloadEntry | None:
+    def _entry(self, workload: str) -> WorkloadInfo | None:
         namespace, _, name = workload.partition("/")
         return self.workloads.get((namespace, name))
 

@@ -1,6 +1,6 @@
-"""The engine's Workloads from the snapshot's one Workload reader (``webhook.quota.ledger.project``).
+"""The engine's Workloads from the one Workload projection (``webhook.kueue.workload.WorkloadInfo``).
 
-A stored Workload is read once, into a ``WorkloadEntry`` (a few slots), whoever reads it:
+A stored Workload is read once, into a ``WorkloadInfo``, whoever reads it:
 the ledger, the rules and the simulator. Here an entry becomes the engine's Workload when
 a scheduling attempt reads its queue: holding quota (``HOLDS``: ``QuotaReserved`` True,
 not finished, active) is an ``AdmittedWorkload`` with the entry's usage per (flavor,
@@ -19,8 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook.kube.jsonvalues import as_dict
-from webhook.kueue.workload import AdmittedWorkload
-from webhook.quota.ledger import HOLDS, WAITS, WorkloadEntry, project, shape_of
+from webhook.kueue.workload import HOLDS, WAITS, AdmittedWorkload, WorkloadInfo
+from webhook.quota.ledger import project, shape_of
 from webhook.simulate.state import TPU, PendingWorkload
 
 EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
@@ -30,7 +30,7 @@ def _time(seconds: float) -> datetime:
     return datetime.fromtimestamp(seconds, UTC) if seconds else EPOCH
 
 
-def admitted_of(namespace: str, name: str, entry: WorkloadEntry) -> AdmittedWorkload:
+def admitted_of(namespace: str, name: str, entry: WorkloadInfo) -> AdmittedWorkload:
     """A Workload holding quota, as the preemptor reads it."""
     key = f"{namespace}/{name}"
     return AdmittedWorkload(
@@ -45,7 +45,7 @@ def admitted_of(namespace: str, name: str, entry: WorkloadEntry) -> AdmittedWork
     )
 
 
-def pending_of(namespace: str, name: str, entry: WorkloadEntry, active: bool = True) -> PendingWorkload:
+def pending_of(namespace: str, name: str, entry: WorkloadInfo, active: bool = True) -> PendingWorkload:
     """A Workload waiting in its LocalQueue, as the queue in front reads it."""
     key = f"{namespace}/{name}"
     return PendingWorkload(
@@ -60,7 +60,7 @@ def pending_of(namespace: str, name: str, entry: WorkloadEntry, active: bool = T
     )
 
 
-def from_entry(namespace: str, name: str, entry: WorkloadEntry) -> AdmittedWorkload | PendingWorkload | None:
+def from_entry(namespace: str, name: str, entry: WorkloadInfo) -> AdmittedWorkload | PendingWorkload | None:
     """The entry as the engine counts it; ``None`` when Kueue's cache does not count it."""
     if entry.state == HOLDS:
         return admitted_of(namespace, name, entry)

@@ -1,4 +1,5 @@
-"""What the store keeps of a Workload for explain, given back in the Workload's own shape."""
+"""The one projection of a Workload (``webhook.kueue.workload``): explain's part given back in the
+Workload's own shape, shared between equal Workloads, compared by value."""
 
 from __future__ import annotations
 
@@ -6,15 +7,17 @@ import copy
 
 from explain_builders import RECLAIM_MESSAGE, T0, T2, rfc_example_one, rfc_example_two
 
-from webhook.cluster.workloaddocs import workload_record
 from webhook.kube.sharing import Sharing
+from webhook.quota.ledger import project
+
+TPU = "google.com/tpu"
 
 
 def test_a_record_gives_back_what_explain_reads_and_nothing_else() -> None:
     workload = rfc_example_two().requeue_at(T2).obj()
     workload["metadata"]["labels"]["team"] = "b"
     workload["metadata"]["managedFields"] = [{"manager": "kueue"}]
-    assert workload_record(workload).document() == {
+    assert project(workload, TPU).document() == {
         "apiVersion": "kueue.x-k8s.io/v1beta2",
         "kind": "Workload",
         "metadata": {
@@ -37,7 +40,7 @@ def test_a_record_gives_back_what_explain_reads_and_nothing_else() -> None:
             "requeueState": {"count": 1, "requeueAt": T2},
         },
     }
-    assert RECLAIM_MESSAGE in str(workload_record(workload).document()["status"]["conditions"])
+    assert RECLAIM_MESSAGE in str(project(workload, TPU).document()["status"]["conditions"])
 
 
 def test_equal_workloads_share_their_conditions_and_records_compare_by_value() -> None:
@@ -45,7 +48,7 @@ def test_equal_workloads_share_their_conditions_and_records_compare_by_value() -
     other = copy.deepcopy(one)
     other["metadata"]["name"] = "another"
     shared = Sharing().share  # the store's table
-    first, second = workload_record(one, shared), workload_record(other, shared)
+    first, second = project(one, TPU, shared), project(other, TPU, shared)
     assert first.conditions is second.conditions and first.spec is second.spec
-    assert workload_record(copy.deepcopy(one)) == first != second
+    assert project(copy.deepcopy(one), TPU) == first != second
     assert first.document()["status"]["admission"] == {"clusterQueue": "team-a"}
