@@ -11,6 +11,7 @@ and Kueue admits them without placing pods on the (kubelet-less) nodes.
 from __future__ import annotations
 
 import json
+import random
 import subprocess
 import sys
 import tempfile
@@ -26,8 +27,10 @@ TPU = "google.com/tpu"
 #: chips per pod (a tpu7x host's four)
 CHIPS_PER_POD = 4
 FLAVOR = "e2e-tpu7x"
-#: Kueue manages Jobs only in namespaces with a tier; production's queue names end in -queue
-TIER = "scheduling.antgroup.com/kueue-tier"
+#: Kueue manages jobs only in namespaces that carry the tier label (its
+#: managedJobsNamespaceSelector asks only that the key exists); a value that is neither of
+#: the policy's tiers keeps our webhook's tier rules out, as the scenarios are about quota
+TIER, SCENARIO_TIER = "scheduling.antgroup.com/kueue-tier", "e2e-scenario"
 QUEUE_LABEL, PRIORITY_LABEL = "kueue.x-k8s.io/queue-name", "kueue.x-k8s.io/priority-class"
 #: how long a pending job must stay pending, and nothing be evicted, to be taken as waiting
 SETTLE_SECONDS = 8.0
@@ -111,7 +114,7 @@ def queue_objects(scenario: Scenario) -> list[dict[str, Any]]:
         {
             "apiVersion": "v1",
             "kind": "Namespace",
-            "metadata": {"name": scenario.namespace, "labels": {TIER: "production"}},
+            "metadata": {"name": scenario.namespace, "labels": {TIER: SCENARIO_TIER}},
         },
         {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "Cohort", "metadata": {"name": cohort}, "spec": {}},
     ]
@@ -225,3 +228,43 @@ def preempted(plane: ControlPlane, scenario: Scenario) -> frozenset[tuple[str, s
             owners = workload["metadata"].get("ownerReferences", [])
             found.add((owners[0]["name"] if owners else workload["metadata"]["name"], state[1]))
     return frozenset(found)
+
+
+# ---------------------------------------------------------------- drawn scenarios
+
+#: the preemption policies a drawn team may have (Kueue's enums)
+WITHIN = ("Never", "LowerPriority", "LowerOrNewerEqualPriority")
+RECLAIM = ("Never", "LowerPriority", "Any")
+PRIORITIES = ("guaranteed", "best-effort")
+#: a drawn job's size, in chips: a multiple of 32 (8 pods)
+CHIP_STEP = 32
+
+
+def draw(seed: int, index: int) -> Scenario:
+    """Scenario ``index`` of the run seeded ``seed``: two or three teams in one cohort with drawn
+    quotas, borrowing limits and preemption policies; up to eight jobs that each fit when they
+    are submitted (so Kueue admits them without preempting); and one incoming job of any size
+    and priority, which may fit, borrow, need preemption or never fit."""
+    rng = random.Random(seed * 1000 + index)
+    teams = tuple(
+        Team(
+            f"team-{letter}",
+            nominal=rng.choice((64, 128, 256)),
+            borrowing=rng.choice((None, 0, 64, 128)),
+            within=rng.choice(WITHIN),
+            reclaim=rng.choice(RECLAIM),
+        )
+        for letter in "abc"[: rng.randint(2, 3)]
+    )
+    pool = sum(team.nominal for team in teams)
+    used = {team.name: 0 for team in teams}
+    before = []
+    for number in range(rng.randint(2, 8)):
+        team = rng.choice(teams)
+        chips = CHIP_STEP * rng.randint(1, 6)
+        ceiling = team.nominal + (team.borrowing if team.borrowing is not None else pool)
+        if used[team.name] + chips <= ceiling and sum(used.values()) + chips <= pool:
+            used[team.name] += chips
+            before.append(Job(f"{team.name[-1]}-{number}", team.name, chips, rng.choice(PRIORITIES)))
+    incoming = Job("new", rng.choice(teams).name, CHIP_STEP * rng.randint(1, 10), rng.choice(PRIORITIES))
+    return Scenario(f"g{seed % 100:02d}-{index:02d}", teams, tuple(before), incoming)
