@@ -26,7 +26,6 @@ from kueue_cache import cache_of  # noqa: E402
 
 from webhook.admin.admission import KueueRequest, decide_kueue  # noqa: E402
 from webhook.admin.catalog import policy_from_mapping  # noqa: E402
-from webhook.admin.live import LiveObjects  # noqa: E402
 
 KEY = "controller_manager_config.yaml"
 SHAPES = {
@@ -42,7 +41,7 @@ def main() -> None:
     args = parser.parse_args()
     policy = policy_from_mapping({"mode": "dynamic"})
     objects = rfc_objects("dynamic")
-    live = LiveObjects(cache_of([*objects, *cluster_state("dynamic")], policy), policy)
+    store = cache_of([*objects, *cluster_state("dynamic")], policy)
     config_map = next(o for o in objects if label(o) == "Configuration")
     print(f"## A megabyte of Kueue's ConfigMap on /validate-kueue ({args.rounds} rounds)\n")
     print("| shape | MB | findings | median s |")
@@ -54,7 +53,7 @@ def main() -> None:
         times = []
         for _ in range(args.rounds):
             started = time.perf_counter()
-            decision = decide_kueue(request, policy, live)
+            decision = decide_kueue(request, policy, store)
             times.append(time.perf_counter() - started)
         size = len(big["data"][KEY]) / 1e6
         print(f"| {name} | {size:.2f} | {len(decision.findings)} | {statistics.median(times):.2f} |")

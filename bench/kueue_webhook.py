@@ -9,8 +9,9 @@ label), put into a ``ClusterStore`` as the watch cache holds them. In process, m
 
 (``tests/kueue_cache.py``'s ``cache_of``: the kinds with objects synced, the rest unknown)
 
-- **rebuild**: the judged set made from the cache (after any change of a kept object or a
-  Node; requests between changes share it);
+- **rebuild**: the judged set made from the snapshot's kept documents (after a change of a
+  kept object or of a kind's availability; requests between changes share it, Workload and
+  Node events included);
 - **decide**: one ``/validate-kueue`` decision on one ClusterQueue, judged against every
   other: a CREATE, an UPDATE that is admitted, and an UPDATE past the chips (refused; the
   old object is judged too, to tell what the edit broke);
@@ -35,7 +36,7 @@ from kueue_cache import cache_of  # noqa: E402
 from lint_queues import queues, state  # noqa: E402
 
 from webhook.admin.admission import KueueRequest, decide_kueue  # noqa: E402
-from webhook.admin.live import LiveObjects  # noqa: E402
+from webhook.admin.live import judged_set  # noqa: E402
 from webhook.cluster import kinds as k  # noqa: E402
 from webhook.policy.config import Policy  # noqa: E402
 
@@ -59,7 +60,6 @@ def main() -> int:
     chips = args.nodes * 4 // args.queues
     objects = [*queues(args.queues, chips), *state(args.nodes)]
     store = cache_of(objects, policy)
-    live = LiveObjects(store, policy)
     team = copy.deepcopy(next(o for o in objects if o["kind"] == "ClusterQueue"))
     raised = copy.deepcopy(team)
     raised["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] = chips + 4
@@ -67,19 +67,21 @@ def main() -> int:
     kept["metadata"]["labels"] = {"owner": "team-0000"}
 
     def rebuild() -> None:
-        live._version = None  # the benchmark prices the rebuild itself
-        live.current()
+        snapshot = store.snapshot()
+        snapshot.documents.memo.answers.clear()  # the benchmark prices the rebuild itself
+        snapshot.documents.memo.bytes = 0
+        judged_set(snapshot)
 
     rows = [("rebuild the judged set", median_ms(rebuild, max(3, args.rounds // 4)))]
-    live.current()
+    judged_set(store.snapshot())
     for name, request in (
         ("decide: CREATE", KueueRequest("CREATE", "", team)),
         ("decide: UPDATE, admitted", KueueRequest("UPDATE", "", kept, team)),
         ("decide: UPDATE past the chips, refused", KueueRequest("UPDATE", "", raised, team)),
     ):
-        decision = decide_kueue(request, policy, live)
+        decision = decide_kueue(request, policy, store)
         rows.append((f"{name} ({'allowed' if decision.allowed else 'denied'})", median_ms(
-            lambda r=request: decide_kueue(r, policy, live), args.rounds)))  # fmt: skip
+            lambda r=request: decide_kueue(r, policy, store), args.rounds)))  # fmt: skip
     status = copy.deepcopy(team)
     status["status"] = {"admittedWorkloads": 1}
     rows.append(("event: status-only", median_ms(lambda: store.apply(k.CLUSTER_QUEUES, "MODIFIED", status), 200)))

@@ -13,21 +13,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from webhook.kube.quantity import parse_quantity
-from webhook.quota.objects import FlavorInfo, parse_cluster_queue, parse_cohort, parse_flavor, string_map
+from webhook.kueue.clusterqueue import parse_cluster_queue
+from webhook.kueue.cohort import parse_cohort
+from webhook.kueue.workload import AdmittedWorkload
+from webhook.quota.objects import FlavorInfo, parse_flavor, string_map
 from webhook.quota.podsets import podset_demand
 from webhook.simulate.assign import Assignment, FlavorAssigner
 from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
 from webhook.simulate.preempt import Preemptor, Simulation
 from webhook.simulate.result import Result
-from webhook.simulate.state import (
-    AdmittedWorkload,
-    FairSharing,
-    LocalQueueInfo,
-    PendingWorkload,
-    State,
-)
-from webhook.simulate.tree import build_tree
+from webhook.simulate.state import FairSharing, LocalQueueInfo, PendingWorkload, State, tree_of
 from webhook.simulate.workloads import from_document, job_of
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -356,7 +352,7 @@ def targets(
     """Kueue's ``GetTargets`` as its tests call it: an assignment given (resource -> flavor, Preempt
     or Fit mode) and the victims asked for, as (name, reason); the tree is checked unchanged after.
     ``usage`` ((flavor, resource) -> amount) replaces ``requests`` when podSets use several flavors."""
-    tree = build_tree(st)
+    tree = tree_of(st)
     before = {name: dict(node.usage) for name, node in (*tree.queues.items(), *tree.cohorts.items())}
     if usage is None:
         total = {(flavor, r): parse_quantity(requests[r]) for r, flavor in {**preempt, **(fit or {})}.items()}
@@ -376,7 +372,7 @@ def assign(st: State, queue: str, incoming: PendingWorkload) -> Assignment:
     """The flavor assignment alone, as Kueue's ``TestAssignFlavors`` asks for it."""
     if RECORDING is not None:
         RECORDING.append(Recorded(_source(st), _source(incoming)))
-    tree = build_tree(st)
+    tree = tree_of(st)
     return FlavorAssigner(Simulation(st, tree), tree.queues[queue], incoming.priority, incoming.created).assign(
         incoming.podsets
     )

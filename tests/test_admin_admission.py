@@ -17,9 +17,8 @@ from kueue_cache import cache_of
 from webhook.admin.admission import KueueRequest, decide_kueue, served_plan
 from webhook.admin.catalog import KUEUE_REFUSES, policy_from_mapping
 from webhook.admin.judging import ALREADY
-from webhook.admin.kueueobjects import CLUSTER_QUEUE
-from webhook.admin.live import LiveObjects
 from webhook.cluster import kinds as k
+from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import Decision
 from webhook.policy.config import Policy
 
@@ -42,13 +41,13 @@ def set_nominal(obj: dict[str, Any], chips: int) -> dict[str, Any]:
 
 def ask(
     obj: dict[str, Any],
-    live: LiveObjects | None,
+    cluster: ClusterStore | None,
     rules: Policy,
     operation: str = "CREATE",
     old: dict[str, Any] | None = None,
 ) -> Decision:
     namespace = str((obj.get("metadata") or {}).get("namespace") or "")
-    return decide_kueue(KueueRequest(operation, namespace, obj, old), rules, live)
+    return decide_kueue(KueueRequest(operation, namespace, obj, old), rules, cluster)
 
 
 def lines(decision: Decision) -> list[tuple[str, str, str, str]]:
@@ -63,10 +62,10 @@ def without_file_lines(found: list[tuple[str, str, str, str]]) -> list[tuple[str
     ]
 
 
-def rfc_cache(mode: str = "dynamic", objects: list[dict[str, Any]] | None = None, **nodes: Any) -> LiveObjects:
+def rfc_cache(mode: str = "dynamic", objects: list[dict[str, Any]] | None = None, **nodes: Any) -> ClusterStore:
     rules = policy(mode)
     state = cluster_state(mode, nodes or None)
-    return LiveObjects(cache_of([*(objects or rfc_objects(mode)), *state], rules), rules)
+    return cache_of([*(objects or rfc_objects(mode)), *state], rules)
 
 
 # ---------------------------------------------------------------- the same answers as lint-queues
@@ -79,7 +78,7 @@ def test_every_example_answers_on_the_webhook_as_lint_queues_does(case: AdminCas
     rules = case.policy()
     inputs = case.inputs()
     state = case.cluster() or []
-    live = LiveObjects(cache_of([*inputs, *state], rules), rules)
+    cluster = cache_of([*inputs, *state], rules)
     expected: dict[str, list[tuple[str, str, str, str]]] = {}
     for judged in lint_objects(inputs, case.cluster(), rules):
         if judged.decision is not None:
@@ -89,14 +88,14 @@ def test_every_example_answers_on_the_webhook_as_lint_queues_does(case: AdminCas
     for obj in inputs:
         key = label(obj)
         if key in expected:
-            answered[key] = without_file_lines(lines(ask(obj, live, rules)))
+            answered[key] = without_file_lines(lines(ask(obj, cluster, rules)))
     assert answered == expected
 
 
 @pytest.mark.parametrize("mode", ["dynamic", "static"])
 def test_the_rfcs_objects_are_admitted_one_by_one(mode: str) -> None:
-    live = rfc_cache(mode)
-    answers = {label(obj): ask(obj, live, policy(mode)) for obj in rfc_objects(mode)}
+    cluster = rfc_cache(mode)
+    answers = {label(obj): ask(obj, cluster, policy(mode)) for obj in rfc_objects(mode)}
     assert {key: (d.allowed, d.findings, d.warnings) for key, d in answers.items()} == {
         key: (True, [], []) for key in answers
     }
@@ -106,9 +105,9 @@ def test_the_rfcs_objects_are_admitted_one_by_one(mode: str) -> None:
 
 
 def test_an_edit_raising_one_teams_nominal_past_the_cluster_is_refused() -> None:
-    live = rfc_cache()
+    cluster = rfc_cache()
     team_a = find(rfc_objects("dynamic"), "ClusterQueue/team-a")
-    decision = ask(set_nominal(team_a, 320), live, policy(), "UPDATE", team_a)
+    decision = ask(set_nominal(team_a, 320), cluster, policy(), "UPDATE", team_a)
     assert decision.allowed is False
     assert [(rule, path) for rule, path, _, _ in lines(decision)] == [("quota-exceeds-cluster", NOMINAL)]
     assert "640 chips (team-a 320, team-b 256, dev 64)" in decision.deny_message()
@@ -116,18 +115,18 @@ def test_an_edit_raising_one_teams_nominal_past_the_cluster_is_refused() -> None
 
 
 def test_the_same_edit_on_a_bigger_cluster_is_admitted() -> None:
-    live = rfc_cache(cubes=10)
+    cluster = rfc_cache(cubes=10)
     team_a = find(rfc_objects("dynamic"), "ClusterQueue/team-a")
-    decision = ask(set_nominal(team_a, 320), live, policy(), "UPDATE", team_a)
+    decision = ask(set_nominal(team_a, 320), cluster, policy(), "UPDATE", team_a)
     assert (decision.allowed, decision.findings) == (True, [])
 
 
 def test_an_update_is_not_refused_for_what_was_already_so() -> None:
     """A cube is gone (512 chips for 576 of nominal): every ClusterQueue is already over.
     Cutting team A's quota must stay possible, though the sum is still over after it."""
-    live = rfc_cache(cubes=8)
+    cluster = rfc_cache(cubes=8)
     team_a = find(rfc_objects("dynamic"), "ClusterQueue/team-a")
-    decision = ask(set_nominal(team_a, 224), live, policy(), "UPDATE", team_a)
+    decision = ask(set_nominal(team_a, 224), cluster, policy(), "UPDATE", team_a)
     assert decision.allowed is True
     assert [(rule, action) for rule, _, _, action in lines(decision)] == [("quota-exceeds-cluster", "warn")]
     assert decision.warnings == [decision.findings[0].line(), ALREADY.format(rule="quota-exceeds-cluster")]
@@ -135,19 +134,19 @@ def test_an_update_is_not_refused_for_what_was_already_so() -> None:
 
 def test_a_create_in_an_overfull_cluster_is_refused() -> None:
     """Only an UPDATE has an old object to compare with: a new ClusterQueue adds to the sum."""
-    live = rfc_cache(cubes=8)
+    cluster = rfc_cache(cubes=8)
     team_a = find(rfc_objects("dynamic"), "ClusterQueue/team-a")
-    decision = ask(team_a, live, policy(), "CREATE")
+    decision = ask(team_a, cluster, policy(), "CREATE")
     assert decision.allowed is False
     assert [rule for rule, _, _, _ in lines(decision)] == ["quota-exceeds-cluster"]
 
 
 def test_an_update_that_breaks_another_rule_is_still_refused() -> None:
-    live = rfc_cache(cubes=8)
+    cluster = rfc_cache(cubes=8)
     team_a = find(rfc_objects("dynamic"), "ClusterQueue/team-a")
     edited = copy.deepcopy(team_a)
     edited["spec"]["namespaceSelector"] = None
-    decision = ask(edited, live, policy(), "UPDATE", team_a)
+    decision = ask(edited, cluster, policy(), "UPDATE", team_a)
     assert decision.allowed is False
     assert {(rule, action) for rule, _, _, action in lines(decision)} == {
         ("cq-namespace-selector-missing", "deny"),
@@ -161,7 +160,7 @@ def test_an_update_that_breaks_another_rule_is_still_refused() -> None:
 def test_rules_kueue_refuses_itself_are_not_served() -> None:
     assert KUEUE_REFUSES
     assert {rule.id for rule, _ in served_plan(policy())} & KUEUE_REFUSES == set()
-    live = rfc_cache()
+    cluster = rfc_cache()
     team_a = find(rfc_objects("dynamic"), "ClusterQueue/team-a")
     negative = copy.deepcopy(team_a)
     negative["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["borrowingLimit"] = -1
@@ -169,7 +168,7 @@ def test_rules_kueue_refuses_itself_are_not_served() -> None:
         f.rule for j in lint_objects([negative], None, policy()) if j.decision for f in j.decision.findings
     ]
     assert refused_offline.count("cq-limit-invalid") == 1
-    assert [rule for rule, _, _, _ in lines(ask(negative, live, policy()))] == []
+    assert [rule for rule, _, _, _ in lines(ask(negative, cluster, policy()))] == []
 
 
 @pytest.mark.parametrize("operation", ["DELETE", "CONNECT"])
@@ -194,11 +193,11 @@ def test_what_the_guard_does_not_judge_is_allowed(obj: Any) -> None:
 
 def test_the_requests_namespace_names_a_namespaced_object() -> None:
     """A CREATE may leave ``metadata.namespace`` out: the API server's ``request.namespace`` is where it goes."""
-    live = rfc_cache()
+    cluster = rfc_cache()
     queue = copy.deepcopy(find(rfc_objects("dynamic"), "LocalQueue/kubemaker/team-a-queue"))
     del queue["metadata"]["namespace"]
     queue["spec"]["clusterQueue"] = "team-b"
-    decision = decide_kueue(KueueRequest("CREATE", "kubemaker", queue), policy(), live)
+    decision = decide_kueue(KueueRequest("CREATE", "kubemaker", queue), policy(), cluster)
     assert [rule for rule, _, _, _ in lines(decision)] == ["lq-name-convention"]
 
 
@@ -220,7 +219,7 @@ def test_a_kind_the_watch_cannot_read_is_named_with_the_watchs_reason() -> None:
     store = cache_of([*rfc_objects("dynamic"), *cluster_state("dynamic")], rules)
     store.availability.mark_absent(k.NODES.name, "forbidden (403): check its RBAC")
     team_a = find(rfc_objects("dynamic"), "ClusterQueue/team-a")
-    decision = ask(set_nominal(team_a, 100_000), LiveObjects(store, rules), rules)
+    decision = ask(set_nominal(team_a, 100_000), store, rules)
     assert "quota-exceeds-cluster" in decision.skipped
     note = next(w for w in decision.warnings if w.startswith("[quota-exceeds-cluster] skipped:"))
     assert "Nodes unknown: the webhook's cache cannot say (Nodes: forbidden (403): check its RBAC)" in note
@@ -231,43 +230,24 @@ def test_an_empty_kind_is_a_known_zero() -> None:
     rules = policy()
     store = cache_of([*rfc_objects("dynamic"), {"apiVersion": "v1", "kind": "NodeList", "items": []}], rules)
     team_a = find(rfc_objects("dynamic"), "ClusterQueue/team-a")
-    decision = ask(team_a, LiveObjects(store, rules), rules)
+    decision = ask(team_a, store, rules)
     assert "quota-exceeds-cluster" not in decision.skipped
     assert "quota-exceeds-cluster" in [rule for rule, _, _, _ in lines(decision)]
 
 
-# ---------------------------------------------------------------- the cached set
-
-
-def test_the_cached_set_is_rebuilt_only_when_a_kept_document_changes() -> None:
-    rules = policy()
-    objects = rfc_objects("dynamic")
-    store = cache_of([*objects, *cluster_state("dynamic")], rules)
-    live = LiveObjects(store, rules)
-    first = live.current().objects
-    assert live.current().objects is first
-    team_a = copy.deepcopy(find(objects, "ClusterQueue/team-a"))
-    team_a["status"] = {"admittedWorkloads": 3}  # Kueue rewrites status on every admission
-    store.apply(k.CLUSTER_QUEUES, "MODIFIED", team_a)
-    assert live.current().objects is first
-    store.apply(k.CLUSTER_QUEUES, "MODIFIED", set_nominal(team_a, 128))
-    second = live.current().objects
-    assert second is not first
-    cached = second.get(CLUSTER_QUEUE, "team-a")
-    assert cached is not None
-    assert cached.spec["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuota"] == 128
+# ---------------------------------------------------------------- limits
 
 
 def test_many_findings_are_bounded() -> None:
     rules = policy_from_mapping({"mode": "dynamic", "limits": {"maxFindings": 2}})
-    live = rfc_cache()
+    cluster = rfc_cache()
     team_a = find(rfc_objects("dynamic"), "ClusterQueue/team-a")
     broken = copy.deepcopy(team_a)
     broken["spec"]["resourceGroups"] = [
         {"coveredResources": ["google.com/tpu"], "flavors": [{"name": f"missing-{n}", "resources": []}]}
         for n in range(6)
     ]
-    decision = ask(broken, live, rules)
+    decision = ask(broken, cluster, rules)
     assert decision.allowed is False
     assert len(decision.violations) == 2
     assert decision.omitted > 0
@@ -312,9 +292,9 @@ def test_any_mangled_kueue_object_gets_a_decision(pair: tuple[dict[str, Any], di
 def test_a_nominal_beyond_any_cluster_is_refused_whatever_its_size(mode: str, nominal: str) -> None:
     """Past 10^28 the pool remainder needed more digits than Python's default context: an
     internal error, which the webhook (failurePolicy Ignore) answered with an allow."""
-    live = rfc_cache(mode)
+    cluster = rfc_cache(mode)
     team_a = find(rfc_objects(mode), "ClusterQueue/team-a")
-    decision = ask(set_nominal(team_a, nominal), live, policy(mode), "UPDATE", team_a)  # type: ignore[arg-type]
+    decision = ask(set_nominal(team_a, nominal), cluster, policy(mode), "UPDATE", team_a)  # type: ignore[arg-type]
     assert decision.allowed is False
     assert "quota-exceeds-cluster" in [rule for rule, _, _, _ in lines(decision)]
 

@@ -245,6 +245,30 @@ def test_a_status_write_that_changes_nothing_kept_keeps_the_snapshot() -> None:
     assert store.snapshot() is snapshot and snapshot.memo.answers == held
 
 
+def test_a_kept_document_change_publishes_a_snapshot_sharing_every_part_but_the_documents() -> None:
+    """A Topology's levels change nothing a job's rules read: the queue and node parts and the kinds'
+    documents that did not change are the last snapshot's; the documents part is new, with it."""
+    store, _ = stores()
+    before = store.snapshot()
+    topology = {
+        "apiVersion": "kueue.x-k8s.io/v1beta2",
+        "kind": "Topology",
+        "metadata": {"name": "tpu7x-topology"},
+        "spec": {"levels": [{"nodeLabel": "kubernetes.io/hostname"}]},
+    }
+    store.apply(k.TOPOLOGIES, "ADDED", topology)
+    after = store.snapshot()
+    assert after is not before and (after.queues, after.nodes) == (before.queues, before.nodes)
+    assert after.documents is not before.documents
+    assert dict(after.documents.by_kind[k.TOPOLOGIES.name]) == {"tpu7x-topology": topology}
+    assert all(
+        after.documents.by_kind[name] is held for name, held in before.documents.by_kind.items() if name != "Topologies"
+    )
+    status = {**topology, "status": {"conditions": []}}
+    store.apply(k.TOPOLOGIES, "MODIFIED", status)  # nothing kept changed: the same snapshot
+    assert store.snapshot() is after
+
+
 @pytest.mark.parametrize("kind", ["Workloads", "Cohorts", "ClusterQueues"])
 def test_a_kind_the_rules_read_unknown_answers_as_a_fresh_decision(kind: str) -> None:
     store, forgetful = stores()
@@ -495,8 +519,8 @@ def test_jobs_with_unique_multi_megabyte_values_leave_memory_within_the_memos_by
     assert grown < 16 * 2**20, f"{grown / 2**20:.1f} MiB held after 150 jobs of 1 MB each"
     snapshot = store.snapshot()
     assert snapshot.memo.bytes <= snapshot_module.MEMO_BYTES
-    names = [cache for cache, _, _ in snapshot.cache_sizes()]
-    assert names == ["snapshot_memo", "queue_memo", "node_memo", "sharing"]
+    names = [cache for cache, _, _ in store.cache_sizes()]
+    assert names == ["snapshot_memo", "queue_memo", "node_memo", "document_memo", "sharing"]
 
 
 def test_a_memo_keeps_answers_within_its_byte_bound() -> None:

@@ -30,10 +30,10 @@ from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore, Key, object_key
 from webhook.engine.decision import AdmissionFacts, decide
+from webhook.kueue.cohort import stored_in_parent
 from webhook.objects.readers import read_workload
 from webhook.quota.ledger import HOLDS, WAITS
 from webhook.quota.podsets import demands_of
-from webhook.quota.resource_node import stored_in_parent
 
 TPU = "google.com/tpu"
 STEPS = 150
@@ -386,6 +386,8 @@ def test_incremental_totals_match_a_recomputation_after_every_event(seed: int) -
         assert kept == pending_totals(store) == pending_totals(fresh), where
         assert {kind: store.keys[kind.name] for kind in k.KINDS} == {kind: set(held[kind]) for kind in k.KINDS}, where
         assert store.documents.by_kind == fresh.documents.by_kind, where  # the admin guard's copy of Kueue's objects
+        # and as the published snapshot carries it (copied only for the kinds that changed)
+        assert store.snapshot().documents.by_kind == fresh.snapshot().documents.by_kind, where
         if before is not None:  # a snapshot published before the event answers as it did then
             assert answers(before[0]) == before[1], where
             before = None

@@ -7,6 +7,7 @@ import copy
 from explain_builders import RECLAIM_MESSAGE, T0, T2, rfc_example_one, rfc_example_two
 
 from webhook.cluster.workloaddocs import workload_record
+from webhook.kube.sharing import Sharing
 
 
 def test_a_record_gives_back_what_explain_reads_and_nothing_else() -> None:
@@ -43,7 +44,8 @@ def test_equal_workloads_share_their_conditions_and_records_compare_by_value() -
     one = rfc_example_one().obj()
     other = copy.deepcopy(one)
     other["metadata"]["name"] = "another"
-    first, second = workload_record(one), workload_record(other)
+    shared = Sharing().share  # the store's table
+    first, second = workload_record(one, shared), workload_record(other, shared)
     assert first.conditions is second.conditions and first.spec is second.spec
     assert workload_record(copy.deepcopy(one)) == first != second
     assert first.document()["status"]["admission"] == {"clusterQueue": "team-a"}

@@ -12,11 +12,13 @@ from support import POD, delete_path, load_deployment, load_jobset, set_path
 
 from webhook.cluster import kinds as k
 from webhook.cluster.statefiles import state_from_objects
+from webhook.engine import decision as decision_module
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.objects.request import UserInfo
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
 from webhook.rules.catalog import policy_from_mapping
+from webhook.rules.cluster import FAMILY as CLUSTER_FAMILY
 from webhook.simulate.live import warning_line
 
 KUEUE = UserInfo("system:serviceaccount:kueue-system:kueue-controller-manager", ("system:serviceaccounts",))
@@ -523,3 +525,42 @@ def test_a_denied_create_gets_no_simulate_line() -> None:
 def test_the_simulate_setting_is_checked_like_every_key() -> None:
     with pytest.raises(ValueError, match="simulate"):
         Policy.model_validate({"simulate": "deny"})
+
+
+def _catalog_plan(policy: Policy, key: tuple[str, str, str, bool]) -> list[tuple[str, Action]]:
+    """The plan read straight off the catalog: each applicable rule with the policy's action, else its own."""
+    mode, scope, kind, clustered = key
+    return [
+        (rule.id, action)
+        for rule in decision_module.RULES
+        if mode in rule.modes
+        and kind in rule.kinds
+        and (clustered or not rule.requires)
+        and not (scope == "final" and rule.subject == "submitted")
+        and not (scope == "changes" and not rule.on_update)
+        and (action := policy.rules.get(rule.id, rule.default_action)) is not Action.OFF
+    ]
+
+
+@pytest.mark.parametrize("actions", ["none", "warn", "off", "on"])
+def test_the_plan_from_the_table_is_the_catalogs_under_the_policys_actions(actions: str) -> None:
+    """The plans are a constant table made at import; a policy's own actions move them per request."""
+    ids = [rule.id for rule in decision_module.RULES]
+    warn_only = next(rule.id for rule in decision_module.RULES if rule.default_action is Action.WARN)
+    overrides = {
+        "none": {},
+        "warn": {ids[0]: Action.WARN, ids[-1]: Action.WARN},
+        "off": {ids[0]: Action.OFF, ids[1]: Action.WARN},
+        "on": {warn_only: Action.DENY},
+    }[actions]
+    policy = Policy(rules=overrides)
+    keys = list(decision_module._APPLICABLE)
+    assert len(keys) > 0
+    planned = {}
+    for key in keys:
+        steps = decision_module._plan(policy.model_copy(update={"mode": key[0]}), key[1], key[2], key[3])  # type: ignore[arg-type]
+        required = frozenset().union(*(rule.requires for rule, _ in steps.plan))
+        clustered = any(rule.family == CLUSTER_FAMILY for rule, _ in steps.plan)
+        assert (steps.required, steps.clustered) == (required, clustered), key
+        planned[key] = [(rule.id, action) for rule, action in steps.plan]
+    assert planned == {key: _catalog_plan(policy, key) for key in keys}

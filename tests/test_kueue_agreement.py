@@ -25,8 +25,10 @@ from hypothesis import strategies as st
 from quota_fixtures import store
 from simulate_builders import admitted, cluster_queue, cohort, job, simulate, state
 
+from webhook.kueue.resource_node import available, potential_available
 from webhook.simulate.assign import EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR
 from webhook.simulate.result import NEVER
+from webhook.simulate.state import tree_of
 
 TPU, CPU = "google.com/tpu", "cpu"
 RESOURCES = (TPU, CPU)
@@ -150,6 +152,25 @@ def _verdicts(data: st.DataObject, cluster: Cluster, shape: Any) -> tuple[bool, 
     workloads = data.draw(usage(cluster))
     event(f"gates refuse: {gates}; in use: {bool(workloads)}")
     return gates, at_zero, _simulator_never(cluster, workloads, incoming)
+
+
+@SETTINGS
+@given(data=st.data(), cluster=clusters())
+def test_the_gates_bound_is_the_simulators_potential_and_its_available_at_zero_usage(
+    data: st.DataObject, cluster: Cluster
+) -> None:
+    """Per queue, flavor and resource: the gates' bound (their tree, built from the member queues'
+    sums) is the simulator's potential available (a node per queue) at any usage, and that is
+    what the simulator's tree makes available with nothing admitted."""
+    snap = store(*cluster.queues, *cluster.cohorts).snapshot()
+    keys = [(q, fr) for q, frs in sorted(cluster.quota_keys.items()) for fr in frs]
+    gates = {(q, fr): snap.potential(q, *fr).value for q, fr in keys}
+    empty = tree_of(state(cluster.queues, cluster.cohorts))
+    used = tree_of(state(cluster.queues, cluster.cohorts, data.draw(usage(cluster))))
+    assert (
+        {(q, fr): potential_available(used.queues[q], fr) for q, fr in keys},
+        {(q, fr): available(empty.queues[q], fr) for q, fr in keys},
+    ) == (gates, gates)
 
 
 @SETTINGS

@@ -6,8 +6,10 @@ from decimal import Decimal
 
 from quota_fixtures import cluster_queue, cohort
 
+from webhook.kueue.clusterqueue import parse_cluster_queue
+from webhook.kueue.cohort import parse_cohort
 from webhook.quota.capacity import capacity, matching_nodes, nominal_by_flavor, nominal_sum, per_unit, topology_chips
-from webhook.quota.objects import NodeInfo, parse_cluster_queue, parse_cohort
+from webhook.quota.objects import NodeInfo
 
 TPU = "google.com/tpu"
 

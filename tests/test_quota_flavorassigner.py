@@ -20,9 +20,9 @@ import pytest
 from quota_fixtures import CQ, affinity, cluster_queue, cohort, demand, jobset, pod, q, snapshot, store
 
 from webhook.cluster import kinds as k
+from webhook.kueue.clusterqueue import NominalFit
 from webhook.quota.flavorassigner import BeyondNominal, Exceeded, beyond_nominal, uncovered_requests
 from webhook.quota.podsets import PodSetDemand, podset_demand
-from webhook.quota.resource_node import NominalFit
 
 # ---------------------------------------------------------------- flavorassigner_test.go, TestAssignFlavors
 

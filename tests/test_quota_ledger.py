@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 
+from webhook.kube.sharing import Sharing
+from webhook.kueue.clusterqueue import parse_cluster_queue
 from webhook.quota.flavorassigner import Assignment, PodSetAssignment
 from webhook.quota.ledger import (
     FINISHED,
@@ -27,7 +29,6 @@ from webhook.quota.ledger import (
     pending_chips,
     project,
 )
-from webhook.quota.objects import parse_cluster_queue
 from webhook.quota.podsets import PodSetDemand, podset_demand
 
 TPU = "google.com/tpu"
@@ -96,14 +97,15 @@ def test_a_workload_counts_as_kueue_counts_it(obj: dict[str, Any], state: str) -
 
 def test_the_ledger_moves_by_the_difference() -> None:
     ledger = ChipsLedger("guaranteed")
-    holding, waiting = project(workload([RESERVED], admitted=True), TPU), project(workload(), TPU)
+    shared = Sharing().share  # the store's table
+    holding, waiting = project(workload([RESERVED], admitted=True), TPU, shared), project(workload(), TPU, shared)
     ledger.move("ns", holding, +1)
     ledger.move("ns", waiting, +1)
     ledger.move("ns", waiting, +1)
     assert ledger.in_use == {("cq", "f"): 64} and ledger.holding == {("cq", "f"): 64}
     [(shape, count)] = ledger.waiting_for("ns", "q")
     assert count == 2 and shape[0].total(TPU) == 64
-    assert project(workload(), TPU).shape is shape  # identical podSets share one shape
+    assert project(workload(), TPU, shared).shape is shape  # identical podSets share one shape
     for entry in (holding, waiting, waiting):
         ledger.move("ns", entry, -1)
     assert not ledger.in_use and not ledger.holding and ledger.waiting_for("ns", "q") == []

@@ -16,7 +16,7 @@ from webhook.quota.podsets import podset_demand
 TPU = "google.com/tpu"
 QUOTA = Path(__file__).resolve().parents[1] / "webhook" / "quota"
 #: what the quota package may import of the project: the layers below it
-BELOW = ("webhook.kube", "webhook.policy", "webhook.objects", "webhook.quota")
+BELOW = ("webhook.kube", "webhook.policy", "webhook.objects", "webhook.kueue", "webhook.quota")
 
 
 def test_the_cohort_sums_follow_cluster_queue_events() -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 from quota_fixtures import jobset, pod
 
-from webhook.kube.sharing import shared
+from webhook.kube.sharing import Sharing
 from webhook.quota.podsets import (
     PoolShortage,
     demand_of,
@@ -67,6 +67,7 @@ def test_where_the_rules_require_a_topology_a_tpu_podset_is_read_as_asking_for_o
 def test_identical_podsets_share_one_demand() -> None:
     """100,000 Workloads of a few shapes keep a few demands: the ledger shares them through the
     watch cache's sharing table. A request's job shares through no table (none that outlives it)."""
+    shared = Sharing().share
     first = podset_demand("w", tpu_pod(nodeSelector={"pool": "a"}), 16, share=shared)
     assert podset_demand("w", tpu_pod(nodeSelector={"pool": "a"}), 16, share=shared) is first
     assert podset_demand("w", tpu_pod(nodeSelector={"pool": "a"}), 16) is not first

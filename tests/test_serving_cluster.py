@@ -24,7 +24,6 @@ from kueue_cache import fill, kueue_review, rfc_api_server
 from support import FIXTURES, RunningServer, load_jobset, review, run_cli
 
 from webhook.admin.admission import KueueRequest, decide_kueue
-from webhook.admin.live import LiveObjects
 from webhook.advisor.simulating import answer as advisor_answer
 from webhook.cluster import kinds as k
 from webhook.cluster.store import ClusterStore
@@ -424,12 +423,11 @@ def test_every_admin_example_answers_through_the_server_as_the_engine_does(
     server, store = kueue_servers[key]
     inputs = case.inputs()
     fill(store, [*inputs, *(case.cluster() or [])], rules)
-    live = LiveObjects(store, rules)
     for obj in inputs:
         sent = kueue_review(obj)
         answer = kueue_post(client, server, sent)
         namespace = str(obj["metadata"].get("namespace") or "")
-        decision = decide_kueue(KueueRequest("CREATE", namespace, obj), rules, live)
+        decision = decide_kueue(KueueRequest("CREATE", namespace, obj), rules, store)
         assert answer == review_response(sent["request"]["uid"], decision)["response"], label(obj)
 
 

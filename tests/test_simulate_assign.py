@@ -20,7 +20,8 @@ from __future__ import annotations
 import pytest
 
 from tests.simulate_builders import admitted, assign, chosen, cluster_queue, cohort, job, state
-from webhook.quota.objects import FlavorFungibility, FlavorInfo, Taint
+from webhook.kueue.clusterqueue import FlavorFungibility
+from webhook.quota.objects import FlavorInfo, Taint
 from webhook.simulate.assign import (
     EXCEEDS_MAX_QUOTA,
     FIT,

@@ -5,7 +5,8 @@ from __future__ import annotations
 from decimal import Decimal
 
 from tests.simulate_builders import admitted, cluster_queue, cohort, pending_document, state
-from webhook.quota.objects import FlavorFungibility, Preemption, parse_cluster_queue, parse_cohort
+from webhook.kueue.clusterqueue import FlavorFungibility, Preemption, parse_cluster_queue
+from webhook.kueue.cohort import parse_cohort
 
 
 def test_cluster_queue_policies_are_parsed_with_kueue_defaults() -> None:

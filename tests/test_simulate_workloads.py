@@ -6,7 +6,8 @@ from datetime import timedelta
 from decimal import Decimal
 
 from tests.simulate_builders import NOW, admitted, pending_document
-from webhook.simulate.state import AdmittedWorkload, PendingWorkload
+from webhook.kueue.workload import AdmittedWorkload
+from webhook.simulate.state import PendingWorkload
 from webhook.simulate.workloads import from_document, job_of
 
 

@@ -13,7 +13,7 @@ Read top to bottom:
 - ``state``: the judged set, input ∪ cluster state with the input winning, and which
   kinds are known;
 - this module: ``AdminContext``, what every admin rule reads besides its object, with
-  the parsed views (``webhook.quota.objects``) worked out once per run;
+  the parsed views (``webhook.kueue``, ``webhook.quota.objects``) worked out once per run;
 - the rule families: ``quota`` (Σ nominal against the nodes, limits), ``clusterqueues``,
   ``localqueues``, ``priorities``, ``flavors`` (ResourceFlavors and Topologies), ``refs``,
   ``configuration`` (Kueue's Configuration and its controller's feature gates);
@@ -26,7 +26,7 @@ word it. A rule is a ``webhook.rules.Rule`` over a ``KueueObject`` and an ``Admi
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final, TypeAlias
 
@@ -39,19 +39,11 @@ from webhook.admin.kueueobjects import (
     KueueObject,
 )
 from webhook.admin.objectset import ObjectSet
+from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
+from webhook.kueue.cohort import CohortInfo, parse_cohort
 from webhook.policy.config import Policy
 from webhook.policy.tiers import resolve_tier
-from webhook.quota.objects import (
-    ClusterQueueInfo,
-    CohortInfo,
-    FlavorInfo,
-    NodeInfo,
-    parse_cluster_queue,
-    parse_cohort,
-    parse_flavor,
-    parse_node,
-    selector_matches,
-)
+from webhook.quota.objects import FlavorInfo, NodeInfo, parse_flavor, parse_node, selector_matches
 from webhook.rules import Rule, VapExport
 
 #: why no admin rule is in the ValidatingAdmissionPolicy export
@@ -75,14 +67,14 @@ class AdminContext:
     unknown: list[str] = field(default_factory=list)
     #: cross-object answers, by a key the rule module chooses
     memo: dict[Any, Any] = field(default_factory=dict)
-    #: the Nodes already parsed, when the caller holds them so (the watch cache); else they
-    #: are parsed from the set's Node objects on first use
-    node_infos: list[NodeInfo] | None = None
-    #: the ClusterQueues already parsed, by name, likewise (the webhook: the cache's, with
-    #: the request's own in place)
-    queue_infos: dict[str, ClusterQueueInfo] | None = None
-    _cohorts: dict[str, CohortInfo] | None = None
-    _flavors: dict[str, FlavorInfo] | None = None
+    #: the Nodes already parsed, when the caller holds them so (the webhook: the store's); else
+    #: they are parsed from the set's Node objects on first use
+    node_infos: Collection[NodeInfo] | None = None
+    #: the ClusterQueues, Cohorts and ResourceFlavors already parsed, by name, likewise (the
+    #: webhook: the store's, with the request's own in place)
+    queue_infos: Mapping[str, ClusterQueueInfo] | None = None
+    cohort_infos: Mapping[str, CohortInfo] | None = None
+    flavor_infos: Mapping[str, FlavorInfo] | None = None
 
     @property
     def mode(self) -> str:
@@ -95,25 +87,25 @@ class AdminContext:
     # ---------------------------------------------------------------- parsed views
 
     @property
-    def queues(self) -> dict[str, ClusterQueueInfo]:
+    def queues(self) -> Mapping[str, ClusterQueueInfo]:
         if self.queue_infos is None:
             self.queue_infos = {o.name: parse_cluster_queue(o.data) for o in self.objects.of(CLUSTER_QUEUE)}
         return self.queue_infos
 
     @property
-    def cohorts(self) -> dict[str, CohortInfo]:
-        if self._cohorts is None:
-            self._cohorts = {o.name: parse_cohort(o.data) for o in self.objects.of(COHORT)}
-        return self._cohorts
+    def cohorts(self) -> Mapping[str, CohortInfo]:
+        if self.cohort_infos is None:
+            self.cohort_infos = {o.name: parse_cohort(o.data) for o in self.objects.of(COHORT)}
+        return self.cohort_infos
 
     @property
-    def flavors(self) -> dict[str, FlavorInfo]:
-        if self._flavors is None:
-            self._flavors = {o.name: parse_flavor(o.data) for o in self.objects.of(RESOURCE_FLAVOR)}
-        return self._flavors
+    def flavors(self) -> Mapping[str, FlavorInfo]:
+        if self.flavor_infos is None:
+            self.flavor_infos = {o.name: parse_flavor(o.data) for o in self.objects.of(RESOURCE_FLAVOR)}
+        return self.flavor_infos
 
     @property
-    def nodes(self) -> list[NodeInfo]:
+    def nodes(self) -> Collection[NodeInfo]:
         if self.node_infos is None:
             self.node_infos = [parse_node(o.data) for o in self.objects.of(NODE)]
         return self.node_infos

@@ -4,7 +4,7 @@ The rules and their actions are ``lint-queues``' (``webhook.admin.judging.judge`
 differs is where the cluster comes from and three choices an admission webhook needs:
 
 - the object is judged against the watch cache with itself in place of the cached one
-  (``LiveObjects`` + ``ObjectSet.replaced``), so a ``kubectl edit`` that raises one
+  (``judged_set`` + ``ObjectSet.replaced``), so a ``kubectl edit`` that raises one
   team's nominal past the cluster's chips is refused;
 - the rules Kueue's own webhook refuses (``KUEUE_REFUSES``) are not run: Kueue answers
   them with its own message, and running them twice only doubles the denial;
@@ -27,14 +27,18 @@ from typing import Any, Final
 from webhook.admin import AdminContext, AdminRule
 from webhook.admin.catalog import KUEUE_REFUSES
 from webhook.admin.judging import findings_of, plan, settle
-from webhook.admin.kueueobjects import CLUSTER_QUEUE, KueueObject, Skipped, read_document
-from webhook.admin.live import CACHED, Live, LiveObjects
+from webhook.admin.kueueobjects import CLUSTER_QUEUE, COHORT, RESOURCE_FLAVOR, KueueObject, Skipped, read_document
+from webhook.admin.live import CACHED, Live, judged_set
 from webhook.admin.objectset import ObjectSet
+from webhook.cluster.snapshot import Snapshot
+from webhook.cluster.view import ClusterState
 from webhook.engine.decision import Decision
+from webhook.kueue.clusterqueue import parse_cluster_queue
+from webhook.kueue.cohort import parse_cohort
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
-from webhook.quota.objects import parse_cluster_queue
+from webhook.quota.objects import parse_flavor
 
 #: where a finding on the request's object says it came from
 SOURCE: Final = "request"
@@ -55,14 +59,16 @@ def served_plan(policy: Policy) -> list[tuple[AdminRule, Action]]:
     return [(rule, action) for rule, action in plan(policy) if rule.id not in KUEUE_REFUSES]
 
 
-def decide_kueue(request: KueueRequest, policy: Policy, live: LiveObjects | None) -> Decision:
-    """The decision on one Kueue object; ``live`` ``None``: no cluster, every kind unknown."""
+def decide_kueue(request: KueueRequest, policy: Policy, cluster: ClusterState | None) -> Decision:
+    """The decision on one Kueue object against the cluster's snapshot now; ``cluster`` ``None``
+    (or a view that is not the watch cache's snapshot): no cluster, every kind unknown."""
     if request.operation not in ("CREATE", "UPDATE"):
         return Decision()
     read = _read(request.object, request.namespace, policy)
     if not isinstance(read, KueueObject) or not read.kind.judged:
         return Decision()  # another kind (the matchConditions keep them away): nothing to say
-    cached = live.current() if live is not None else _NO_CLUSTER
+    snapshot = cluster.snapshot() if cluster is not None else None
+    cached = judged_set(snapshot) if isinstance(snapshot, Snapshot) else _NO_CLUSTER
     steps = served_plan(policy)
     found = findings_of(read, _context(policy, cached, read), steps)
     refusing = {f.rule for f in found.findings if f.action is Action.DENY}
@@ -82,17 +88,30 @@ _NO_CLUSTER: Final = Live(
     ObjectSet(
         reasons={kind.plural: "the server runs without a cluster (no --kubeconfig, not in a pod)" for kind, _ in CACHED}
     ),
-    [],
+    (),
+    {},
+    {},
     {},
 )
 
 
 def _context(policy: Policy, cached: Live, obj: KueueObject) -> AdminContext:
     """What the rules read: the cache with ``obj`` in place, the parsed views shared where ``obj`` leaves them be."""
-    queues = cached.queues
+    queues, cohorts, flavors = cached.queues, cached.cohorts, cached.flavors
     if obj.kind is CLUSTER_QUEUE:
         queues = {**queues, obj.name: parse_cluster_queue(obj.data)}
-    return AdminContext(policy, cached.objects.replaced(obj), node_infos=cached.nodes, queue_infos=queues)
+    elif obj.kind is COHORT:
+        cohorts = {**cohorts, obj.name: parse_cohort(obj.data)}
+    elif obj.kind is RESOURCE_FLAVOR:
+        flavors = {**flavors, obj.name: parse_flavor(obj.data)}
+    return AdminContext(
+        policy,
+        cached.objects.replaced(obj),
+        node_infos=cached.nodes,
+        queue_infos=queues,
+        cohort_infos=cohorts,
+        flavor_infos=flavors,
+    )
 
 
 def _read(data: Any, namespace: str, policy: Policy) -> KueueObject | Skipped:

@@ -19,8 +19,8 @@ from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
 from webhook.admin.kueueobjects import RESOURCE_FLAVOR, TOPOLOGY, KueueObject
 from webhook.admin.quotas import flavor_nodes
 from webhook.kube.fieldpaths import SPEC
+from webhook.kueue.amounts import format_amount
 from webhook.policy.findings import Finding
-from webhook.quota.amounts import format_amount
 from webhook.quota.objects import FlavorInfo, Taint, tolerated
 from webhook.rules import Message, Rule
 

@@ -1,22 +1,25 @@
 """The judged set from the watch cache: what the admin guard's webhook judges an object against.
 
 ``lint-queues`` reads its cluster from files (``webhook.admin.objectset``); the webhook reads
-the same kinds from the cache, which keeps Kueue's objects as written
-(``webhook.cluster.documents``) and the Nodes parsed. Each cached document goes through
-the one reader (``webhook.admin.kueueobjects.read_document``), so a ConfigMap becomes Kueue's
-Configuration exactly as it does in a file.
+the same kinds from one published snapshot of the cache (``webhook.cluster.snapshot``),
+which carries Kueue's objects as written (``webhook.cluster.documents``) and the
+ClusterQueues, Cohorts, ResourceFlavors and Nodes as the store parsed them, once per event.
+Each kept document goes through the one reader (``webhook.admin.kueueobjects.read_document``),
+so a ConfigMap becomes Kueue's Configuration exactly as it does in a file; nothing is parsed
+again.
 
 A kind is known when its watch is synced (an empty list is a known zero); otherwise it
-is unknown with the watch's reason, which the skip note quotes. The set is rebuilt only
-when a kept document, a Node or a kind's availability changed: requests between changes
+is unknown with the watch's reason, which the skip note quotes. The set is worked out once
+per state of the kept documents and of the kinds' availability, memoized on the snapshot's
+documents part, which Workload and Node events leave in place: requests between changes
 share it, and each puts its own object in place with ``ObjectSet.replaced``.
 """
 
 from __future__ import annotations
 
-import threading
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass
-from typing import Final
+from typing import Final, TypeVar
 
 from webhook.admin.kueueobjects import (
     ADMISSION_CHECK,
@@ -36,10 +39,11 @@ from webhook.admin.kueueobjects import (
 )
 from webhook.admin.objectset import ObjectSet
 from webhook.cluster import kinds as k
-from webhook.cluster.store import ClusterStore
+from webhook.cluster.snapshot import Snapshot
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo
 from webhook.objects.sources import Document
-from webhook.policy.config import Policy
-from webhook.quota.objects import ClusterQueueInfo, NodeInfo, parse_cluster_queue
+from webhook.quota.objects import FlavorInfo, NodeInfo
 
 #: each kind the guard reads, and the cache's kind that holds it
 CACHED: Final[tuple[tuple[AdminKind, k.Kind], ...]] = (
@@ -58,54 +62,65 @@ CACHED: Final[tuple[tuple[AdminKind, k.Kind], ...]] = (
 #: where an object read from the cache says it came from
 SOURCE: Final = "cluster"
 
+_V = TypeVar("_V")
+
+
+@dataclass(frozen=True, slots=True)
+class Documents:
+    """What the guard works out of the kept documents alone: the judged set, and the store's parsed
+    ClusterQueues, Cohorts and ResourceFlavors in the set's order (a message lists them in it,
+    as ``lint-queues`` lists them in the files' order). Memoized, so never changed."""
+
+    objects: ObjectSet
+    queues: Mapping[str, ClusterQueueInfo]
+    cohorts: Mapping[str, CohortInfo]
+    flavors: Mapping[str, FlavorInfo]
+
 
 @dataclass(frozen=True, slots=True)
 class Live:
-    """The cache as the guard reads it now: shared by the requests until it changes, so never changed."""
+    """The cache as the guard reads it in one snapshot: never changed."""
 
     objects: ObjectSet
-    #: the Nodes and the ClusterQueues parsed once (``AdminContext``'s views), not per request
-    nodes: list[NodeInfo]
-    queues: dict[str, ClusterQueueInfo]
+    #: the Nodes, ClusterQueues, Cohorts and ResourceFlavors as the store parsed them
+    #: (``AdminContext``'s views); empty for a kind that is unknown
+    nodes: Collection[NodeInfo]
+    queues: Mapping[str, ClusterQueueInfo]
+    cohorts: Mapping[str, CohortInfo]
+    flavors: Mapping[str, FlavorInfo]
 
 
-class LiveObjects:
-    """The cache's Kueue objects as a judged set, rebuilt when the cache changed."""
+def judged_set(snapshot: Snapshot) -> Live:
+    """The judged set, and the parsed views, of one snapshot."""
+    reasons = tuple(snapshot.unread.get(kind.name) for _, kind in CACHED)
+    held: Documents = snapshot.documents.memo.remember(("admin judged set", reasons), lambda: _read(snapshot))
+    nodes = snapshot.nodes.index.nodes.values() if k.NODES.name not in snapshot.unread else ()
+    return Live(held.objects, nodes, held.queues, held.cohorts, held.flavors)
 
-    def __init__(self, store: ClusterStore, policy: Policy) -> None:
-        self.store = store
-        self.policy = policy
-        self._build = threading.Lock()
-        self._version: object = None
-        self._live = Live(ObjectSet(), [], {})
 
-    def current(self) -> Live:
-        """The set, the parsed Nodes and ClusterQueues as the cache holds them now."""
-        store = self.store
-        with self._build:
-            reasons = {kind.name: store.availability.reason(kind.name) for _, kind in CACHED}
-            version = (store.documents.generation, store.node_generation, tuple(reasons.values()))
-            if version != self._version:
-                objects, nodes = self._read(reasons)
-                queues = {o.name: parse_cluster_queue(o.data) for o in objects.of(CLUSTER_QUEUE)}
-                self._live = Live(objects, nodes, queues)
-                self._version = version
-            return self._live
+def _read(snapshot: Snapshot) -> Documents:
+    """Each kept document of a known kind read as the guard's object; the parsed views looked up."""
+    unread = snapshot.unread
+    objects = ObjectSet()
+    for admin_kind, kind in CACHED:
+        reason = unread.get(kind.name)
+        if reason is not None:
+            objects.reasons[admin_kind.plural] = f"the webhook's cache cannot say ({kind.name}: {reason})"
+            continue
+        objects.known.add(admin_kind.plural)
+        for data in snapshot.documents.by_kind.get(kind.name, {}).values():
+            read = read_document(Document(SOURCE, 0, data), "state", snapshot.policy)
+            if isinstance(read, KueueObject):
+                objects.put(read)
+    queues = snapshot.queues
+    return Documents(
+        objects,
+        _in_order(objects, CLUSTER_QUEUE, queues.cluster_queues),
+        _in_order(objects, COHORT, queues.cohorts),
+        _in_order(objects, RESOURCE_FLAVOR, queues.flavors),
+    )
 
-    def _read(self, reasons: dict[str, str | None]) -> tuple[ObjectSet, list[NodeInfo]]:
-        store = self.store
-        with store.lock:  # a copy of the lists: the reading below runs without the lock
-            documents = {kind.name: store.documents.of(kind) for _, kind in CACHED if kind is not k.NODES}
-            nodes = list(store.node_index.nodes.values())
-        objects = ObjectSet()
-        for admin_kind, kind in CACHED:
-            reason = reasons[kind.name]
-            if reason is not None:
-                objects.reasons[admin_kind.plural] = f"the webhook's cache cannot say ({kind.name}: {reason})"
-                continue
-            objects.known.add(admin_kind.plural)
-            for data in documents.get(kind.name, ()):
-                read = read_document(Document(SOURCE, 0, data), "state", self.policy)
-                if isinstance(read, KueueObject):
-                    objects.put(read)
-        return objects, nodes if reasons[k.NODES.name] is None else []
+
+def _in_order(objects: ObjectSet, kind: AdminKind, parsed: Mapping[str, _V]) -> dict[str, _V]:
+    """The store's parsed objects of ``kind``, by name, in the set's order (none for an unknown kind)."""
+    return {obj.name: parsed[obj.name] for obj in objects.of(kind) if obj.name in parsed}

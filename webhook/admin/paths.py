@@ -1,6 +1,6 @@
 """Where things are in a ClusterQueue or Cohort: its resource groups, walked with field paths.
 
-The quota views (``webhook.quota.objects``) keep amounts, not positions; a finding must
+The quota views (``webhook.kueue``, ``webhook.quota.objects``) keep amounts, not positions; a finding must
 name the field (``spec.resourceGroups[0].flavors[1].resources[0].nominalQuota``), so the
 rules walk the object as written through these.
 """

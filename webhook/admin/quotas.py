@@ -19,8 +19,8 @@ from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
 from webhook.admin.kueueobjects import CLUSTER_QUEUE, COHORT, KueueObject
 from webhook.admin.paths import LIMITS, Entry, entries
 from webhook.kube.quantity import CONTEXT
+from webhook.kueue.amounts import format_amount
 from webhook.policy.findings import Action, Finding
-from webhook.quota.amounts import format_amount
 from webhook.quota.capacity import (
     Capacity,
     NominalSum,

@@ -16,7 +16,7 @@ from typing import Any
 from webhook.explain.bars import LEGEND, WIDTH, table, wrap
 from webhook.explain.inputs import Amounts, FlavorAmounts, QueueQuota, QuotaPicture
 from webhook.explain.result import number
-from webhook.quota.amounts import format_amount
+from webhook.kueue.amounts import format_amount
 from webhook.quota.picture import subtree_cohorts
 
 #: a row of the tree: depth, label, its amounts for the table's flavor and resource (``None``:

@@ -1,6 +1,6 @@
 """Kueue's own objects as written, for the admin guard's webhook.
 
-The job rules read compact projections of the cached objects (``webhook.quota.objects``);
+The job rules read compact projections of the cached objects (``webhook.kueue``, ``webhook.quota.objects``);
 the admin guard's rules read the objects as written (a ClusterQueue's ``namespaceSelector``,
 its resource groups in order, a Configuration's unknown fields). So the cache also keeps,
 per kind the guard judges, each object's spec (or a ConfigMap's data) with the metadata a
@@ -47,6 +47,9 @@ class KeptDocuments:
         self.by_kind: dict[str, dict[Key, dict[str, Any]]] = {kind.name: {} for kind in KEPT}
         #: bumped when a kept document is added, changed or removed
         self.generation = 0
+        #: per kind name, the ``generation`` its documents last changed at: a snapshot copies only
+        #: the kinds that changed since the one before
+        self.changed_at: dict[str, int] = {kind.name: 0 for kind in KEPT}
 
     def put(self, kind: k.Kind, key: Key, obj: Mapping[str, Any]) -> None:
         held = self.by_kind.get(kind.name)
@@ -55,12 +58,16 @@ class KeptDocuments:
         document = kept_document(obj)
         if held.get(key) != document:
             held[key] = document
-            self.generation += 1
+            self._changed(kind)
 
     def remove(self, kind: k.Kind, key: Key) -> None:
         held = self.by_kind.get(kind.name)
         if held is not None and held.pop(key, None) is not None:
-            self.generation += 1
+            self._changed(kind)
+
+    def _changed(self, kind: k.Kind) -> None:
+        self.generation += 1
+        self.changed_at[kind.name] = self.generation
 
     def of(self, kind: k.Kind) -> list[dict[str, Any]]:
         """The kind's documents now (a new list; the documents themselves are never changed in place)."""

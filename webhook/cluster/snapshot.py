@@ -13,6 +13,7 @@ snapshot is shared with it, answers memoized on it included:
   what the ClusterQueues store in their cohorts, with whether the Cohorts can be read;
   memoized on it: potential quota and flavor assignment (``webhook.quota``);
 - ``NodeState``: the node index; memoized on it: node fit and the pools' topologies;
+- ``DocumentState``: Kueue's objects as written; memoized on it: the admin guard's judged set;
 - the counted Workloads (``webhook.quota.ledger.ChipsLedger``, a copy) and every Workload
   held (``webhook.quota.table``: buckets shared until written);
 - which kinds cannot be read, captured with the moment the clock could change that.
@@ -34,17 +35,18 @@ from typing import Any, Final
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.workloaddocs import WorkloadRecord, WorkloadRecords
-from webhook.kube.sharing import held as shared_held
 from webhook.kube.sizes import weight
 from webhook.kube.topology import NODEPOOL_LABEL
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo, CohortMembers
+from webhook.kueue.potential import Bound, ResourceNodes
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import HOLDS, WAITS, Balance, BalanceAnswer, ChipsLedger, WorkloadEntry
 from webhook.quota.model import QuotaModel
-from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo, NodeFit, Toleration
+from webhook.quota.objects import FlavorInfo, NodeFit, Toleration
 from webhook.quota.picture import QuotaPicture, build_picture, pending_requests
 from webhook.quota.podsets import PodSetDemand
-from webhook.quota.resource_node import Bound, CohortMembers, ResourceNodes
 from webhook.quota.table import SetTable, Table
 
 #: answers memoized on one part, at most: past it an answer is worked out and not kept, so no
@@ -77,6 +79,14 @@ class Memo:
         """The answer kept under ``key``; ``None`` when there is none."""
         return self.answers.get(key)
 
+    def remember(self, key: Any, make: Callable[[], Any]) -> Any:
+        """The answer kept under ``key``, worked out by ``make`` the first time (and kept if it fits)."""
+        held = self.answers.get(key)
+        if held is None:
+            held = make()
+            self.keep(key, held)
+        return held
+
     def keep(self, key: Any, value: Any) -> None:
         if len(self.answers) >= MEMO_LIMIT or key in self.answers:
             return
@@ -98,7 +108,6 @@ class QueueState:
         queues_of_cq: Mapping[str, Set[tuple[str, str]]],
         cluster_queues: Mapping[str, ClusterQueueInfo],
         cohorts: Mapping[str, CohortInfo],
-        children: Mapping[str, Set[str]],
         flavors: Mapping[str, FlavorInfo],
         members: CohortMembers,
         cohorts_reason: str | None,
@@ -108,7 +117,6 @@ class QueueState:
         self.queues_of_cq = queues_of_cq
         self.cluster_queues = cluster_queues
         self.cohorts = cohorts
-        self.children = children
         self.flavors = flavors
         self.members = members
         #: ``"Cohorts: <why>"`` when the Cohort objects cannot be read
@@ -128,11 +136,23 @@ class QueueState:
             self.queues_of_cq,
             self.cluster_queues,
             self.cohorts,
-            self.children,
             self.flavors,
             self.members,
             reason,
         )
+
+
+class DocumentState:
+    """Kueue's objects as written (``webhook.cluster.documents``) of one snapshot: kind name -> store
+    key -> kept document. Shared by the snapshots published while no kept document changes (a
+    Workload or a Node event leaves it), so what is worked out from the documents alone (the admin
+    guard's judged set) is memoized on it and outlives those events."""
+
+    __slots__ = ("by_kind", "memo")
+
+    def __init__(self, by_kind: Mapping[str, Mapping[Any, Mapping[str, Any]]] | None = None) -> None:
+        self.by_kind: Mapping[str, Mapping[Any, Mapping[str, Any]]] = by_kind or {}
+        self.memo = Memo()
 
 
 class NodeState:
@@ -209,7 +229,7 @@ class Snapshot:
         records_version: int = 0,
         memo: Memo | None = None,
         located: SetTable[tuple[str, str, str], WorkloadKey] | None = None,
-        kept: Mapping[str, Mapping[Any, Mapping[str, Any]]] | None = None,
+        documents: DocumentState | None = None,
     ) -> None:
         #: the store's count of changes this snapshot holds
         self.version = version
@@ -230,8 +250,10 @@ class Snapshot:
         #: where each counted Workload is (``ClusterStore.workloads_at``): the simulator reads one queue's
         #: Workloads through it; ``None``: not indexed (then read from ``workloads``)
         self.located = located
-        #: kind name -> key -> kept document (LocalQueues, Kueue's Configuration), as the store kept them
-        self.kept: Mapping[str, Mapping[Any, Mapping[str, Any]]] = kept or {}
+        #: the kept documents (Kueue's objects as written), as the store kept them
+        self.documents = documents if documents is not None else DocumentState()
+        #: kind name -> key -> kept document (LocalQueues, Kueue's Configuration)
+        self.kept = self.documents.by_kind
         #: the snapshot the store published just before this one (one link: the store cuts the one
         #: before), so what is memoized per part can be shared when the part did not change
         self.previous: Snapshot | None = None
@@ -252,22 +274,18 @@ class Snapshot:
         return self
 
     def cache_sizes(self) -> list[tuple[str, int, int]]:
-        """(cache, entries, bytes) of what is memoized on this snapshot and its parts, and of the
-        watch cache's sharing table: for the cache-size metric."""
+        """(cache, entries, bytes) of what is memoized on this snapshot and its parts: for the
+        cache-size metric (``ClusterStore.cache_sizes`` adds the store's sharing table)."""
         return [
             ("snapshot_memo", len(self.memo.answers), self.memo.bytes),
             ("queue_memo", len(self.queues.memo.answers), self.queues.memo.bytes),
             ("node_memo", len(self.nodes.memo.answers), self.nodes.memo.bytes),
-            ("sharing", *shared_held()),
+            ("document_memo", len(self.documents.memo.answers), self.documents.memo.bytes),
         ]
 
     def remember(self, key: Any, make: Callable[[], Any]) -> Any:
         """The answer memoized under ``key`` on this snapshot, worked out by ``make`` the first time."""
-        held = self.memo.get(key)
-        if held is None:
-            held = make()
-            self.memo.keep(key, held)
-        return held
+        return self.memo.remember(key, make)
 
     def without(self, keys: Iterable[WorkloadKey]) -> Snapshot:
         """This state as if the Workloads ``keys`` were not there (``audit`` judges an object against
@@ -300,7 +318,7 @@ class Snapshot:
             records=self.record_tables,
             records_version=self.records_version,
             located=located,
-            kept=self.kept,
+            documents=self.documents,
         )
 
     def with_records(
@@ -324,7 +342,7 @@ class Snapshot:
             records_version=records_version,
             memo=self.memo,
             located=self.located,
-            kept=self.kept,
+            documents=self.documents,
         )
 
     # ---------------------------------------------------------------- ClusterView

@@ -25,32 +25,20 @@ from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
-from webhook.cluster.snapshot import NodeState, QueueState, Snapshot, places
+from webhook.cluster.snapshot import DocumentState, NodeState, QueueState, Snapshot, places
 from webhook.cluster.workloaddocs import WorkloadRecords, workload_record
 from webhook.kube.jsonvalues import as_dict
+from webhook.kube.sharing import Sharing
+from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
+from webhook.kueue.cohort import CohortInfo, CohortMembers, parse_cohort
 from webhook.policy.config import Policy
 from webhook.quota.ledger import ChipsLedger, WorkloadEntry, project
-from webhook.quota.objects import (
-    ClusterQueueInfo,
-    CohortInfo,
-    FlavorInfo,
-    NodeInfo,
-    parse_cluster_queue,
-    parse_cohort,
-    parse_flavor,
-    parse_node,
-    string_map,
-)
-from webhook.quota.resource_node import CohortMembers
+from webhook.quota.objects import FlavorInfo, NodeInfo, parse_flavor, parse_node, string_map
 from webhook.quota.table import SetTable, Table
 
 Key = str | tuple[str, str]
 #: objects indexed per lock hold during a first list
 _CHUNK = 1000
-
-
-#: the kept documents a snapshot carries for the simulator
-SIMULATOR_DOCUMENTS: frozenset[k.Kind] = frozenset({k.LOCAL_QUEUES, k.KUEUE_CONFIG, k.WORKLOAD_PRIORITY_CLASSES})
 
 
 def _locate(
@@ -111,12 +99,12 @@ class ClusterStore:
         self.local_queues: Table[tuple[str, str], str] = Table()
         self.queues_of_cq: SetTable[str, tuple[str, str]] = SetTable()
         self.cluster_queues: Table[str, ClusterQueueInfo] = Table()
-        #: parent cohort -> child Cohort objects
-        self.children: SetTable[str, str] = SetTable()
         self.cohorts: Table[str, CohortInfo] = Table()
         self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
         self.workloads: Table[tuple[str, str], WorkloadEntry] = Table()
+        #: one copy of equal values across the Workloads' entries and records (``webhook.kube.sharing``)
+        self.sharing = Sharing()
         #: what ``explain`` reads of each Workload, with explain's lookups (``webhook.cluster.workloaddocs``),
         #: and its own change count: a new condition message publishes a snapshot that keeps the others' memos
         self.workload_records = WorkloadRecords()
@@ -124,9 +112,8 @@ class ClusterStore:
         #: where each counted Workload is: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)
         #: -> its keys, so the simulator reads one queue's Workloads, never all of them
         self.workloads_at: SetTable[tuple[str, str, str], tuple[str, str]] = SetTable()
-        #: the kept documents the simulator reads (LocalQueues' stopPolicy, Kueue's Configuration):
-        #: the generation they were copied at, and the copy
-        self._kept: tuple[int, Mapping[str, Mapping[Key, Mapping[str, Any]]]] = (-1, {})
+        #: the kept documents as the last snapshot carries them, and the generation they were copied at
+        self._kept: tuple[int, DocumentState] = (-1, DocumentState())
         #: what ClusterQueues store in their cohorts, kept summed as they come and go
         self.members = CohortMembers()
         #: what the Workloads hold and wait for, moved by each one's difference
@@ -237,8 +224,6 @@ class ClusterStore:
         elif kind is k.COHORTS:
             assert isinstance(key, str)
             self.cohorts[key] = value
-            if value.parent:
-                self.children.move(value.parent, key, +1)
         elif kind is k.RESOURCE_FLAVORS:
             assert isinstance(key, str)
             self.flavors[key] = value
@@ -250,11 +235,11 @@ class ClusterStore:
     def _put_workload(self, key: tuple[str, str], obj: Mapping[str, Any]) -> None:
         """A Workload, projected once; an update that leaves its part of the ledger as it was
         (conditions' times and messages, most status writes) moves nothing."""
-        record = workload_record(obj)
+        record = workload_record(obj, self.sharing.share)
         if self.workload_records.by_key.get(key) != record:
             self.workload_records.put(key, record)
             self.records_version += 1
-        entry = project(obj, self.tpu)
+        entry = project(obj, self.tpu, self.sharing.share)
         held = self.workloads.get(key)
         if held is not None and held == entry:
             return
@@ -275,9 +260,12 @@ class ClusterStore:
         self._kept_moved(kind, generation)
 
     def _kept_moved(self, kind: k.Kind, generation: int) -> None:
-        """A new snapshot when a kept document the simulator reads changed since ``generation`` (a
-        LocalQueue's stopPolicy, Kueue's Configuration, a WorkloadPriorityClass)."""
-        if self.documents.generation != generation and kind in SIMULATOR_DOCUMENTS:
+        """A new snapshot when a kept document changed since ``generation``: the simulator reads some
+        (a LocalQueue's stopPolicy, Kueue's Configuration, a WorkloadPriorityClass's value) and the
+        admin guard all of them, from the snapshot. A change only some kept document holds (a
+        Topology's levels, a ClusterQueue's admission checks) publishes a new snapshot whose parts
+        are the last one's; a status write keeps the document, so it publishes nothing."""
+        if self.documents.generation != generation:
             self.version += 1
 
     def _remove(self, kind: k.Kind, key: Key) -> None:
@@ -296,9 +284,7 @@ class ClusterStore:
             if info is not None:
                 self.members.remove(info)
         elif kind is k.COHORTS:
-            cohort = self.cohorts.pop(name, None)
-            if cohort is not None and cohort.parent:
-                self.children.move(cohort.parent, name, -1)
+            self.cohorts.pop(name, None)
         elif kind is k.RESOURCE_FLAVORS:
             self.flavors.pop(name, None)
         elif kind is k.NODES:
@@ -312,9 +298,9 @@ class ClusterStore:
         self._bump(kind)
 
     def _bump(self, kind: k.Kind) -> None:
-        """What a change of ``kind`` makes stale. The admin guard's kinds nothing: no part of a
-        snapshot reads them (the kept documents the simulator reads publish through ``_kept_moved``),
-        so Kueue's status writes to its controller Deployment or an AdmissionCheck keep every memo."""
+        """What a change of ``kind`` makes stale. The admin guard's kinds nothing here: only their kept
+        documents are read (a change of one publishes through ``_kept_moved``), so Kueue's status
+        writes to its controller Deployment or an AdmissionCheck keep every memo."""
         if kind in k.ADMIN_KINDS:
             return
         self.version += 1
@@ -366,7 +352,6 @@ class ClusterStore:
                 self.queues_of_cq.fork(),
                 self.cluster_queues.fork(),
                 self.cohorts.fork(),
-                self.children.fork(),
                 self.flavors.fork(),
                 self.members.copy(),
                 cohorts_reason,
@@ -379,10 +364,18 @@ class ClusterStore:
         ledger = self.ledger.copy() if last is None or self._ledger_changed else last.ledger
         workloads = self.workloads.fork() if last is None or self._ledger_changed else last.workloads
         located = self.workloads_at.fork() if last is None or self._ledger_changed else last.located
-        if self._kept[0] != self.documents.generation:
+        documents = self.documents
+        copied, kept = self._kept
+        if copied != documents.generation:
+            # a copy of the kinds changed since the last snapshot; the others are the last one's own
             self._kept = (
-                self.documents.generation,
-                {kind.name: dict(self.documents.by_kind.get(kind.name, {})) for kind in SIMULATOR_DOCUMENTS},
+                documents.generation,
+                DocumentState(
+                    {
+                        name: dict(held) if documents.changed_at[name] > copied else kept.by_kind[name]
+                        for name, held in documents.by_kind.items()
+                    }
+                ),
             )
         self._queues_changed = self._nodes_changed = self._ledger_changed = False
         published = Snapshot(
@@ -397,13 +390,17 @@ class ClusterStore:
             records=self.workload_records.fork(),
             records_version=self.records_version,
             located=located,
-            kept=self._kept[1],
+            documents=self._kept[1],
         )
         if last is not None:
             last.previous = None  # one link only: nothing keeps a chain of old snapshots alive
             published.previous = last
         self._published = published
         return published
+
+    def cache_sizes(self) -> list[tuple[str, int, int]]:
+        """(cache, entries, bytes) of the published snapshot's memos and of the sharing table."""
+        return [*self.snapshot().cache_sizes(), ("sharing", *self.sharing.held())]
 
     def kind_metrics(self) -> list[tuple[str, bool, float | None, float | None]]:
         """Per kind, for /metrics: usable now, seconds since last known current, since last event."""

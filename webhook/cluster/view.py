@@ -16,12 +16,13 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.potential import Bound
 from webhook.policy.config import Policy
 from webhook.quota.flavorassigner import Assignment
 from webhook.quota.ledger import Balance, BalanceAnswer
-from webhook.quota.objects import ClusterQueueInfo, NodeFit, Toleration
+from webhook.quota.objects import NodeFit, Toleration
 from webhook.quota.podsets import PodSetDemand
-from webhook.quota.resource_node import Bound
 
 
 class ClusterView(Protocol):

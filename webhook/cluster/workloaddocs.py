@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from webhook.kube.jsonvalues import as_dict
-from webhook.kube.sharing import shared
+from webhook.kube.sharing import Share, unshared
 from webhook.quota.table import SetTable, Table
 
 _CONDITION_FIELDS: Final = ("type", "status", "reason", "message", "lastTransitionTime")
@@ -43,16 +43,16 @@ Values = tuple[Any, ...]
 Key = tuple[str, str]
 
 
-def _values(value: Any, fields: tuple[str, ...]) -> Values:
+def _values(value: Any, fields: tuple[str, ...], shared: Share) -> Values:
     """A mapping's ``fields`` as a shared tuple of shared values."""
     source = as_dict(value)
     return shared(tuple(shared(source.get(key)) for key in fields))
 
 
-def _values_list(value: Any, fields: tuple[str, ...]) -> tuple[Values, ...] | None:
+def _values_list(value: Any, fields: tuple[str, ...], shared: Share) -> tuple[Values, ...] | None:
     if not isinstance(value, list):
         return None
-    return shared(tuple(_values(item, fields) for item in value if isinstance(item, Mapping)))
+    return shared(tuple(_values(item, fields, shared) for item in value if isinstance(item, Mapping)))
 
 
 def _mapping(values: Values, fields: tuple[str, ...]) -> dict[str, Any]:
@@ -117,8 +117,8 @@ class WorkloadRecord:
         }
 
 
-def workload_record(obj: Mapping[str, Any]) -> WorkloadRecord:
-    """The part of a Workload ``explain`` reads (see the module)."""
+def workload_record(obj: Mapping[str, Any], shared: Share = unshared) -> WorkloadRecord:
+    """The part of a Workload ``explain`` reads (see the module); ``shared``: the store's sharing table."""
     metadata, spec, status = as_dict(obj.get("metadata")), as_dict(obj.get("spec")), as_dict(obj.get("status"))
     owners = metadata.get("ownerReferences")
     ref = spec.get("priorityClassRef")
@@ -130,14 +130,14 @@ def workload_record(obj: Mapping[str, Any]) -> WorkloadRecord:
         str(metadata.get("name") or ""),
         str(metadata.get("uid") or ""),
         shared(str(metadata.get("creationTimestamp") or "")),
-        _values(metadata.get("labels"), _LABELS),
-        _values_list(owners, _OWNER_FIELDS) or (),
-        _values(spec, _SPEC_FIELDS),
-        _values(ref, _REF_FIELDS) if isinstance(ref, Mapping) else None,
-        _values_list(status.get("conditions"), _CONDITION_FIELDS) or (),
+        _values(metadata.get("labels"), _LABELS, shared),
+        _values_list(owners, _OWNER_FIELDS, shared) or (),
+        _values(spec, _SPEC_FIELDS, shared),
+        _values(ref, _REF_FIELDS, shared) if isinstance(ref, Mapping) else None,
+        _values_list(status.get("conditions"), _CONDITION_FIELDS, shared) or (),
         shared(cluster_queue) if isinstance(cluster_queue, str) else None,
-        _values_list(status.get("admissionChecks"), _CHECK_FIELDS),
-        _values(status.get("requeueState"), _REQUEUE_FIELDS) if "requeueState" in status else None,
+        _values_list(status.get("admissionChecks"), _CHECK_FIELDS, shared),
+        _values(status.get("requeueState"), _REQUEUE_FIELDS, shared) if "requeueState" in status else None,
     )
 
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Mapping
 from decimal import localcontext
-from functools import lru_cache
-from typing import Any, Final, Literal, NamedTuple
+from typing import Any, Final, Literal, NamedTuple, get_args
 
 import msgspec
 
@@ -163,26 +162,59 @@ def _applicable(mode: str, scope: Scope, kind: str, clustered: bool) -> tuple[Ru
     return tuple(rules)
 
 
-@lru_cache(maxsize=256)
-def _steps(mode: str, scope: Scope, kind: str, clustered: bool, overrides: frozenset[tuple[str, Action]]) -> Steps:
-    """The applicable rules with their actions (``overrides``: the policy's own, by rule ID),
-    the ones turned off left out."""
-    actions = dict(overrides)
-    plan = []
-    for rule in _applicable(mode, scope, kind, clustered):
-        action = actions.get(rule.id, rule.default_action)
-        if action is not Action.OFF:
-            plan.append((rule, action))
-    required = frozenset().union(*(rule.requires for rule, _ in plan))
-    return Steps(tuple(plan), required, any(rule.family == CLUSTER_FAMILY for rule, _ in plan))
+def _steps(rules: tuple[Rule, ...], actions: Mapping[str, Action]) -> Steps:
+    """``rules`` with their actions (``actions``: the policy's own, by rule ID), the ones turned off
+    left out."""
+    plan = tuple(
+        (rule, action) for rule in rules if (action := actions.get(rule.id, rule.default_action)) is not Action.OFF
+    )
+    required = frozenset().union(*(rule.requires for rule, _ in plan if rule.requires))
+    return Steps(plan, required, any(rule.family == CLUSTER_FAMILY for rule, _ in plan))
+
+
+class _Applicable(NamedTuple):
+    """The rules one (mode, scope, kind, clustered) runs, each with its ID and default action, and
+    their plan under those defaults."""
+
+    rules: tuple[tuple[Rule, str, Action], ...]
+    default: Steps
+
+
+def _applicable_entry(mode: str, scope: Scope, kind: str, clustered: bool) -> _Applicable:
+    rules = _applicable(mode, scope, kind, clustered)
+    return _Applicable(tuple((rule, rule.id, rule.default_action) for rule in rules), _steps(rules, {}))
+
+
+#: every (mode, scope, kind, clustered) the catalog's rules name: the catalog is fixed, so this is
+#: a constant table made at import
+_APPLICABLE: Final[Mapping[tuple[str, str, str, bool], _Applicable]] = {
+    (mode, scope, kind, clustered): _applicable_entry(mode, scope, kind, clustered)
+    for mode in sorted({mode for rule in RULES for mode in rule.modes})
+    for scope in get_args(Scope)
+    for kind in sorted({kind for rule in RULES for kind in rule.kinds})
+    for clustered in (False, True)
+}
 
 
 def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> Steps:
-    """The rules that apply under ``policy``, with its actions."""
-    return _steps(policy.mode, scope, kind, clustered, frozenset(policy.rules.items()) if policy.rules else _NONE)
-
-
-_NONE: Final[frozenset[tuple[str, Action]]] = frozenset()
+    """The rules that apply under ``policy``, with its actions: the table's plan, its actions
+    replaced by the policy's own where it sets them."""
+    entry = _APPLICABLE.get((policy.mode, scope, kind, clustered))
+    actions = policy.rules
+    if entry is None:
+        return _steps(_applicable(policy.mode, scope, kind, clustered), actions)
+    default = entry.default
+    if not actions:
+        return default
+    off = Action.OFF
+    plan = tuple(
+        (rule, action)
+        for rule, rule_id, fallback in entry.rules
+        if (action := actions.get(rule_id, fallback)) is not off
+    )
+    if len(plan) == len(default.plan) == len(entry.rules):
+        return Steps(plan, default.required, default.clustered)  # the same rules run: only their actions moved
+    return _steps(tuple(rule for rule, _ in plan), {rule.id: action for rule, action in plan})
 
 
 def _apply_exceptions(decision: Decision, policy: Policy, namespace: str, name: str) -> None:

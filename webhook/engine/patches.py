@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Final
 
 from webhook.kube.fieldpaths import LABELS, METADATA
@@ -42,6 +41,6 @@ def label_patch(workload: Workload, added: dict[str, str]) -> JsonPatch:
     return [{"op": "add", "path": _label_pointer(key), "value": value} for key, value in added.items()]
 
 
-@lru_cache(maxsize=16)  # the keys are the policy's queue and priority labels
 def _label_pointer(key: str) -> str:
-    return LABELS.key(key).pointer()
+    """``/metadata/labels/<key>``, the key escaped as RFC 6901 says (``~`` → ``~0``, ``/`` → ``~1``)."""
+    return f"{_LABELS_POINTER}/{key.replace('~', '~0').replace('/', '~1')}"

@@ -20,7 +20,7 @@ from decimal import ROUND_HALF_UP, Decimal
 from typing import Final
 
 from webhook.explain.inputs import Amounts
-from webhook.quota.amounts import format_amount
+from webhook.kueue.amounts import format_amount
 
 WIDTH: Final = 80
 NAME_WIDTH: Final = 18

@@ -16,7 +16,6 @@ compares every field, the pod spec a podSet keeps included.
 from __future__ import annotations
 
 from decimal import Decimal
-from functools import lru_cache
 from typing import Any, Final, NamedTuple
 
 import msgspec
@@ -117,6 +116,10 @@ class Container(msgspec.Struct):
         return resource in self.requests or resource in self.limits
 
 
+#: a container's paths: the item, its resources, requests and limits
+ContainerPaths = tuple[FieldPath, FieldPath, FieldPath, FieldPath]
+
+
 class PodSetPaths(NamedTuple):
     """Every path the parser and the rules may name in one podSet, built once.
 
@@ -141,6 +144,21 @@ class PodSetPaths(NamedTuple):
     node_selector: FieldPath
     containers: FieldPath
     init_containers: FieldPath
+    #: the first ``READY_CONTAINERS`` containers' and init containers' paths, built with the rest
+    container_items: tuple[ContainerPaths, ...] = ()
+    init_container_items: tuple[ContainerPaths, ...] = ()
+
+
+#: containers per list whose paths a podSet's paths hold ready (most pods have one or two)
+READY_CONTAINERS: Final = 4
+#: JobSet podSets whose paths are built at import (most JobSets have one to a few replicatedJobs)
+READY_JOBS: Final = 8
+
+
+def container_paths(list_path: FieldPath, position: int) -> ContainerPaths:
+    item = list_path.index(position)
+    resources = item.child("resources")
+    return item, resources, resources.child("requests"), resources.child("limits")
 
 
 def podset_paths(
@@ -153,6 +171,7 @@ def podset_paths(
     pod_template: FieldPath,
 ) -> PodSetPaths:
     pod_spec = pod_template.child("spec")
+    containers, init_containers = pod_spec.child("containers"), pod_spec.child("initContainers")
     return PodSetPaths(
         job=job,
         name=name,
@@ -168,13 +187,20 @@ def podset_paths(
         pod_annotations=pod_template.child("metadata", "annotations"),
         pod_spec=pod_spec,
         node_selector=pod_spec.child("nodeSelector"),
-        containers=pod_spec.child("containers"),
-        init_containers=pod_spec.child("initContainers"),
+        containers=containers,
+        init_containers=init_containers,
+        container_items=tuple(container_paths(containers, n) for n in range(READY_CONTAINERS)),
+        init_container_items=tuple(container_paths(init_containers, n) for n in range(READY_CONTAINERS)),
     )
 
 
-@lru_cache(maxsize=512)
 def jobset_paths(index: int) -> PodSetPaths:
+    """The paths of ``spec.replicatedJobs[index]``: built at import for the first ``READY_JOBS``
+    (every request names them; building them costs more than the rest of reading a podSet)."""
+    return _JOBSET_PATHS[index] if index < READY_JOBS else _jobset_paths(index)
+
+
+def _jobset_paths(index: int) -> PodSetPaths:
     job = REPLICATED_JOBS.index(index)
     template = job.child("template")
     job_spec = template.child("spec")
@@ -189,11 +215,7 @@ def jobset_paths(index: int) -> PodSetPaths:
     )
 
 
-@lru_cache(maxsize=2048)
-def container_paths(list_path: FieldPath, position: int) -> tuple[FieldPath, FieldPath, FieldPath, FieldPath]:
-    item = list_path.index(position)
-    resources = item.child("resources")
-    return item, resources, resources.child("requests"), resources.child("limits")
+_JOBSET_PATHS: Final = tuple(_jobset_paths(index) for index in range(READY_JOBS))
 
 
 class PodSet(msgspec.Struct):
@@ -423,7 +445,7 @@ def parse_pod_template(
     """One podSet from its pod template; the counts come from the kind that owns it."""
     pod_metadata = reader.mapping(pod_template.get("metadata"), paths.pod_metadata)
     pod_spec = reader.mapping(pod_template.get("spec"), paths.pod_spec)
-    containers = _containers(reader, pod_spec.get("containers"), paths.containers)
+    containers = _containers(reader, pod_spec.get("containers"), paths.containers, paths.container_items)
     annotations = reader.string_map(pod_metadata.get("annotations"), paths.pod_annotations)
     node_selector = reader.string_map(pod_spec.get("nodeSelector"), paths.node_selector)
     tpu = policy.tpu
@@ -439,7 +461,9 @@ def parse_pod_template(
         node_selector=node_selector,
         priority_class_name=pod_spec.get("priorityClassName"),
         containers=containers,
-        init_containers=_containers(reader, pod_spec.get("initContainers"), paths.init_containers),
+        init_containers=_containers(
+            reader, pod_spec.get("initContainers"), paths.init_containers, paths.init_container_items
+        ),
         pod_spec=pod_spec,
         is_tpu=(  # the two lookups first: most TPU podSets select the accelerator
             tpu.slice_topology_annotation in annotations
@@ -449,7 +473,7 @@ def parse_pod_template(
     )
 
 
-def _containers(reader: Reader, value: Any, path: FieldPath) -> list[Container]:
+def _containers(reader: Reader, value: Any, path: FieldPath, ready: tuple[ContainerPaths, ...]) -> list[Container]:
     out: list[Container] = []
     items = reader.sequence(value, path)
     if len(items) > reader.containers_left:
@@ -464,7 +488,9 @@ def _containers(reader: Reader, value: Any, path: FieldPath) -> list[Container]:
         return out
     reader.containers_left -= len(items)
     for position, raw in enumerate(items):
-        item_path, resources_path, requests_path, limits_path = container_paths(path, position)
+        item_path, resources_path, requests_path, limits_path = (
+            ready[position] if position < len(ready) else container_paths(path, position)
+        )
         item = reader.mapping(raw, item_path)
         resources = reader.mapping(item.get("resources"), resources_path)
         name = item.get("name")

@@ -4,8 +4,8 @@ RFC-0033's first risk is a quota model that breaks silently: Σ nominalQuota abo
 chips the nodes have, so a "guaranteed" job within its team's nominal can wait for chips
 that do not exist (风险 1; 4.2 end: the quota pipeline must check Σ nominal, dev queue
 included, ≤ the cluster's chips; 4.6 ②: in static form per flavor, against the chips of
-that flavor's node pools). This module does that arithmetic over the compact views of
-``webhook.quota.objects``; the rules in ``webhook.admin`` only compare and word it.
+that flavor's node pools). This module does that arithmetic over the compact views of the
+Kueue model and ``webhook.quota.objects``; the rules in ``webhook.admin`` only compare and word it.
 
 - **Σ nominal** counts every ClusterQueue's and every Cohort's own ``nominalQuota`` of a
   resource (a Cohort's quota is capacity the tree promises too); borrowing and lending
@@ -21,8 +21,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 
 from webhook.kube.topology import TopologyError, parse_topology
-from webhook.quota.amounts import format_amount
-from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorQuotas, NodeInfo
+from webhook.kueue.amounts import format_amount
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.resources import FlavorQuotas
+from webhook.quota.objects import NodeInfo
 
 ZERO = Decimal(0)
 

@@ -24,7 +24,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 
-from webhook.quota.resource_node import Bound
+from webhook.kueue.potential import Bound
 
 ZERO = Decimal(0)
 #: options tried per question, at most (a few podSets of a few flavors need a few dozen)

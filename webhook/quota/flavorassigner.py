@@ -17,7 +17,7 @@ code copied):
   topology (``webhook.quota.podsets.demand_of``).
 - **Quota** (``fitsResourceQuota``): a flavor holds a podSet when, per resource, what the
   podSets on it take together is within the queue's potential quota
-  (``webhook.quota.resource_node``); one whose potential quota a podSet exceeds on its
+  (``webhook.kueue.potential``); one whose potential quota a podSet exceeds on its
   own, on any one resource, is NoFit for it ("exceeds max quota"), whatever is unknown
   about its other resources. Resources the ClusterQueue does not cover are skipped when
   their request is 0, else Kueue reports "resource … unavailable in ClusterQueue"
@@ -48,12 +48,13 @@ from decimal import Decimal
 from typing import Protocol
 
 from webhook.kube.quantity import quantity_or_none
+from webhook.kueue.amounts import format_amount
+from webhook.kueue.clusterqueue import ClusterQueueInfo, NominalFit, nominal_fit
+from webhook.kueue.potential import Bound, Memo, Remember, ResourceNodes
 from webhook.objects.workload import Container, PodSet
-from webhook.quota.amounts import format_amount
 from webhook.quota.combinations import LIMIT, Bounds, Choice, Doubt, Option, choose, holds, most
-from webhook.quota.objects import ClusterQueueInfo, FlavorInfo, tolerated
+from webhook.quota.objects import FlavorInfo, tolerated
 from webhook.quota.podsets import PODS, PodSetDemand, demand_of
-from webhook.quota.resource_node import Bound, Memo, NominalFit, Remember, ResourceNodes, nominal_fit
 
 ZERO = Decimal(0)
 

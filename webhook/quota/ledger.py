@@ -48,12 +48,12 @@ from typing import Any, Protocol
 
 from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import CONTEXT, quantity_or_none
-from webhook.kube.sharing import shared
+from webhook.kube.sharing import Share, unshared
 from webhook.kube.topology import NODEPOOL_LABEL
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.potential import Bound
 from webhook.quota.flavorassigner import Assignment, Assigns
-from webhook.quota.objects import ClusterQueueInfo
 from webhook.quota.podsets import PodSetDemand, podset_demand
-from webhook.quota.resource_node import Bound
 from webhook.quota.table import Table
 
 ZERO = Decimal(0)
@@ -196,7 +196,7 @@ def _usage(admission: Mapping[str, Any]) -> Usage:
     return tuple(sorted((flavor, resource, amount) for (flavor, resource), amount in sums.items()))
 
 
-def _placed(admission: Mapping[str, Any]) -> Placed | None:
+def _placed(admission: Mapping[str, Any], shared: Share) -> Placed | None:
     """The domains of every podSet's ``topologyAssignment`` (shared); ``None`` when one cannot be read."""
     found: set[tuple[str, str]] = set()
     for assignment in map(as_dict, admission.get("podSetAssignments") or ()):
@@ -263,8 +263,9 @@ def _slice_values(piece: Any, levels: int, at: int) -> list[str] | None:
     return [_intern(f"{prefix}{root}{suffix}") for root in roots]
 
 
-def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
-    """A Workload object (``kueue.x-k8s.io/v1beta2``) reduced to what the ledger and the scheduler need."""
+def project(obj: Mapping[str, Any], tpu: str, shared: Share = unshared) -> WorkloadEntry:
+    """A Workload object (``kueue.x-k8s.io/v1beta2``) reduced to what the ledger and the scheduler need;
+    ``shared``: the store's sharing table (``webhook.kube.sharing``)."""
     metadata, spec, status = as_dict(obj.get("metadata")), as_dict(obj.get("spec")), as_dict(obj.get("status"))
     ref = spec.get("priorityClassRef")
     priority = _intern(ref.get("name")) if isinstance(ref, dict) else ""
@@ -297,15 +298,15 @@ def project(obj: Mapping[str, Any], tpu: str) -> WorkloadEntry:
             reserved_at=_seconds(since),
             usage=shared(usage),
             evicted=conditions.get("Evicted", (False, "", ""))[0],
-            placed=_placed(admission),
+            placed=_placed(admission, shared),
             **common,
         )
     if conditions.get("WaitingForReplacementPods", (False, "", ""))[0]:
         return WorkloadEntry(queue, "", priority, REPLACING, **common)
-    return WorkloadEntry(queue, "", priority, WAITS, shape=shape_of(spec), **common)
+    return WorkloadEntry(queue, "", priority, WAITS, shape=shape_of(spec, shared), **common)
 
 
-def shape_of(spec: Mapping[str, Any]) -> Shape:
+def shape_of(spec: Mapping[str, Any], shared: Share = unshared) -> Shape:
     """A Workload's ``spec.podSets`` as the flavor assigner reads them (shared between equal shapes).
 
     A podSet asks for topology-aware scheduling when Kueue wrote a ``topologyRequest`` on it

@@ -6,8 +6,9 @@ the flavor assigner built on them, and the counted Workloads (a ``LedgerView``).
 quota is answered here, by the modules that follow Kueue's own split
 (kubernetes-sigs/kueue):
 
-- ``webhook.quota.resource_node`` (``pkg/cache/scheduler/resource_node.go``): subtree
-  quota, local quota, potential available through the cohort tree;
+- ``webhook.kueue.potential`` over ``webhook.kueue.resource_node``
+  (``pkg/cache/scheduler/resource_node.go``): what a queue could ever hold through its
+  cohort tree, a bound even when the Cohorts are unknown;
 - ``webhook.quota.flavorassigner`` (``pkg/scheduler/flavorassigner``): flavor
   eligibility and assignment against that potential quota, several podSets through
   ``webhook.quota.combinations``;
@@ -26,6 +27,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence, Set
 from typing import Protocol
 
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.potential import Bound, Memo, Remember, ResourceNodes
 from webhook.quota.flavorassigner import Assignment, FlavorAssigner
 from webhook.quota.ledger import (
     Balance,
@@ -36,9 +40,8 @@ from webhook.quota.ledger import (
     guaranteed_shortfalls,
     pending_chips,
 )
-from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo
+from webhook.quota.objects import FlavorInfo
 from webhook.quota.podsets import PodSetDemand
-from webhook.quota.resource_node import Bound, Memo, Remember, ResourceNodes
 
 
 class QuotaSource(Protocol):
@@ -52,10 +55,6 @@ class QuotaSource(Protocol):
 
     @property
     def flavors(self) -> Mapping[str, FlavorInfo]: ...
-
-    @property
-    def children(self) -> Mapping[str, Set[str]]:
-        """Cohort name -> the Cohort objects whose ``parentName`` names it."""
 
     @property
     def queues_of_cq(self) -> Mapping[str, Set[tuple[str, str]]]:

@@ -1,8 +1,9 @@
-"""Compact, read-only views of the cluster objects the cluster-aware rules read.
+"""Compact, read-only views of the cluster objects the cluster-aware rules read, beside Kueue's.
 
-The caches keep these instead of whole objects: a ClusterQueue becomes its cohort, its
-namespace selector, the resources it covers and its quotas per flavor; a Node its labels,
-allocatable, blocking taints and whether it is schedulable. Parsing is lenient (a field
+The caches keep these instead of whole objects: a ResourceFlavor becomes its node labels,
+taints and tolerations; a Node its labels, allocatable, blocking taints and whether it is
+schedulable; label selectors and node affinity are matched here. ClusterQueues and Cohorts
+are the Kueue model's (``webhook.kueue.clusterqueue``, ``webhook.kueue.cohort``). Parsing is lenient (a field
 of the wrong type reads as absent): the objects come from the API server, which has
 already validated them against their schema.
 """
@@ -10,7 +11,7 @@ already validated them against their schema.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
@@ -66,186 +67,6 @@ def describe_selector(selector: Mapping[str, Any] | None) -> str:
         values = ",".join(str(v) for v in _list(expression.get("values")))
         parts.append(f"{expression.get('key')} {expression.get('operator')} ({values})".replace(" ()", ""))
     return "{" + ", ".join(parts) + "}"
-
-
-# ---------------------------------------------------------------- quotas
-
-
-@dataclass(frozen=True, slots=True)
-class Quota:
-    nominal: Decimal
-    borrowing_limit: Decimal | None = None
-    lending_limit: Decimal | None = None
-
-
-#: flavor -> resource -> quota, flavors in the order of the resource groups
-FlavorQuotas = tuple[tuple[str, Mapping[str, Quota]], ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ResourceGroup:
-    """One ``spec.resourceGroups[]`` entry: the resources it covers and its flavors, in order."""
-
-    covered: frozenset[str]
-    flavors: tuple[str, ...]
-
-
-def _quotas(resource_groups: Any) -> tuple[tuple[ResourceGroup, ...], FlavorQuotas]:
-    groups: list[ResourceGroup] = []
-    flavors: list[tuple[str, Mapping[str, Quota]]] = []
-    for group in _list(resource_groups):
-        group = as_dict(group)
-        names: list[str] = []
-        for flavor in _list(group.get("flavors")):
-            flavor = as_dict(flavor)
-            resources: dict[str, Quota] = {}
-            for resource in _list(flavor.get("resources")):
-                resource = as_dict(resource)
-                borrowing = resource.get("borrowingLimit")
-                lending = resource.get("lendingLimit")
-                resources[str(resource.get("name"))] = Quota(
-                    quantity_or_none(resource.get("nominalQuota")) or Decimal(0),
-                    quantity_or_none(borrowing) if borrowing is not None else None,
-                    quantity_or_none(lending) if lending is not None else None,
-                )
-            names.append(str(flavor.get("name")))
-            flavors.append((names[-1], resources))
-        groups.append(ResourceGroup(frozenset(str(r) for r in _list(group.get("coveredResources"))), tuple(names)))
-    return tuple(groups), tuple(flavors)
-
-
-@dataclass(frozen=True, slots=True)
-class Preemption:
-    """``spec.preemption`` of a ClusterQueue, with Kueue's defaults (every policy ``Never``)."""
-
-    #: Never | LowerPriority | LowerOrNewerEqualPriority
-    within_cluster_queue: str = "Never"
-    #: Never | LowerPriority | Any
-    reclaim_within_cohort: str = "Never"
-    #: ``borrowWithinCohort.policy``: Never | LowerPriority
-    borrow_within_cohort: str = "Never"
-    #: ``borrowWithinCohort.maxPriorityThreshold``
-    max_priority_threshold: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
-class FlavorFungibility:
-    """``spec.flavorFungibility``, with Kueue's defaults; v1beta1's ``Borrow``/``Preempt`` read as ``MayStopSearch``."""
-
-    when_can_borrow: str = "MayStopSearch"
-    when_can_preempt: str = "TryNextFlavor"
-    #: BorrowingOverPreemption | PreemptionOverBorrowing | None
-    preference: str | None = None
-
-
-def _preemption(value: Any) -> Preemption:
-    spec = as_dict(value)
-    borrow = as_dict(spec.get("borrowWithinCohort"))
-    threshold = borrow.get("maxPriorityThreshold")
-    return Preemption(
-        str(spec.get("withinClusterQueue") or "Never"),
-        str(spec.get("reclaimWithinCohort") or "Never"),
-        str(borrow.get("policy") or "Never"),
-        threshold if isinstance(threshold, int) and not isinstance(threshold, bool) else None,
-    )
-
-
-def _fungibility(value: Any) -> FlavorFungibility:
-    spec = as_dict(value)
-
-    def policy(key: str, default: str) -> str:
-        raw = str(spec.get(key) or default)
-        return "MayStopSearch" if raw in ("Borrow", "Preempt") else raw
-
-    preference = spec.get("preference")
-    return FlavorFungibility(
-        policy("whenCanBorrow", "MayStopSearch"),
-        policy("whenCanPreempt", "TryNextFlavor"),
-        str(preference) if preference else None,
-    )
-
-
-def fair_weight(spec: Mapping[str, Any]) -> Decimal:
-    """``spec.fairSharing.weight`` (a quantity; Kueue's default 1)."""
-    weight = quantity_or_none(as_dict(spec.get("fairSharing")).get("weight"))
-    return weight if weight is not None and weight >= 0 else Decimal(1)
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterQueueInfo:
-    name: str
-    cohort: str | None
-    #: the raw ``namespaceSelector``; ``None`` is Kueue's null selector (matches nothing)
-    namespace_selector: Mapping[str, Any] | None
-    groups: tuple[ResourceGroup, ...]
-    flavors: FlavorQuotas
-    #: (flavor, resource) -> quota: the lookup every potential-quota sum makes
-    quotas: Mapping[tuple[str, str], Quota] = field(default_factory=dict)
-    covered: frozenset[str] = frozenset()
-    preemption: Preemption = Preemption()
-    fungibility: FlavorFungibility = FlavorFungibility()
-    #: StrictFIFO | BestEffortFIFO
-    queueing_strategy: str = "BestEffortFIFO"
-    #: None | Hold | HoldAndDrain
-    stop_policy: str = "None"
-    fair_weight: Decimal = Decimal(1)
-
-    def group_of(self, resource: str) -> ResourceGroup | None:
-        for group in self.groups:
-            if resource in group.covered:
-                return group
-        return None
-
-    def quota(self, flavor: str, resource: str) -> Quota | None:
-        return self.quotas.get((flavor, resource))
-
-
-def parse_cluster_queue(obj: Mapping[str, Any]) -> ClusterQueueInfo:
-    spec = as_dict(obj.get("spec"))
-    selector = spec.get("namespaceSelector")
-    groups, flavors = _quotas(spec.get("resourceGroups"))
-    cohort = spec.get("cohortName")
-    return ClusterQueueInfo(
-        name=str(as_dict(obj.get("metadata")).get("name", "")),
-        cohort=str(cohort) if cohort else None,
-        namespace_selector=selector if isinstance(selector, dict) else None,
-        groups=groups,
-        flavors=flavors,
-        quotas={(name, r): quota for name, resources in flavors for r, quota in resources.items()},
-        covered=frozenset().union(*(group.covered for group in groups)),
-        preemption=_preemption(spec.get("preemption")),
-        fungibility=_fungibility(spec.get("flavorFungibility")),
-        queueing_strategy=str(spec.get("queueingStrategy") or "BestEffortFIFO"),
-        stop_policy=str(spec.get("stopPolicy") or "None"),
-        fair_weight=fair_weight(spec),
-    )
-
-
-@dataclass(frozen=True, slots=True)
-class CohortInfo:
-    """A Cohort object: its parent in the cohort tree and its own (cohort-level) quotas."""
-
-    name: str
-    parent: str | None
-    flavors: FlavorQuotas
-    fair_weight: Decimal = Decimal(1)
-
-    def quota(self, flavor: str, resource: str) -> Quota | None:
-        for name, resources in self.flavors:
-            if name == flavor:
-                return resources.get(resource)
-        return None
-
-
-def parse_cohort(obj: Mapping[str, Any]) -> CohortInfo:
-    spec = as_dict(obj.get("spec"))
-    parent = spec.get("parentName")
-    return CohortInfo(
-        name=str(as_dict(obj.get("metadata")).get("name", "")),
-        parent=str(parent) if parent else None,
-        flavors=_quotas(spec.get("resourceGroups"))[1],
-        fair_weight=fair_weight(spec),
-    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 
 from webhook.kube.quantity import CONTEXT
-from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorQuotas
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.resources import FlavorQuotas
 from webhook.quota.podsets import PodSetDemand
 
 ZERO = Decimal(0)

@@ -19,17 +19,12 @@ import msgspec
 
 from webhook.cluster.view import ClusterView
 from webhook.kube.fieldpaths import LABELS
+from webhook.kueue.amounts import format_amount, format_amounts
+from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding
-from webhook.quota.amounts import format_amount, format_amounts
 from webhook.quota.flavorassigner import Assignment, Attempt, PodSetAssignment, uncovered_requests
-from webhook.quota.objects import (
-    ClusterQueueInfo,
-    describe_selector,
-    node_fit_requests,
-    parse_tolerations,
-    selector_matches,
-)
+from webhook.quota.objects import describe_selector, node_fit_requests, parse_tolerations, selector_matches
 from webhook.quota.podsets import exceeding, pool_shortages, requesting
 from webhook.rules import JOBS, STATIC, Message, Rule, RuleContext, VapExport
 

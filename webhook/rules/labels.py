@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from functools import lru_cache
 from typing import Final
 
 from webhook.kube.fieldpaths import LABELS
@@ -29,14 +28,9 @@ _USER_WROTE: Final = "mutation only adds labels: a missing one was never written
 _EXPORTED_KIND: Final = "JobSet"
 
 
-@lru_cache(maxsize=32)
-def _pattern(text: str) -> re.Pattern[str]:
-    return re.compile(text)
-
-
 def _queue_name_matches(pattern: str, name: str) -> bool:
     """Whether ``name`` matches the tier's queue-name pattern, whole."""
-    return _pattern(pattern).fullmatch(name) is not None
+    return re.fullmatch(pattern, name) is not None
 
 
 def _map(values: dict[str, str]) -> str:

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Final
 
+from webhook.kueue.amounts import format_amount
 from webhook.objects.kinds import DEPLOYMENT
 from webhook.objects.workload import Workload
 from webhook.policy.findings import Action, Finding
-from webhook.quota.amounts import format_amount
 from webhook.quota.flavorassigner import beyond_nominal
 from webhook.rules import Message, Rule, RuleContext
 from webhook.rules.cluster import FAMILY, NOT_EXPORTED, QUEUES

@@ -23,7 +23,6 @@ from starlette.routing import Match, Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from webhook.admin.admission import KueueRequest, decide_kueue
-from webhook.admin.live import LiveObjects
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore
 from webhook.cluster.view import ClusterState
@@ -61,6 +60,8 @@ class ServerState:
 
 
 def _cache_sizes(cluster: ClusterState) -> list[tuple[str, int, int]]:
+    if isinstance(cluster, ClusterStore):
+        return cluster.cache_sizes()
     snapshot = cluster.snapshot()
     return snapshot.cache_sizes() if isinstance(snapshot, Snapshot) else []
 
@@ -219,7 +220,8 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
     # ClusterQueue and every Node, far more than a job's rules read. It runs in
     # a worker thread, one at a time, so the event loop keeps answering job requests
     # meanwhile; Kueue's objects change a few times a day, not per job.
-    live = LiveObjects(state.cluster, policy) if isinstance(state.cluster, ClusterStore) else None
+    # It reads the store's snapshot of the moment (``webhook.admin.live``).
+    kueue_cluster = state.cluster if isinstance(state.cluster, ClusterStore) else None
     kueue_limiter = anyio.CapacityLimiter(1)
 
     async def admit_kueue(scope: Scope, receive: Receive, send: Send) -> None:
@@ -229,7 +231,9 @@ def create_app(state: ServerState, *, serve_metrics: bool = True) -> ASGIApp:
             return
         request = KueueRequest(review.operation, review.namespace, review.object, review.old_object)
         try:
-            decision = await anyio.to_thread.run_sync(decide_kueue, request, policy, live, limiter=kueue_limiter)
+            decision = await anyio.to_thread.run_sync(
+                decide_kueue, request, policy, kueue_cluster, limiter=kueue_limiter
+            )
             answer = review_response(review.uid, decision)
         except Exception:  # failurePolicy Ignore: a fault of ours never blocks Kueue's objects
             errors.exception("internal error judging %r", review.uid)

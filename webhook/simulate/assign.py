@@ -24,13 +24,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
-from webhook.quota.amounts import canonical
+from webhook.kueue.amounts import canonical
+from webhook.kueue.clusterqueue import ClusterQueueInfo, FlavorFungibility
+from webhook.kueue.resource_node import Node, available, lowest_fitting_height, potential_available
+from webhook.kueue.resources import FlavorResource, ResourceGroup
 from webhook.quota.flavorassigner import flavor_mismatch
-from webhook.quota.objects import ClusterQueueInfo, FlavorFungibility, ResourceGroup
 from webhook.quota.podsets import PODS, PodSetDemand
 from webhook.simulate.preempt import Preemptor, Simulation
-from webhook.simulate.state import FlavorResource
-from webhook.simulate.tree import Node, available, lowest_fitting_height, potential_available
 
 ZERO = Decimal(0)
 FIT, PREEMPT, NOFIT = "Fit", "Preempt", "NoFit"

@@ -16,10 +16,10 @@ from bisect import bisect_left, bisect_right
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Generic, TypeVar
+from typing import Generic, TypeVar
 
-if TYPE_CHECKING:  # the state indexes its Workloads with this module
-    from webhook.simulate.state import AdmittedWorkload, FlavorResource
+from webhook.kueue.resources import FlavorResource
+from webhook.kueue.workload import AdmittedWorkload
 
 T = TypeVar("T")
 #: a Workload's place within its queue's candidate order: (priority, -admitted at, UID)

@@ -21,9 +21,12 @@ from collections.abc import Iterator, Mapping, Sequence
 from decimal import Decimal, localcontext
 
 from webhook.kube.quantity import CONTEXT
+from webhook.kueue.amounts import format_amount
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.resource_node import Node, available
+from webhook.kueue.resources import FlavorResource
 from webhook.objects.workloadschema import exceeded
-from webhook.quota.amounts import format_amount
-from webhook.quota.objects import ClusterQueueInfo, describe_selector, selector_matches
+from webhook.quota.objects import describe_selector, selector_matches
 from webhook.quota.podsets import PodSetDemand
 from webhook.simulate.assign import (
     EXCEEDS_MAX_QUOTA,
@@ -51,17 +54,7 @@ from webhook.simulate.result import (
     plural,
 )
 from webhook.simulate.result import PREEMPT as PREEMPT_OUTCOME
-from webhook.simulate.state import (
-    COHORTS,
-    FLAVORS,
-    LOCAL_QUEUES,
-    TPU,
-    WORKLOADS,
-    FlavorResource,
-    PendingWorkload,
-    State,
-)
-from webhook.simulate.tree import Node, available, build_tree
+from webhook.simulate.state import COHORTS, FLAVORS, LOCAL_QUEUES, TPU, WORKLOADS, PendingWorkload, State, tree_of
 
 ZERO = Decimal(0)
 #: a Workload ahead of the job that fits now and goes first (``Simulator._goes_first``)
@@ -84,7 +77,7 @@ class Simulator:
         #: priority -> its name for people (a tier: ``guaranteed``, ``best-effort``), for the webhook line
         self.priority_names = dict(priority_names or {})
         with localcontext(CONTEXT):
-            self.tree = build_tree(state)
+            self.tree = tree_of(state)
         self.sim = Simulation(state, self.tree, budget)
         #: the largest holders per (scope, flavor, resource), worked out once per state and usage
         #: (``rebase`` drops them)

@@ -30,6 +30,7 @@ import yaml
 from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
 from webhook.kube.quantity import CONTEXT
+from webhook.kueue.workload import AdmittedWorkload
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.readers import read_workload
 from webhook.objects.workload import Workload
@@ -46,7 +47,6 @@ from webhook.simulate.state import (
     FLAVORS,
     LOCAL_QUEUES,
     WORKLOADS,
-    AdmittedWorkload,
     FairSharing,
     LocalQueueInfo,
     PendingWorkload,

@@ -32,19 +32,14 @@ from decimal import Decimal
 from functools import partial
 from itertools import chain
 
+from webhook.kueue.fair_sharing import DRS, NEGATIVE_DRS, compare_drs, dominant_resource_share
+from webhook.kueue.hierarchy import Tree
+from webhook.kueue.resource_node import Node, available, fits_in_quota
+from webhook.kueue.resources import FlavorResource
+from webhook.kueue.workload import AdmittedWorkload
 from webhook.simulate.candidates import Peekable, QueueIndex, eligible, may_have, merged
 from webhook.simulate.placement import PoolTracker
-from webhook.simulate.state import AdmittedWorkload, FlavorResource, State
-from webhook.simulate.tree import (
-    DRS,
-    NEGATIVE_DRS,
-    Node,
-    Tree,
-    available,
-    compare_drs,
-    dominant_resource_share,
-    fits_in_quota,
-)
+from webhook.simulate.state import State
 
 IN_CLUSTER_QUEUE = "InClusterQueue"
 IN_COHORT_RECLAMATION = "InCohortReclamation"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from webhook.quota.amounts import format_amount
+from webhook.kueue.amounts import format_amount
 from webhook.simulate.state import TPU
 
 ADMIT, PREEMPT, WAIT, NEVER, UNKNOWN = "admit", "preempt", "wait", "never", "unknown"

@@ -1,11 +1,12 @@
 """The engine's input: a frozen picture of what Kueue's scheduler reads in one cycle.
 
-ClusterQueues, Cohorts and ResourceFlavors are the quota model's own views
-(``webhook.quota.objects``, with their preemption, fungibility, queueing strategy, stop
-policy and fair-sharing weight); the rest is here. Workloads are kept small: an admitted
-one is its ClusterQueue, priority, times and usage per (flavor, resource); a pending one
-its LocalQueue, priority, creation time and podSets. A kind the state does not hold is
+ClusterQueues and Cohorts are the Kueue model's own views (``webhook.kueue``, with their
+preemption, fungibility, queueing strategy, stop policy and fair-sharing weight),
+ResourceFlavors the quota model's; the rest is here. Workloads are kept small: an admitted
+one (``webhook.kueue.workload``) is its ClusterQueue, priority, times and usage per
+(flavor, resource); a pending one its LocalQueue, priority, creation time and podSets. A kind the state does not hold is
 named in ``missing``: what it would decide is then unknown, never assumed empty.
+``tree_of`` builds the state's cohort tree (``webhook.kueue.hierarchy``) with its usage.
 """
 
 from __future__ import annotations
@@ -16,17 +17,19 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from decimal import Decimal
 
+from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.hierarchy import Tree, build_tree
+from webhook.kueue.resources import FlavorResource
+from webhook.kueue.workload import AdmittedWorkload
 from webhook.policy.config import TpuPolicy
-from webhook.quota.objects import ClusterQueueInfo, CohortInfo, FlavorInfo
+from webhook.quota.objects import FlavorInfo
 from webhook.quota.podsets import PodSetDemand
 from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.placement import Placement
 
 #: the resource counted as TPU chips when a caller names none: the policy's default
 TPU = TpuPolicy().resource_name
-
-#: Kueue's ``FlavorResource``: (flavor, resource)
-FlavorResource = tuple[str, str]
 
 #: Kueue's default fair-sharing preemption strategies (``parseStrategies``)
 DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
@@ -49,22 +52,6 @@ class LocalQueueInfo:
     cluster_queue: str
     #: None | Hold | HoldAndDrain
     stop_policy: str = "None"
-
-
-@dataclass(frozen=True, slots=True)
-class AdmittedWorkload:
-    """A Workload holding quota (``QuotaReserved`` True, not finished): what it uses, and where."""
-
-    key: str
-    uid: str
-    cluster_queue: str
-    priority: int
-    created: datetime
-    #: ``QuotaReserved``'s lastTransitionTime; ``None``: unknown (Kueue then reads "now")
-    reserved: datetime | None
-    usage: Mapping[FlavorResource, Decimal]
-    #: ``Evicted`` is True: preemption or eviction already under way (Kueue tries it first)
-    evicted: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,3 +112,44 @@ class State:
         object.__setattr__(self, "admitted_by_queue", {k: tuple(v) for k, v in admitted.items()})
         object.__setattr__(self, "pending_by_queue", {k: tuple(v) for k, v in pending.items()})
         object.__setattr__(self, "candidates", {k: build_index(v, self.now) for k, v in admitted.items()})
+
+
+def tree_of(state: State) -> Tree:
+    """The cohort tree of ``state`` with its admitted Workloads' usage (O(queues + cohorts + Workloads))."""
+    tree = build_tree(state.cluster_queues, state.cohorts)
+    if COHORTS in state.missing:
+        tree.notes.append("Cohort objects are not in the state: the quota above each cohort is unknown")
+    if state.usage is not None:  # a live snapshot's counters: O(queues × flavors), never O(Workloads)
+        for name, usage in state.usage.items():
+            _add_counted(tree, state, name, usage)
+        return tree
+    for workload in state.admitted:
+        held = state.cluster_queues.get(workload.cluster_queue)
+        if held is None:
+            tree.notes.append(
+                f"Workload {workload.key} is admitted to ClusterQueue {workload.cluster_queue}, which the state lacks"
+            )
+            continue
+        strange = sorted({flavor for flavor, _ in workload.usage if flavor not in {f for f, _ in held.flavors}})
+        if strange:
+            tree.notes.append(
+                f"Workload {workload.key} holds quota of flavor {', '.join(strange)}, which ClusterQueue "
+                f"{held.name} does not list; counted there all the same"
+            )
+        tree.add(workload.cluster_queue, workload.usage)
+    return tree
+
+
+def _add_counted(tree: Tree, state: State, name: str, usage: Mapping[FlavorResource, Decimal]) -> None:
+    """A queue's usage as the snapshot counts it, with the notes ``tree_of`` gives Workload by Workload."""
+    held = state.cluster_queues.get(name)
+    if held is None:
+        tree.notes.append(f"Workloads are admitted to ClusterQueue {name}, which the state lacks")
+        return
+    strange = sorted({flavor for flavor, _ in usage if flavor not in {f for f, _ in held.flavors}})
+    if strange:
+        tree.notes.append(
+            f"ClusterQueue {name} holds quota of flavor {', '.join(strange)}, which it does not list; "
+            "counted there all the same"
+        )
+    tree.add(name, usage)

@@ -19,8 +19,9 @@ from datetime import UTC, datetime
 from typing import Any
 
 from webhook.kube.jsonvalues import as_dict
+from webhook.kueue.workload import AdmittedWorkload
 from webhook.quota.ledger import HOLDS, WAITS, WorkloadEntry, project, shape_of
-from webhook.simulate.state import TPU, AdmittedWorkload, PendingWorkload
+from webhook.simulate.state import TPU, PendingWorkload
 
 EPOCH = datetime.fromisoformat("1970-01-01T00:00:00+00:00")
 

@@ -1,4 +1,5 @@
-"""Resource-node math against Kueue's own test table (``webhook.quota.resource_node``).
+"""What a ClusterQueue could ever hold, as the gates read it (``webhook.kueue.potential``), against
+Kueue's own test table.
 
 From kubernetes-sigs/kueue ``pkg/cache/scheduler/resource_test.go``, ``TestAvailable``:
 the ``wantPotentiallyAvailable`` column (the most a ClusterQueue could ever hold), all 8
@@ -16,15 +17,7 @@ import pytest
 from quota_fixtures import CQ, cluster_queue, cohort, q, snapshot, store
 
 from webhook.cluster import kinds as k
-from webhook.quota.objects import Quota, parse_cluster_queue
-from webhook.quota.resource_node import (
-    Bound,
-    CohortMembers,
-    NominalFit,
-    local_quota,
-    nominal_fit,
-    stored_in_parent,
-)
+from webhook.kueue.potential import Bound
 
 # ---------------------------------------------------------------- resource_test.go, TestAvailable
 
@@ -131,60 +124,6 @@ def test_a_cohort_cycle_is_unknown() -> None:
     )
     cycle = view.potential(CQ, "default", "cpu")
     assert (cycle.value, cycle.floor) == (None, 0)  # Kueue leaves the queue inactive until the cycle is fixed
-
-
-def test_nominal_fit_counts_pods_within_nominal_and_skips_zero_requests() -> None:
-    """The question ``replicas-beyond-nominal`` asks: pods of one shape in nominal, no borrowing.
-    A zero request (cpu: 0) takes no quota and divides nothing."""
-    view = snapshot(cluster_queue(CQ, [[("default", {"cpu": q("10", borrowing="90"), "memory": q("64Gi")})]]))
-    info = view.cluster_queue(CQ)
-    assert info is not None
-    gi = Decimal(2**30)
-    per_pod = {"cpu": Decimal(4), "memory": Decimal(8) * gi}
-    assert nominal_fit(info, "default", per_pod, 2) == NominalFit(within=2, over=())
-    assert nominal_fit(info, "default", per_pod, 3) == NominalFit(within=2, over=(("cpu", Decimal(12), Decimal(10)),))
-    zero_cpu = {"cpu": Decimal(0), "memory": Decimal(8) * gi}
-    assert nominal_fit(info, "default", zero_cpu, 9) == NominalFit(
-        within=8, over=(("memory", Decimal(72) * gi, Decimal(64) * gi),)
-    )
-    # a resource the flavor does not cover is resource-not-covered's to report
-    assert nominal_fit(info, "default", {"nvidia.com/gpu": Decimal(1)}, 5) == NominalFit(within=5, over=())
-
-
-def test_nominal_fit_of_quantities_at_the_parsers_bounds() -> None:
-    """A nominal of 10^31 (where the parser holds larger ones) over a pod of 1n is 10^40 pods:
-    more digits than Python's default context divides, none too many for the quantities'."""
-    view = snapshot(cluster_queue(CQ, [[("default", {"cpu": q("1e400")})]]))
-    info = view.cluster_queue(CQ)
-    assert info is not None
-    assert nominal_fit(info, "default", {"cpu": Decimal("1e-9")}, 10**50) == NominalFit(
-        within=10**40, over=(("cpu", Decimal("1e-9") * 10**50, Decimal("1e31")),)
-    )
-
-
-def test_local_quota_is_what_a_node_keeps_from_its_parent() -> None:
-    """Kueue's localQuota: subtree − lendingLimit, never below zero; nothing without a lendingLimit."""
-    ten = Decimal(10)
-    assert local_quota(ten, Quota(ten)) == 0
-    assert local_quota(ten, Quota(ten, lending_limit=Decimal(4))) == 6
-    assert local_quota(ten, Quota(ten, lending_limit=Decimal(12))) == 0
-    queue = parse_cluster_queue(cluster_queue(CQ, [[("red", {"cpu": q("10", None, "4"), "memory": q("8")})]], "c"))
-    assert stored_in_parent(queue) == {("red", "cpu"): 4, ("red", "memory"): 8}
-
-
-def test_cohort_members_keep_what_their_queues_store_summed() -> None:
-    """The member ClusterQueues' part of a cohort's subtree quota follows them as they come and go."""
-    members = CohortMembers()
-    one = parse_cluster_queue(cluster_queue("one", [[("red", {"cpu": q("10", None, "4")})]], "c"))
-    two = parse_cluster_queue(cluster_queue("two", [[("red", {"cpu": q("6")})]], "c"))
-    alone = parse_cluster_queue(cluster_queue("alone", [[("red", {"cpu": q("6")})]]))
-    for queue in (one, two, alone):
-        members.add(queue)
-    assert members.stored("c") == {("red", "cpu"): 10}
-    members.remove(one)
-    assert members.stored("c") == {("red", "cpu"): 6}
-    members.remove(two)
-    assert members.stored("c") is None  # the last member gone: nothing kept for the cohort
 
 
 def test_the_bound_says_how_it_is_made_up() -> None:

@@ -1,4 +1,4 @@
-"""The one amount formatter (``webhook.quota.amounts``): both notations, as messages print them."""
+"""The one amount formatter (``webhook.kueue.amounts``): both notations, as messages print them."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from decimal import Decimal, localcontext
 import pytest
 
 from webhook.kube.quantity import BOUND
-from webhook.quota.amounts import canonical, format_amount, format_amounts
+from webhook.kueue.amounts import canonical, format_amount, format_amounts
 
 GI = 2**30
 
