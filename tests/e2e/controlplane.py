@@ -450,6 +450,29 @@ def kueue_command(layout: Layout, config: Path) -> list[str]:
     return ["unshare", *user, "--mount", "--propagation", "private", "sh", "-c", script, "kueue", *manager]
 
 
+def kueue_deployment() -> dict[str, Any]:
+    """Kueue's manager as a cluster holds it: the Deployment the admin guard reads Kueue's
+    version (its image tag) and ``--feature-gates`` from. The manager runs here as a process
+    (``kueue_command``, with the same gates); no controller acts on this object, since no
+    kube-controller-manager runs."""
+    labels = {"control-plane": "controller-manager"}
+    manager = {
+        "name": "manager",
+        "image": f"registry.k8s.io/kueue/kueue:{kueue_version()}",
+        "args": ["--config=/controller_manager_config.yaml", "--feature-gates=VisibilityOnDemand=false"],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system", "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [manager]}},
+        },
+    }
+
+
 def cluster_nodes() -> list[dict[str, Any]]:
     """The fixture's nodes as a cluster of kubelets would hold them: every pool with all its
     hosts (the fixture lists two of each; a slice's hosts are its chips over each host's),
@@ -747,7 +770,8 @@ class ControlPlane:
         topology = {"apiVersion": "v1", "kind": "List", "items": rfc_topology()}
         self.kubectl("apply", "--server-side", "-f", "-", stdin=json.dumps(topology))
         self.kubectl("apply", "--server-side", "-f", str(QUEUES))
-        self.log(f"applied the RFC's namespaces, {len(nodes)} nodes, its Topology and queues")
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(kueue_deployment()))
+        self.log(f"applied the RFC's namespaces, {len(nodes)} nodes, its Topology and queues, Kueue's Deployment")
 
         _write(layout.root / "policy.yaml", shipped_policy().encode())
         webhook_process = processes.start("tpu-admission", self._ours("serve", webhook_port, pki / "webhook"))
