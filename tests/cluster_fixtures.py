@@ -46,6 +46,11 @@ def team_a_workload(name: str, chips: int) -> dict[str, Any]:
                 {
                     "name": "workers",
                     "count": chips // 4,
+                    # what Kueue writes from a static job's slice annotations
+                    "topologyRequest": {
+                        "podSetSliceRequiredTopology": "cloud.google.com/gke-nodepool",
+                        "podSetSliceSize": 16,
+                    },
                     "template": {
                         "spec": {
                             "nodeSelector": {"cloud.google.com/gke-tpu-topology": "4x4x4"},

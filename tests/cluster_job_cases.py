@@ -66,9 +66,15 @@ def deployment(**changes: Any) -> dict[str, Any]:
     return _edit(load_deployment("service-deployment"), **changes)
 
 
+#: a pod's topology request for one host (Kueue's TAS annotation)
+ON_ONE_HOST = {"kueue.x-k8s.io/podset-required-topology": "kubernetes.io/hostname"}
+
+
 def tpu_deployment(chips: str, **changes: Any) -> dict[str, Any]:
-    """A Deployment whose one pod asks ``chips`` TPU chips on a 4x4x4 node."""
+    """A Deployment whose one pod asks ``chips`` TPU chips on one 4x4x4 host: the topology
+    annotation it needs, as Kueue gives the RFC's TPU flavors only to pods that ask for one."""
     obj = deployment(**{"spec.template.spec.nodeSelector": dict(TPU_4X4X4), **changes})
+    obj["spec"]["template"].setdefault("metadata", {})["annotations"] = dict(ON_ONE_HOST)
     obj["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"google.com/tpu": chips}}
     return obj
 

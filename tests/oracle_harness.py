@@ -104,12 +104,10 @@ def ask_kueue(binary: Path, folders: Sequence[Path]) -> list[dict[str, Any]]:
     return out
 
 
-#: dynamic mode (no node-pool placement), and no resource the policy counts as TPU chips: our
-#: model has a podSet that asks for chips ask for topology-aware scheduling too (the Slice
-#: Provisioner adds that request after the webhook), which the oracle's states, without
-#: Topologies, cannot mirror; the chips are then an ordinary resource on both sides
-#: (written beside each case as ``policy.yaml``, for ``tpu-admission simulate --config``)
-POLICY_YAML = "mode: dynamic\ntpu:\n  resourceName: oracle.invalid/no-tpu\n"
+#: dynamic mode: no node-pool placement, which the oracle's states (without Topologies and
+#: Nodes) cannot mirror on Kueue's side (written beside each case as ``policy.yaml``, for
+#: ``tpu-admission simulate --config``)
+POLICY_YAML = "mode: dynamic\n"
 POLICY = Policy.model_validate(yaml.safe_load(POLICY_YAML))
 
 

@@ -498,6 +498,8 @@ def static_job(
                 {
                     "name": "workers",
                     "count": slices * chips // 4,
+                    # what Kueue writes from the static job's slice annotations
+                    "topologyRequest": {"podSetSliceRequiredTopology": NODEPOOL_LABEL, "podSetSliceSize": chips // 4},
                     "template": {"spec": {"nodeSelector": {TOPOLOGY_LABEL: topology}, "containers": [container]}},
                 }
             ],

@@ -21,7 +21,7 @@ JOBSETS, JOBS, DEPLOYMENTS = JUDGED_KINDS
 
 @pytest.fixture
 def api() -> Iterator[FakeApiServer]:
-    server = load(FakeApiServer(kinds=JUDGED_KINDS)).start()
+    server = load(FakeApiServer(kinds=(*JUDGED_KINDS, k.KUEUE_CONFIG))).start()
     try:
         yield server
     finally:
@@ -192,3 +192,24 @@ def test_configuration_order(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) ->
     with pytest.raises(ClusterConfigError, match="could not be loaded"):
         load_configuration(None)
     assert load_configuration(str(given)).host.endswith(":1111")  # an explicit flag still wins
+
+
+def test_a_kind_read_by_name_lists_that_one_object(api: FakeApiServer, tmp_path: Path) -> None:
+    """Kueue's ConfigMap is read by namespace and name, as the watch cache reads it: the other
+    ConfigMaps beside it, and the Nodes (the core group's other cluster-wide list), stay out."""
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": POLICY.kueue.config_map, "namespace": POLICY.kueue.namespace},
+        "data": {POLICY.kueue.config_key: "fairSharing: {}\n"},
+    }
+    other = copy.deepcopy(config)
+    other["metadata"]["name"] = "something-else"
+    api.put(k.KUEUE_CONFIG, config)
+    api.put(k.KUEUE_CONFIG, other)
+    with client_for(api, tmp_path) as api_client:
+        store, _ = load_state(api_client, POLICY, kinds=(k.KUEUE_CONFIG,))
+    kept = store.snapshot().kept_documents(k.KUEUE_CONFIG)
+    assert [(d["metadata"]["namespace"], d["metadata"]["name"], d["data"]) for d in kept] == [
+        (POLICY.kueue.namespace, POLICY.kueue.config_map, config["data"])
+    ]

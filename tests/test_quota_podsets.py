@@ -44,10 +44,24 @@ def test_pod_count_caps_a_jobs_pods_by_its_completions() -> None:
     assert pod_count(msgspec.structs.replace(podset, completions=2)) == 4
 
 
-def test_a_tpu_podset_or_a_topology_annotation_asks_for_topology_aware_scheduling() -> None:
-    workload = jobset(("workers", 1, 1, tpu_pod()), ("head", 1, 1, pod({"cpu": "1"})), ("cpu", 1, 1, pod({"cpu": "1"})))
+def test_a_topology_annotation_asks_for_topology_aware_scheduling_and_tpus_alone_do_not() -> None:
+    """Kueue reads a topology request only from its annotations (the Slice Provisioner writes
+    them from its own on the Job template): a TPU pod without one asks for none."""
+    workload = jobset(
+        ("workers", 1, 1, tpu_pod()),
+        ("head", 1, 1, pod({"cpu": "1"})),
+        ("sliced", 1, 1, tpu_pod()),
+        ("cpu", 1, 1, pod({"cpu": "1"})),
+    )
     workload.podsets[1].annotations["kueue.x-k8s.io/podset-required-topology"] = "rack"
-    assert [demand_of(p, 1).tas for p in workload.podsets] == [True, True, False]
+    workload.podsets[2].annotations["cloud.google.com/gke-tpu-slice-topology"] = "4x4x4"
+    assert [demand_of(p, 1).tas for p in workload.podsets] == [False, True, True, False]
+
+
+def test_where_the_rules_require_a_topology_a_tpu_podset_is_read_as_asking_for_one() -> None:
+    workload = jobset(("workers", 1, 1, tpu_pod()), ("cpu", 1, 1, pod({"cpu": "1"})))
+    assert [d.tas for d in demands_of(workload, topology_required=True)] == [True, False]
+    assert [d.tas for d in demands_of(workload)] == [False, False]
 
 
 def test_identical_podsets_share_one_demand() -> None:

@@ -11,6 +11,7 @@ from decimal import Decimal
 from typing import Any
 
 from cluster_fixtures import OBJECTS, STATE, cluster_findings
+from cluster_job_cases import ON_ONE_HOST
 from support import delete_path, load_deployment, load_job, set_path
 
 from webhook.cluster.statefiles import state_from_objects
@@ -106,6 +107,7 @@ def test_a_jobs_slice_beyond_what_the_queue_can_hold() -> None:
 def test_a_deployment_is_judged_one_pod_at_a_time() -> None:
     """100 TPU replicas = 400 chips, more than team-a's 384: Kueue still admits pod by pod."""
     obj = deployment(**{"spec.replicas": 100})
+    obj["spec"]["template"]["metadata"]["annotations"] = dict(ON_ONE_HOST)
     obj["spec"]["template"]["spec"]["nodeSelector"] = {
         "cloud.google.com/gke-tpu-accelerator": "tpu7x",
         "cloud.google.com/gke-tpu-topology": "4x4x4",
@@ -198,6 +200,7 @@ def test_replicas_beyond_nominal_is_a_warning() -> None:
 
 def test_replicas_beyond_nominal_for_tpu_pods() -> None:
     obj = deployment(**{"spec.replicas": 100})  # 400 chips on tpu7x-4x4x4, nominal 256
+    obj["spec"]["template"]["metadata"]["annotations"] = dict(ON_ONE_HOST)
     obj["spec"]["template"]["spec"]["nodeSelector"] = {
         "cloud.google.com/gke-tpu-accelerator": "tpu7x",
         "cloud.google.com/gke-tpu-topology": "4x4x4",

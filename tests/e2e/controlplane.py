@@ -450,6 +450,29 @@ def kueue_command(layout: Layout, config: Path) -> list[str]:
     return ["unshare", *user, "--mount", "--propagation", "private", "sh", "-c", script, "kueue", *manager]
 
 
+def kueue_deployment() -> dict[str, Any]:
+    """Kueue's manager as a cluster holds it: the Deployment the admin guard reads Kueue's
+    version (its image tag) and ``--feature-gates`` from. The manager runs here as a process
+    (``kueue_command``, with the same gates); no controller acts on this object, since no
+    kube-controller-manager runs."""
+    labels = {"control-plane": "controller-manager"}
+    manager = {
+        "name": "manager",
+        "image": f"registry.k8s.io/kueue/kueue:{kueue_version()}",
+        "args": ["--config=/controller_manager_config.yaml", "--feature-gates=VisibilityOnDemand=false"],
+    }
+    return {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system", "labels": labels},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": labels},
+            "template": {"metadata": {"labels": labels}, "spec": {"containers": [manager]}},
+        },
+    }
+
+
 def cluster_nodes() -> list[dict[str, Any]]:
     """The fixture's nodes as a cluster of kubelets would hold them: every pool with all its
     hosts (the fixture lists two of each; a slice's hosts are its chips over each host's),
@@ -617,6 +640,13 @@ def _get(url: str, context: ssl.SSLContext | None = None, token: str | None = No
         return body.decode()
 
 
+def _post(url: str, body: dict[str, Any]) -> str:
+    request = urllib.request.Request(url, data=json.dumps(body).encode(), headers={"Content-Type": "application/json"})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        answer: bytes = response.read()
+        return answer.decode()
+
+
 def _all_synced(metrics: str) -> bool:
     """Whether the webhook's metrics say every watched kind is synced."""
     gauges = [line for line in metrics.splitlines() if line.startswith("tpu_admission_cluster_synced{")]
@@ -740,7 +770,8 @@ class ControlPlane:
         topology = {"apiVersion": "v1", "kind": "List", "items": rfc_topology()}
         self.kubectl("apply", "--server-side", "-f", "-", stdin=json.dumps(topology))
         self.kubectl("apply", "--server-side", "-f", str(QUEUES))
-        self.log(f"applied the RFC's namespaces, {len(nodes)} nodes, its Topology and queues")
+        self.kubectl("apply", "-f", "-", stdin=json.dumps(kueue_deployment()))
+        self.log(f"applied the RFC's namespaces, {len(nodes)} nodes, its Topology and queues, Kueue's Deployment")
 
         _write(layout.root / "policy.yaml", shipped_policy().encode())
         webhook_process = processes.start("tpu-admission", self._ours("serve", webhook_port, pki / "webhook"))
@@ -868,6 +899,17 @@ class ControlPlane:
         state = self.processes.state
         terminate(state["processes"]["kube-apiserver"])
         self._wait_for_apiserver(self.processes.start("kube-apiserver", state["commands"]["kube-apiserver"]))
+
+    def compact_etcd(self) -> int:
+        """Compact etcd up to its current revision, as the API server does every five minutes:
+        a watch from any older resourceVersion then gets 410 Gone. The revision compacted at."""
+        command = self.processes.state["commands"]["etcd"]
+        url = next(arg.split("=", 1)[1] for arg in command if arg.startswith("--listen-client-urls="))
+        # etcd's JSON gateway: a range read answers with the store's revision in its header
+        ranged = _post(f"{url}/v3/kv/range", {"key": base64.b64encode(b"/registry").decode()})
+        revision = int(json.loads(ranged)["header"]["revision"])
+        _post(f"{url}/v3/kv/compaction", {"revision": str(revision), "physical": True})
+        return revision
 
     def webhook_called(self) -> bool:
         probe = {

@@ -1,16 +1,26 @@
 """The watch cache against the real API server: a ClusterQueue's quota changed with kubectl
 reaches the gates within seconds, both ways, and the built-in kinds it lists (whose items
-the API server sends without their kind) reach the admin guard."""
+the API server sends without their kind) reach the admin guard; a watch by name resumes
+past writes it never saw, by the API server's bookmarks; after etcd is compacted and the
+API server restarted, the watches get 410 Gone and list again."""
 
 from __future__ import annotations
 
 import json
+import logging
+import uuid
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
 from controlplane import REPO, ControlPlane
 from workloads import eventually
+
+from webhook.cluster.client import load_configuration
+from webhook.cluster.kinds import WATCHED
+from webhook.cluster.watch import WatchCache, WatchSettings
+from webhook.policy.config import Policy
 
 pytestmark = pytest.mark.e2e
 
@@ -83,3 +93,89 @@ def test_after_an_api_server_restart_the_gates_still_follow_quota(control_plane:
     finally:
         set_tpu_quota(control_plane, 256)
     assert eventually(lambda: dry_run(control_plane)[0] == 0, FOLLOW_WITHIN), dry_run(control_plane)
+
+
+# ---------------------------------------------------------------- the watch cache in this process
+
+
+def watching(plane: ControlPlane, settings: WatchSettings) -> WatchCache:
+    """A watch cache of our own on the control plane (the webhook's, reachable from the test)."""
+    from kubernetes import client
+
+    cache = WatchCache(Policy(), client.ApiClient(load_configuration(str(plane.layout.kubeconfig))), settings)
+    return cache
+
+
+def synced(cache: WatchCache) -> bool:
+    return all(cache.availability.status[kind.name].synced for kind in WATCHED)
+
+
+def write_elsewhere(plane: ControlPlane, count: int = 3) -> None:
+    """Writes to ConfigMaps other than Kueue's (the one the cache watches, by name): etcd's
+    revision moves past every watch's."""
+    for _ in range(count):
+        plane.kubectl("create", "configmap", "-n", "default", "--from-literal=k=v", f"e2e-{uuid.uuid4().hex[:10]}")
+
+
+def test_a_filtered_watch_resumes_past_writes_it_never_saw(control_plane: ControlPlane) -> None:
+    """Kueue's ConfigMap is watched by name: writes to other ConfigMaps move the API server's
+    ConfigMap cache without an event on this watch, and the server says so by bookmark. The
+    cache takes it as proof it is current, and its next watch resumes from the bookmark's
+    resourceVersion, past those writes, not from the list's. Short watches: the API server
+    bookmarks a watch shortly before its timeout, besides about once a minute."""
+    cache = watching(control_plane, WatchSettings(watch_seconds=3))
+    bookmarked: list[str] = []
+    heard = cache.availability.bookmark
+
+    def bookmark(kind: str) -> None:
+        bookmarked.append(kind)
+        heard(kind)
+
+    cache.availability.bookmark = bookmark  # type: ignore[method-assign]
+    cache.start()
+    try:
+        assert eventually(lambda: synced(cache), FOLLOW_WITHIN)
+        kind = "KueueConfigMap"
+        listed = int(cache.versions[kind] or 0)
+        write_elsewhere(control_plane)
+        assert eventually(lambda: kind in bookmarked and int(cache.versions[kind] or 0) > listed, FOLLOW_WITHIN), (
+            bookmarked,
+            listed,
+            cache.versions[kind],
+        )
+        assert cache.availability.status[kind].connected
+    finally:
+        cache.stop()
+
+
+def test_after_etcd_compaction_and_a_restart_the_watches_list_again(
+    control_plane: ControlPlane, caplog: pytest.LogCaptureFixture
+) -> None:
+    """etcd compacted past every watch's resourceVersion, then the API server restarted (its
+    watch cache starts again from the store): each watch resumes from a version the server
+    no longer has, gets 410 Gone, and lists again; a quota change made after that reaches
+    the cache."""
+    caplog.set_level(logging.INFO, logger="tpu_admission.cluster")
+    cache = watching(control_plane, WatchSettings())
+    cache.start()
+    try:
+        assert eventually(lambda: synced(cache), FOLLOW_WITHIN)
+        write_elsewhere(control_plane)
+        control_plane.compact_etcd()
+        control_plane.restart_apiserver()
+        expired = "ClusterQueues: the watch's resourceVersion is too old (410 Gone); listing again"
+        assert eventually(lambda: expired in caplog.text, 2 * FOLLOW_WITHIN), caplog.text
+        set_tpu_quota(control_plane, 128)
+        try:
+            assert eventually(lambda: team_b_nominal(cache) == 128, FOLLOW_WITHIN), team_b_nominal(cache)
+        finally:
+            set_tpu_quota(control_plane, 256)
+        assert eventually(lambda: team_b_nominal(cache) == 256, FOLLOW_WITHIN), team_b_nominal(cache)
+    finally:
+        cache.stop()
+
+
+def team_b_nominal(cache: WatchCache) -> Decimal | None:
+    queue = cache.snapshot().cluster_queue(QUEUE)
+    quota = queue.quotas.get((FLAVOR, "google.com/tpu")) if queue is not None else None
+    return quota.nominal if quota is not None else None

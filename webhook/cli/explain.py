@@ -89,6 +89,7 @@ def state_from_cluster(kubeconfig: str | None, job: tuple[str, str, str] | None,
     """The live cluster's state (listed as ``audit`` lists it) and, when asked, the one job, read by name."""
     from kubernetes import client
 
+    from webhook.cluster import kinds as k
     from webhook.cluster.client import ClusterConfigError, load_configuration
     from webhook.cluster.listing import JUDGED_KINDS, ListError, list_objects, load_state
     from webhook.explain.workloads import WORKLOAD
@@ -103,7 +104,7 @@ def state_from_cluster(kubeconfig: str | None, job: tuple[str, str, str] | None,
     read: set[str] = set()
     try:
         with progress(f"listing the cluster at {configuration.host}"):
-            store, _ = load_state(api_client, Policy())
+            store, _ = load_state(api_client, Policy(), kinds=k.SIMULATED)
         if job is not None and job[0] != WORKLOAD:
             kind, namespace, name = job
             listed = next(each for each in JUDGED_KINDS if each.kind == kind)

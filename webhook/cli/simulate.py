@@ -42,13 +42,6 @@ if TYPE_CHECKING:
 EXIT_STARTS, EXIT_WAITS, EXIT_USAGE = 0, 1, 2
 
 
-def listed_kinds() -> tuple[Any, ...]:
-    """The kinds a live state is listed with: the cluster rules' and what the simulator reads besides."""
-    from webhook.cluster import kinds as k
-
-    return (*k.KINDS, k.KUEUE_CONFIG, k.WORKLOAD_PRIORITY_CLASSES)
-
-
 class SimulateError(Exception):
     """Bad usage or an input that cannot be read (exit 2)."""
 
@@ -65,6 +58,7 @@ def _snapshot(args: argparse.Namespace, policy: Policy) -> Snapshot:
             raise SimulateError(f"--cluster-state: {exc}") from None
     from kubernetes import client
 
+    from webhook.cluster import kinds as k
     from webhook.cluster.client import ClusterConfigError, load_configuration
     from webhook.cluster.listing import ListError, load_state
 
@@ -75,7 +69,7 @@ def _snapshot(args: argparse.Namespace, policy: Policy) -> Snapshot:
     api_client = client.ApiClient(configuration)
     try:
         with progress(f"listing the cluster at {configuration.host}"):
-            store, _ = load_state(api_client, policy, kinds=listed_kinds())
+            store, _ = load_state(api_client, policy, kinds=k.SIMULATED)
     except ListError as exc:
         raise SimulateError(f"the cluster at {configuration.host} could not be listed: {exc}") from None
     finally:

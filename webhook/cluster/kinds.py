@@ -78,6 +78,9 @@ ADMIN_KINDS: tuple[Kind, ...] = (
     KUEUE_CONFIG,
     KUEUE_CONTROLLER,
 )
+#: the kinds a live state is listed with for the simulator (``simulate``, ``explain``): the
+#: cluster rules' and what it reads besides (fair sharing, priority values)
+SIMULATED: tuple[Kind, ...] = (*KINDS, KUEUE_CONFIG, WORKLOAD_PRIORITY_CLASSES)
 #: every kind the watch cache lists and watches
 WATCHED: tuple[Kind, ...] = (*KINDS, *ADMIN_KINDS)
 

@@ -110,7 +110,7 @@ def load_state(
     store = ClusterStore(policy)
     owners = OwnedWorkloads()
     for kind in kinds:
-        call = list_call(api_client, kind)
+        call = list_call(api_client, kind, k.named(kind, policy))
         try:
             for obj in list_objects(call, kind, page_size):
                 store.apply(kind, "ADDED", obj)

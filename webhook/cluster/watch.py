@@ -176,6 +176,7 @@ class WatchCache(ClusterStore):
             except _Expired:
                 self.versions[kind.name] = None  # events were lost, not the server: relist
                 self.availability.broken(kind.name, None)
+                log.info("%s: the watch's resourceVersion is too old (410 Gone); listing again", kind.name)
             except _ShortWatch:
                 self.availability.broken(kind.name, None)
             except Exception as exc:  # every failure is a reason, never a crash

@@ -61,7 +61,7 @@ Placed = tuple[tuple[str, str], ...]
 #: its podSets as the flavor assigner reads them (``webhook.quota.podsets.PodSetDemand``, opaque here)
 Shape = tuple[Any, ...]
 #: reads a Workload's ``spec`` into its podSets' shape (the podSet reader sits above this package)
-ShapeReader = Callable[[Mapping[str, Any], str, Share], Shape]
+ShapeReader = Callable[[Mapping[str, Any], Share], Shape]
 
 
 @dataclass(frozen=True, slots=True)
@@ -435,4 +435,4 @@ def read_workload(obj: Mapping[str, Any], tpu: str, podsets: ShapeReader, shared
         )
     if states.get("WaitingForReplacementPods", _NOT)[0]:
         return WorkloadInfo(queue, "", priority, REPLACING, **common)
-    return WorkloadInfo(queue, "", priority, WAITS, shape=podsets(spec, tpu, shared), **common)
+    return WorkloadInfo(queue, "", priority, WAITS, shape=podsets(spec, shared), **common)

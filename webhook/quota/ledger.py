@@ -45,18 +45,18 @@ def project(obj: Mapping[str, Any], tpu: str, shared: Share = unshared) -> Workl
     return read_workload(obj, tpu, shape_of, shared)
 
 
-def shape_of(spec: Mapping[str, Any], tpu: str, shared: Share = unshared) -> Shape:
+def shape_of(spec: Mapping[str, Any], shared: Share = unshared) -> Shape:
     """A Workload's ``spec.podSets`` as the flavor assigner reads them (shared between equal shapes).
 
-    A TPU podSet asks for topology-aware scheduling as the rules judge it
-    (``webhook.quota.podsets.asks_for_tas``), whether or not it carries a ``topologyRequest`` yet.
+    A podSet asks for topology-aware scheduling when Kueue wrote a ``topologyRequest`` on it
+    (from the job's annotations, as ``webhook.quota.podsets.asks_for_tas`` reads them).
     """
     podsets = []
     for podset in map(as_dict, spec.get("podSets") or ()):
         pod = as_dict(as_dict(podset.get("template")).get("spec"))
         count = podset.get("count", 1)
         demand = podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1, share=shared)
-        if "topologyRequest" in podset or demand.total(tpu):
+        if "topologyRequest" in podset:
             demand = podset_demand(demand.name, pod, demand.count, dict(demand.requests), tas=True, share=shared)
         podsets.append(demand)
     return shared(tuple(podsets))

@@ -32,6 +32,9 @@ TAS_ANNOTATIONS = (
     "kueue.x-k8s.io/podset-unconstrained-topology",
     "kueue.x-k8s.io/podset-slice-required-topology",
 )
+#: GKE's Slice Provisioner translates this one into Kueue's slice annotations as the job is
+#: created (dynamic mode), so a podSet carrying it reaches Kueue asking for a topology
+PROVISIONER_ANNOTATION = "cloud.google.com/gke-tpu-slice-topology"
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,24 +131,31 @@ def pod_count(podset: PodSet) -> int:
     return podset.replicas * per_job
 
 
-def demand_of(podset: PodSet, count: int) -> PodSetDemand:
+def demand_of(podset: PodSet, count: int, topology_required: bool = False) -> PodSetDemand:
     """A podSet as Kueue's flavor assigner reads it.
 
-    A TPU podSet counts as asking for topology-aware scheduling even before it carries
-    Kueue's annotations: in dynamic mode the Slice Provisioner adds them after this
-    webhook, in static mode the placement rules require them.
+    ``topology_required``: the caller's rules refuse a TPU podSet without a topology
+    request, so such a podSet is read as the job will be once fixed, asking for one.
     """
-    return podset_demand(podset.name, podset.pod_spec, count, podset.pod_requests(), asks_for_tas(podset))
+    tas = asks_for_tas(podset) or (topology_required and podset.is_tpu)
+    return podset_demand(podset.name, podset.pod_spec, count, podset.pod_requests(), tas)
 
 
 def asks_for_tas(podset: PodSet) -> bool:
-    """Whether Kueue will place the podSet with topology-aware scheduling (``demand_of``)."""
-    return podset.is_tpu or any(key in podset.annotations for key in TAS_ANNOTATIONS)
+    """Whether Kueue will read a topology request on the podSet.
+
+    Kueue reads one only from its annotations, or from the Slice Provisioner's, which the
+    provisioner turns into Kueue's as the job is created. A TPU podSet with neither asks
+    for none: Kueue then gives it a flavor without a topology, or any flavor of a queue
+    whose flavors all have one (topology-aware scheduling implied).
+    """
+    annotations = podset.annotations
+    return PROVISIONER_ANNOTATION in annotations or any(key in annotations for key in TAS_ANNOTATIONS)
 
 
-def demands_of(workload: Workload) -> list[PodSetDemand]:
+def demands_of(workload: Workload, topology_required: bool = False) -> list[PodSetDemand]:
     """The podSets as Kueue's flavor assigner reads them (count = replicas × parallelism)."""
-    return [demand_of(podset, pod_count(podset)) for podset in workload.podsets]
+    return [demand_of(podset, pod_count(podset), topology_required) for podset in workload.podsets]
 
 
 def requesting(podsets: Sequence[PodSet], resource: str) -> list[PodSet]:

@@ -93,9 +93,15 @@ class RuleContext(msgspec.Struct):
         return self.changed_labels is None or key in self.changed_labels
 
     def demands(self, workload: Workload) -> list[PodSetDemand]:
-        """``workload``'s podSets as Kueue's quota reads them: several cluster rules ask, worked out once."""
+        """``workload``'s podSets as Kueue's quota reads them: several cluster rules ask, worked out once.
+
+        A JobSet's or Job's TPU podSet is read as asking for a topology even before it carries
+        the annotation: the placement rules refuse it without one (``tas-annotation-missing``,
+        ``slice-topology-missing``), so the quota rules judge the job as it will be once fixed
+        rather than add a quota finding the fix makes untrue.
+        """
         if self._demands is None or self._demands[0] is not workload:
-            self._demands = (workload, demands_of(workload))
+            self._demands = (workload, demands_of(workload, topology_required=workload.kind in JOBS))
         return self._demands[1]
 
 

@@ -89,6 +89,6 @@ def job_of(obj: Mapping[str, Any], tpu: str = TPU) -> PendingWorkload:
         str(spec.get("queueName") or ""),
         entry.priority_value,
         _time(entry.created),
-        entry.shape or shape_of(spec, tpu),
+        entry.shape or shape_of(spec),
         spec.get("active", True) is not False,
     )
