@@ -429,6 +429,12 @@ def kueue_configuration(ports: KueuePorts, cert_dir: Path) -> dict[str, Any]:
     return configmap
 
 
+#: its on-demand visibility API server reads its certificate from /visibility, which no flag
+#: moves; nothing here uses that API (the manager's flag, and its Deployment's, which the
+#: admin guard reads)
+KUEUE_FEATURE_GATES = "--feature-gates=VisibilityOnDemand=false"
+
+
 def kueue_command(layout: Layout, config: Path) -> list[str]:
     """Kueue's manager, started in a mount namespace of its own where /etc is an overlay
     holding its metrics certificate: without internal certificate management it reads that
@@ -443,9 +449,7 @@ def kueue_command(layout: Layout, config: Path) -> list[str]:
         str(layout.bin / "kueue"),
         f"--config={config}",
         f"--kubeconfig={layout.kueue_kubeconfig}",
-        # its on-demand visibility API server reads its certificate from /visibility, which
-        # no flag moves either; nothing here uses that API
-        "--feature-gates=VisibilityOnDemand=false",
+        KUEUE_FEATURE_GATES,
     ]
     return ["unshare", *user, "--mount", "--propagation", "private", "sh", "-c", script, "kueue", *manager]
 
@@ -459,12 +463,12 @@ def kueue_deployment() -> dict[str, Any]:
     manager = {
         "name": "manager",
         "image": f"registry.k8s.io/kueue/kueue:{kueue_version()}",
-        "args": ["--config=/controller_manager_config.yaml", "--feature-gates=VisibilityOnDemand=false"],
+        "args": ["--config=/controller_manager_config.yaml", KUEUE_FEATURE_GATES],
     }
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
-        "metadata": {"name": "kueue-controller-manager", "namespace": "kueue-system", "labels": labels},
+        "metadata": {"name": "kueue-controller-manager", "namespace": KUEUE_NAMESPACE, "labels": labels},
         "spec": {
             "replicas": 1,
             "selector": {"matchLabels": labels},

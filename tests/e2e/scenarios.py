@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from controlplane import ControlPlane
+from controlplane import KUEUE_USER, ControlPlane
 from workloads import DECISION_WITHIN, conditions, is_true, owned_by, wait_for_workload, workloads
 
 TPU = "google.com/tpu"
@@ -148,12 +148,6 @@ def queue_objects(scenario: Scenario) -> list[dict[str, Any]]:
     return objects
 
 
-#: the queue objects are applied as Kueue's controller, the one user our admin guard does not
-#: judge (in system:masters, as no Kueue RBAC is installed here): its rules refuse the
-#: scenarios' deliberately small, TPU-only, unselected queues
-KUEUE_CONTROLLER = "system:serviceaccount:kueue-system:kueue-controller-manager"
-
-
 def apply(plane: ControlPlane, *objects: dict[str, Any], as_user: str | None = None) -> None:
     listed = json.dumps({"apiVersion": "v1", "kind": "List", "items": list(objects)})
     plane.kubectl(
@@ -162,9 +156,13 @@ def apply(plane: ControlPlane, *objects: dict[str, Any], as_user: str | None = N
 
 
 def set_up(plane: ControlPlane, scenario: Scenario) -> None:
-    """The scenario's queues, then its jobs before, each admitted before the next is submitted."""
-    apply(plane, flavor(), as_user=KUEUE_CONTROLLER)
-    apply(plane, *queue_objects(scenario), as_user=KUEUE_CONTROLLER)
+    """The scenario's queues, then its jobs before, each admitted before the next is submitted.
+
+    The queue objects are applied as Kueue's controller, the one user our admin guard lets
+    by on Kueue's objects (in system:masters, as no Kueue RBAC is installed here): its rules
+    refuse the scenarios' deliberately small, TPU-only queues."""
+    apply(plane, flavor(), as_user=KUEUE_USER)
+    apply(plane, *queue_objects(scenario), as_user=KUEUE_USER)
     for job in scenario.before:
         apply(plane, job.manifest(scenario.namespace))
         wait_for_workload(plane, "Job", scenario.namespace, job.name, "Admitted")

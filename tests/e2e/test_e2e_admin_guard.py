@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 import yaml
-from controlplane import ControlPlane
+from controlplane import KUEUE_USER, ControlPlane
 from support import run_cli
 
 pytestmark = pytest.mark.e2e
@@ -21,7 +21,6 @@ pytestmark = pytest.mark.e2e
 #: the guard's two registrations: Kueue's objects, and its ConfigMap and Deployment in kueue-system
 OBJECTS_GUARD = "kueue-objects.validate.tpu-admission.antgroup.com"
 CONFIG_GUARD = "kueue-config.validate.tpu-admission.antgroup.com"
-KUEUE_CONTROLLER = "system:serviceaccount:kueue-system:kueue-controller-manager"
 
 
 def stored(plane: ControlPlane, *what: str) -> dict[str, Any]:
@@ -80,7 +79,7 @@ def test_a_cluster_queue_is_judged_as_lint_queues_judges_it_on_the_live_state(
     assert (sorted(served), sorted(warned_lines(done.stderr))) == linted(tmp_path, control_plane, probe)
     # Kueue's controller writes its objects all along (status, finalizers): the guard's
     # registration lets it by on the user name the API server authenticated
-    as_kueue = ("--as", KUEUE_CONTROLLER, "--as-group", "system:masters")
+    as_kueue = ("--as", KUEUE_USER, "--as-group", "system:masters")
     let_by = control_plane.kubectl("create", "--dry-run=server", *as_kueue, "-f", "-", stdin=json.dumps(probe))
     assert let_by.returncode == 0, let_by.stderr
 

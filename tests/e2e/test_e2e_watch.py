@@ -102,8 +102,7 @@ def watching(plane: ControlPlane, settings: WatchSettings) -> WatchCache:
     """A watch cache of our own on the control plane (the webhook's, reachable from the test)."""
     from kubernetes import client
 
-    cache = WatchCache(Policy(), client.ApiClient(load_configuration(str(plane.layout.kubeconfig))), settings)
-    return cache
+    return WatchCache(Policy(), client.ApiClient(load_configuration(str(plane.layout.kubeconfig))), settings)
 
 
 def synced(cache: WatchCache) -> bool:
