@@ -28,7 +28,7 @@ from oracle_cases import Case
 from webhook.advisor.submitted import simulate_submitted
 from webhook.cluster.statefiles import load_state_files
 from webhook.policy.config import Policy
-from webhook.quota.flavorassigner import Assignment
+from webhook.quota.feasibility import Feasibility
 from webhook.simulate.live import LiveSimulator
 from webhook.simulate.result import Result
 from webhook.simulate.workloads import job_of
@@ -111,7 +111,7 @@ POLICY_YAML = "mode: dynamic\n"
 POLICY = Policy.model_validate(yaml.safe_load(POLICY_YAML))
 
 
-def ask_gate(folder: Path) -> Assignment | None:
+def ask_gate(folder: Path) -> Feasibility | None:
     """The gates' "could it ever fit" (``Snapshot.assign``) for the job's ClusterQueue; ``None``
     when its LocalQueue names none in the state."""
     snapshot = load_state_files([str(folder / "state.yaml")], POLICY).snapshot()
@@ -139,7 +139,7 @@ class GateComparison:
 GATE_EXPECTS = {"admit": "fit", "never": "nofit", "misconfigured": "none"}
 
 
-def compare_gate(folder: Path, assignment: Assignment | None, kueue: dict[str, Any]) -> GateComparison:
+def compare_gate(folder: Path, assignment: Feasibility | None, kueue: dict[str, Any]) -> GateComparison:
     gate = "none" if assignment is None else assignment.status
     wanted = GATE_EXPECTS.get(kueue["outcome"])
     if wanted == gate:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from webhook.quota.flavorassigner import Assignment
+from webhook.quota.feasibility import Feasibility
 from webhook.simulate.result import NEVER, WAIT, Result
 
 #: whether our answer for the job as its queue's head (every pending Workload left out of the
@@ -117,10 +117,10 @@ def explain(result: Result, kueue: dict[str, Any], agrees_as_head: AsHead) -> st
 class KnownGateDifference:
     name: str
     reason: str
-    applies: Callable[[Assignment, dict[str, Any]], bool]
+    applies: Callable[[Feasibility, dict[str, Any]], bool]
 
 
-def _any_choice(assignment: Assignment, kueue: dict[str, Any]) -> bool:
+def _any_choice(assignment: Feasibility, kueue: dict[str, Any]) -> bool:
     return (
         assignment.status == "fit"
         and kueue["outcome"] == "never"
@@ -141,7 +141,7 @@ GATE_RULES: tuple[KnownGateDifference, ...] = (
 )
 
 
-def explain_gate(assignment: Assignment, kueue: dict[str, Any]) -> str | None:
+def explain_gate(assignment: Feasibility, kueue: dict[str, Any]) -> str | None:
     """The name of the rule that explains why the gates' answer at zero usage differs from Kueue's."""
     for rule in GATE_RULES:
         if rule.applies(assignment, kueue):

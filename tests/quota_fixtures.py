@@ -17,9 +17,9 @@ from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.store import ClusterStore
 from webhook.kube.quantity import quantity_or_none
+from webhook.kueue.podset import PodSetDemand, podset_demand
 from webhook.objects.workload import Workload, parse_jobset
 from webhook.policy.config import Policy
-from webhook.quota.podsets import PodSetDemand, podset_demand
 
 #: (nominal, borrowingLimit, lendingLimit), as Kueue's test helper ``Resource(name, nominal, borrowing, lending)``
 Q = tuple[str, str | None, str | None]

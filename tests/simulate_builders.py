@@ -13,15 +13,16 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from webhook.kube.quantity import parse_quantity
+from webhook.kube.scheduling import string_map
 from webhook.kueue.clusterqueue import parse_cluster_queue
 from webhook.kueue.cohort import parse_cohort
+from webhook.kueue.flavorassigner import Assignment, FlavorAssigner
+from webhook.kueue.podset import podset_demand
+from webhook.kueue.resourceflavor import FlavorInfo, parse_flavor
 from webhook.kueue.workload import AdmittedWorkload
-from webhook.quota.objects import FlavorInfo, parse_flavor, string_map
-from webhook.quota.podsets import podset_demand
-from webhook.simulate.assign import Assignment, FlavorAssigner
 from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
-from webhook.simulate.preempt import Preemptor, Simulation
+from webhook.simulate.preempt import Oracle, Preemptor, Simulation
 from webhook.simulate.result import Result
 from webhook.simulate.state import FairSharing, LocalQueueInfo, PendingWorkload, State, tree_of
 from webhook.simulate.workloads import from_document, job_of
@@ -373,9 +374,12 @@ def assign(st: State, queue: str, incoming: PendingWorkload) -> Assignment:
     if RECORDING is not None:
         RECORDING.append(Recorded(_source(st), _source(incoming)))
     tree = tree_of(st)
-    return FlavorAssigner(Simulation(st, tree), tree.queues[queue], incoming.priority, incoming.created).assign(
-        incoming.podsets
-    )
+    return FlavorAssigner(
+        tree.queues[queue],
+        st.flavors,
+        st.fair_sharing.enabled,
+        Oracle(Simulation(st, tree), incoming.priority, incoming.created),
+    ).assign(incoming.podsets)
 
 
 def chosen(assignment: Assignment) -> list[dict[str, tuple[str, str]]]:

@@ -18,8 +18,9 @@ from webhook.cluster import kinds as k
 from webhook.cluster.store import ClusterStore
 from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
 from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.policy.config import Policy
-from webhook.quota.objects import FlavorInfo, NodeInfo
+from webhook.quota.objects import NodeInfo
 
 POLICY = Policy(mode="dynamic")
 KQ = "kueue.x-k8s.io/v1beta2"

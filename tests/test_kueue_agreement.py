@@ -25,8 +25,8 @@ from hypothesis import strategies as st
 from quota_fixtures import store
 from simulate_builders import admitted, cluster_queue, cohort, job, simulate, state
 
+from webhook.kueue.flavorassigner import EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR
 from webhook.kueue.resource_node import available, potential_available
-from webhook.simulate.assign import EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR
 from webhook.simulate.result import NEVER
 from webhook.simulate.state import tree_of
 

@@ -24,7 +24,7 @@ from oracle_harness import (
     write_disagreement,
 )
 
-from webhook.quota.flavorassigner import Assignment
+from webhook.quota.feasibility import Feasibility
 
 #: cases a run of the suite checks, and the seed that draws them (the same cases every run)
 CASES, SEED = 600, 45
@@ -62,7 +62,7 @@ def test_the_gates_agree_with_kueue_at_zero_usage(run: Run, tmp_path: Path) -> N
 
 def test_a_gate_that_refuses_what_kueue_admits_is_a_disagreement(run: Run) -> None:
     admitted = next(g for g in run.gates if g.kueue["outcome"] == "admit")
-    refused = compare_gate(admitted.folder, Assignment((), "nofit"), admitted.kueue)
+    refused = compare_gate(admitted.folder, Feasibility((), "nofit"), admitted.kueue)
     assert refused.disagrees
 
 

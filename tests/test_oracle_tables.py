@@ -26,7 +26,7 @@ from oracle_harness import (
 )
 from oracle_tables import Recorded, TableCase, preemption_tables, recorded_calls, to_case
 
-from tests import test_simulate_assign, test_simulate_engine
+from tests import test_kueue_flavorassigner, test_simulate_engine
 
 #: table rows left out of the oracle run, each with why (besides those the recording names)
 _CYCLE = "a cohort cycle: Kueue's cache will not build such a state, so the oracle has no answer"
@@ -44,7 +44,7 @@ def oracle(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def engine_calls() -> Recorded:
     """Every ``simulate`` call of the engine's tests and ``assign`` call of the assigner's, recorded."""
-    engine, assigner = recorded_calls(test_simulate_engine), recorded_calls(test_simulate_assign)
+    engine, assigner = recorded_calls(test_simulate_engine), recorded_calls(test_kueue_flavorassigner)
     return Recorded(engine.rows + assigner.rows, {**engine.not_compared, **assigner.not_compared})
 
 

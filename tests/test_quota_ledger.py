@@ -12,8 +12,9 @@ import pytest
 
 from webhook.kube.sharing import Sharing
 from webhook.kueue.clusterqueue import parse_cluster_queue
+from webhook.kueue.podset import PodSetDemand, podset_demand
 from webhook.kueue.workload import FINISHED, HOLDS, IDLE, REPLACING, WAITS
-from webhook.quota.flavorassigner import Assignment, PodSetAssignment
+from webhook.quota.feasibility import Feasibility, PodSetFeasibility
 from webhook.quota.ledger import (
     Balance,
     BalanceAnswer,
@@ -25,7 +26,6 @@ from webhook.quota.ledger import (
     pending_chips,
     project,
 )
-from webhook.quota.podsets import PodSetDemand, podset_demand
 
 TPU = "google.com/tpu"
 
@@ -107,8 +107,8 @@ def test_the_ledger_moves_by_the_difference() -> None:
     assert not ledger.in_use and not ledger.holding and ledger.waiting_for("ns", "q") == []
 
 
-FITS = Assignment((PodSetAssignment("workers", {TPU: "f"}, "fit"),))
-NOFIT = Assignment((PodSetAssignment("workers", {}, "nofit"),))
+FITS = Feasibility((PodSetFeasibility("workers", {TPU: "f"}, "fit"),))
+NOFIT = Feasibility((PodSetFeasibility("workers", {}, "nofit"),))
 
 
 def test_the_guaranteed_balance_is_nominal_less_holding_and_pending() -> None:
@@ -150,11 +150,11 @@ def test_pending_chips_move_by_one_shape_at_a_time() -> None:
 class Answers:
     """The two answers ``guaranteed_shortfalls`` reads of the cluster."""
 
-    plain: Assignment
-    within: Assignment
+    plain: Feasibility
+    within: Feasibility
     balances: dict[str, Balance]
 
-    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Feasibility:
         return self.within if within_balance else self.plain
 
     def balance(self, cluster_queue: str, flavor: str) -> Balance:
@@ -164,9 +164,9 @@ class Answers:
 def test_a_guaranteed_job_falls_short_only_when_no_choice_holds_it_within_the_balance() -> None:
     podsets = [podset_demand("workers", {}, 16, {TPU: Decimal(4)})]
     tight = {"f": Balance(128, 64, 32)}  # 32 left, the job needs 64
-    unsure = Assignment((PodSetAssignment("workers", {TPU: "f"}, "unknown"),), "unknown", "the cohort tree")
-    unknown = Assignment((PodSetAssignment("workers", {}, "unknown"),), "unknown", "the search's limit")
-    nofit = Assignment((PodSetAssignment("workers", {}, "fit"),), "nofit")
+    unsure = Feasibility((PodSetFeasibility("workers", {TPU: "f"}, "unknown"),), "unknown", "the cohort tree")
+    unknown = Feasibility((PodSetFeasibility("workers", {}, "unknown"),), "unknown", "the search's limit")
+    nofit = Feasibility((PodSetFeasibility("workers", {}, "fit"),), "nofit")
     assert guaranteed_shortfalls(Answers(NOFIT, NOFIT, tight), "cq", podsets, TPU) == BalanceAnswer()  # never fits
     assert guaranteed_shortfalls(Answers(FITS, FITS, tight), "cq", podsets, TPU) == BalanceAnswer()  # a choice holds it
     [short] = guaranteed_shortfalls(Answers(FITS, nofit, tight), "cq", podsets, TPU).shortfalls

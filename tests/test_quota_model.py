@@ -11,7 +11,7 @@ from typing import Any
 from quota_fixtures import cluster_queue, q, store
 
 from webhook.cluster import kinds as k
-from webhook.quota.podsets import podset_demand
+from webhook.kueue.podset import podset_demand
 
 TPU = "google.com/tpu"
 QUOTA = Path(__file__).resolve().parents[1] / "webhook" / "quota"

@@ -9,13 +9,13 @@ import msgspec
 from quota_fixtures import jobset, pod
 
 from webhook.kube.sharing import Sharing
+from webhook.kueue.podset import podset_demand
 from webhook.quota.podsets import (
     PoolShortage,
     demand_of,
     demands_of,
     exceeding,
     pod_count,
-    podset_demand,
     pool_shortages,
     requesting,
     total_request,

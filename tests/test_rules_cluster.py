@@ -20,8 +20,8 @@ from webhook.cluster import kinds as k
 from webhook.cluster.statefiles import state_from_objects
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.kube.scheduling import Toleration, selector_matches
 from webhook.policy.config import Policy
-from webhook.quota.objects import Toleration, selector_matches
 
 CLUSTER_RULES = JOBSET_CLUSTER_RULES
 POLICY = Policy()

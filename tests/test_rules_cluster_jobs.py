@@ -17,9 +17,9 @@ from support import delete_path, load_deployment, load_job, set_path
 from webhook.cluster.statefiles import state_from_objects
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.kueue.podset import podset_demand
 from webhook.objects.kinds import DEPLOYMENT, JOB
 from webhook.policy.config import Policy
-from webhook.quota.podsets import podset_demand
 
 POLICY = Policy()
 CONTAINER = "spec.template.spec.containers[0]"

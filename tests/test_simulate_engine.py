@@ -27,7 +27,7 @@ from tests.simulate_builders import (
     state,
     victims,
 )
-from webhook.quota.objects import parse_flavor
+from webhook.kueue.resourceflavor import parse_flavor
 from webhook.simulate import engine
 from webhook.simulate.engine import Simulator
 from webhook.simulate.result import Result

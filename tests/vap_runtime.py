@@ -30,7 +30,7 @@ from cel_expr_python.ext import ext_optional, ext_strings
 from support import upstream_crd
 
 from webhook.kube.quantity import QuantityError, parse_quantity
-from webhook.quota.objects import selector_matches
+from webhook.kube.scheduling import selector_matches
 
 
 def _is_quantity(text: str) -> bool:

@@ -39,11 +39,13 @@ from webhook.admin.kueueobjects import (
     KueueObject,
 )
 from webhook.admin.objectset import ObjectSet
+from webhook.kube.scheduling import selector_matches
 from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
 from webhook.kueue.cohort import CohortInfo, parse_cohort
+from webhook.kueue.resourceflavor import FlavorInfo, parse_flavor
 from webhook.policy.config import Policy
 from webhook.policy.tiers import resolve_tier
-from webhook.quota.objects import FlavorInfo, NodeInfo, parse_flavor, parse_node, selector_matches
+from webhook.quota.objects import NodeInfo, parse_node
 from webhook.rules import Rule, VapExport
 
 #: why no admin rule is in the ValidatingAdmissionPolicy export

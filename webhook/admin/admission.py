@@ -35,10 +35,10 @@ from webhook.cluster.view import ClusterState
 from webhook.engine.decision import Decision
 from webhook.kueue.clusterqueue import parse_cluster_queue
 from webhook.kueue.cohort import parse_cohort
+from webhook.kueue.resourceflavor import parse_flavor
 from webhook.objects.sources import Document
 from webhook.policy.config import Policy
 from webhook.policy.findings import Action
-from webhook.quota.objects import parse_flavor
 
 #: where a finding on the request's object says it came from
 SOURCE: Final = "request"

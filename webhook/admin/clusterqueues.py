@@ -16,9 +16,9 @@ from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
 from webhook.admin.kueueobjects import ADMISSION_CHECK, CLUSTER_QUEUE, NAMESPACE, KueueObject
 from webhook.admin.paths import Group, entries, group_of
 from webhook.kube.fieldpaths import SPEC
+from webhook.kube.scheduling import describe_selector, selector_matches
 from webhook.kueue.amounts import format_amount
 from webhook.policy.findings import Action, Finding
-from webhook.quota.objects import describe_selector, selector_matches
 from webhook.rules import DYNAMIC, Message, Rule
 
 FAMILY: Final = "clusterqueue"

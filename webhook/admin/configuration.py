@@ -26,9 +26,9 @@ from webhook.admin.kueueconfig import (
 )
 from webhook.admin.kueueobjects import CONFIGURATION, CONTROLLER, KueueObject, container_images
 from webhook.kube.fieldpaths import ROOT, SPEC, FieldPath
+from webhook.kube.scheduling import describe_selector, selector_matches
 from webhook.kube.typos import did_you_mean
 from webhook.policy.findings import Action, Finding
-from webhook.quota.objects import describe_selector, selector_matches
 from webhook.rules import Message, Rule
 
 FAMILY: Final = "configuration"

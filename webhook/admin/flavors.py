@@ -19,9 +19,10 @@ from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
 from webhook.admin.kueueobjects import RESOURCE_FLAVOR, TOPOLOGY, KueueObject
 from webhook.admin.quotas import flavor_nodes
 from webhook.kube.fieldpaths import SPEC
+from webhook.kube.scheduling import Taint, tolerated
 from webhook.kueue.amounts import format_amount
+from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.policy.findings import Finding
-from webhook.quota.objects import FlavorInfo, Taint, tolerated
 from webhook.rules import Message, Rule
 
 FAMILY: Final = "flavor"

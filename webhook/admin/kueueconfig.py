@@ -32,8 +32,8 @@ import yaml
 
 from webhook.kube.fieldpaths import ROOT, FieldPath
 from webhook.kube.quantity import quantity_or_none, shown
+from webhook.kube.scheduling import selector_matches
 from webhook.kube.typos import did_you_mean
-from webhook.quota.objects import selector_matches
 
 # Field types: a JSON type name, ("list", T), ("map", T), or a struct (dict of fields).
 Type = Any

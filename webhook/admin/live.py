@@ -42,8 +42,9 @@ from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
 from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.objects.sources import Document
-from webhook.quota.objects import FlavorInfo, NodeInfo
+from webhook.quota.objects import NodeInfo
 
 #: each kind the guard reads, and the cache's kind that holds it
 CACHED: Final[tuple[tuple[AdminKind, k.Kind], ...]] = (

@@ -16,8 +16,8 @@ from typing import Final
 from webhook.admin import NOT_EXPORTED, AdminContext, AdminRule
 from webhook.admin.kueueobjects import CLUSTER_QUEUE, LOCAL_QUEUE, NAMESPACE, KueueObject
 from webhook.kube.fieldpaths import METADATA, SPEC
+from webhook.kube.scheduling import describe_selector, selector_matches
 from webhook.policy.findings import Finding
-from webhook.quota.objects import describe_selector, selector_matches
 from webhook.rules import Message, Rule
 
 FAMILY: Final = "localqueue"

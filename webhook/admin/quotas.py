@@ -20,6 +20,7 @@ from webhook.admin.kueueobjects import CLUSTER_QUEUE, COHORT, KueueObject
 from webhook.admin.paths import LIMITS, Entry, entries
 from webhook.kube.quantity import CONTEXT
 from webhook.kueue.amounts import format_amount
+from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.policy.findings import Action, Finding
 from webhook.quota.capacity import (
     Capacity,
@@ -31,7 +32,7 @@ from webhook.quota.capacity import (
     per_unit,
     topology_chips,
 )
-from webhook.quota.objects import FlavorInfo, NodeInfo
+from webhook.quota.objects import NodeInfo
 from webhook.rules import STATIC, Message, Rule
 
 FAMILY: Final = "quota"

@@ -31,9 +31,10 @@ from itertools import islice
 from typing import TypeVar
 
 from webhook.kube.quantity import CONTEXT
+from webhook.kube.scheduling import Taint, Toleration, tolerated
 from webhook.kube.topology import NODEPOOL_LABEL, TopologyError, parse_topology
 from webhook.policy.config import TpuPolicy
-from webhook.quota.objects import NodeFit, NodeInfo, Taint, Toleration, tolerated
+from webhook.quota.objects import NodeFit, NodeInfo
 from webhook.quota.table import SetTable, Table
 
 _K = TypeVar("_K")

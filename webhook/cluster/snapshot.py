@@ -35,19 +35,21 @@ from typing import Any, Final
 from webhook.cluster import kinds as k
 from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.workloaddocs import WorkloadRecords
+from webhook.kube.scheduling import Toleration
 from webhook.kube.sizes import weight
 from webhook.kube.topology import NODEPOOL_LABEL
 from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo, CohortMembers
+from webhook.kueue.podset import PodSetDemand
 from webhook.kueue.potential import Bound, ResourceNodes
+from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.kueue.workload import HOLDS, WAITS, WorkloadInfo
 from webhook.policy.config import Policy
-from webhook.quota.flavorassigner import Assignment, FlavorAssigner
+from webhook.quota.feasibility import Feasibility, FeasibilityCheck
 from webhook.quota.ledger import Balance, BalanceAnswer, ChipsLedger
 from webhook.quota.model import QuotaModel
-from webhook.quota.objects import FlavorInfo, NodeFit, Toleration
+from webhook.quota.objects import NodeFit
 from webhook.quota.picture import QuotaPicture, build_picture, pending_requests
-from webhook.quota.podsets import PodSetDemand
 from webhook.quota.table import SetTable, Table
 
 #: answers memoized on one part, at most: past it an answer is worked out and not kept, so no
@@ -124,7 +126,7 @@ class QueueState:
         self.cohorts_reason = cohorts_reason
         self.memo = Memo()
         self.nodes = ResourceNodes(self, members, self.memo.get, self.memo.keep)
-        self.assigner = FlavorAssigner(self, self.nodes, self.memo.get, self.memo.keep)
+        self.assigner = FeasibilityCheck(self, self.nodes, self.memo.get, self.memo.keep)
 
     def cohorts_unknown(self) -> str | None:
         return self.cohorts_reason
@@ -371,7 +373,7 @@ class Snapshot:
     def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
         return self.queues.cluster_queues.get(name)
 
-    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Feasibility:
         return self.quota.assign(cluster_queue, podsets, within_balance)
 
     def guaranteed_shortfalls(self, cluster_queue: str, podsets: Sequence[PodSetDemand]) -> BalanceAnswer:

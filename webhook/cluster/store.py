@@ -28,13 +28,15 @@ from webhook.cluster.nodes import NodeIndex
 from webhook.cluster.snapshot import DocumentState, NodeState, QueueState, Snapshot, places
 from webhook.cluster.workloaddocs import WorkloadRecords
 from webhook.kube.jsonvalues import as_dict
+from webhook.kube.scheduling import string_map
 from webhook.kube.sharing import Sharing
 from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
 from webhook.kueue.cohort import CohortInfo, CohortMembers, parse_cohort
+from webhook.kueue.resourceflavor import FlavorInfo, parse_flavor
 from webhook.kueue.workload import WorkloadInfo
 from webhook.policy.config import Policy
 from webhook.quota.ledger import ChipsLedger, project
-from webhook.quota.objects import FlavorInfo, NodeInfo, parse_flavor, parse_node, string_map
+from webhook.quota.objects import NodeInfo, parse_node
 from webhook.quota.table import SetTable, Table
 
 Key = str | tuple[str, str]

@@ -16,13 +16,14 @@ from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any, Protocol
 
+from webhook.kube.scheduling import Toleration
 from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.podset import PodSetDemand
 from webhook.kueue.potential import Bound
 from webhook.policy.config import Policy
-from webhook.quota.flavorassigner import Assignment
+from webhook.quota.feasibility import Feasibility
 from webhook.quota.ledger import Balance, BalanceAnswer
-from webhook.quota.objects import NodeFit, Toleration
-from webhook.quota.podsets import PodSetDemand
+from webhook.quota.objects import NodeFit
 
 
 class ClusterView(Protocol):
@@ -53,7 +54,7 @@ class ClusterView(Protocol):
     def cluster_queue(self, name: str) -> ClusterQueueInfo | None:
         """A ClusterQueue's selector, resource groups and quotas; ``None`` when absent."""
 
-    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Feasibility:
         """Kueue's flavor assignment of ``podsets`` in the queue, judged on "could it ever fit".
 
         ``within_balance`` also passes over a flavor whose guaranteed balance cannot hold the chips.

@@ -12,9 +12,9 @@ request reads the balance, because that depends on objects that may arrive later
 The **guaranteed balance** is ours, not Kueue's (RFC-0033: beyond its nominal quota a
 guaranteed job runs without its preemption privilege): a ClusterQueue's nominal TPU quota
 on a flavor − guaranteed chips in use there − guaranteed chips pending there, the pending
-ones on the flavor Kueue's flavor assignment gives them (``webhook.quota.flavorassigner``).
+ones on the flavor Kueue's flavor assignment gives them (``webhook.quota.feasibility``).
 A guaranteed job is over the balance only when no choice of flavors Kueue could make
-(``webhook.quota.flavorassigner``) holds its chips within the balance of each flavor.
+(``webhook.quota.feasibility``) holds its chips within the balance of each flavor.
 When the Workloads cannot be read the balance is known only from above: usage can only
 lower it, so the nominal quota bounds it, and a job beyond the nominal of every flavor it
 could get is over it all the same.
@@ -31,10 +31,10 @@ from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import CONTEXT
 from webhook.kube.sharing import Share, unshared
 from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.podset import PodSetDemand, podset_demand
 from webhook.kueue.potential import Bound
 from webhook.kueue.workload import HOLDS, WAITS, ZERO, WorkloadInfo, read_workload
-from webhook.quota.flavorassigner import Assignment, Assigns
-from webhook.quota.podsets import PodSetDemand, podset_demand
+from webhook.quota.feasibility import Assigns, Feasibility
 from webhook.quota.table import Table
 
 Shape = tuple[PodSetDemand, ...]
@@ -180,7 +180,7 @@ class Balance:
 def pending_chips(
     ledger: LedgerView,
     local_queues: Iterable[tuple[str, str]],
-    assign: Callable[[Shape], Assignment],
+    assign: Callable[[Shape], Feasibility],
     tpu: str,
 ) -> dict[str, int]:
     """Per flavor, the guaranteed chips pending in a ClusterQueue, summed from the ledger.
@@ -196,7 +196,7 @@ def pending_chips(
     return sums
 
 
-def add_pending(sums: dict[str, int], assignment: Assignment, shape: Shape, tpu: str, count: int) -> None:
+def add_pending(sums: dict[str, int], assignment: Feasibility, shape: Shape, tpu: str, count: int) -> None:
     """Move ``sums`` (``pending_chips``) by ``count`` pending Workloads of ``shape`` (negative: gone)."""
     if not assignment.fits:
         return

@@ -9,7 +9,7 @@ quota is answered here, by the modules that follow Kueue's own split
 - ``webhook.kueue.potential`` over ``webhook.kueue.resource_node``
   (``pkg/cache/scheduler/resource_node.go``): what a queue could ever hold through its
   cohort tree, a bound even when the Cohorts are unknown;
-- ``webhook.quota.flavorassigner`` (``pkg/scheduler/flavorassigner``): flavor
+- ``webhook.quota.feasibility`` (``pkg/scheduler/flavorassigner``): flavor
   eligibility and assignment against that potential quota, several podSets through
   ``webhook.quota.combinations``;
 - ``webhook.quota.ledger`` (``pkg/workload``, ``pkg/cache``'s usage): what Workloads
@@ -29,8 +29,10 @@ from typing import Protocol
 
 from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.podset import PodSetDemand
 from webhook.kueue.potential import Bound, Memo, Remember, ResourceNodes
-from webhook.quota.flavorassigner import Assignment, FlavorAssigner
+from webhook.kueue.resourceflavor import FlavorInfo
+from webhook.quota.feasibility import Feasibility, FeasibilityCheck
 from webhook.quota.ledger import (
     Balance,
     BalanceAnswer,
@@ -40,8 +42,6 @@ from webhook.quota.ledger import (
     guaranteed_shortfalls,
     pending_chips,
 )
-from webhook.quota.objects import FlavorInfo
-from webhook.quota.podsets import PodSetDemand
 
 
 class QuotaSource(Protocol):
@@ -71,7 +71,7 @@ class QuotaModel:
         self,
         source: QuotaSource,
         nodes: ResourceNodes,
-        assigner: FlavorAssigner,
+        assigner: FeasibilityCheck,
         ledger: LedgerView,
         tpu: str,
         workloads_unknown: str | None,
@@ -95,7 +95,7 @@ class QuotaModel:
         sums = self._memo(key)
         if not isinstance(sums, dict):
 
-            def assign(shape: Shape) -> Assignment:
+            def assign(shape: Shape) -> Feasibility:
                 return self.assigner.assign(cluster_queue, shape)
 
             queues = self.source.queues_of_cq.get(cluster_queue, ())
@@ -106,12 +106,12 @@ class QuotaModel:
     def potential(self, cluster_queue: str, flavor: str, resource: str) -> Bound:
         return self.nodes.potential_available(cluster_queue, flavor, resource)
 
-    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Assignment:
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False) -> Feasibility:
         if not within_balance:
             return self.assigner.assign(cluster_queue, podsets)
         key = ("within balance", cluster_queue, tuple(podsets))
         held = self._memo(key)
-        if not isinstance(held, Assignment):
+        if not isinstance(held, Feasibility):
             tpu = self.tpu
 
             def budget(flavor: str, resource: str) -> Bound | None:

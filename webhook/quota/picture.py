@@ -31,8 +31,8 @@ from decimal import Decimal
 from webhook.kube.quantity import CONTEXT
 from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.podset import PodSetDemand
 from webhook.kueue.resources import FlavorQuotas
-from webhook.quota.podsets import PodSetDemand
 
 ZERO = Decimal(0)
 

@@ -16,12 +16,13 @@ import msgspec
 
 from webhook.cluster.view import ClusterView
 from webhook.kube.fieldpaths import FieldPath
+from webhook.kueue.podset import PodSetDemand
 from webhook.objects.kinds import ALL as ALL_KINDS
 from webhook.objects.kinds import JOB, JOBSET
 from webhook.objects.request import UserInfo
 from webhook.policy.config import Mode, Policy, TierPolicy, TpuPolicy
 from webhook.policy.findings import Action, Finding
-from webhook.quota.podsets import PodSetDemand, demands_of
+from webhook.quota.podsets import demands_of
 from webhook.rules.cel import Expr, Validation, cat, per_job, template_parts, validation
 
 if TYPE_CHECKING:

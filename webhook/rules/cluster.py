@@ -19,12 +19,13 @@ import msgspec
 
 from webhook.cluster.view import ClusterView
 from webhook.kube.fieldpaths import LABELS
+from webhook.kube.scheduling import describe_selector, parse_tolerations, selector_matches
 from webhook.kueue.amounts import format_amount, format_amounts
 from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.objects.workload import PodSet, Workload
 from webhook.policy.findings import Finding
-from webhook.quota.flavorassigner import Assignment, Attempt, PodSetAssignment, uncovered_requests
-from webhook.quota.objects import describe_selector, node_fit_requests, parse_tolerations, selector_matches
+from webhook.quota.feasibility import Attempt, Feasibility, PodSetFeasibility, uncovered_requests
+from webhook.quota.objects import node_fit_requests
 from webhook.quota.podsets import exceeding, pool_shortages, requesting
 from webhook.rules import JOBS, STATIC, Message, Rule, RuleContext, VapExport
 
@@ -195,7 +196,7 @@ def _exceeds_queue_capacity(workload: Workload, ctx: RuleContext) -> Iterator[Fi
         yield _together(workload, info.name, assignment)
 
 
-def _no_flavor(podset: PodSet, queue: str, result: PodSetAssignment) -> Finding:
+def _no_flavor(podset: PodSet, queue: str, result: PodSetFeasibility) -> Finding:
     over = result.exceeded
     skipped = _skipped_flavors(result.passed_over)
     if not over:
@@ -223,7 +224,7 @@ def _no_flavor(podset: PodSet, queue: str, result: PodSetAssignment) -> Finding:
     )
 
 
-def _together(workload: Workload, queue: str, assignment: Assignment) -> Finding:
+def _together(workload: Workload, queue: str, assignment: Feasibility) -> Finding:
     """Every podSet fits some flavor on its own, but no choice of flavors holds them all at once."""
     contended = [
         f"flavor {c.flavor!r} can hold at most {format_amount(c.most, c.resource)} {c.resource} ({c.explanation}) "

@@ -16,7 +16,7 @@ from webhook.kueue.amounts import format_amount
 from webhook.objects.kinds import DEPLOYMENT
 from webhook.objects.workload import Workload
 from webhook.policy.findings import Action, Finding
-from webhook.quota.flavorassigner import beyond_nominal
+from webhook.quota.feasibility import beyond_nominal
 from webhook.rules import Message, Rule, RuleContext
 from webhook.rules.cluster import FAMILY, NOT_EXPORTED, QUEUES
 

@@ -18,17 +18,14 @@ from __future__ import annotations
 import dataclasses
 import heapq
 from collections.abc import Iterator, Mapping, Sequence
+from datetime import datetime
 from decimal import Decimal, localcontext
 
 from webhook.kube.quantity import CONTEXT
+from webhook.kube.scheduling import describe_selector, selector_matches
 from webhook.kueue.amounts import format_amount
 from webhook.kueue.clusterqueue import ClusterQueueInfo
-from webhook.kueue.resource_node import Node, available
-from webhook.kueue.resources import FlavorResource
-from webhook.objects.workloadschema import exceeded
-from webhook.quota.objects import describe_selector, selector_matches
-from webhook.quota.podsets import PodSetDemand
-from webhook.simulate.assign import (
+from webhook.kueue.flavorassigner import (
     EXCEEDS_MAX_QUOTA,
     FIT,
     NO_MATCHING_FLAVOR,
@@ -37,8 +34,12 @@ from webhook.simulate.assign import (
     Assignment,
     FlavorAssigner,
 )
+from webhook.kueue.podset import PodSetDemand
+from webhook.kueue.resource_node import Node, available
+from webhook.kueue.resources import FlavorResource
+from webhook.objects.workloadschema import exceeded
 from webhook.simulate.placement import PoolNeed, PoolTracker, pool_needs
-from webhook.simulate.preempt import Preemptor, Simulation, Victim
+from webhook.simulate.preempt import Oracle, Preemptor, Simulation, Victim
 from webhook.simulate.result import (
     ADMIT,
     LISTED,
@@ -112,6 +113,11 @@ class Simulator:
             priority_names=self.priority_names,
         )
 
+    def _assigner(self, node: Node, priority: int, created: datetime) -> FlavorAssigner:
+        """Kueue's flavor assigner for a job of ``priority`` in ``node``, its preemptor the simulation's."""
+        state = self.sim.state
+        return FlavorAssigner(node, state.flavors, state.fair_sharing.enabled, Oracle(self.sim, priority, created))
+
     def _simulate(self, job: PendingWorkload) -> Result:
         state = self.state
         if not job.active:
@@ -148,7 +154,7 @@ class Simulator:
                 queue.name,
                 "ResourceFlavors are not in the state: which flavors the job can use is unknown",
             )
-        assigner = FlavorAssigner(self.sim, node, job.priority, job.created)
+        assigner = self._assigner(node, job.priority, job.created)
         unmatched = _unmatched(assigner, job.podsets)  # KEP-10852: NoMatchingFlavor comes before Suspended
         if unmatched is not None:
             return Result(NEVER, NO_MATCHING_FLAVOR, queue.name, unmatched)
@@ -338,7 +344,7 @@ class Simulator:
                     skip = untried[where] = self._not_tried(other, node)
                 if skip:
                     continue
-                assigned = FlavorAssigner(self.sim, node, other.priority, other.created).assign(other.podsets)
+                assigned = self._assigner(node, other.priority, other.created).assign(other.podsets)
                 why = self._goes_first(other, node, assigned)
                 if why == _GOES and len(moved) == FIRST_FOLLOWED:
                     message = (
@@ -373,7 +379,7 @@ class Simulator:
                 ahead = plural(len(pending), "Workload")
                 note = f"; {ahead} ahead of it cannot start now: BestEffortFIFO lets it pass {them}"
                 return dataclasses.replace(result, message=result.message + note)
-            assignment = FlavorAssigner(self.sim, node, job.priority, job.created).assign(job.podsets)
+            assignment = self._assigner(node, job.priority, job.created).assign(job.podsets)
             again = self._attempt(job, node, assignment, result.position)
             first = (
                 f"once {plural(len(moved), 'Workload')} ahead of it {'is' if len(moved) == 1 else 'are'} admitted first"

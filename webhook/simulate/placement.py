@@ -23,10 +23,10 @@ from collections.abc import Callable, Mapping, Sequence, Set
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+from webhook.kueue.podset import PodSetDemand
+from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.kueue.workload import WorkloadInfo
 from webhook.quota.capacity import topology_chips
-from webhook.quota.objects import FlavorInfo
-from webhook.quota.podsets import PodSetDemand
 
 #: a Workload as the snapshot keys it: (namespace, name)
 WorkloadKey = tuple[str, str]

@@ -33,8 +33,9 @@ from functools import partial
 from itertools import chain
 
 from webhook.kueue.fair_sharing import DRS, NEGATIVE_DRS, compare_drs, dominant_resource_share
+from webhook.kueue.flavorassigner import NO_CANDIDATES, PREEMPT_MODE, RECLAIM
 from webhook.kueue.hierarchy import Tree
-from webhook.kueue.resource_node import Node, available, fits_in_quota
+from webhook.kueue.resource_node import Node, available, fits_in_quota, lowest_fitting_height
 from webhook.kueue.resources import FlavorResource
 from webhook.kueue.workload import AdmittedWorkload
 from webhook.simulate.candidates import Peekable, QueueIndex, eligible, may_have, merged
@@ -77,6 +78,28 @@ class Preemptor:
     need: frozenset[FlavorResource]
     #: the job needs static node pools free too (``Simulation.pools`` follows them)
     placed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Oracle:
+    """The flavor assigner's preemption oracle for one job: Kueue's preemptor, run on the
+    simulation and put back (``SimulatePreemption``)."""
+
+    sim: Simulation
+    priority: int
+    created: datetime
+
+    def simulate_preemption(self, queue: Node, fr: FlavorResource, quantity: Decimal) -> tuple[int, int]:
+        job = Preemptor(queue, self.priority, self.created, {fr: quantity}, frozenset({fr}))
+        victims = self.sim.targets(job)
+        if not victims:
+            return NO_CANDIDATES, 0
+        for victim in victims:
+            self.sim.remove(victim.workload)
+        after, _ = lowest_fitting_height(queue, fr, quantity)
+        self.sim.restore(victims)
+        own = any(v.workload.cluster_queue == queue.name for v in victims)
+        return (PREEMPT_MODE if own else RECLAIM), after
 
 
 def ordering_key(queue: str, now: datetime) -> Callable[[AdmittedWorkload], tuple[int, int, int, float, str]]:

@@ -20,11 +20,11 @@ from decimal import Decimal
 from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo
 from webhook.kueue.hierarchy import Tree, build_tree
+from webhook.kueue.podset import PodSetDemand
+from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.kueue.resources import FlavorResource
 from webhook.kueue.workload import AdmittedWorkload
 from webhook.policy.config import TpuPolicy
-from webhook.quota.objects import FlavorInfo
-from webhook.quota.podsets import PodSetDemand
 from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.placement import Placement
 

@@ -20,9 +20,9 @@ from __future__ import annotations
 import pytest
 
 from tests.simulate_builders import admitted, assign, chosen, cluster_queue, cohort, job, state
+from webhook.kube.scheduling import Taint
 from webhook.kueue.clusterqueue import FlavorFungibility
-from webhook.quota.objects import FlavorInfo, Taint
-from webhook.simulate.assign import (
+from webhook.kueue.flavorassigner import (
     EXCEEDS_MAX_QUOTA,
     FIT,
     NO_MATCHING_FLAVOR,
@@ -33,6 +33,7 @@ from webhook.simulate.assign import (
     is_preferred,
     should_try_next,
 )
+from webhook.kueue.resourceflavor import FlavorInfo
 
 LOWER = {"within": "LowerPriority"}
 TWO_FLAVORS = ({"one": {"pods": "10", "cpu": "10"}, "two": {"pods": "10", "cpu": "10"}},)

@@ -1,38 +1,25 @@
-"""Flavor assignment: which flavors of a ClusterQueue the podSets could get, or that no choice ever could.
+"""Feasibility: could some choice of a ClusterQueue's flavors ever hold a job's podSets.
 
-It follows kubernetes-sigs/kueue ``pkg/scheduler/flavorassigner`` (facts restated, no
-code copied):
+This is the gates' question of the Kueue model, not Kueue's own: Kueue's flavor assigner
+(``webhook.kueue.flavorassigner``) asks "does it fit now", against current usage, and its
+answer may be Preempt; the gate asks "could it ever fit" (usage zero), because a job that
+fits later is admissible. Both read one eligibility (``webhook.kueue.resourceflavor``:
+topology requests, taints, node labels and affinity) and one potential quota
+(``webhook.kueue.potential``). With zero usage Kueue's ``available`` equals
+``potentialAvailable``, so a flavor Kueue calls NoFit for a podSet on its own
+(``ExceedsMaxQuota``) is exactly one called infeasible here.
 
-- **Flavor eligibility** (``checkFlavorForPodSets``, ``flavorSelector``,
-  ``checkPodSetAndFlavorMatchForTAS`` in ``tas_flavorassigner.go``): topology-aware
-  scheduling splits the flavors in two. A podSet that asks for a topology is never given
-  a flavor without ``topologyName`` ("does not support TopologyAwareScheduling"), and one
-  that asks for none passes over the flavors with one ("supports only
-  TopologyAwareScheduling"), unless every flavor of the queue is one (TAS implied). A
-  flavor's ``nodeTaints`` (NoSchedule/NoExecute) must be tolerated by the pod's
-  tolerations plus the flavor's own ``tolerations``; the pod's nodeSelector and required
-  node-affinity terms are cut down to the keys of *this flavor's* ``nodeLabels`` and must
-  then match those labels. A term left empty by the cut makes the affinity match anything
-  (terms are ORed). A flavor without labels matches every pod. A TPU podSet asks for a
-  topology (``webhook.quota.podsets.demand_of``).
 - **Quota** (``fitsResourceQuota``): a flavor holds a podSet when, per resource, what the
-  podSets on it take together is within the queue's potential quota
-  (``webhook.kueue.potential``); one whose potential quota a podSet exceeds on its
-  own, on any one resource, is NoFit for it ("exceeds max quota"), whatever is unknown
-  about its other resources. Resources the ClusterQueue does not cover are skipped when
-  their request is 0, else Kueue reports "resource … unavailable in ClusterQueue"
+  podSets on it take together is within the queue's potential quota; one whose potential
+  quota a podSet exceeds on its own, on any one resource, is infeasible for it, whatever is
+  unknown about its other resources. Resources the ClusterQueue does not cover are skipped
+  when their request is 0, else Kueue reports "resource … unavailable in ClusterQueue"
   (``uncovered_requests``). When the queue covers ``pods``, each podSet requests its pod
   count of it.
-- **Several podSets** (``assignFlavors``, ``findFlavorForPodSets``,
-  ``shouldTryNextFlavor``): Kueue assigns them in order, each to the first flavor that
-  fits now; which one that is depends on usage, so the gate asks whether any choice of
-  eligible flavors could hold them together (``webhook.quota.combinations``).
-
-We differ on purpose in one way: Kueue judges "does it fit now" against current usage
-(its answer may be Preempt); the gate judges "could it ever fit" (usage zero), because a
-job that fits later is admissible. With zero usage Kueue's ``available`` equals
-``potentialAvailable``, so a flavor Kueue calls NoFit for a podSet on its own ("exceeds
-max quota") is exactly one we call NoFit.
+- **Several podSets** (``assignFlavors``, ``findFlavorForPodSets``): Kueue assigns them in
+  order, each to the first flavor that fits now; which one that is depends on usage, so
+  the gate asks whether any choice of eligible flavors could hold them together
+  (``webhook.quota.combinations``).
 
 Unknown is not zero: a flavor whose ResourceFlavor object is missing (Kueue: "flavor …
 not found"), or a potential quota known only within a range, leaves a choice uncertain;
@@ -50,11 +37,12 @@ from typing import Protocol
 from webhook.kube.quantity import quantity_or_none
 from webhook.kueue.amounts import format_amount
 from webhook.kueue.clusterqueue import ClusterQueueInfo, NominalFit, nominal_fit
+from webhook.kueue.podset import PODS, PodSetDemand
 from webhook.kueue.potential import Bound, Memo, Remember, ResourceNodes
+from webhook.kueue.resourceflavor import FlavorInfo, flavor_mismatch
 from webhook.objects.workload import Container, PodSet
 from webhook.quota.combinations import LIMIT, Bounds, Choice, Doubt, Option, choose, holds, most
-from webhook.quota.objects import FlavorInfo, tolerated
-from webhook.quota.podsets import PODS, PodSetDemand, demand_of
+from webhook.quota.podsets import demand_of
 
 ZERO = Decimal(0)
 
@@ -89,7 +77,7 @@ class Exceeded:
 
 
 @dataclass(frozen=True, slots=True)
-class PodSetAssignment:
+class PodSetFeasibility:
     name: str
     #: resource -> flavor, of the choice found (empty when none)
     flavors: Mapping[str, str]
@@ -122,8 +110,8 @@ class PodSetAssignment:
 
 
 @dataclass(frozen=True, slots=True)
-class Assignment:
-    podsets: tuple[PodSetAssignment, ...] = ()
+class Feasibility:
+    podsets: tuple[PodSetFeasibility, ...] = ()
     #: "fit": some choice of flavors certainly holds every podSet; "nofit": no choice ever could; "unknown"
     status: str = "fit"
     #: for "unknown": what is uncertain, and what would decide it
@@ -153,37 +141,6 @@ class Assignment:
 
 
 # ---------------------------------------------------------------- eligibility
-
-
-def flavor_mismatch(flavor: FlavorInfo, demand: PodSetDemand, tas_only: bool = False) -> tuple[str, str] | None:
-    """Why Kueue would not give ``flavor`` to this podSet ((kind, detail)), or ``None``.
-
-    ``tas_only``: every flavor of the queue is a topology-aware one, so Kueue treats every
-    podSet as asking for topology-aware scheduling. Called for a resource group the podSet
-    requests from, so a podSet that asks for a topology always overlaps it.
-    """
-    if flavor.topology_name is None and demand.tas:
-        return "tas", "does not support topology-aware scheduling, which this podSet asks for"
-    if flavor.topology_name is not None and not demand.tas and not tas_only:
-        return "tas", "supports only topology-aware scheduling, which this podSet does not ask for"
-    tolerations = (*demand.tolerations, *flavor.tolerations)
-    for taint in flavor.node_taints:
-        if not tolerated(taint, tolerations):
-            return "taint", f"has taint {taint.key}={taint.value}:{taint.effect}, which the pod does not tolerate"
-    labels = flavor.node_labels
-    for key, value in demand.node_selector:
-        if key in labels and labels[key] != value:
-            return "mismatch", f"has {key}={labels[key]}, the pod's nodeSelector asks for {value}"
-    if demand.affinity:
-        terms = []
-        for term in demand.affinity:
-            kept = tuple(r for r in term if r.key in labels)
-            if not kept:
-                return None  # a term with none of the flavor's keys matches any flavor (terms are ORed)
-            terms.append(kept)
-        if not any(all(r.matches(labels) for r in term) for term in terms):
-            return "mismatch", "does not match the pod's required node affinity on its nodeLabels"
-    return None
 
 
 def uncovered_requests(podset: PodSet, covered: frozenset[str]) -> Iterator[tuple[Container, str, str]]:
@@ -233,7 +190,7 @@ class _Slot:
     options: tuple[Option, ...]
 
 
-class FlavorAssigner:
+class FeasibilityCheck:
     """Kueue's flavor assignment with zero usage, against ``ResourceNodes``' potential quota."""
 
     def __init__(self, source: FlavorSource, nodes: ResourceNodes, memo: Memo, remember: Remember) -> None:
@@ -242,7 +199,7 @@ class FlavorAssigner:
         self._memo = memo
         self._remember = remember
 
-    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], budget: Budget | None = None) -> Assignment:
+    def assign(self, cluster_queue: str, podsets: Sequence[PodSetDemand], budget: Budget | None = None) -> Feasibility:
         """Could some choice of eligible flavors ever hold ``podsets`` together?
 
         ``budget(flavor, resource)``, when given, is a further cap per flavor (the
@@ -252,16 +209,16 @@ class FlavorAssigner:
         key = ("assign", cluster_queue, tuple(podsets))
         if budget is None:
             cached = self._memo(key)
-            if isinstance(cached, Assignment):
+            if isinstance(cached, Feasibility):
                 return cached
         queue = self.source.cluster_queues.get(cluster_queue)
         if queue is None:
-            unknown = tuple(PodSetAssignment(p.name, {}, "unknown") for p in podsets)
-            return Assignment(unknown, "unknown", f"ClusterQueue {cluster_queue} is unknown")
+            unknown = tuple(PodSetFeasibility(p.name, {}, "unknown") for p in podsets)
+            return Feasibility(unknown, "unknown", f"ClusterQueue {cluster_queue} is unknown")
         alone, slots = self._prepared(queue, podsets)
         bound = self._bounds(cluster_queue, budget)
         if any(p.status == "nofit" for p in alone):
-            answer = Assignment(alone, "nofit")
+            answer = Feasibility(alone, "nofit")
         else:
             choice = choose([slot.options for slot in slots], bound)
             answer = self._answer(cluster_queue, podsets, alone, slots, choice, bound)
@@ -285,7 +242,7 @@ class FlavorAssigner:
 
     def _prepared(
         self, queue: ClusterQueueInfo, podsets: Sequence[PodSetDemand]
-    ) -> tuple[tuple[PodSetAssignment, ...], tuple[_Slot, ...]]:
+    ) -> tuple[tuple[PodSetFeasibility, ...], tuple[_Slot, ...]]:
         """Each podSet on its own (its flavors, why not the others) and its slots; memoized."""
         key = ("slots", queue.name, tuple(podsets))
         cached = self._memo(key)
@@ -295,7 +252,7 @@ class FlavorAssigner:
         tas_only = self._tas_only(queue)
         pods_group = queue.group_of(PODS)
         slots: list[_Slot] = []
-        alone: list[PodSetAssignment] = []
+        alone: list[PodSetFeasibility] = []
         for index, demand in enumerate(podsets):
             requests = demand.totals(pods_group is not None)
             attempts: list[Attempt] = []
@@ -321,7 +278,7 @@ class FlavorAssigner:
                     status = "nofit"
                 elif not certain and status == "fit":
                     status = "unknown"
-            alone.append(PodSetAssignment(demand.name, {}, status, tuple(attempts), tuple(uncovered), tuple(options)))
+            alone.append(PodSetFeasibility(demand.name, {}, status, tuple(attempts), tuple(uncovered), tuple(options)))
         answer = (tuple(alone), tuple(slots))
         self._remember(key, answer)
         return answer
@@ -387,13 +344,13 @@ class FlavorAssigner:
         self,
         cluster_queue: str,
         podsets: Sequence[PodSetDemand],
-        alone: tuple[PodSetAssignment, ...],
+        alone: tuple[PodSetFeasibility, ...],
         slots: tuple[_Slot, ...],
         choice: Choice,
         bound: Bounds,
-    ) -> Assignment:
+    ) -> Feasibility:
         if choice.status == "nofit":
-            return Assignment(tuple(alone), "nofit", contended=_contended(slots, bound))
+            return Feasibility(tuple(alone), "nofit", contended=_contended(slots, bound))
         flavors: list[dict[str, str]] = [{} for _ in alone]
         for slot, pick in zip(slots, choice.picks or [-1] * len(slots), strict=True):
             if pick < 0:
@@ -402,11 +359,11 @@ class FlavorAssigner:
             for resource, _ in option.wanted:
                 flavors[slot.podset][resource] = option.flavor
         chosen = tuple(
-            PodSetAssignment(p.name, flavors[i], p.status, p.attempts, p.uncovered, p.options)
+            PodSetFeasibility(p.name, flavors[i], p.status, p.attempts, p.uncovered, p.options)
             for i, p in enumerate(alone)
         )
         if choice.status == "fit":
-            return Assignment(chosen)
+            return Feasibility(chosen)
         if choice.doubt is None:
             doubt = (
                 f"the podSets together have more choices of flavors than the {LIMIT} the gate tries "
@@ -415,7 +372,7 @@ class FlavorAssigner:
         else:
             who = podsets[slots[choice.doubt.slot].podset].name
             doubt = f"podSet {who!r}: {describe_doubt(cluster_queue, choice.doubt)}"
-        return Assignment(chosen, "unknown", doubt)
+        return Feasibility(chosen, "unknown", doubt)
 
 
 def _contended(slots: Sequence[_Slot], bound: Bounds) -> tuple[Exceeded, ...]:
@@ -442,7 +399,7 @@ class Assigns(Protocol):
 
     def assign(
         self, cluster_queue: str, podsets: Sequence[PodSetDemand], within_balance: bool = False
-    ) -> Assignment: ...
+    ) -> Feasibility: ...
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,10 @@ asked (Preempt, or Preempt without candidates), else NoFit (``WaitingForQuota``)
 which of those tried is best (``isPreferred``). Earlier podSets' assignments count as
 usage for later ones.
 
+Preemption is asked of an oracle behind ``PreemptionOracle``, as Kueue's assigner asks
+its ``preemptionOracle``: this module imports no preemptor. Without an oracle (the
+gates' question, at zero usage) a flavor short of free quota has no candidates.
+
 Static mode's topology placement is the engine's next step (``placement``). Not modelled
 (``docs/simulate.md``): podSet groups (``podSetGroupName``), the last-tried flavor of a
 requeued Workload, dynamic mode's placement, elastic slices, DRA, admission checks.
@@ -19,18 +23,17 @@ requeued Workload, dynamic mode's placement, elastic slices, DRA, admission chec
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
 from decimal import Decimal
+from typing import Protocol
 
 from webhook.kueue.amounts import canonical
 from webhook.kueue.clusterqueue import ClusterQueueInfo, FlavorFungibility
+from webhook.kueue.podset import PODS, PodSetDemand
 from webhook.kueue.resource_node import Node, available, lowest_fitting_height, potential_available
+from webhook.kueue.resourceflavor import FlavorInfo, flavor_mismatch
 from webhook.kueue.resources import FlavorResource, ResourceGroup
-from webhook.quota.flavorassigner import flavor_mismatch
-from webhook.quota.podsets import PODS, PodSetDemand
-from webhook.simulate.preempt import Preemptor, Simulation
 
 ZERO = Decimal(0)
 FIT, PREEMPT, NOFIT = "Fit", "Preempt", "NoFit"
@@ -156,23 +159,36 @@ def podset_requests(queue: ClusterQueueInfo, podset: PodSetDemand) -> dict[str, 
     return podset.totals(queue.group_of(PODS) is not None)
 
 
-class FlavorAssigner:
-    """One job's flavor assignment against the tree, asking the preemptor where Kueue does."""
+class PreemptionOracle(Protocol):
+    """``preemptionOracle``: could preemption free ``quantity`` of ``fr`` for the job in ``queue``?"""
 
-    def __init__(self, sim: Simulation, queue: Node, priority: int, created: datetime) -> None:
+    def simulate_preemption(self, queue: Node, fr: FlavorResource, quantity: Decimal) -> tuple[int, int]:
+        """(``NO_CANDIDATES``, ``PREEMPT_MODE`` or ``RECLAIM``; the borrowing height once the
+        victims are gone), leaving the usage as it found it."""
+        ...
+
+
+class FlavorAssigner:
+    """One job's flavor assignment against the tree, asking the oracle where Kueue does."""
+
+    def __init__(
+        self,
+        queue: Node,
+        flavors: Mapping[str, FlavorInfo],
+        fair_sharing: bool,
+        oracle: PreemptionOracle | None = None,
+    ) -> None:
         assert queue.info is not None
-        self.sim = sim
         self.node = queue
         self.queue = queue.info
-        self.priority = priority
-        self.created = created
+        self.flavors = flavors
+        self.oracle = oracle
         preemption = self.queue.preemption
         self.preempt_while_borrowing = preemption.borrow_within_cohort != "Never" or (
-            sim.state.fair_sharing.enabled and preemption.reclaim_within_cohort != "Never"
+            fair_sharing and preemption.reclaim_within_cohort != "Never"
         )
         self.tas_only = bool(self.queue.flavors) and all(
-            (f := sim.state.flavors.get(name)) is not None and f.topology_name is not None
-            for name, _ in self.queue.flavors
+            (f := flavors.get(name)) is not None and f.topology_name is not None for name, _ in self.queue.flavors
         )
 
     def assign(self, podsets: Sequence[PodSetDemand]) -> Assignment:
@@ -201,7 +217,7 @@ class FlavorAssigner:
                     continue
                 reasons = []
                 for flavor in group.flavors:
-                    info = self.sim.state.flavors.get(flavor)
+                    info = self.flavors.get(flavor)
                     mismatch = (
                         ("missing", "not found") if info is None else flavor_mismatch(info, podset, self.tas_only)
                     )
@@ -259,7 +275,7 @@ class FlavorAssigner:
         best_mode = WORST
         fungibility = self.queue.fungibility
         for flavor in group.flavors:
-            info = self.sim.state.flavors.get(flavor)
+            info = self.flavors.get(flavor)
             mismatch = (
                 ("missing", f"flavor {flavor} not found")
                 if info is None
@@ -315,14 +331,8 @@ class FlavorAssigner:
             return Granular(FIT_MODE, borrow), "", ""
         short = f"insufficient unused quota for {fr[1]} in flavor {fr[0]}, {canonical(value - free, fr[1])} more needed"
         if node.quota(fr).nominal >= value or may_reclaim or self.preempt_while_borrowing:
-            job = Preemptor(node, self.priority, self.created, {fr: value}, frozenset({fr}))
-            victims = self.sim.targets(job)
-            if not victims:
+            if self.oracle is None:
                 return Granular(NO_CANDIDATES, borrow), "", short
-            for victim in victims:
-                self.sim.remove(victim.workload)
-            after, _ = lowest_fitting_height(node, fr, value)
-            self.sim.restore(victims)
-            own = any(v.workload.cluster_queue == node.name for v in victims)
-            return Granular(PREEMPT_MODE if own else RECLAIM, after), "", short
+            possibility, after = self.oracle.simulate_preemption(node, fr, value)
+            return Granular(possibility, after if possibility != NO_CANDIDATES else borrow), "", short
         return Granular(NO_FIT, borrow), WAITING_FOR_QUOTA, short

@@ -1,4 +1,4 @@
-"""Flavor assignment against Kueue's own test table (``webhook.quota.flavorassigner``).
+"""Flavor assignment against Kueue's own test table (``webhook.quota.feasibility``).
 
 From kubernetes-sigs/kueue ``pkg/scheduler/flavorassigner/flavorassigner_test.go``,
 ``TestAssignFlavors``: 18 cases on flavor order, eligibility (labels, affinity, taints),
@@ -21,8 +21,8 @@ from quota_fixtures import CQ, affinity, cluster_queue, cohort, demand, jobset, 
 
 from webhook.cluster import kinds as k
 from webhook.kueue.clusterqueue import NominalFit
-from webhook.quota.flavorassigner import BeyondNominal, Exceeded, beyond_nominal, uncovered_requests
-from webhook.quota.podsets import PodSetDemand, podset_demand
+from webhook.kueue.podset import PodSetDemand, podset_demand
+from webhook.quota.feasibility import BeyondNominal, Exceeded, beyond_nominal, uncovered_requests
 
 # ---------------------------------------------------------------- flavorassigner_test.go, TestAssignFlavors
 
