@@ -1,6 +1,6 @@
 """The restated Kueue tables of the simulator's tests as oracle cases.
 
-The preemption tables of ``test_simulate_preempt`` restate Kueue's own test tables with the
+The preemption tables of ``test_kueue_preemption`` restate Kueue's own test tables with the
 builders of ``simulate_builders``: ClusterQueues, Cohorts and admitted Workloads written by
 hand, with none of the fields their CRDs default. Here each table case becomes a case folder
 the oracle reads: every object given its CRD's defaults (``crd_defaults``), each Workload
@@ -134,8 +134,8 @@ def to_case(table: TableCase) -> Case:
 
 
 def preemption_tables() -> list[TableCase]:
-    """Every row of ``test_simulate_preempt``'s restated tables of Kueue's preemption tests."""
-    import test_simulate_preempt as t
+    """Every row of ``test_kueue_preemption``'s restated tables of Kueue's preemption tests."""
+    import test_kueue_preemption as t
 
     out = [
         TableCase(f"preemption_test: {name}", t.DEFAULT_QUEUES, (), w, q, {"cpu": cpu}, p)

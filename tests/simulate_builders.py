@@ -16,15 +16,17 @@ from webhook.kube.quantity import parse_quantity
 from webhook.kube.scheduling import string_map
 from webhook.kueue.clusterqueue import parse_cluster_queue
 from webhook.kueue.cohort import parse_cohort
+from webhook.kueue.fair_sharing import FairSharing
 from webhook.kueue.flavorassigner import Assignment, FlavorAssigner
 from webhook.kueue.podset import podset_demand
+from webhook.kueue.preemption.common import Preemptor
+from webhook.kueue.preemption.preemptor import Oracle
 from webhook.kueue.resourceflavor import FlavorInfo, parse_flavor
 from webhook.kueue.workload import AdmittedWorkload
 from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
-from webhook.simulate.preempt import Oracle, Preemptor, Simulation
 from webhook.simulate.result import Result
-from webhook.simulate.state import FairSharing, LocalQueueInfo, PendingWorkload, State, tree_of
+from webhook.simulate.state import LocalQueueInfo, PendingWorkload, State, simulation_of, tree_of
 from webhook.simulate.workloads import from_document, job_of
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
@@ -361,7 +363,7 @@ def targets(
     else:
         total = {fr: parse_quantity(v) for fr, v in usage.items()}
         need = frozenset(total)
-    found = Simulation(st, tree).targets(Preemptor(tree.queues[queue], priority, created, total, need))
+    found = simulation_of(st, tree).targets(Preemptor(tree.queues[queue], priority, created, total, need))
     after = {name: dict(node.usage) for name, node in (*tree.queues.items(), *tree.cohorts.items())}
     assert {k: {fr: v for fr, v in u.items() if v} for k, u in after.items()} == {
         k: {fr: v for fr, v in u.items() if v} for k, u in before.items()
@@ -378,7 +380,7 @@ def assign(st: State, queue: str, incoming: PendingWorkload) -> Assignment:
         tree.queues[queue],
         st.flavors,
         st.fair_sharing.enabled,
-        Oracle(Simulation(st, tree), incoming.priority, incoming.created),
+        Oracle(simulation_of(st, tree), incoming.priority, incoming.created),
     ).assign(incoming.podsets)
 
 

@@ -96,3 +96,15 @@ def _dominant_resource_share(node: Node, request: Mapping[FlavorResource, Decima
             if share > ratio:
                 ratio, dominant = share, resource
     return DRS(node.weight, ratio, dominant, True)
+
+
+#: Kueue's default fair-sharing preemption strategies (``parseStrategies``)
+DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+
+
+@dataclass(frozen=True, slots=True)
+class FairSharing:
+    """Kueue's Configuration ``fairSharing``: its presence turns fair sharing on."""
+
+    enabled: bool = False
+    strategies: tuple[str, ...] = DEFAULT_STRATEGIES

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from typing import Any
 
 from webhook.kube.jsonvalues import as_dict
-from webhook.simulate.state import DEFAULT_STRATEGIES, FairSharing, LocalQueueInfo
+from webhook.kueue.fair_sharing import DEFAULT_STRATEGIES, FairSharing
+from webhook.simulate.state import LocalQueueInfo
 
 STRATEGIES = frozenset(DEFAULT_STRATEGIES)
 

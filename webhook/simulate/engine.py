@@ -35,11 +35,12 @@ from webhook.kueue.flavorassigner import (
     FlavorAssigner,
 )
 from webhook.kueue.podset import PodSetDemand
+from webhook.kueue.preemption.common import Preemptor, Victim
+from webhook.kueue.preemption.preemptor import Oracle
 from webhook.kueue.resource_node import Node, available
 from webhook.kueue.resources import FlavorResource
 from webhook.objects.workloadschema import exceeded
 from webhook.simulate.placement import PoolNeed, PoolTracker, pool_needs
-from webhook.simulate.preempt import Oracle, Preemptor, Simulation, Victim
 from webhook.simulate.result import (
     ADMIT,
     LISTED,
@@ -55,7 +56,17 @@ from webhook.simulate.result import (
     plural,
 )
 from webhook.simulate.result import PREEMPT as PREEMPT_OUTCOME
-from webhook.simulate.state import COHORTS, FLAVORS, LOCAL_QUEUES, TPU, WORKLOADS, PendingWorkload, State, tree_of
+from webhook.simulate.state import (
+    COHORTS,
+    FLAVORS,
+    LOCAL_QUEUES,
+    TPU,
+    WORKLOADS,
+    PendingWorkload,
+    State,
+    simulation_of,
+    tree_of,
+)
 
 ZERO = Decimal(0)
 #: a Workload ahead of the job that fits now and goes first (``Simulator._goes_first``)
@@ -79,7 +90,7 @@ class Simulator:
         self.priority_names = dict(priority_names or {})
         with localcontext(CONTEXT):
             self.tree = tree_of(state)
-        self.sim = Simulation(state, self.tree, budget)
+        self.sim = simulation_of(state, self.tree, budget)
         #: the largest holders per (scope, flavor, resource), worked out once per state and usage
         #: (``rebase`` drops them)
         self.ranked: dict[tuple[str, str, str], tuple[tuple[str, Decimal], ...]] = {}
@@ -88,7 +99,7 @@ class Simulator:
         """Answer for ``state`` from now on, its usage already moved into ``tree`` by the caller (a
         live snapshot's successor takes the tree over): what was worked out from the old usage goes."""
         self.state = state
-        self.sim = Simulation(state, self.tree, self.sim.budget)
+        self.sim = simulation_of(state, self.tree, self.sim.budget)
         self.ranked.clear()
 
     def simulate(self, job: PendingWorkload, kind: str = "Workload", source: str = "") -> Result:
@@ -115,7 +126,7 @@ class Simulator:
 
     def _assigner(self, node: Node, priority: int, created: datetime) -> FlavorAssigner:
         """Kueue's flavor assigner for a job of ``priority`` in ``node``, its preemptor the simulation's."""
-        state = self.sim.state
+        state = self.state
         return FlavorAssigner(node, state.flavors, state.fair_sharing.enabled, Oracle(self.sim, priority, created))
 
     def _simulate(self, job: PendingWorkload) -> Result:

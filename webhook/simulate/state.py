@@ -19,30 +19,21 @@ from decimal import Decimal
 
 from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.fair_sharing import FairSharing
 from webhook.kueue.hierarchy import Tree, build_tree
 from webhook.kueue.podset import PodSetDemand
+from webhook.kueue.preemption.candidates import QueueIndex, build_index
+from webhook.kueue.preemption.preemptor import Simulation
 from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.kueue.resources import FlavorResource
 from webhook.kueue.workload import AdmittedWorkload
 from webhook.policy.config import TpuPolicy
-from webhook.simulate.candidates import QueueIndex, build_index
 from webhook.simulate.placement import Placement
 
 #: the resource counted as TPU chips when a caller names none: the policy's default
 TPU = TpuPolicy().resource_name
 
-#: Kueue's default fair-sharing preemption strategies (``parseStrategies``)
-DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
-
 WORKLOADS, COHORTS, FLAVORS, LOCAL_QUEUES = "Workload", "Cohort", "ResourceFlavor", "LocalQueue"
-
-
-@dataclass(frozen=True, slots=True)
-class FairSharing:
-    """Kueue's Configuration ``fairSharing``: its presence turns fair sharing on."""
-
-    enabled: bool = False
-    strategies: tuple[str, ...] = DEFAULT_STRATEGIES
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +69,7 @@ class State:
     local_queues: Mapping[tuple[str, str], LocalQueueInfo]
     admitted: tuple[AdmittedWorkload, ...] = ()
     pending: tuple[PendingWorkload, ...] = ()
-    fair_sharing: FairSharing = FairSharing()
+    fair_sharing: FairSharing = field(default_factory=FairSharing)
     #: the kinds the state does not hold (``WORKLOADS``, ``COHORTS``, ...)
     missing: frozenset[str] = frozenset()
     #: namespace -> its labels, for ClusterQueue ``namespaceSelector``s; ``None``: not in the state
@@ -153,3 +144,8 @@ def _add_counted(tree: Tree, state: State, name: str, usage: Mapping[FlavorResou
             "counted there all the same"
         )
     tree.add(name, usage)
+
+
+def simulation_of(state: State, tree: Tree, budget: int = 20_000) -> Simulation:
+    """Kueue's preemptor over ``tree``, with the state's candidates, clock and fair-sharing configuration."""
+    return Simulation(tree, state.candidates, state.now, state.fair_sharing, budget)
