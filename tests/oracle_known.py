@@ -73,6 +73,16 @@ def _never_that_fits_at_zero_usage(result: Result, kueue: dict[str, Any], _: AsH
     )
 
 
+def _another_choice_holds(result: Result, kueue: dict[str, Any], _: AsHead) -> bool:
+    """Kueue's never, with its reason, where another choice of flavors holds the job: ours is a wait
+    with Kueue's reason (the engine gives a wait that reason only then)."""
+    return (
+        result.outcome == WAIT
+        and result.reason in ("ExceedsMaxQuota", "NoMatchingFlavor")
+        and (kueue["outcome"], kueue.get("reason")) == ("never", result.reason)
+    )
+
+
 RULES: tuple[KnownDifference, ...] = (
     KnownDifference(
         "queue-in-front",
@@ -101,6 +111,15 @@ RULES: tuple[KnownDifference, ...] = (
         "group's reason, WaitingForQuota. The rule applies only when Kueue admits the same job on "
         "the same state without usage.",
         _never_that_fits_at_zero_usage,
+    ),
+    KnownDifference(
+        "never-another-choice-holds",
+        "Kueue's attempt gives each podSet in turn the first flavor that fits and can leave a later "
+        "one beyond its flavors' maximum (ExceedsMaxQuota) where another choice of flavors, which "
+        "usage elsewhere leads Kueue to, holds them all. Our never is the capacity rules' answer "
+        "(no choice could ever hold the job), so this is a wait that keeps Kueue's reason and says "
+        "another choice could hold it; the gates let the same job through (gate-any-choice).",
+        _another_choice_holds,
     ),
 )
 

@@ -8,10 +8,11 @@ for a quota reason, at any usage, is one the gates refuse. Clusters (ClusterQueu
 tree, flavors, nominal quotas, borrowing and lending limits), jobs and admitted Workloads are
 drawn by a seeded generator, so a failure names a case that replays.
 
-For one podSet the two agree at any usage. For several podSets two disagreements remain and are
-kept as strict expected failures, each reason naming the class: Kueue's podSet loop stops at
-the first podSet without room now, before a later one shows the sum can never fit; and the
-gates search every choice of flavors where Kueue takes the first that fits each podSet.
+They agree by construction: the simulator's ``never`` is the gates' question
+(``webhook.quota.feasibility``), asked whenever Kueue's assigner finds no fit now. Kueue's own
+first choice is not that question: its podSet loop stops at the first podSet without room
+now, before a later one shows the sum can never fit, and it takes the first flavor that fits
+each podSet where another choice would hold them all.
 """
 
 from __future__ import annotations
@@ -19,15 +20,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import pytest
-from hypothesis import HealthCheck, Phase, event, given, settings
+from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 from quota_fixtures import store
 from simulate_builders import admitted, cluster_queue, cohort, job, simulate, state
 
 from webhook.kueue.flavorassigner import EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR
 from webhook.kueue.resource_node import available, potential_available
-from webhook.simulate.result import NEVER
+from webhook.simulate.result import NEVER, WAIT
 from webhook.simulate.state import tree_of
 
 TPU, CPU = "google.com/tpu", "cpu"
@@ -174,53 +174,36 @@ def test_the_gates_bound_is_the_simulators_potential_and_its_available_at_zero_u
 
 
 @SETTINGS
-@given(data=st.data(), cluster=clusters(), shape=podsets(most=1))
-def test_one_podset_never_fits_is_the_same_answer_at_any_usage(
+@given(data=st.data(), cluster=clusters(), shape=podsets(most=3))
+def test_the_gates_refuse_exactly_what_the_simulator_calls_never_at_any_usage(
     data: st.DataObject, cluster: Cluster, shape: Any
 ) -> None:
-    assert _verdicts(data, cluster, shape) in ((True, True, True), (False, False, False))
-
-
-@SETTINGS
-@given(data=st.data(), cluster=clusters(), shape=podsets(least=2))
-def test_podsets_the_gates_refuse_are_never_at_zero_usage(data: st.DataObject, cluster: Cluster, shape: Any) -> None:
-    """And a ``never`` at some usage is a ``never`` at zero usage: the verdict does not come from usage."""
+    """``never`` is the capacity rules' answer (SPEC's simulate outcomes), at zero usage and at any
+    other: the verdict never comes from usage."""
     gates, at_zero, now = _verdicts(data, cluster, shape)
-    assert (gates <= at_zero, now <= at_zero) == (True, True)
+    assert (at_zero, now) == (gates, gates)
 
 
-#: a known disagreement replays at once: no shrinking, the generated class is named in the reason
-KNOWN = settings(SETTINGS, phases=[Phase.explicit, Phase.reuse, Phase.generate])
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the simulator follows Kueue's podSet loop, which stops at the first podSet with no fit: when "
-    "current usage leaves an earlier podSet no room (insufficient unused quota, no preemption), a later "
-    "podSet whose sum with the earlier ones exceeds the potential available is never reached, so a job "
-    "the gates call never-fits is 'wait' (WaitingForQuota) instead of 'never'",
-)
-@KNOWN
-@given(data=st.data(), cluster=clusters(), shape=podsets(least=2))
-def test_podsets_the_gates_refuse_are_never_at_any_usage(data: st.DataObject, cluster: Cluster, shape: Any) -> None:
-    gates, _, now = _verdicts(data, cluster, shape)
-    assert gates <= now
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="the gates search every choice of flavors for the podSets together, Kueue's assigner (and the "
-    "simulator) takes the first flavor that fits each podSet in turn and never goes back: podSets "
-    "(1 tpu + 1 cpu) then (4 x 2 cpu) on cpu flavors f1 (nominal 8) then f2 (cohort lends 1) fit the gates "
-    "with the first on f2, while Kueue puts the first on f1 and the second exceeds f1's 8, so the simulator "
-    "says 'never' (ExceedsMaxQuota) on a job the gates let through",
-)
-def test_podsets_never_in_the_simulator_are_refused_by_the_gates() -> None:
-    """The generated case the reason names, kept as it was found."""
+def test_a_job_kueues_first_choice_cannot_hold_but_another_can_waits() -> None:
+    """Kueue's assigner takes the first flavor that fits each podSet in turn and never goes back:
+    here it puts the first podSet on f1, and the second then exceeds f1's 8 (Kueue reports
+    ExceedsMaxQuota). With the first on f2 both fit, which Kueue chooses once f1 is in use, so
+    the job is not ``never``: it waits, saying why."""
     cluster = Cluster(
         (cluster_queue("cq0", {"f0": {TPU: "1"}}, {"f1": {CPU: "8"}, "f2": {CPU: "0"}}, cohort="root"),),
         (cohort("root", {"f2": {TPU: "0", CPU: "1"}}),),
         {},
     )
     incoming = job(TARGET, {}, podsets=(("ps0", 1, {TPU: "1", CPU: "1"}), ("ps1", 4, {CPU: "2"})))
-    assert (_simulator_never(cluster, [], incoming), _gates_refuse(cluster, incoming.podsets)) == (True, True)
+    flavors = [
+        {"apiVersion": "kueue.x-k8s.io/v1beta2", "kind": "ResourceFlavor", "metadata": {"name": f}} for f in FLAVORS
+    ]
+    result = simulate(state(cluster.queues, cluster.cohorts, [], flavors=flavors), incoming)
+    assert (result.outcome, result.reason, result.message, _gates_refuse(cluster, incoming.podsets)) == (
+        WAIT,
+        EXCEEDS_MAX_QUOTA,
+        "podSet ps1: f1: cpu in flavor f1: 9 > maximum capacity 8; f2: cpu in flavor f2: 8 > maximum capacity 1; "
+        "Kueue's first choice of flavors at the current usage cannot hold it, another choice could, "
+        "and Kueue makes it when usage changes",
+        False,
+    )

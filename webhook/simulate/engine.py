@@ -25,6 +25,7 @@ from webhook.kube.quantity import CONTEXT
 from webhook.kube.scheduling import describe_selector, selector_matches
 from webhook.kueue.amounts import format_amount
 from webhook.kueue.clusterqueue import ClusterQueueInfo
+from webhook.kueue.cohort import CohortMembers
 from webhook.kueue.flavorassigner import (
     EXCEEDS_MAX_QUOTA,
     FIT,
@@ -35,11 +36,13 @@ from webhook.kueue.flavorassigner import (
     FlavorAssigner,
 )
 from webhook.kueue.podset import PodSetDemand
+from webhook.kueue.potential import ResourceNodes
 from webhook.kueue.preemption.common import Preemptor, Victim
 from webhook.kueue.preemption.preemptor import Oracle
 from webhook.kueue.resource_node import Node, available
 from webhook.kueue.resources import FlavorResource
 from webhook.objects.workloadschema import exceeded
+from webhook.quota.feasibility import Exceeded, Feasibility, FeasibilityCheck
 from webhook.simulate.placement import PoolNeed, PoolTracker, pool_needs
 from webhook.simulate.result import (
     ADMIT,
@@ -94,11 +97,25 @@ class Simulator:
         #: the largest holders per (scope, flavor, resource), worked out once per state and usage
         #: (``rebase`` drops them)
         self.ranked: dict[tuple[str, str, str], tuple[tuple[str, Decimal], ...]] = {}
+        self._feasibility: FeasibilityCheck | None = None
+
+    @property
+    def feasibility(self) -> FeasibilityCheck:
+        """The capacity rules' question over this state: could any choice of flavors ever hold a job
+        (usage zero). Built the first time a job does not fit now; nothing is memoized in it."""
+        if self._feasibility is None:
+            members = CohortMembers()
+            for queue in self.state.cluster_queues.values():
+                members.add(queue)
+            nodes = ResourceNodes(self.state, members, _nothing_kept, _keep_nothing)
+            self._feasibility = FeasibilityCheck(self.state, nodes, _nothing_kept, _keep_nothing)
+        return self._feasibility
 
     def rebase(self, state: State) -> None:
         """Answer for ``state`` from now on, its usage already moved into ``tree`` by the caller (a
         live snapshot's successor takes the tree over): what was worked out from the old usage goes."""
         self.state = state
+        self._feasibility = None
         self.sim = simulation_of(state, self.tree, self.sim.budget)
         self.ranked.clear()
 
@@ -179,10 +196,18 @@ class Simulator:
             message = f"Cohorts are not in the state: what cohort {queue.cohort} could lend is unknown"
             return Result(UNKNOWN, "", queue.name, message)
         assignment = assigner.assign(job.podsets)
-        if assignment.mode == NOFIT and assignment.reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR):
-            return Result(
-                NEVER, assignment.reason, queue.name, _why_not(assignment), self._podsets(assignment, node, [], False)
-            )
+        if assignment.mode == NOFIT:
+            # ``never`` is the capacity rules' answer (could any choice of flavors ever hold the job),
+            # not the NoFit of Kueue's first choice at the current usage: Kueue's assigner takes the
+            # first flavor that fits each podSet in turn, so usage decides which choice it tries
+            feasible = self.feasibility.assign(queue.name, job.podsets)
+            kueue_never = assignment.reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR)
+            if feasible.status == "nofit":
+                reason = assignment.reason if kueue_never else EXCEEDS_MAX_QUOTA
+                why = _why_not(assignment) if kueue_never else _infeasible(feasible)
+                return Result(NEVER, reason, queue.name, why, self._podsets(assignment, node, [], False))
+            if kueue_never and feasible.status == "unknown":
+                return Result(UNKNOWN, "", queue.name, feasible.doubt, self._podsets(assignment, node, [], False))
         if WORKLOADS in state.missing:
             message = "Workloads are not in the state: what the queues use now is unknown"
             return Result(UNKNOWN, "", queue.name, message, self._podsets(assignment, node, [], False))
@@ -239,6 +264,15 @@ class Simulator:
                 result = Result(PREEMPT_OUTCOME, "", queue.name, message, podsets, preemptions, position)
             else:
                 result = self._wait(assignment, node, position, "no preemption Kueue would make frees enough")
+        elif assignment.reason in (EXCEEDS_MAX_QUOTA, NO_MATCHING_FLAVOR):
+            # Kueue's answer now, with the reason it gives; another choice of flavors could hold the
+            # job, which Kueue makes once the usage that decides its first choice changes
+            why = (
+                f"{_why_not(assignment)}; Kueue's first choice of flavors at the current usage cannot hold it, "
+                "another choice could, and Kueue makes it when usage changes"
+            )
+            podsets = self._podsets(assignment, node, [], False)
+            result = Result(WAIT, assignment.reason, queue.name, why, podsets, (), position)
         else:
             result = self._wait(assignment, node, position, _why_not(assignment))
         if unplaceable and result.outcome in (ADMIT, PREEMPT_OUTCOME):
@@ -579,6 +613,31 @@ def _fits(podsets: Sequence[PodSetResult], queue: str, chips: str) -> str:
         f"{format_amount(v)} chips" if r == chips else f"{format_amount(v, r)} {r}" for r, v in sorted(borrowed.items())
     )
     return text + (f", borrowing {amounts}" if amounts else "")
+
+
+def _nothing_kept(key: object) -> object:
+    return None
+
+
+def _keep_nothing(key: object, value: object) -> None:
+    return None
+
+
+def _infeasible(feasible: Feasibility) -> str:
+    """Why no choice of flavors could ever hold the podSets, in the capacity rules' terms."""
+    index = feasible.first_unassigned()
+    if index is not None:
+        podset = feasible.podsets[index]
+        over = [_beyond(e, "") for e in podset.exceeded]
+        passed = [f"{a.flavor}: {a.detail}" for a in podset.passed_over]
+        return f"podSet {podset.name}: no flavor could ever hold it: " + "; ".join([*over, *passed][:LISTED])
+    contended = [_beyond(e, " in all") for e in feasible.contended]
+    return "no choice of flavors could ever hold the podSets together: " + "; ".join(contended[:LISTED])
+
+
+def _beyond(exceeded: Exceeded, scope: str) -> str:
+    n, r = format_amount, exceeded.resource
+    return f"{exceeded.flavor}: {n(exceeded.needed, r)} {r}{scope} > at most {n(exceeded.most, r)}"
 
 
 def _why_not(assignment: Assignment) -> str:

@@ -89,6 +89,10 @@ class State:
     #: checked (dynamic mode, or a state made by hand without nodes)
     placement: Placement | None = None
 
+    def cohorts_unknown(self) -> str | None:
+        """Why what the cohorts could lend is unknown (the potential quota reads it); ``None`` when known."""
+        return "Cohort objects are not in the state" if COHORTS in self.missing else None
+
     def __post_init__(self) -> None:
         if self.admitted_by_queue is not None:
             return  # built per queue by the caller (``webhook.simulate.live``)
