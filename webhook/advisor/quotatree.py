@@ -17,7 +17,6 @@ from webhook.explain.bars import LEGEND, WIDTH, table, wrap
 from webhook.explain.inputs import Amounts, FlavorAmounts, QueueQuota, QuotaPicture
 from webhook.explain.result import number
 from webhook.kueue.amounts import format_amount
-from webhook.quota.picture import subtree_cohorts
 
 #: a row of the tree: depth, label, its amounts for the table's flavor and resource (``None``:
 #: a cohort shown for the queues below it), and the ClusterQueue (``None`` for a cohort)
@@ -78,7 +77,7 @@ def render_quota(picture: QuotaPicture, width: int = WIDTH) -> str:
     lines: list[str] = []
     for root in picture.roots():
         lines += wrap(f"cohort {root}", width)
-        cohorts = subtree_cohorts(picture, root)
+        cohorts = picture.subtree_cohorts(root)
         for flavor, resource in _pairs(picture, picture.queues_under(root), cohorts):
             lines += _table(_rows(picture, root, flavor, resource, 0, set()), flavor, resource, width)
         lines.append("")

@@ -15,7 +15,7 @@ for the one queue asked about (``Tree.queue``).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
 
@@ -145,3 +145,17 @@ def build_tree(
         if node.parent is None:
             _accumulate(node, members)
     return Tree(queues, nodes, cycles)
+
+
+def subtree_queues(cohort: Node) -> Iterator[Node]:
+    """The ClusterQueues of ``cohort`` and of every cohort below it (cycles are cut: no walk loops)."""
+    yield from cohort.child_queues
+    for child in cohort.child_cohorts:
+        yield from subtree_queues(child)
+
+
+def subtree_cohorts(cohort: Node) -> Iterator[Node]:
+    """``cohort`` and every cohort below it."""
+    yield cohort
+    for child in cohort.child_cohorts:
+        yield from subtree_cohorts(child)

@@ -27,11 +27,14 @@ from collections import defaultdict
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import cached_property
 
 from webhook.kube.quantity import CONTEXT
 from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo
+from webhook.kueue.hierarchy import Tree, build_tree, subtree_cohorts, subtree_queues
 from webhook.kueue.podset import PodSetDemand
+from webhook.kueue.resource_node import Node
 from webhook.kueue.resources import FlavorQuotas
 
 ZERO = Decimal(0)
@@ -77,50 +80,58 @@ class CohortQuota:
     flavors: FlavorAmounts = field(default_factory=dict)
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
 class QuotaPicture:
     """Every ClusterQueue's and cohort's numbers. A cohort a queue names without a Cohort
-    object exists all the same (Kueue makes it implicitly): it is a root with no quota."""
+    object exists all the same (Kueue makes it implicitly): it is a root with no quota. The
+    walks go through the Kueue model's one cohort tree (``webhook.kueue.hierarchy``), where
+    a ``parentName`` cycle is cut loose: each of its cohorts stands as a root."""
 
     cluster_queues: Mapping[str, QueueQuota] = field(default_factory=dict)
     cohorts: Mapping[str, CohortQuota] = field(default_factory=dict)
+
+    @cached_property
+    def tree(self) -> Tree:
+        """The cohort tree of the picture's queues and cohorts (its shape only: the numbers are here)."""
+        queues = {name: ClusterQueueInfo(name, q.cohort, {}, (), ()) for name, q in self.cluster_queues.items()}
+        cohorts = {name: CohortInfo(name, c.parent, ()) for name, c in self.cohorts.items()}
+        return build_tree(queues, cohorts)
 
     def cohort(self, name: str) -> CohortQuota:
         return self.cohorts.get(name) or CohortQuota(name)
 
     def root(self, cohort: str) -> str:
-        """The root of ``cohort``'s tree (a parent cycle, which Kueue refuses, stops the walk)."""
-        seen = {cohort}
-        while (parent := self.cohort(cohort).parent) is not None and parent not in seen:
-            seen.add(parent)
-            cohort = parent
-        return cohort
+        """The root of ``cohort``'s tree."""
+        node = self.tree.cohorts.get(cohort)
+        return node.root().name if node is not None else cohort
 
     def child_cohorts(self, cohort: str) -> list[str]:
-        return sorted(name for name, node in self.cohorts.items() if node.parent == cohort and name != cohort)
+        node = self.tree.cohorts.get(cohort)
+        return sorted(child.name for child in node.child_cohorts) if node is not None else []
 
     def member_queues(self, cohort: str) -> list[QueueQuota]:
-        return sorted((q for q in self.cluster_queues.values() if q.cohort == cohort), key=lambda q: q.name)
+        node = self.tree.cohorts.get(cohort)
+        return self._queues(node.child_queues) if node is not None else []
 
     def queues_under(self, cohort: str) -> list[QueueQuota]:
         """The ClusterQueues of ``cohort`` and of every cohort below it, by name."""
-        names, todo, seen = [], [cohort], set()
-        while todo:
-            current = todo.pop()
-            if current in seen:
-                continue
-            seen.add(current)
-            names += self.member_queues(current)
-            todo += self.child_cohorts(current)
-        return sorted(names, key=lambda q: q.name)
+        node = self.tree.cohorts.get(cohort)
+        return self._queues(subtree_queues(node)) if node is not None else []
+
+    def subtree_cohorts(self, root: str) -> list[str]:
+        """``root`` and every cohort below it, each once."""
+        node = self.tree.cohorts.get(root)
+        return [c.name for c in subtree_cohorts(node)] if node is not None else [root]
 
     def roots(self) -> list[str]:
         """The root cohorts: of Cohort objects and of the cohorts queues name."""
-        named = {q.cohort for q in self.cluster_queues.values() if q.cohort} | set(self.cohorts)
-        return sorted({self.root(name) for name in named})
+        return sorted(name for name, node in self.tree.cohorts.items() if node.parent is None)
 
     def standalone(self) -> list[QueueQuota]:
         return sorted((q for q in self.cluster_queues.values() if not q.cohort), key=lambda q: q.name)
+
+    def _queues(self, nodes: Iterable[Node]) -> list[QueueQuota]:
+        return sorted((self.cluster_queues[node.name] for node in nodes), key=lambda q: q.name)
 
 
 #: (ClusterQueue, flavor, resource) -> amount
@@ -197,7 +208,7 @@ def build_picture(
     lent: dict[tuple[str, str, str], Decimal] = {}
     for root, members in trees.items():
         own: dict[tuple[str, str], Decimal] = defaultdict(lambda: ZERO)
-        for cohort in subtree_cohorts(skeleton, root):
+        for cohort in skeleton.subtree_cohorts(root):
             for flavor, resources in cohort_quotas.get(cohort, CohortQuota(cohort)).flavors.items():
                 for resource, amounts in resources.items():
                     own[(flavor, resource)] = CONTEXT.add(own[(flavor, resource)], amounts.nominal)
@@ -231,14 +242,3 @@ def build_picture(
             )
         queues[name] = QueueQuota(name, queue.cohort, dict(flavors))
     return QuotaPicture(queues, cohort_quotas)
-
-
-def subtree_cohorts(picture: QuotaPicture, root: str) -> list[str]:
-    """``root`` and every Cohort below it, each once (a cycle in the tree is not followed twice)."""
-    names, todo = [], [root]
-    while todo:
-        current = todo.pop()
-        if current not in names:
-            names.append(current)
-            todo += picture.child_cohorts(current)
-    return names

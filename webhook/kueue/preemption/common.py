@@ -144,12 +144,6 @@ class Search:
         return victims
 
 
-def subtree_queues(cohort: Node) -> Iterator[Node]:
-    yield from cohort.child_queues
-    for child in cohort.child_cohorts:
-        yield from subtree_queues(child)
-
-
 class Lazy:
     """Per queue, its candidates, made into an iterator only when first asked for."""
 

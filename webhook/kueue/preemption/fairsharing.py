@@ -14,6 +14,7 @@ from functools import partial
 from itertools import chain
 
 from webhook.kueue.fair_sharing import DEFAULT_STRATEGIES, DRS, NEGATIVE_DRS, compare_drs, dominant_resource_share
+from webhook.kueue.hierarchy import subtree_queues
 from webhook.kueue.preemption.candidates import Peekable, QueueIndex, eligible, may_have
 from webhook.kueue.preemption.common import (
     IN_CLUSTER_QUEUE,
@@ -24,7 +25,6 @@ from webhook.kueue.preemption.common import (
     Search,
     Victim,
     ordering_key,
-    subtree_queues,
 )
 from webhook.kueue.resource_node import Node
 from webhook.kueue.workload import AdmittedWorkload
