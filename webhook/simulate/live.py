@@ -219,44 +219,48 @@ def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
     )
 
 
-def _from_kept(snapshot: Snapshot, key: str, depends: Hashable, make: Callable[[], Any]) -> Any:
-    """An answer worked out from the kept documents (and ``depends``), kept on the queue part, which
-    Workload events share, for as long as the kept documents are the same: one entry per ``key``,
-    replaced, never changed."""
-    memo = snapshot.queues.memo
-    held = memo.get(key)
-    if held is not None and held[0] is snapshot.kept and held[1] == depends:
-        return held[2]
-    made = make()
-    memo.answers[key] = (snapshot.kept, depends, made)
-    return made
-
-
 def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:
-    """The LocalQueues with their stop policies."""
+    """The LocalQueues with their stop policies: the queue part's map, read through the stop
+    policies of the kept documents (worked out once per kept documents, on their memo)."""
+    stops = snapshot.documents.memo.remember("simulate stop policies", lambda: _stop_policies(snapshot))
+    return _LocalQueues(snapshot.queues.local_queues, stops)
 
-    def make() -> Mapping[tuple[str, str], LocalQueueInfo]:
-        stops = {}
-        for document in snapshot.kept_documents(k.LOCAL_QUEUES):
-            local = parse_local_queue(document)
+
+def _stop_policies(snapshot: Snapshot) -> Mapping[tuple[str, str], str]:
+    stops = {}
+    for document in snapshot.kept_documents(k.LOCAL_QUEUES):
+        local = parse_local_queue(document)
+        if local.stop_policy != "None":
             stops[(local.namespace, local.name)] = local.stop_policy
-        return {
-            key: LocalQueueInfo(key[0], key[1], cq, stops.get(key, "None"))
-            for key, cq in snapshot.queues.local_queues.items()
-        }
+    return stops
 
-    return _from_kept(snapshot, "simulate local queues", (), make)  # type: ignore[no-any-return]
+
+class _LocalQueues(Mapping[tuple[str, str], LocalQueueInfo]):
+    """(namespace, LocalQueue) -> its ClusterQueue and stop policy, made when read: the two maps it
+    joins come from parts the store shares between snapshots on their own."""
+
+    __slots__ = ("_queues", "_stops")
+
+    def __init__(self, queues: Mapping[tuple[str, str], str], stops: Mapping[tuple[str, str], str]) -> None:
+        self._queues, self._stops = queues, stops
+
+    def __getitem__(self, key: tuple[str, str]) -> LocalQueueInfo:
+        return LocalQueueInfo(key[0], key[1], self._queues[key], self._stops.get(key, "None"))
+
+    def __iter__(self) -> Iterator[tuple[str, str]]:
+        return iter(self._queues)
+
+    def __len__(self) -> int:
+        return len(self._queues)
 
 
 def _fair_sharing(snapshot: Snapshot, policy: Policy) -> FairSharing:
-    """Fair sharing as Kueue's Configuration sets it (a YAML text to parse: kept, not parsed per snapshot)."""
+    """Fair sharing as Kueue's Configuration sets it (a YAML text to parse: once per kept documents)."""
     kueue = policy.kueue
     where = (kueue.namespace, kueue.config_map, kueue.config_key)
-
-    def make() -> FairSharing:
-        return fair_sharing(_configuration(snapshot, policy))
-
-    return _from_kept(snapshot, "simulate fair sharing", where, make)  # type: ignore[no-any-return]
+    return snapshot.documents.memo.remember(  # type: ignore[no-any-return]
+        ("simulate fair sharing", where), lambda: fair_sharing(_configuration(snapshot, policy))
+    )
 
 
 _STATE_KEY: Final = "simulate state"
