@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 from builders import deployment, job, jobset
-from cluster_fixtures import OBJECTS, POLICY
+from cluster_fixtures import OBJECTS, POLICY, team_a_workload
 
 from webhook.cluster import kinds as k
 from webhook.cluster import snapshot as snapshot_module
@@ -29,6 +29,7 @@ from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.statefiles import state_from_objects
 from webhook.cluster.store import ClusterStore
 from webhook.engine.decision import AdmissionFacts, Decision, decide
+from webhook.kueue.workload import HOLDS, WAITS
 from webhook.objects.jsontext import plain_json
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.simulate.live import warning_line
@@ -520,7 +521,7 @@ def test_jobs_with_unique_multi_megabyte_values_leave_memory_within_the_memos_by
     snapshot = store.snapshot()
     assert snapshot.memo.bytes <= snapshot_module.MEMO_BYTES
     names = [cache for cache, _, _ in store.cache_sizes()]
-    assert names == ["snapshot_memo", "queue_memo", "node_memo", "document_memo", "sharing"]
+    assert names == ["snapshot_memo", "queue_memo", "node_memo", "document_memo", "part_memo", "sharing"]
 
 
 def test_a_memo_keeps_answers_within_its_byte_bound() -> None:
@@ -536,3 +537,35 @@ def test_a_memo_keeps_answers_within_its_byte_bound() -> None:
     kept = len(memo.answers)
     memo.keep("one more", "z" * (snapshot_module.MEMO_ENTRY_BYTES // 2))
     assert len(memo.answers) == kept and memo.bytes <= snapshot_module.MEMO_BYTES
+
+
+def test_an_index_part_keeps_its_memo_until_its_workloads_change() -> None:
+    """A part's memo is shared by the snapshots that share the part, and a changed part starts anew."""
+    store = state_from_objects(OBJECTS, POLICY)
+    holders, waiters = (HOLDS, "team-a", ""), (WAITS, "kubemaker", "team-a-queue")
+    first = store.snapshot()
+    for where in (holders, waiters):
+        memo = first.part_memo(where)
+        assert memo is not None
+        memo.keep("worked out", where)
+    store.apply(k.WORKLOADS, "ADDED", team_a_workload("another", 64))  # waits in team-a-queue
+    after = store.snapshot()
+    assert after is not first
+    kept = [
+        (m.get("worked out") if (m := after.part_memo(where)) is not None else None) for where in (holders, waiters)
+    ]
+    assert kept == [holders, None]
+
+
+def test_a_memo_hands_an_answer_to_the_next_snapshot_once() -> None:
+    store = state_from_objects(OBJECTS, POLICY)
+    first = store.snapshot()
+    first.memo.keep("carried", "an answer")
+    store.apply(k.WORKLOADS, "ADDED", team_a_workload("another", 64))
+    after = store.snapshot()
+    assert (after.memo.take_previous("carried"), after.memo.take_previous("carried"), first.memo.get("carried")) == (
+        "an answer",
+        None,
+        None,
+    )
+    assert first.memo.bytes == 0

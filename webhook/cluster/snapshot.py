@@ -68,15 +68,23 @@ WorkloadKey = tuple[str, str]
 
 class Memo:
     """Answers worked out from one immutable object, kept on it: they go when it goes. Bounded in
-    entries (``MEMO_LIMIT``) and in bytes (``MEMO_BYTES``, ``MEMO_ENTRY_BYTES``): past either an
-    answer is worked out and not kept."""
+    entries (``MEMO_LIMIT``, or the ``limit`` given) and in bytes (``MEMO_BYTES``,
+    ``MEMO_ENTRY_BYTES``): past either an answer is worked out and not kept.
 
-    __slots__ = ("answers", "bytes")
+    A snapshot's memo links to the memo of the snapshot the store published just before
+    (``previous``, one link: the store cuts the one before), and an answer kept there can be
+    taken over (``take_previous``) by a caller that checks it still holds: the one way anything
+    is carried from an older snapshot."""
 
-    def __init__(self) -> None:
+    __slots__ = ("answers", "bytes", "limit", "previous")
+
+    def __init__(self, limit: int = 0) -> None:
         self.answers: dict[Any, Any] = {}
         #: the kept answers' and keys' bytes (``weight``), as counted when each was kept
         self.bytes = 0
+        #: entries at most; 0: ``MEMO_LIMIT``
+        self.limit = limit
+        self.previous: Memo | None = None
 
     def get(self, key: Any) -> Any:
         """The answer kept under ``key``; ``None`` when there is none."""
@@ -91,13 +99,55 @@ class Memo:
         return held
 
     def keep(self, key: Any, value: Any) -> None:
-        if len(self.answers) >= MEMO_LIMIT or key in self.answers:
+        if len(self.answers) >= (self.limit or MEMO_LIMIT) or key in self.answers:
             return
         cost = weight(key) + weight(value)
         if cost > MEMO_ENTRY_BYTES or self.bytes + cost > MEMO_BYTES:
             return
         self.answers[key] = value
         self.bytes += cost
+
+    def take_previous(self, key: Any) -> Any:
+        """The answer the previous snapshot's memo keeps under ``key``, taken out of it (one
+        successor takes it at most, and the previous snapshot works it out again if asked);
+        ``None`` when there is none."""
+        previous = self.previous
+        if previous is None:
+            return None
+        held = previous.answers.pop(key, None)
+        if held is not None:
+            previous.bytes = max(0, previous.bytes - weight(key) - weight(held))
+        return held
+
+
+#: answers one index part keeps, at most: a few per consumer, not one per job
+PART_LIMIT: Final = 8
+
+
+class LocatedSet(set[tuple[str, str]]):
+    """The Workloads at one place of the store's index (the holders of a ClusterQueue, the
+    waiters of a LocalQueue), with a memo of what is worked out from them alone. The store
+    never changes a set a published snapshot holds (it copies it first, and the copy starts
+    with no memo), so the memo is shared by every snapshot while that place is unchanged and
+    goes with the set: a Workload event elsewhere keeps it."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self, keys: Iterable[tuple[str, str]] = ()) -> None:
+        super().__init__(keys)
+        self._memo: Memo | None = None
+
+    @property
+    def memo(self) -> Memo:
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = Memo(PART_LIMIT)
+        return memo
+
+    @property
+    def kept(self) -> Memo | None:
+        """The memo, if anything was worked out from the set yet."""
+        return self._memo
 
 
 class QueueState:
@@ -257,9 +307,6 @@ class Snapshot:
         self.documents = documents if documents is not None else DocumentState()
         #: kind name -> key -> kept document (LocalQueues, Kueue's Configuration)
         self.kept = self.documents.by_kind
-        #: the snapshot the store published just before this one (one link: the store cuts the one
-        #: before), so what is memoized per part can be shared when the part did not change
-        self.previous: Snapshot | None = None
         workloads_reason = self.unread.get(k.WORKLOADS.name)
         self.quota = QuotaModel(
             queues,
@@ -284,7 +331,26 @@ class Snapshot:
             ("queue_memo", len(self.queues.memo.answers), self.queues.memo.bytes),
             ("node_memo", len(self.nodes.memo.answers), self.nodes.memo.bytes),
             ("document_memo", len(self.documents.memo.answers), self.documents.memo.bytes),
+            ("part_memo", *self._part_memos()),
         ]
+
+    def _part_memos(self) -> tuple[int, int]:
+        """Entries and bytes of the index parts' memos, summed (O(parts), for the metric)."""
+        entries = size = 0
+        for part in (self.located or {}).values():
+            memo = part.kept if isinstance(part, LocatedSet) else None
+            if memo is not None:
+                entries, size = entries + len(memo.answers), size + memo.bytes
+        return entries, size
+
+    def part_memo(self, where: tuple[str, str, str]) -> Memo | None:
+        """The memo of the index part at ``where`` (``(HOLDS, ClusterQueue, "")``, ``(WAITS,
+        namespace, LocalQueue)``): what is worked out from that part's Workloads alone is kept
+        there, and outlives Workload events elsewhere. ``None`` when the part is empty or the
+        snapshot is not indexed: then it is worked out each time it is asked."""
+        located = self.located
+        part = located.get(where) if located is not None else None
+        return part.memo if isinstance(part, LocatedSet) else None
 
     def remember(self, key: Any, make: Callable[[], Any]) -> Any:
         """The answer memoized under ``key`` on this snapshot, worked out by ``make`` the first time."""
@@ -432,18 +498,26 @@ class Snapshot:
     def waiting_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadInfo]]:
         """(namespace, name, entry) of the Workloads waiting in the queue's LocalQueues, unordered."""
         out: list[tuple[str, str, WorkloadInfo]] = []
-        local_queues = self.queues.local_queues
-        for namespace, local in sorted(self.queues.queues_of_cq.get(cluster_queue, ())):
-            if local_queues.get((namespace, local)) != cluster_queue:
-                continue
-            out.extend(
-                self._located(
-                    (WAITS, namespace, local),
-                    lambda e, ns=namespace, lq=local: e.state == WAITS and e.local_queue == lq,  # type: ignore[misc]
-                    namespace,
-                )
-            )
+        for namespace, local in self.local_queues_of(cluster_queue):
+            out.extend(self.waiting_at(namespace, local))
         return out
+
+    def local_queues_of(self, cluster_queue: str) -> list[tuple[str, str]]:
+        """(namespace, LocalQueue) of the LocalQueues that point at ``cluster_queue``, sorted."""
+        local_queues = self.queues.local_queues
+        return [
+            key
+            for key in sorted(self.queues.queues_of_cq.get(cluster_queue, ()))
+            if local_queues.get(key) == cluster_queue
+        ]
+
+    def waiting_at(self, namespace: str, local: str) -> list[tuple[str, str, WorkloadInfo]]:
+        """(namespace, name, entry) of the Workloads waiting in one LocalQueue."""
+        return self._located(
+            (WAITS, namespace, local),
+            lambda e: e.state == WAITS and e.local_queue == local,
+            namespace,
+        )
 
     def _located(
         self, where: tuple[str, str, str], keep: Callable[[WorkloadInfo], bool], namespace: str | None = None

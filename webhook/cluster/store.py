@@ -25,7 +25,7 @@ from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
-from webhook.cluster.snapshot import DocumentState, NodeState, QueueState, Snapshot, places
+from webhook.cluster.snapshot import DocumentState, LocatedSet, NodeState, QueueState, Snapshot, places
 from webhook.cluster.workloaddocs import WorkloadRecords
 from webhook.kube.jsonvalues import as_dict
 from webhook.kube.scheduling import string_map
@@ -114,7 +114,7 @@ class ClusterStore:
         self.records_version = 0
         #: where each counted Workload is: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)
         #: -> its keys, so the simulator reads one queue's Workloads, never all of them
-        self.workloads_at: SetTable[tuple[str, str, str], tuple[str, str]] = SetTable()
+        self.workloads_at: SetTable[tuple[str, str, str], tuple[str, str]] = SetTable(LocatedSet)
         #: the kept documents as the last snapshot carries them, and the generation they were copied at
         self._kept: tuple[int, DocumentState] = (-1, DocumentState())
         #: what ClusterQueues store in their cohorts, kept summed as they come and go
@@ -407,8 +407,8 @@ class ClusterStore:
             documents=self._kept[1],
         )
         if last is not None:
-            last.previous = None  # one link only: nothing keeps a chain of old snapshots alive
-            published.previous = last
+            last.memo.previous = None  # one link only: nothing keeps a chain of old snapshots alive
+            published.memo.previous = last.memo
         self._published = published
         return published
 

@@ -12,7 +12,7 @@ replaced, not incremented), so a fork's values are its own.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Final, Generic, TypeVar
 
 K = TypeVar("K")
@@ -86,12 +86,14 @@ class SetTable(Mapping[K, set[N]], Generic[K, N]):
     ``Table``; each set is copied the first time it changes after a ``fork``, so a write
     after a fork copies the one set it touches, not the map."""
 
-    __slots__ = ("_fresh", "sets")
+    __slots__ = ("_fresh", "_make", "sets")
 
-    def __init__(self) -> None:
+    def __init__(self, make: Callable[[Iterable[N]], set[N]] = set) -> None:
         self.sets: Table[K, set[N]] = Table()
         #: the keys whose sets were made since the last fork (this side's own)
         self._fresh: set[K] = set()
+        #: makes a set (empty, or a copy): a subclass can carry what is worked out from one set
+        self._make = make
 
     def __getitem__(self, key: K) -> set[N]:
         return self.sets[key]
@@ -108,9 +110,9 @@ class SetTable(Mapping[K, set[N]], Generic[K, N]):
         if names is None:
             if sign < 0:
                 return
-            names = set()
+            names = self._make(())
         elif key not in self._fresh:
-            names = set(names)  # shared with a fork: copied before it changes
+            names = self._make(names)  # shared with a fork: copied before it changes
         if key not in self._fresh:
             self.sets[key] = names
             self._fresh.add(key)
@@ -124,6 +126,6 @@ class SetTable(Mapping[K, set[N]], Generic[K, N]):
 
     def fork(self) -> SetTable[K, N]:
         out: SetTable[K, N] = SetTable.__new__(SetTable)
-        out.sets, out._fresh = self.sets.fork(), set()
+        out.sets, out._fresh, out._make = self.sets.fork(), set(), self._make
         self._fresh = set()
         return out

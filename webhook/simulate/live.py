@@ -4,7 +4,8 @@ The engine's ``State`` for a snapshot is built from the snapshot and memoized on
 cost is not O(all Workloads): the cohort tree's usage comes from the snapshot's counters
 (O(queues × flavors)); a ClusterQueue's admitted Workloads (its candidate index) and its
 pending ones are built from the snapshot's per-queue index the first time an attempt
-reads that queue (``_PerQueue``), O(that queue's Workloads). Everything else is the
+reads that queue, O(that queue's Workloads), and kept on that index part
+(``Snapshot.part_memo``), which later snapshots share while the queue's Workloads are unchanged. Everything else is the
 snapshot's own parts: the queue tables, and the kept documents for LocalQueues'
 ``stopPolicy``, Kueue's Configuration (fair sharing) and WorkloadPriorityClasses' values.
 
@@ -58,41 +59,20 @@ _MISSING: Final = {
 
 
 class _PerQueue(Mapping[str, Any]):
-    """ClusterQueue -> a part built the first time it is read (then kept): the queues an attempt
-    never reads cost nothing. A part is taken from the previous snapshot's state instead when the
-    index sets it was built from are the very same objects (``SetTable`` copies a set on its first
-    change after a fork, so an unchanged queue keeps its set, and a changed one never does)."""
+    """ClusterQueue -> a part worked out when read: the queues an attempt never reads cost
+    nothing. Nothing is kept here: a part is kept on the snapshot's index part it is made from
+    (``Snapshot.part_memo``), which every snapshot shares while that part is unchanged."""
 
-    def __init__(
-        self,
-        names: Callable[[], Iterator[str]],
-        make: Callable[[str], Any],
-        token: Callable[[str], tuple[object, ...] | None] | None = None,
-        previous: _PerQueue | None = None,
-    ) -> None:
-        self._names, self._make, self._token, self._previous = names, make, token, previous
-        self._parts: dict[str, Any] = {}
-        self._tokens: dict[str, tuple[object, ...]] = {}
+    __slots__ = ("_make", "_names")
+
+    def __init__(self, names: Callable[[], Iterator[str]], make: Callable[[str], Any]) -> None:
+        self._names, self._make = names, make
 
     def __getitem__(self, queue: str) -> Any:
-        part = self._parts.get(queue)
-        if part is not None:
-            return part
-        token = self._token(queue) if self._token is not None else None
-        previous = self._previous
-        if token is not None and previous is not None and queue in previous._parts:
-            held = previous._tokens.get(queue)
-            if held is not None and len(held) == len(token) and all(a is b for a, b in zip(held, token, strict=True)):
-                part = previous._parts[queue]
-        if part is None:
-            part = self._make(queue)
-        self._parts[queue] = part
-        if token is not None:
-            self._tokens[queue] = token
-        return part
+        return self._make(queue)
 
     def get(self, queue: str, default: Any = None) -> Any:
-        return self[queue]
+        return self._make(queue)
 
     def __iter__(self) -> Iterator[str]:
         return self._names()
@@ -101,28 +81,15 @@ class _PerQueue(Mapping[str, Any]):
         return sum(1 for _ in self._names())
 
 
-#: an index set that is absent: a token of its own (never ``is`` a set)
-_ABSENT: Final = object()
-
-
-def _admitted_token(snapshot: Snapshot, queue: str) -> tuple[object, ...] | None:
-    located = snapshot.located
-    if located is None:
-        return None
-    return (located.get((HOLDS, queue, ""), _ABSENT),)
-
-
-def _pending_token(snapshot: Snapshot, queue: str) -> tuple[object, ...] | None:
-    located = snapshot.located
-    if located is None:
-        return None
-    local_queues = snapshot.queues.queues_of_cq.get(queue)
-    if local_queues is None:
-        return (_ABSENT,)
-    return (
-        local_queues,
-        *(located.get((WAITS, namespace, name), _ABSENT) for namespace, name in sorted(local_queues)),
-    )
+def _on_part(snapshot: Snapshot, where: tuple[str, str, str], key: Hashable, make: Callable[[], Any]) -> Any:
+    """``make()``, kept on the index part at ``where``; on the snapshot's own memo when it has no
+    index (a snapshot made by hand), and not at all for an empty part (nothing to work out)."""
+    memo = snapshot.part_memo(where)
+    if memo is not None:
+        return memo.remember(key, make)
+    if snapshot.located is None:
+        return snapshot.memo.remember((key, where), make)
+    return make()
 
 
 def _configuration(snapshot: Snapshot, policy: Policy) -> Mapping[str, Any] | None:
@@ -160,28 +127,38 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
         local_queues = _local_queues(snapshot)
         missing = frozenset(_MISSING[name] for name in snapshot.unread if name in _MISSING)
         labels = None if k.NAMESPACES.name in snapshot.unread else queues.namespaces
-
-        def admitted(queue: str) -> tuple[AdmittedWorkload, ...]:
-            return tuple(admitted_of(ns, name, entry) for ns, name, entry in snapshot.holding_in(queue))
-
-        before = _previous_state(snapshot, policy)
+        # an index built at another moment than the one asked for is not this state's
+        indexed = "simulate candidates" if now is None else ("simulate candidates", now)
 
         def names() -> Iterator[str]:
             return iter(queues.cluster_queues)
 
-        def admitted_token(queue: str) -> tuple[object, ...] | None:
-            return _admitted_token(snapshot, queue)
-
-        admitted_parts = _PerQueue(names, admitted, admitted_token, _part(before, "admitted_by_queue"))
+        def admitted(queue: str) -> tuple[AdmittedWorkload, ...]:
+            return _on_part(  # type: ignore[no-any-return]
+                snapshot,
+                (HOLDS, queue, ""),
+                "simulate admitted",
+                lambda: tuple(admitted_of(ns, name, entry) for ns, name, entry in snapshot.holding_in(queue)),
+            )
 
         def candidates(queue: str) -> QueueIndex:
-            return build_index(admitted_parts[queue], moment)
+            return _on_part(  # type: ignore[no-any-return]
+                snapshot, (HOLDS, queue, ""), indexed, lambda: build_index(admitted(queue), moment)
+            )
+
+        def waiting(namespace: str, local: str) -> tuple[PendingWorkload, ...]:
+            return _on_part(  # type: ignore[no-any-return]
+                snapshot,
+                (WAITS, namespace, local),
+                "simulate pending",
+                lambda: tuple(pending_of(ns, name, entry) for ns, name, entry in snapshot.waiting_at(namespace, local)),
+            )
 
         def pending(queue: str) -> tuple[PendingWorkload, ...]:
-            return tuple(pending_of(ns, name, entry) for ns, name, entry in snapshot.waiting_in(queue))
-
-        def pending_token(queue: str) -> tuple[object, ...] | None:
-            return _pending_token(snapshot, queue)
+            parts = [waiting(namespace, local) for namespace, local in snapshot.local_queues_of(queue)]
+            if len(parts) == 1:
+                return parts[0]  # the LocalQueue's own part, as kept
+            return tuple(workload for part in parts for workload in part)
 
         return State(
             queues.cluster_queues,
@@ -193,9 +170,9 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
             namespace_labels=labels,
             now=moment,
             usage=snapshot.queue_usages(),
-            admitted_by_queue=admitted_parts,
-            pending_by_queue=_PerQueue(names, pending, pending_token, _part(before, "pending_by_queue")),
-            candidates=_PerQueue(names, candidates, admitted_token, _part(before, "candidates")),
+            admitted_by_queue=_PerQueue(names, admitted),
+            pending_by_queue=_PerQueue(names, pending),
+            candidates=_PerQueue(names, candidates),
             placement=_placement(snapshot, policy),
         )
 
@@ -269,27 +246,14 @@ _SIMULATOR_KEY: Final = "simulator"
 LINE_SIMULATOR: Final = "line simulator"
 
 
-def _previous_state(snapshot: Snapshot, policy: Policy) -> State | None:
-    """The state built on the snapshot published just before, if one was (its parts may be shared)."""
-    previous = snapshot.previous
-    if previous is None or previous.policy is not snapshot.policy or policy is not snapshot.policy:
-        return None
-    held = previous.memo.get(_STATE_KEY)
-    return held if isinstance(held, State) else None
-
-
-def _part(state: State | None, name: str) -> _PerQueue | None:
-    part = getattr(state, name, None) if state is not None else None
-    return part if isinstance(part, _PerQueue) else None
-
-
 class LiveSimulator:
     """One snapshot's ``Simulator``, answering one job at a time.
 
     After a Workload event (the queues, the kept documents and what cannot be read all
-    unchanged) the previous snapshot's cohort tree is taken over instead of built again: each
-    ClusterQueue whose counted usage moved gets the difference, O(queues × flavors) to compare.
-    The previous snapshot's simulator then builds a tree of its own if it is asked again.
+    unchanged) the previous snapshot's cohort tree is taken over (``Memo.take_previous``)
+    instead of built again: each ClusterQueue whose counted usage moved gets the difference,
+    O(queues × flavors) to compare. The previous snapshot works out a simulator of its own if
+    it is asked again.
     """
 
     def __init__(
@@ -318,19 +282,22 @@ class LiveSimulator:
         return Simulator(state, tpu=tpu, budget=self.budget, priority_names=self.names)
 
     def _carried(self, state: State) -> Simulator | None:
-        snapshot, previous = self.snapshot, self.snapshot.previous
-        if (
-            previous is None
-            or self.policy is not snapshot.policy
-            or previous.policy is not snapshot.policy
-            or previous.queues is not snapshot.queues
-            or previous.kept is not snapshot.kept
-            or previous.unread != snapshot.unread
-            or state.usage is None
-        ):
+        """The tree of the previous snapshot's simulator under the same key, taken over through the
+        memo when only Workloads changed in between (the same queues, kept documents, unreadable
+        kinds and policy)."""
+        snapshot = self.snapshot
+        if self.policy is not snapshot.policy or state.usage is None:
             return None
-        before = previous.memo.get(self.key)
+        before = snapshot.memo.take_previous(self.key)
         if not isinstance(before, LiveSimulator) or before.budget != self.budget or before.state.usage is None:
+            return None
+        earlier = before.snapshot
+        if (
+            earlier.policy is not snapshot.policy
+            or earlier.queues is not snapshot.queues
+            or earlier.kept is not snapshot.kept
+            or earlier.unread != snapshot.unread
+        ):
             return None
         with before.lock:
             simulator, before.simulator = before.simulator, None
