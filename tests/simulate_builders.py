@@ -16,17 +16,17 @@ from webhook.kube.quantity import parse_quantity
 from webhook.kube.scheduling import string_map
 from webhook.kueue.clusterqueue import parse_cluster_queue
 from webhook.kueue.cohort import parse_cohort
-from webhook.kueue.fair_sharing import FairSharing
+from webhook.kueue.fair_sharing import FairSharing, fair_sharing
 from webhook.kueue.flavorassigner import Assignment, FlavorAssigner
+from webhook.kueue.localqueue import LocalQueueInfo, parse_local_queue
 from webhook.kueue.podset import podset_demand
 from webhook.kueue.preemption.common import Preemptor
 from webhook.kueue.preemption.preemptor import Oracle
 from webhook.kueue.resourceflavor import FlavorInfo, parse_flavor
 from webhook.kueue.workload import AdmittedWorkload
-from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
 from webhook.simulate.result import Result
-from webhook.simulate.state import LocalQueueInfo, PendingWorkload, State, simulation_of, tree_of
+from webhook.simulate.state import PendingWorkload, State, simulation_of, tree_of
 from webhook.simulate.workloads import from_document, job_of
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -27,11 +27,12 @@ from tests.simulate_builders import (
     state,
     victims,
 )
+from webhook.kueue.localqueue import LocalQueueInfo
 from webhook.kueue.resourceflavor import parse_flavor
 from webhook.simulate import engine
 from webhook.simulate.engine import Simulator
 from webhook.simulate.result import Result
-from webhook.simulate.state import COHORTS, WORKLOADS, LocalQueueInfo, State
+from webhook.simulate.state import COHORTS, WORKLOADS, State
 from webhook.simulate.workloads import job_of
 
 TPU = "google.com/tpu"
@@ -192,7 +193,7 @@ def test_missing_local_queue_and_cluster_queue_are_misconfigured() -> None:
         "Misconfigured",
         "LocalQueue default/team-x does not exist",
     )
-    from webhook.simulate.state import LocalQueueInfo
+    from webhook.kueue.localqueue import LocalQueueInfo
 
     st = state(TEAMS, flavors=[TPU7X], local_queues={("default", "q"): LocalQueueInfo("default", "q", "gone")})
     result = simulate(st, tpu_job("q", 8, GUARANTEED))

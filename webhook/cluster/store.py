@@ -32,6 +32,7 @@ from webhook.kube.scheduling import string_map
 from webhook.kube.sharing import Sharing
 from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
 from webhook.kueue.cohort import CohortInfo, CohortMembers, parse_cohort
+from webhook.kueue.localqueue import parse_local_queue
 from webhook.kueue.resourceflavor import FlavorInfo, parse_flavor
 from webhook.kueue.workload import WorkloadInfo
 from webhook.policy.config import Policy
@@ -76,7 +77,7 @@ def _parsed(kind: k.Kind, obj: Mapping[str, Any]) -> Any:
     if kind is k.NAMESPACES:
         return string_map(as_dict(obj.get("metadata")).get("labels"))
     if kind is k.LOCAL_QUEUES:
-        return str(as_dict(obj.get("spec")).get("clusterQueue") or "")
+        return parse_local_queue(obj).cluster_queue
     return None
 
 

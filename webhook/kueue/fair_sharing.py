@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any
 
 from webhook.kueue.resource_node import Node, potential_available
 from webhook.kueue.resources import ZERO, FlavorResource
@@ -100,6 +101,7 @@ def _dominant_resource_share(node: Node, request: Mapping[FlavorResource, Decima
 
 #: Kueue's default fair-sharing preemption strategies (``parseStrategies``)
 DEFAULT_STRATEGIES = ("LessThanOrEqualToFinalShare", "LessThanInitialShare")
+_STRATEGIES = frozenset(DEFAULT_STRATEGIES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,3 +110,17 @@ class FairSharing:
 
     enabled: bool = False
     strategies: tuple[str, ...] = DEFAULT_STRATEGIES
+
+
+def fair_sharing(configuration: Mapping[str, Any] | None) -> FairSharing:
+    """Kueue's ``fairSharing`` setting, from its Configuration (the decoded
+    ``controller_manager_config.yaml``): in ``v1beta2`` a ``fairSharing`` block turns it on, in
+    ``v1beta1`` only with ``enable: true``; strategies default as Kueue's ``parseStrategies`` does."""
+    if configuration is None or not isinstance(configuration.get("fairSharing"), dict):
+        return FairSharing(False)
+    block = configuration["fairSharing"]
+    if str(configuration.get("apiVersion", "")).endswith("/v1beta1") and block.get("enable") is not True:
+        return FairSharing(False)
+    strategies = block.get("preemptionStrategies")
+    chosen = tuple(s for s in strategies if s in _STRATEGIES) if isinstance(strategies, list) else ()
+    return FairSharing(True, chosen or DEFAULT_STRATEGIES)

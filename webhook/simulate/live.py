@@ -31,7 +31,8 @@ import yaml
 from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
 from webhook.kube.quantity import CONTEXT
-from webhook.kueue.fair_sharing import FairSharing
+from webhook.kueue.fair_sharing import FairSharing, fair_sharing
+from webhook.kueue.localqueue import LocalQueueInfo, parse_local_queue
 from webhook.kueue.preemption.candidates import QueueIndex, build_index
 from webhook.kueue.workload import HOLDS, WAITS, AdmittedWorkload
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
@@ -39,11 +40,10 @@ from webhook.objects.readers import read_workload
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
 from webhook.quota.podsets import demands_of
-from webhook.simulate.documents import fair_sharing, parse_local_queue
 from webhook.simulate.engine import Simulator
 from webhook.simulate.placement import Placement
 from webhook.simulate.result import ADMIT, PREEMPT, UNKNOWN, Result
-from webhook.simulate.state import COHORTS, FLAVORS, LOCAL_QUEUES, WORKLOADS, LocalQueueInfo, PendingWorkload, State
+from webhook.simulate.state import COHORTS, FLAVORS, LOCAL_QUEUES, WORKLOADS, PendingWorkload, State
 from webhook.simulate.workloads import admitted_of, job_of, pending_of
 
 #: the job kinds read as Kueue's job integrations make their Workloads

@@ -21,6 +21,7 @@ from webhook.kueue.clusterqueue import ClusterQueueInfo
 from webhook.kueue.cohort import CohortInfo
 from webhook.kueue.fair_sharing import FairSharing
 from webhook.kueue.hierarchy import Tree, build_tree
+from webhook.kueue.localqueue import LocalQueueInfo
 from webhook.kueue.podset import PodSetDemand
 from webhook.kueue.preemption.candidates import QueueIndex, build_index
 from webhook.kueue.preemption.preemptor import Simulation
@@ -34,15 +35,6 @@ from webhook.simulate.placement import Placement
 TPU = TpuPolicy().resource_name
 
 WORKLOADS, COHORTS, FLAVORS, LOCAL_QUEUES = "Workload", "Cohort", "ResourceFlavor", "LocalQueue"
-
-
-@dataclass(frozen=True, slots=True)
-class LocalQueueInfo:
-    namespace: str
-    name: str
-    cluster_queue: str
-    #: None | Hold | HoldAndDrain
-    stop_policy: str = "None"
 
 
 @dataclass(frozen=True, slots=True)

@@ -7,10 +7,10 @@ from typing import Any
 
 from tests.rfc_queues import team_flavor_quotas, tpu7x_flavor_spec
 from tests.simulate_builders import NOW, state_from_objects
-from webhook.kueue.fair_sharing import DEFAULT_STRATEGIES, FairSharing
-from webhook.simulate.documents import fair_sharing, parse_local_queue
+from webhook.kueue.fair_sharing import DEFAULT_STRATEGIES, FairSharing, fair_sharing
+from webhook.kueue.localqueue import LocalQueueInfo, parse_local_queue
 from webhook.simulate.engine import Simulator
-from webhook.simulate.state import WORKLOADS, LocalQueueInfo, PendingWorkload
+from webhook.simulate.state import WORKLOADS, PendingWorkload
 from webhook.simulate.workloads import from_document
 
 TPU = "google.com/tpu"
