@@ -1,0 +1,85 @@
+"""The fake API server answers as kube-apiserver does where the product reads the answer.
+
+Each check is one difference ``tests/e2e/test_e2e_fake_parity.py`` found between the fake
+and a real API server, kept here so that the fast tests stay truthful without Go.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cluster_apiserver import FakeApiServer, client_for
+
+from webhook.cluster import kinds as k
+from webhook.cluster.client import list_call
+
+
+@pytest.fixture
+def api() -> Iterator[FakeApiServer]:
+    server = FakeApiServer().start()
+    yield server
+    server.stop()
+
+
+def _namespace(name: str) -> dict[str, Any]:
+    return {"metadata": {"name": name}}
+
+
+def _list(api: FakeApiServer, tmp_path: Path, kind: k.Kind, **options: Any) -> dict[str, Any]:
+    response = list_call(client_for(api, tmp_path), kind)(**options, _preload_content=False)
+    body: dict[str, Any] = json.loads(response.data)
+    return body
+
+
+def test_a_list_is_in_the_stored_keys_order_not_the_order_of_writes(api: FakeApiServer, tmp_path: Path) -> None:
+    for name in ("b", "a-b", "a", "c"):
+        api.put(k.NAMESPACES, _namespace(name))
+    body = _list(api, tmp_path, k.NAMESPACES)
+    assert [item["metadata"]["name"] for item in body["items"]] == ["a", "a-b", "b", "c"]
+
+
+def test_a_paged_list_counts_the_items_left(api: FakeApiServer, tmp_path: Path) -> None:
+    for name in "abcde":
+        api.put(k.NAMESPACES, _namespace(name))
+    first = _list(api, tmp_path, k.NAMESPACES, limit=2)
+    assert first["metadata"]["remainingItemCount"] == 3
+    last = _list(api, tmp_path, k.NAMESPACES, limit=2, _continue="4")
+    assert "remainingItemCount" not in last["metadata"] and "continue" not in last["metadata"]
+
+
+def test_the_server_assigns_uid_creation_time_and_generation(api: FakeApiServer) -> None:
+    api.put(k.NAMESPACES, _namespace("a"))
+    api.put(k.WORKLOAD_PRIORITY_CLASSES, {"metadata": {"name": "p"}, "value": 1})
+    namespace = api.objects[k.NAMESPACES.path][("", "a")]["metadata"]
+    assert namespace["uid"] and namespace["creationTimestamp"] and "generation" not in namespace
+    created = dict(api.objects[k.WORKLOAD_PRIORITY_CLASSES.path][("", "p")]["metadata"])
+    assert created["generation"] == 1
+    api.put(k.WORKLOAD_PRIORITY_CLASSES, {"metadata": {"name": "p", "labels": {"x": "y"}}, "value": 1})
+    relabelled = api.objects[k.WORKLOAD_PRIORITY_CLASSES.path][("", "p")]["metadata"]
+    assert (relabelled["uid"], relabelled["creationTimestamp"], relabelled["generation"]) == (
+        created["uid"],
+        created["creationTimestamp"],
+        1,
+    )
+    api.put(k.WORKLOAD_PRIORITY_CLASSES, {"metadata": {"name": "p"}, "value": 2})
+    assert api.objects[k.WORKLOAD_PRIORITY_CLASSES.path][("", "p")]["metadata"]["generation"] == 2
+
+
+def test_a_refusal_is_a_whole_status(api: FakeApiServer, tmp_path: Path) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    api.errors[k.LOCAL_QUEUES.name] = 403
+    with pytest.raises(ApiException) as refused:
+        _list(api, tmp_path, k.LOCAL_QUEUES)
+    body = json.loads(refused.value.body)
+    assert {key: body[key] for key in ("metadata", "status", "reason", "details", "code")} == {
+        "metadata": {},
+        "status": "Failure",
+        "reason": "Forbidden",
+        "details": {"group": k.KUEUE_GROUP, "kind": "localqueues"},
+        "code": 403,
+    }
