@@ -83,3 +83,40 @@ def test_a_refusal_is_a_whole_status(api: FakeApiServer, tmp_path: Path) -> None
         "details": {"group": k.KUEUE_GROUP, "kind": "localqueues"},
         "code": 403,
     }
+
+
+def test_a_custom_resource_list_says_continue_even_when_empty(api: FakeApiServer, tmp_path: Path) -> None:
+    assert _list(api, tmp_path, k.COHORTS)["metadata"]["continue"] == ""
+    assert "continue" not in _list(api, tmp_path, k.NAMESPACES)["metadata"]
+
+
+def test_a_refusal_by_name_names_the_object(api: FakeApiServer, tmp_path: Path) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    api.errors[k.KUEUE_CONFIG.name] = 403
+    call = list_call(client_for(api, tmp_path), k.KUEUE_CONFIG, ("kueue-system", "kueue-manager-config"))
+    with pytest.raises(ApiException) as refused:
+        call(_preload_content=False)
+    assert json.loads(refused.value.body)["details"] == {"name": "kueue-manager-config", "kind": "configmaps"}
+
+
+def test_a_group_not_served_is_a_plain_text_404(api: FakeApiServer, tmp_path: Path) -> None:
+    from kubernetes.client.exceptions import ApiException
+
+    unserved = k.Kind("Widgets", "Widget", "example.com", "v1", "widgets", False)
+    with pytest.raises(ApiException) as refused:
+        list_call(client_for(api, tmp_path), unserved)(_preload_content=False)
+    assert (refused.value.status, refused.value.body) == (404, "404 page not found\n")
+
+
+def test_a_nodes_bookmark_is_its_typed_empty_object(api: FakeApiServer, tmp_path: Path) -> None:
+    from kubernetes.watch.watch import iter_resp_lines
+
+    api.bookmark_interval = 0.05
+    response = list_call(client_for(api, tmp_path), k.NODES)(
+        watch=True, allow_watch_bookmarks=True, timeout_seconds=1, _preload_content=False
+    )
+    events = [json.loads(line) for line in iter_resp_lines(response) if line]  # type: ignore[no-untyped-call]
+    mark = next(event["object"] for event in events if event["type"] == "BOOKMARK")
+    assert set(mark) == {"kind", "apiVersion", "metadata", "spec", "status"}
+    assert mark["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
