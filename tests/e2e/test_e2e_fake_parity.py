@@ -290,6 +290,16 @@ NODE: dict[str, Any] = {
 }
 
 
+#: a ResourceFlavor no ClusterQueue names (Kueue's manager may add its finalizer: the
+#: fake is made the same changes as the real server stored them)
+FLAVOR: dict[str, Any] = {
+    "apiVersion": f"{k.KUEUE_GROUP}/{k.KUEUE_VERSION}",
+    "kind": "ResourceFlavor",
+    "metadata": {"name": "parity-flavor", "labels": {"parity": "one"}},
+    "spec": {"nodeLabels": {"parity": "one"}},
+}
+
+
 def _changed(obj: dict[str, Any]) -> dict[str, Any]:
     changed = copy.deepcopy(obj)
     if "data" in changed:
@@ -320,16 +330,20 @@ def _replay(api: FakeApiServer, kind: k.Kind, event: dict[str, Any]) -> None:
 
 
 def _run_watches(
-    api_client: Any, kind: k.Kind, named: tuple[str, str] | None, steps: list[Callable[[], None]]
+    api_client: Any,
+    kind: k.Kind,
+    named: tuple[str, str] | None,
+    before: list[Callable[[], None]],
+    after: list[Callable[[], None]],
 ) -> dict[str, list[dict[str, Any]]]:
-    """A watch from a list's version while the first steps are made, then one resumed from its
-    last event's version while the last step is made: each watch's events, raw."""
+    """A watch from a list's version while ``before`` is done, then one resumed from its last
+    event's version while ``after`` is done: each watch's events, raw."""
     seen: dict[str, list[dict[str, Any]]] = {}
     version = _list_version(api_client, kind, named)
     watcher = threading.Thread(target=lambda: seen.setdefault("first", _watch(api_client, kind, named, version)))
     watcher.start()
     time.sleep(0.5)
-    for step in steps[:-1]:
+    for step in before:
         step()
     watcher.join()
     changes = [e for e in seen["first"] if e["type"] != "BOOKMARK"]
@@ -338,12 +352,13 @@ def _run_watches(
     resumed = threading.Thread(target=lambda: seen.setdefault("resumed", _watch(api_client, kind, named, last)))
     resumed.start()
     time.sleep(0.5)
-    steps[-1]()
+    for step in after:
+        step()
     resumed.join()
     return seen
 
 
-@pytest.mark.parametrize("which", ["cluster-wide", "by name"])
+@pytest.mark.parametrize("which", ["built-in", "custom resource", "by name"])
 def test_watches_deliver_alike(plane: ControlPlane, real: Any, tmp_path: Path, which: str) -> None:
     """A watch from a list's resourceVersion sees a create and a change as the same events,
     with bookmarks of the same shape; one resumed from the last event's resourceVersion sees
@@ -357,19 +372,24 @@ def test_watches_deliver_alike(plane: ControlPlane, real: Any, tmp_path: Path, w
             "metadata": {"name": named[1], "namespace": NAMESPACE},
             "data": {"key": "one"},
         }
+    elif which == "custom resource":
+        kind, named, obj = k.RESOURCE_FLAVORS, None, copy.deepcopy(FLAVOR)
     else:
         kind, named, obj = k.NODES, None, copy.deepcopy(NODE)
     bodies = [("create", obj), ("replace", _changed(obj)), ("delete", _changed(obj))]
-    real_steps = [(lambda action=action, body=body: _apply_real(plane, action, body)) for action, body in bodies]
-    theirs = _run_watches(real, kind, named, real_steps)
-    stored = [e for events in theirs.values() for e in events if e["type"] != "BOOKMARK"]
-    assert [e["type"] for e in stored] == ["ADDED", "MODIFIED", "DELETED"], stored
+    steps = [(lambda action=action, body=body: _apply_real(plane, action, body)) for action, body in bodies]
+    theirs = _run_watches(real, kind, named, steps[:2], steps[2:])
+    changes = {key: [e for e in events if e["type"] != "BOOKMARK"] for key, events in theirs.items()}
+    types = [e["type"] for events in changes.values() for e in events]
+    assert (types[0], types[-1]) == ("ADDED", "DELETED"), changes
     api = FakeApiServer(kinds=JUDGED_KINDS).start()
     api.bookmark_interval = WATCH_SECONDS - 2  # as the real server: one bookmark, before the watch ends
     fake = client_for(api, tmp_path)
     try:
-        fake_steps = [(lambda event=event: _replay(api, kind, event)) for event in stored]
-        ours = _run_watches(fake, kind, named, fake_steps)
+        before, after = (
+            [(lambda event=event: _replay(api, kind, event)) for event in changes[key]] for key in ("first", "resumed")
+        )
+        ours = _run_watches(fake, kind, named, before, after)
     finally:
         fake.close()
         api.stop()
