@@ -401,7 +401,8 @@ UNSERVED = k.Kind("Widgets", "Widget", "parity.example.com", "v1", "widgets", Fa
 
 def test_a_kind_not_served_or_not_permitted_is_refused_alike(real: Any, policy: Policy, tmp_path: Path) -> None:
     """404 for a group the server does not serve; 403 for a user without RBAC, on a list and
-    on a watch, across namespaces and by name: the same status and Status object."""
+    on a watch, across namespaces and by name: the same status and Status object, and the
+    same unknown kinds in ``snapshot`` and ``load_state``."""
     from kubernetes import client
 
     def refused(api_client: Any, admin: Any) -> dict[str, Any]:
@@ -412,6 +413,10 @@ def test_a_kind_not_served_or_not_permitted_is_refused_alike(real: Any, policy: 
             call = list_call(api_client, kind, k.named(kind, policy))
             out[f"{kind.name} list"] = answer(call, limit=2)
             out[f"{kind.name} watch"] = answer(call, watch=True, allow_watch_bookmarks=True, timeout_seconds=1)
+        # what the commands make of it: every kind unknown, with the reason
+        errors = io.StringIO()
+        out["snapshot"] = collect_snapshot(api_client, errors, policy), errors.getvalue()
+        out["unread"] = load_state(api_client, policy, kinds=k.SIMULATED)[0].snapshot().unread
         return out
 
     configuration = copy.copy(real.configuration)
@@ -422,7 +427,7 @@ def test_a_kind_not_served_or_not_permitted_is_refused_alike(real: Any, policy: 
     finally:
         forbidden.close()  # type: ignore[no-untyped-call]
     api = FakeApiServer(kinds=JUDGED_KINDS).start()
-    for kind in (k.LOCAL_QUEUES, k.NAMESPACES, k.KUEUE_CONFIG, k.KUEUE_CONTROLLER):
+    for kind in k.WATCHED:
         api.errors[kind.name] = 403
     fake = client_for(api, tmp_path)
     try:
