@@ -562,6 +562,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                             "object": {
                                 "kind": "Status",
                                 "apiVersion": "v1",
+                                "metadata": {},
                                 "code": 410,
                                 "reason": "Expired",
                                 "message": f"too old resource version: {since}",

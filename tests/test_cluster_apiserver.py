@@ -120,3 +120,24 @@ def test_a_nodes_bookmark_is_its_typed_empty_object(api: FakeApiServer, tmp_path
     mark = next(event["object"] for event in events if event["type"] == "BOOKMARK")
     assert set(mark) == {"kind", "apiVersion", "metadata", "spec", "status"}
     assert mark["status"]["daemonEndpoints"] == {"kubeletEndpoint": {"Port": 0}}
+
+
+def test_a_watch_from_a_version_long_gone_ends_with_an_expired_status(api: FakeApiServer, tmp_path: Path) -> None:
+    from kubernetes.watch.watch import iter_resp_lines
+
+    api.load(
+        k.LOCAL_QUEUES, [{"metadata": {"name": "q", "namespace": "a"}}, {"metadata": {"name": "r", "namespace": "a"}}]
+    )
+    response = list_call(client_for(api, tmp_path), k.LOCAL_QUEUES)(
+        watch=True, resource_version="1", timeout_seconds=1, _preload_content=False
+    )
+    events = [json.loads(line) for line in iter_resp_lines(response) if line]  # type: ignore[no-untyped-call]
+    assert [event["type"] for event in events] == ["ERROR"]
+    status = events[0]["object"]
+    assert {key: status[key] for key in ("kind", "metadata", "status", "reason", "code")} == {
+        "kind": "Status",
+        "metadata": {},
+        "status": "Failure",
+        "reason": "Expired",
+        "code": 410,
+    }

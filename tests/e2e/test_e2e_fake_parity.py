@@ -473,3 +473,40 @@ def test_subject_access_reviews_and_the_front_proxy_configmap_read_alike(real: A
         }
 
     agree(real, tmp_path, read)
+
+
+def test_a_watch_from_a_version_long_gone_is_told_to_list_again(real: Any, policy: Policy, tmp_path: Path) -> None:
+    """A watch resumed from a resourceVersion older than the server keeps is answered 410
+    Expired, which the watch cache relists on: the same way (an ERROR event, not an HTTP
+    status) and the same Status. The first resourceVersion is older than what the real
+    server keeps of a custom resource (its watch cache starts when its CRD is created); of
+    the built-in kinds it keeps every event since it started, so they are not asked."""
+    from kubernetes.client.exceptions import ApiException
+    from kubernetes.watch.watch import iter_resp_lines
+
+    def read(api_client: Any, api: FakeApiServer | None) -> Any:
+        out = {}
+        for kind in (k.LOCAL_QUEUES, k.WORKLOADS, k.WORKLOAD_PRIORITY_CLASSES):
+            call = list_call(api_client, kind, k.named(kind, policy))
+            try:
+                response = call(
+                    watch=True,
+                    resource_version="1",
+                    allow_watch_bookmarks=True,
+                    timeout_seconds=WATCH_SECONDS,
+                    _preload_content=False,
+                )
+            except ApiException as exc:
+                out[kind.name] = {"status": exc.status}
+                continue
+            try:
+                events = [json.loads(line) for line in iter_resp_lines(response) if line]  # type: ignore[no-untyped-call]
+            finally:
+                response.release_conn()
+            for event in events:
+                if isinstance(event.get("object"), dict) and "message" in event["object"]:
+                    event["object"]["message"] = "<message>"
+            out[kind.name] = {"status": response.status, "events": normalised(events)}
+        return out
+
+    agree(real, tmp_path, read)
