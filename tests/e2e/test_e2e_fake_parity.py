@@ -510,3 +510,27 @@ def test_a_watch_from_a_version_long_gone_is_told_to_list_again(real: Any, polic
         return out
 
     agree(real, tmp_path, read)
+
+
+def test_the_watch_cache_holds_the_same_objects_from_either_server(real: Any, policy: Policy, tmp_path: Path) -> None:
+    """The server's own reader, list then watch per kind, synced on every kind from either
+    server and holding the same objects (by kind and key) and the same unknown kinds."""
+    from webhook.cluster.watch import WatchCache, WatchSettings
+
+    def read(api_client: Any, api: FakeApiServer | None) -> Any:
+        settings = WatchSettings(page_size=2, watch_seconds=WATCH_SECONDS, backoff_initial=0.2, backoff_max=1.0)
+        cache = WatchCache(policy, api_client, settings).start()
+        try:
+            deadline = time.monotonic() + 30
+            while not all(cache.availability.status[kind.name].synced for kind in k.WATCHED):
+                assert time.monotonic() < deadline, {
+                    kind.name: cache.availability.reason(kind.name) for kind in k.WATCHED
+                }
+                time.sleep(0.1)
+            with cache.lock:
+                held = {name: sorted(keys, key=repr) for name, keys in cache.keys.items()}
+            return {"held": held, "unread": cache.snapshot().unread}
+        finally:
+            cache.stop()
+
+    agree(real, tmp_path, read)
