@@ -17,6 +17,10 @@ test adds (``audit`` lists JobSets, Jobs and Deployments and writes PolicyReport
 the cluster-wide collection path and at ``.../namespaces/NS/PLURAL``; lists understand
 a ``labelSelector`` of ``key=value`` terms, and lists and watches a ``fieldSelector`` of
 ``metadata.name=NAME`` (how one named object is read).
+
+Where the product reads an answer, it is the real API server's answer, in shape and
+order: ``tests/e2e/test_e2e_fake_parity.py`` sends every request the product sends to
+both, and ``tests/test_cluster_apiserver.py`` keeps what that comparison corrected.
 """
 
 from __future__ import annotations
