@@ -170,6 +170,8 @@ class FakeApiServer:
         self.history: dict[str, list[tuple[int, str, dict[str, Any]]]] = {k.path: [] for k in self.kinds}
         #: a watch from a resourceVersion older than this gets 410 Gone
         self.oldest: dict[str, int] = {k.path: 0 for k in self.kinds}
+        #: per collection, its keys in etcd's order while none came or went (``ordered``)
+        self._ordered: dict[str, list[tuple[str, str]]] = {}
         self.expired = 0  # bumped by expire_watches(): open watches end with 410
         self.errors: dict[str, int] = {}  # kind name -> HTTP status to answer
         self.requests: list[tuple[str, dict[str, list[str]]]] = []
@@ -223,6 +225,8 @@ class FakeApiServer:
             old = store.get(_key(kind, obj))
             _assign(kind, obj, old)
             event = "MODIFIED" if old is not None else "ADDED"
+            if old is None:
+                self._ordered.pop(kind.path, None)
             store[_key(kind, obj)] = obj
             self.history[kind.path].append((self.version, event, obj))
             self.cond.notify_all()
@@ -239,11 +243,21 @@ class FakeApiServer:
                 obj["metadata"]["resourceVersion"] = str(self.version)
                 _assign(kind, obj, store.get(_key(kind, obj)))
                 store[_key(kind, obj)] = obj
+            self._ordered.pop(kind.path, None)
             self.oldest[kind.path] = self.version
+
+    def ordered(self, kind: Kind) -> list[tuple[str, str]]:
+        """The keys of ``kind``'s objects in etcd's order (``namespace/name``), kept until a key comes or goes
+        (a list of many objects is read in many pages). Called with ``cond`` held."""
+        keys = self._ordered.get(kind.path)
+        if keys is None or len(keys) != len(self.objects[kind.path]):
+            keys = self._ordered[kind.path] = sorted(self.objects[kind.path], key="/".join)
+        return keys
 
     def delete(self, kind: Kind, name: str, namespace: str = "") -> None:
         with self.cond:
             obj = self.objects[kind.path].pop((namespace if kind.namespaced else "", name))
+            self._ordered.pop(kind.path, None)
             self.version += 1
             obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.version)}}
             self.history[kind.path].append((self.version, "DELETED", obj))
@@ -502,7 +516,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 # in the order of the stored keys (etcd's): namespace, then name
                 items = [
                     obj
-                    for _, obj in sorted(api.objects[kind.path].items(), key=lambda item: "/".join(item[0]))
+                    for obj in (api.objects[kind.path][key] for key in api.ordered(kind))
                     if _named(obj, namespace, query) and (not selector or _selected(obj, selector))
                 ]
                 version = api.version
