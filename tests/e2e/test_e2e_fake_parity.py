@@ -157,13 +157,14 @@ def policy(tmp_path_factory: pytest.TempPathFactory) -> Policy:
     return load_policy(path)
 
 
-#: every collection the fake serves, once (Deployments are both Kueue's controller and a judged kind)
 def _collections(api: FakeApiServer) -> dict[str, k.Kind]:
+    """Every collection the fake serves, once: Deployments are both Kueue's controller and a judged kind."""
     return {kind.path: kind for kind in api.kinds}
 
 
 def copy_of(real: Any, tmp_path: Path) -> tuple[FakeApiServer, Any]:
-    """A started fake holding what the real server stores of every kind the fake serves, and a client for it."""
+    """A started fake holding what the real server stores of every kind the fake serves, and a
+    client for it: the same objects in both, their server-assigned fields included."""
     api = FakeApiServer(kinds=JUDGED_KINDS).start()
     for path, kind in _collections(api).items():
         listed = raw_get(real, path)
