@@ -6,7 +6,7 @@ and by name (a ``metadata.name`` field selector), in pages (``limit``/``continue
 judged kinds across namespaces, in one namespace and by name (``audit``, ``explain``);
 watches with bookmarks, from a list's resourceVersion and resumed from an event's; the
 answers for a kind not served (404) and not permitted (403); a SubjectAccessReview; the
-front-proxy ConfigMap. Each request goes through the product's own call
+front-proxy ConfigMap; ``audit --apply``'s writes. Each request goes through the product's own call
 (``list_call``, ``list_pages``, ``load_state``, ``collect_snapshot``, ...) to both servers
 holding the same objects: the fake is loaded with a copy of what the real one stores.
 
@@ -535,3 +535,82 @@ def test_the_watch_cache_holds_the_same_objects_from_either_server(real: Any, po
             cache.stop()
 
     agree(real, tmp_path, read)
+
+
+def _report_crd(kind: k.Kind) -> dict[str, Any]:
+    """A CRD serving ``kind`` with any fields: the writes are compared, not the schema."""
+    return {
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": f"{kind.plural}.{kind.group}"},
+        "spec": {
+            "group": kind.group,
+            "names": {"kind": kind.kind, "listKind": f"{kind.kind}List", "plural": kind.plural},
+            "scope": "Namespaced" if kind.namespaced else "Cluster",
+            "versions": [
+                {
+                    "name": kind.version,
+                    "served": True,
+                    "storage": True,
+                    "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": True}},
+                }
+            ],
+        },
+    }
+
+
+def _report(name: str, namespace: str = "", labels: dict[str, str] | None = None) -> dict[str, Any]:
+    metadata: dict[str, Any] = {"name": name, "labels": labels or {"app.kubernetes.io/managed-by": "tpu-admission"}}
+    if namespace:
+        metadata["namespace"] = namespace
+    return {
+        "apiVersion": "wgpolicyk8s.io/v1alpha2",
+        "kind": "PolicyReport" if namespace else "ClusterPolicyReport",
+        "metadata": metadata,
+        "summary": {"pass": 1},
+        "results": [{"policy": "tpu-admission", "result": "pass"}],
+    }
+
+
+def test_audit_apply_writes_and_removes_reports_alike(plane: ControlPlane, real: Any, tmp_path: Path) -> None:
+    """``audit --apply``'s writes: server-side apply of a PolicyReport and a ClusterPolicyReport,
+    the listing of this tool's earlier reports by label selector, the delete of a stale one;
+    the same reports stored and the same one left of another tool."""
+    from webhook.cluster.reports import CLUSTER_POLICY_REPORTS, POLICY_REPORTS, apply_reports
+
+    selector = "app.kubernetes.io/managed-by=tpu-admission"
+    kinds = (POLICY_REPORTS, CLUSTER_POLICY_REPORTS)
+    crds = {"apiVersion": "v1", "kind": "List", "items": [_report_crd(kind) for kind in kinds]}
+    plane.kubectl("create", "-f", "-", stdin=json.dumps(crds))
+    existing = [_report("tpu-admission-2", NAMESPACE), _report("kyverno", NAMESPACE, {"owner": "kyverno"})]
+    try:
+        plane.kubectl(
+            "wait",
+            "--for=condition=Established",
+            "--timeout=60s",
+            *(f"crd/{kind.plural}.{kind.group}" for kind in kinds),
+        )
+
+        def run(api_client: Any) -> dict[str, Any]:
+            applied = apply_reports(
+                api_client, [_report("tpu-admission", NAMESPACE), _report("tpu-admission")], selector
+            )
+            again = apply_reports(api_client, [_report("tpu-admission", NAMESPACE), _report("tpu-admission")], selector)
+            return {"first": (applied.written, applied.deleted), "again": (again.written, again.deleted)}
+
+        plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": existing}))
+        theirs = run(real)
+        theirs["stored"] = {kind.name: normalised(raw_get(real, kind.path)["items"]) for kind in kinds}
+        api = FakeApiServer(kinds=kinds).start()
+        for obj in existing:
+            api.put(POLICY_REPORTS, obj)
+        fake = client_for(api, tmp_path)
+        try:
+            ours = run(fake)
+            ours["stored"] = {kind.name: normalised(raw_get(fake, kind.path)["items"]) for kind in kinds}
+        finally:
+            fake.close()
+            api.stop()
+        same(ours, theirs)
+    finally:
+        plane.kubectl("delete", "-f", "-", "--wait=false", stdin=json.dumps(crds), check=False)
