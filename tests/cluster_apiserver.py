@@ -17,6 +17,10 @@ test adds (``audit`` lists JobSets, Jobs and Deployments and writes PolicyReport
 the cluster-wide collection path and at ``.../namespaces/NS/PLURAL``; lists understand
 a ``labelSelector`` of ``key=value`` terms, and lists and watches a ``fieldSelector`` of
 ``metadata.name=NAME`` (how one named object is read).
+
+Where the product reads an answer, it is the real API server's answer, in shape and
+order: ``tests/e2e/test_e2e_fake_parity.py`` sends every request the product sends to
+both, and ``tests/test_cluster_apiserver.py`` keeps what that comparison corrected.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import socket
 import sys
 import threading
 import time
+import uuid
 from collections.abc import Iterable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -51,11 +56,57 @@ def free_port() -> int:
 BUILT_IN_GROUPS = frozenset({"", "apps", "batch"})
 
 
+#: the empty typed object a built-in kind's bookmark carries besides its kind and metadata, for
+#: the kinds a watch was compared on (a custom resource's bookmark has nothing more)
+EMPTY_BUILT_IN: dict[str, dict[str, Any]] = {
+    "Node": {
+        "spec": {},
+        "status": {
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 0}},
+            "nodeInfo": dict.fromkeys(
+                (
+                    "machineID", "systemUUID", "bootID", "kernelVersion", "osImage", "containerRuntimeVersion",
+                    "kubeletVersion", "kubeProxyVersion", "operatingSystem", "architecture",
+                ),
+                "",
+            ),
+        },
+    },
+}  # fmt: skip
+
+
 def _as_listed(kind: Kind, obj: dict[str, Any]) -> dict[str, Any]:
     """``obj`` as a list response carries it: a built-in kind's item without apiVersion and kind."""
     if kind.group not in BUILT_IN_GROUPS:
         return obj
     return {key: value for key, value in obj.items() if key not in ("apiVersion", "kind")}
+
+
+def _assign(kind: Kind, obj: dict[str, Any], old: dict[str, Any] | None) -> None:
+    """The metadata the API server assigns, as it assigns it: ``uid`` and ``creationTimestamp``
+    on create, kept on every update; ``generation`` (not on core kinds) 1 on create, one more
+    on each change outside metadata and status. What the test gave is kept."""
+    meta = obj["metadata"]
+    before = (old or {}).get("metadata") or {}
+    meta.setdefault("uid", before.get("uid") or str(uuid.uuid5(uuid.NAMESPACE_URL, f"{kind.path}/{_key(kind, obj)}")))
+    meta.setdefault(
+        "creationTimestamp", before.get("creationTimestamp") or time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+    )
+    if kind.group and "generation" not in meta:
+        changed = old is not None and _content(old) != _content(obj)
+        meta["generation"] = int(before.get("generation") or 0) + 1 if old is None or changed else before["generation"]
+
+
+def _content(obj: dict[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in obj.items() if key not in ("metadata", "status")}
+
+
+def _details(kind: Kind, name: str | None = None) -> dict[str, str]:
+    """A ``Status``'s ``details``: the object's name, if any, its group (not for the core group) and resource."""
+    details = {"name": name} if name else {}
+    if kind.group:
+        details["group"] = kind.group
+    return {**details, "kind": kind.plural}
 
 
 def write_kubeconfig(path: Path, port: int, token: str = TOKEN) -> Path:
@@ -119,6 +170,8 @@ class FakeApiServer:
         self.history: dict[str, list[tuple[int, str, dict[str, Any]]]] = {k.path: [] for k in self.kinds}
         #: a watch from a resourceVersion older than this gets 410 Gone
         self.oldest: dict[str, int] = {k.path: 0 for k in self.kinds}
+        #: per collection, its keys in etcd's order while none came or went (``ordered``)
+        self._ordered: dict[str, list[tuple[str, str]]] = {}
         self.expired = 0  # bumped by expire_watches(): open watches end with 410
         self.errors: dict[str, int] = {}  # kind name -> HTTP status to answer
         self.requests: list[tuple[str, dict[str, list[str]]]] = []
@@ -169,7 +222,11 @@ class FakeApiServer:
             self.version += 1
             obj["metadata"]["resourceVersion"] = str(self.version)
             store = self.objects[kind.path]
-            event = "MODIFIED" if _key(kind, obj) in store else "ADDED"
+            old = store.get(_key(kind, obj))
+            _assign(kind, obj, old)
+            event = "MODIFIED" if old is not None else "ADDED"
+            if old is None:
+                self._ordered.pop(kind.path, None)
             store[_key(kind, obj)] = obj
             self.history[kind.path].append((self.version, event, obj))
             self.cond.notify_all()
@@ -184,12 +241,23 @@ class FakeApiServer:
                 obj.setdefault("apiVersion", kind.api_version)
                 obj.setdefault("kind", kind.kind)
                 obj["metadata"]["resourceVersion"] = str(self.version)
+                _assign(kind, obj, store.get(_key(kind, obj)))
                 store[_key(kind, obj)] = obj
+            self._ordered.pop(kind.path, None)
             self.oldest[kind.path] = self.version
+
+    def ordered(self, kind: Kind) -> list[tuple[str, str]]:
+        """The keys of ``kind``'s objects in etcd's order (``namespace/name``), kept until a key comes or goes
+        (a list of many objects is read in many pages). Called with ``cond`` held."""
+        keys = self._ordered.get(kind.path)
+        if keys is None or len(keys) != len(self.objects[kind.path]):
+            keys = self._ordered[kind.path] = sorted(self.objects[kind.path], key="/".join)
+        return keys
 
     def delete(self, kind: Kind, name: str, namespace: str = "") -> None:
         with self.cond:
             obj = self.objects[kind.path].pop((namespace if kind.namespaced else "", name))
+            self._ordered.pop(kind.path, None)
             self.version += 1
             obj = {**obj, "metadata": {**obj["metadata"], "resourceVersion": str(self.version)}}
             self.history[kind.path].append((self.version, "DELETED", obj))
@@ -272,6 +340,8 @@ def _selected(obj: dict[str, Any], selector: str) -> bool:
 
 def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
     by_path = {kind.path: kind for kind in api.kinds}
+    #: the group versions served, as path prefixes ("/apis/kueue.x-k8s.io/v1beta2/")
+    versions = {kind.path.rsplit("/", 1)[0] + "/" for kind in api.kinds}
 
     def route(path: str) -> tuple[Kind | None, str | None, str | None]:
         """(kind, namespace, name) of a collection or object path; namespace None: every namespace."""
@@ -305,15 +375,27 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
-        def _status(self, code: int, reason: str, message: str) -> None:
+        def _text(self, status: int, text: str) -> None:
+            data = text.encode()
+            self.send_response(status)
+            self.send_header("Content-Type", "text/plain; charset=utf-8")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def _status(self, code: int, reason: str, message: str, details: dict[str, str] | None = None) -> None:
+            """A failure as the API server words it: a ``Status`` with empty ``metadata`` and
+            ``details`` naming the resource (empty for a path it does not serve)."""
             self._json(
                 code,
                 {
                     "kind": "Status",
                     "apiVersion": "v1",
+                    "metadata": {},
                     "status": "Failure",
-                    "reason": reason,
                     "message": message,
+                    "reason": reason,
+                    "details": details or {},
                     "code": code,
                 },
             )
@@ -335,11 +417,21 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 self._status(401, "Unauthorized", "Unauthorized")
                 return None
             if kind is None:
-                self._status(404, "NotFound", f"the server could not find the requested resource {url.path}")
+                if not any(url.path.startswith(prefix) for prefix in versions):
+                    # a group the server does not serve at all: its mux's plain-text answer, no Status
+                    self._text(404, "404 page not found\n")
+                    return None
+                self._status(404, "NotFound", "the server could not find the requested resource")
                 return None
             status = next((api.errors[name] for name in sorted(api.names[kind.path]) if name in api.errors), None)
             if status == 403:
-                self._status(403, "Forbidden", f"{kind.plural} is forbidden: User cannot list resource")
+                resource = f"{kind.plural}.{kind.group}" if kind.group else kind.plural
+                message = f"{resource} is forbidden: User cannot list resource"
+                # RBAC reads a metadata.name field selector as the one object asked for, and names it
+                field, _, selected = query.get("fieldSelector", [""])[0].partition("=")
+                self._status(
+                    403, "Forbidden", message, _details(kind, name or (selected if field == "metadata.name" else None))
+                )
                 return None
             if status is not None:
                 self._status(status, "NotFound", "the server could not find the requested resource")
@@ -354,7 +446,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
             if name is not None:
                 obj = api.objects[kind.path].get((namespace or "", name))
                 if obj is None:
-                    return self._status(404, "NotFound", f'{kind.plural} "{name}" not found')
+                    return self._status(404, "NotFound", f'{kind.plural} "{name}" not found', _details(kind, name))
                 return self._json(200, obj)
             if query.get("watch", [""])[0] in ("true", "1"):
                 return self._watch(kind, query, namespace)
@@ -378,7 +470,9 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 for subject in who
                 for namespace in (attributes.get("namespace", ""), "")
             )
-            return self._json(201, {**body, "status": {"allowed": allowed}})
+            # decoded and encoded again: empty fields are left out, and metadata is there
+            spec = {key: value for key, value in spec.items() if value not in ({}, [], "", None)}
+            return self._json(201, {**body, "metadata": {}, "spec": spec, "status": {"allowed": allowed}})
 
         def _body(self) -> Any:
             length = int(self.headers.get("Content-Length") or 0)
@@ -419,9 +513,10 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
         def _list(self, kind: Kind, query: dict[str, list[str]], namespace: str | None = None) -> None:
             selector = query.get("labelSelector", [""])[0]
             with api.cond:
+                # in the order of the stored keys (etcd's): namespace, then name
                 items = [
                     obj
-                    for obj in api.objects[kind.path].values()
+                    for obj in (api.objects[kind.path][key] for key in api.ordered(kind))
                     if _named(obj, namespace, query) and (not selector or _selected(obj, selector))
                 ]
                 version = api.version
@@ -432,8 +527,13 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                 return self._status(410, "Expired", "The provided continue parameter is too old")
             page = [_as_listed(kind, obj) for obj in items[offset : offset + limit]]
             metadata: dict[str, Any] = {"resourceVersion": str(version)}
+            if kind.group not in BUILT_IN_GROUPS:
+                metadata["continue"] = ""  # a custom resource's list says it, empty on the last page
             if offset + limit < len(items):
                 metadata["continue"] = str(offset + limit)
+                if not selector and not query.get("fieldSelector", [""])[0]:
+                    # counted only when no selector filters the rest
+                    metadata["remainingItemCount"] = len(items) - offset - limit
             self._json(
                 200, {"apiVersion": kind.api_version, "kind": f"{kind.kind}List", "metadata": metadata, "items": page}
             )
@@ -480,6 +580,7 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                             "object": {
                                 "kind": "Status",
                                 "apiVersion": "v1",
+                                "metadata": {},
                                 "code": 410,
                                 "reason": "Expired",
                                 "message": f"too old resource version: {since}",
@@ -490,8 +591,10 @@ def _handler(api: FakeApiServer) -> type[BaseHTTPRequestHandler]:
                         break
                     if bookmark:
                         # Nothing of this kind up to the current version: the client may resume there.
-                        mark = {"kind": kind.kind, "apiVersion": kind.api_version}
-                        mark["metadata"] = {"resourceVersion": str(version)}  # type: ignore[assignment]
+                        mark: dict[str, Any] = {"kind": kind.kind, "apiVersion": kind.api_version}
+                        mark["metadata"] = {"resourceVersion": str(version)}
+                        # a built-in kind's bookmark is its typed empty object: its spec and status too
+                        mark.update(copy.deepcopy(EMPTY_BUILT_IN.get(kind.kind, {})))
                         self._chunk(json.dumps({"type": "BOOKMARK", "object": mark}).encode() + b"\n")
                         since = max(since, version)
                         next_bookmark = time.monotonic() + api.bookmark_interval

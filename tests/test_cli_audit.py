@@ -409,7 +409,10 @@ def test_apply_writes_the_reports_and_removes_stale_ones(api: FakeApiServer, tmp
 
     def untimed(report: dict[str, Any]) -> dict[str, Any]:
         results = [{key: value for key, value in r.items() if key != "timestamp"} for r in report["results"]]
-        return {**report, "metadata": {**report["metadata"], "resourceVersion": None}, "results": results}
+        # what the API server assigns is not what was written
+        assigned = ("resourceVersion", "uid", "creationTimestamp", "generation")
+        metadata = {key: value for key, value in report["metadata"].items() if key not in assigned}
+        return {**report, "metadata": metadata, "results": results}
 
     for document in yaml.safe_load_all(printed.stdout):
         namespace = document["metadata"]["namespace"]

@@ -91,7 +91,7 @@ def state_from_cluster(kubeconfig: str | None, job: tuple[str, str, str] | None,
 
     from webhook.cluster import kinds as k
     from webhook.cluster.client import ClusterConfigError, load_configuration
-    from webhook.cluster.listing import JUDGED_KINDS, ListError, list_objects, load_state
+    from webhook.cluster.listing import JUDGED_KINDS, ListError, job_call, list_objects, load_state
     from webhook.explain.workloads import WORKLOAD
     from webhook.policy.config import Policy
 
@@ -108,20 +108,8 @@ def state_from_cluster(kubeconfig: str | None, job: tuple[str, str, str] | None,
         if job is not None and job[0] != WORKLOAD:
             kind, namespace, name = job
             listed = next(each for each in JUDGED_KINDS if each.kind == kind)
-            custom = client.CustomObjectsApi(api_client)
-
-            def call(**options: Any) -> Any:
-                return custom.list_namespaced_custom_object(
-                    listed.group,
-                    listed.version,
-                    namespace,
-                    listed.plural,
-                    field_selector=f"metadata.name={name}",
-                    **options,
-                )
-
             try:
-                for obj in list_objects(call, listed):
+                for obj in list_objects(job_call(api_client, listed, namespace, name), listed):
                     jobs[_key(obj, kind)] = obj
                 read.add(kind)
             except Exception as exc:  # the kind is not served or may not be read: found through the Workloads

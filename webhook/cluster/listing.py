@@ -57,7 +57,8 @@ def describe(exc: BaseException) -> str:
     return describe_error(exc)
 
 
-def _judged_call(api_client: Any, kind: k.Kind, namespace: str | None) -> Callable[..., Any]:
+def judged_call(api_client: Any, kind: k.Kind, namespace: str | None) -> Callable[..., Any]:
+    """The list call of a judged kind across namespaces (``namespace`` None) or in one namespace."""
     from kubernetes import client
 
     custom = client.CustomObjectsApi(api_client)
@@ -65,6 +66,17 @@ def _judged_call(api_client: Any, kind: k.Kind, namespace: str | None) -> Callab
         return lambda **options: custom.list_cluster_custom_object(kind.group, kind.version, kind.plural, **options)
     return lambda **options: custom.list_namespaced_custom_object(
         kind.group, kind.version, namespace, kind.plural, **options
+    )
+
+
+def job_call(api_client: Any, kind: k.Kind, namespace: str, name: str) -> Callable[..., Any]:
+    """The list call that reads one job by name (``explain``): its namespace's list with a
+    ``metadata.name`` field selector, which RBAC can grant by ``resourceNames``."""
+    from kubernetes import client
+
+    custom = client.CustomObjectsApi(api_client)
+    return lambda **options: custom.list_namespaced_custom_object(
+        kind.group, kind.version, namespace, kind.plural, field_selector=f"metadata.name={name}", **options
     )
 
 
@@ -141,7 +153,7 @@ def judged_objects(
     for kind in kinds:
         for namespace in scopes:
             try:
-                yield from list_objects(_judged_call(api_client, kind, namespace), kind, page_size)
+                yield from list_objects(judged_call(api_client, kind, namespace), kind, page_size)
             except Exception as exc:
                 status = getattr(exc, "status", None)
                 if status == 404:
