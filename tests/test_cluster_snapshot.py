@@ -569,3 +569,17 @@ def test_a_memo_hands_an_answer_to_the_next_snapshot_once() -> None:
         None,
     )
     assert first.memo.bytes == 0
+
+
+def test_an_answer_from_the_cluster_alone_is_counted_without_being_weighed() -> None:
+    """Under a key of the code's own, an answer bounded by the cluster costs a fixed count: a
+    request's answer of the same size is weighed, and refused past its share."""
+    memo = snapshot_module.Memo()
+    large = "x" * snapshot_module.MEMO_ENTRY_BYTES
+    memo.keep("from the cluster", large, derived=True)
+    memo.keep("from a request", large)
+    assert (memo.get("from the cluster") is large, memo.get("from a request"), memo.bytes) == (
+        True,
+        None,
+        snapshot_module.DERIVED_BYTES,
+    )

@@ -94,7 +94,9 @@ class Live:
 def judged_set(snapshot: Snapshot) -> Live:
     """The judged set, and the parsed views, of one snapshot."""
     reasons = tuple(snapshot.unread.get(kind.name) for _, kind in CACHED)
-    held: Documents = snapshot.documents.memo.remember(("admin judged set", reasons), lambda: _read(snapshot))
+    held: Documents = snapshot.documents.memo.remember(
+        ("admin judged set", reasons), lambda: _read(snapshot), derived=True
+    )
     nodes = snapshot.nodes.index.nodes.values() if k.NODES.name not in snapshot.unread else ()
     return Live(held.objects, nodes, held.queues, held.cohorts, held.flavors)
 

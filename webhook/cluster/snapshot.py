@@ -62,6 +62,8 @@ MEMO_LIMIT: Final = 4096
 MEMO_BYTES: Final = 8 * 1024 * 1024
 #: one answer over this many bytes (with its key) is worked out and not kept
 MEMO_ENTRY_BYTES: Final = MEMO_BYTES // 16
+#: what an answer worked out from the cluster alone is counted at (``Memo``)
+DERIVED_BYTES: Final = 1024
 
 WorkloadKey = tuple[str, str]
 
@@ -71,17 +73,25 @@ class Memo:
     entries (``MEMO_LIMIT``, or the ``limit`` given) and in bytes (``MEMO_BYTES``,
     ``MEMO_ENTRY_BYTES``): past either an answer is worked out and not kept.
 
+    What a request can grow (a key holding a job's text, an answer naming its podSets) is
+    weighed (``webhook.kube.sizes.weight``). An answer worked out from the cluster alone under
+    a key of the code's own (``derived``: a queue's index, the simulator's state) is bounded by
+    the cluster, not by requests, and weighing it would count only its first parts anyway: it
+    is counted at ``DERIVED_BYTES`` without being weighed.
+
     A snapshot's memo links to the memo of the snapshot the store published just before
     (``previous``, one link: the store cuts the one before), and an answer kept there can be
     taken over (``take_previous``) by a caller that checks it still holds: the one way anything
     is carried from an older snapshot."""
 
-    __slots__ = ("answers", "bytes", "limit", "previous")
+    __slots__ = ("answers", "bytes", "costs", "limit", "previous")
 
     def __init__(self, limit: int = 0) -> None:
         self.answers: dict[Any, Any] = {}
-        #: the kept answers' and keys' bytes (``weight``), as counted when each was kept
+        #: the kept answers' and keys' bytes, as counted when each was kept
         self.bytes = 0
+        #: key -> what it was counted at
+        self.costs: dict[Any, int] = {}
         #: entries at most; 0: ``MEMO_LIMIT``
         self.limit = limit
         self.previous: Memo | None = None
@@ -90,21 +100,22 @@ class Memo:
         """The answer kept under ``key``; ``None`` when there is none."""
         return self.answers.get(key)
 
-    def remember(self, key: Any, make: Callable[[], Any]) -> Any:
+    def remember(self, key: Any, make: Callable[[], Any], *, derived: bool = False) -> Any:
         """The answer kept under ``key``, worked out by ``make`` the first time (and kept if it fits)."""
         held = self.answers.get(key)
         if held is None:
             held = make()
-            self.keep(key, held)
+            self.keep(key, held, derived=derived)
         return held
 
-    def keep(self, key: Any, value: Any) -> None:
+    def keep(self, key: Any, value: Any, *, derived: bool = False) -> None:
         if len(self.answers) >= (self.limit or MEMO_LIMIT) or key in self.answers:
             return
-        cost = weight(key) + weight(value)
+        cost = DERIVED_BYTES if derived else weight(key) + weight(value)
         if cost > MEMO_ENTRY_BYTES or self.bytes + cost > MEMO_BYTES:
             return
         self.answers[key] = value
+        self.costs[key] = cost
         self.bytes += cost
 
     def take_previous(self, key: Any) -> Any:
@@ -116,7 +127,7 @@ class Memo:
             return None
         held = previous.answers.pop(key, None)
         if held is not None:
-            previous.bytes = max(0, previous.bytes - weight(key) - weight(held))
+            previous.bytes -= previous.costs.pop(key, 0)
         return held
 
 
@@ -352,9 +363,10 @@ class Snapshot:
         part = located.get(where) if located is not None else None
         return part.memo if isinstance(part, LocatedSet) else None
 
-    def remember(self, key: Any, make: Callable[[], Any]) -> Any:
-        """The answer memoized under ``key`` on this snapshot, worked out by ``make`` the first time."""
-        return self.memo.remember(key, make)
+    def remember(self, key: Any, make: Callable[[], Any], *, derived: bool = False) -> Any:
+        """The answer memoized under ``key`` on this snapshot, worked out by ``make`` the first time
+        (``derived``: from the cluster alone, under a key of the code's own; see ``Memo``)."""
+        return self.memo.remember(key, make, derived=derived)
 
     def without(self, keys: Iterable[WorkloadKey]) -> Snapshot:
         """This state as if the Workloads ``keys`` were not there (``audit`` judges an object against
@@ -484,7 +496,7 @@ class Snapshot:
                     pending[(name, flavor, resource)] = amount
             return build_picture(queues, self.queues.cohorts, dict(self.ledger.usage.items()), pending)
 
-        return self.remember("quota picture", make)  # type: ignore[no-any-return]
+        return self.remember("quota picture", make, derived=True)  # type: ignore[no-any-return]
 
     # ---------------------------------------------------------------- what the simulator reads
 
@@ -559,7 +571,7 @@ class Snapshot:
             }
             return domains, tuple(sorted(located.get((UNPLACED, "", "")) or ()))
 
-        return self.remember("occupied domains", make)  # type: ignore[no-any-return]
+        return self.remember("occupied domains", make, derived=True)  # type: ignore[no-any-return]
 
     def queue_usages(self) -> dict[str, dict[tuple[str, str], Decimal]]:
         """ClusterQueue -> (flavor, resource) -> usage, from the counters in one pass (memoized):
@@ -571,7 +583,7 @@ class Snapshot:
                 out[queue][(flavor, resource)] = amount
             return dict(out)
 
-        return self.remember("queue usages", make)  # type: ignore[no-any-return]
+        return self.remember("queue usages", make, derived=True)  # type: ignore[no-any-return]
 
     def kept_documents(self, kind: k.Kind) -> list[Mapping[str, Any]]:
         """The kind's kept documents this snapshot carries (LocalQueues, Kueue's Configuration)."""

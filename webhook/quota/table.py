@@ -12,8 +12,8 @@ replaced, not incremented), so a fork's values are its own.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import Final, Generic, TypeVar
+from collections.abc import Callable, ItemsView, Iterable, Iterator, Mapping, ValuesView
+from typing import Any, Final, Generic, TypeVar
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -49,6 +49,13 @@ class Table(Mapping[K, V], Generic[K, V]):
     def __len__(self) -> int:
         return self._len
 
+    def items(self) -> ItemsView[K, V]:
+        """The pairs, read bucket by bucket (not a lookup per key, as ``Mapping``'s would)."""
+        return _Items(self)
+
+    def values(self) -> ValuesView[V]:
+        return _Values(self)
+
     def __repr__(self) -> str:
         return f"Table({dict(self.items())!r})"
 
@@ -81,6 +88,22 @@ class Table(Mapping[K, V], Generic[K, V]):
         return out
 
 
+class _Items(ItemsView[K, V]):
+    _mapping: Table[K, V]
+
+    def __iter__(self) -> Iterator[tuple[K, V]]:
+        for bucket in self._mapping._buckets:
+            yield from bucket.items()
+
+
+class _Values(ValuesView[V]):
+    _mapping: Table[Any, V]
+
+    def __iter__(self) -> Iterator[V]:
+        for bucket in self._mapping._buckets:
+            yield from bucket.values()
+
+
 class SetTable(Mapping[K, set[N]], Generic[K, N]):
     """Key -> a set of names (nodes of a label, LocalQueues of a ClusterQueue), forked like a
     ``Table``; each set is copied the first time it changes after a ``fork``, so a write
@@ -103,6 +126,9 @@ class SetTable(Mapping[K, set[N]], Generic[K, N]):
 
     def __len__(self) -> int:
         return len(self.sets)
+
+    def items(self) -> ItemsView[K, set[N]]:
+        return self.sets.items()
 
     def move(self, key: K, name: N, sign: int) -> None:
         """Add (``sign`` > 0) or remove ``name`` under ``key``; an emptied set goes."""

@@ -86,9 +86,9 @@ def _on_part(snapshot: Snapshot, where: tuple[str, str, str], key: Hashable, mak
     index (a snapshot made by hand), and not at all for an empty part (nothing to work out)."""
     memo = snapshot.part_memo(where)
     if memo is not None:
-        return memo.remember(key, make)
+        return memo.remember(key, make, derived=True)
     if snapshot.located is None:
-        return snapshot.memo.remember((key, where), make)
+        return snapshot.memo.remember((key, where), make, derived=True)
     return make()
 
 
@@ -178,7 +178,7 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
 
     if now is not None or policy is not snapshot.policy:  # memoized for the snapshot's own policy alone
         return make()
-    return snapshot.remember(_STATE_KEY, make)  # type: ignore[no-any-return]
+    return snapshot.remember(_STATE_KEY, make, derived=True)  # type: ignore[no-any-return]
 
 
 def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
@@ -199,7 +199,7 @@ def _placement(snapshot: Snapshot, policy: Policy) -> Placement | None:
 def _local_queues(snapshot: Snapshot) -> Mapping[tuple[str, str], LocalQueueInfo]:
     """The LocalQueues with their stop policies: the queue part's map, read through the stop
     policies of the kept documents (worked out once per kept documents, on their memo)."""
-    stops = snapshot.documents.memo.remember("simulate stop policies", lambda: _stop_policies(snapshot))
+    stops = snapshot.documents.memo.remember("simulate stop policies", lambda: _stop_policies(snapshot), derived=True)
     return _LocalQueues(snapshot.queues.local_queues, stops)
 
 
@@ -236,7 +236,7 @@ def _fair_sharing(snapshot: Snapshot, policy: Policy) -> FairSharing:
     kueue = policy.kueue
     where = (kueue.namespace, kueue.config_map, kueue.config_key)
     return snapshot.documents.memo.remember(  # type: ignore[no-any-return]
-        ("simulate fair sharing", where), lambda: fair_sharing(_configuration(snapshot, policy))
+        ("simulate fair sharing", where), lambda: fair_sharing(_configuration(snapshot, policy)), derived=True
     )
 
 
@@ -326,7 +326,7 @@ def live(snapshot: Snapshot, policy: Policy, key: str = _SIMULATOR_KEY) -> LiveS
     """The snapshot's simulator (memoized on it under ``key``: one per key, each with its own lock)."""
     if policy is not snapshot.policy:  # memoized for the snapshot's own policy alone
         return LiveSimulator(snapshot, policy, key=key)
-    return snapshot.remember(key, lambda: LiveSimulator(snapshot, policy, key=key))  # type: ignore[no-any-return]
+    return snapshot.remember(key, lambda: LiveSimulator(snapshot, policy, key=key), derived=True)  # type: ignore[no-any-return]
 
 
 def simulate_object(simulator: LiveSimulator, obj: Mapping[str, Any], source: str = "", namespace: str = "") -> Result:
