@@ -10,11 +10,18 @@ Deployments) are not kept: a job is found from its Workloads' owner references.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Final
+
 from webhook.kueue.workload import WorkloadInfo
 from webhook.quota.table import SetTable, Table
 
 #: (namespace, name) of a Workload
 Key = tuple[str, str]
+
+#: a namespace's Workloads are filed in this many sets, by their name's hash: a set shared with a
+#: snapshot is copied on its first change, and one namespace can hold every Workload of the cluster
+NAMESPACE_SHARDS: Final = 256
 
 
 class WorkloadRecords:
@@ -30,7 +37,8 @@ class WorkloadRecords:
         self.by_key: Table[Key, WorkloadInfo] = Table()
         self.by_uid: Table[str, Key] = Table()
         self.by_job_uid: SetTable[str, Key] = SetTable()
-        self.by_namespace: SetTable[str, Key] = SetTable()
+        #: (namespace, shard) -> keys (``in_namespace`` reads a namespace's shards together)
+        self.by_namespace: SetTable[tuple[str, int], Key] = SetTable()
 
     def put(self, key: Key, record: WorkloadInfo) -> None:
         held = self.by_key.get(key)
@@ -55,7 +63,12 @@ class WorkloadRecords:
                 self.by_uid.pop(record.uid)
         if record.job_uid:
             self.by_job_uid.move(record.job_uid, key, sign)
-        self.by_namespace.move(key[0], key, sign)
+        self.by_namespace.move((key[0], hash(key[1]) & (NAMESPACE_SHARDS - 1)), key, sign)
+
+    def in_namespace(self, namespace: str) -> Iterator[Key]:
+        """The keys of the namespace's Workloads, unordered."""
+        for shard in range(NAMESPACE_SHARDS):
+            yield from self.by_namespace.get((namespace, shard)) or ()
 
     def fork(self) -> WorkloadRecords:
         """Records that nothing moves (a snapshot's), sharing what neither side changes."""

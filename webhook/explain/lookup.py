@@ -110,7 +110,8 @@ class RecordIndex:
         return [record.document() for record in self.records_in(namespace)]
 
     def records_in(self, namespace: str) -> Sequence[WorkloadInfo]:
-        return self._in(self._records.by_namespace, namespace)
+        by_key = self._records.by_key
+        return [by_key[key] for key in sorted(self._records.in_namespace(namespace))]
 
     def _in(self, lookup: Mapping[str, Set[tuple[str, str]]], value: str) -> list[WorkloadInfo]:
         """The records ``lookup`` files under ``value``, by namespace and name."""
