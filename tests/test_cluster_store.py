@@ -384,7 +384,9 @@ def test_incremental_totals_match_a_recomputation_after_every_event(seed: int) -
         # the guaranteed chips pending per queue, as the published snapshot sums them
         kept = {queue: store.snapshot().quota.pending(queue) for queue in pending_totals(store)}
         assert kept == pending_totals(store) == pending_totals(fresh), where
-        assert {kind: store.keys[kind.name] for kind in k.KINDS} == {kind: set(held[kind]) for kind in k.KINDS}, where
+        assert {kind: set(store.held_keys(kind)) for kind in k.KINDS} == {kind: set(held[kind]) for kind in k.KINDS}, (
+            where
+        )
         assert store.documents.by_kind == fresh.documents.by_kind, where  # the admin guard's copy of Kueue's objects
         # and as the published snapshot carries it (copied only for the kinds that changed)
         assert store.snapshot().documents.by_kind == fresh.snapshot().documents.by_kind, where

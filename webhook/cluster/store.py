@@ -18,7 +18,7 @@ import contextlib
 import sys
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from webhook.cluster import kinds as k
@@ -93,7 +93,8 @@ class ClusterStore:
         self.tpu = policy.tpu.resource_name
         self.lock = threading.RLock()
         self.availability = Availability((kind.name for kind in k.WATCHED), stale_after)
-        self.keys: dict[str, set[Key]] = {kind.name: set() for kind in k.WATCHED}
+        #: the keys held per kind; a Workload's are its records' (``held_keys``), not kept twice
+        self.keys: dict[str, set[Key]] = {kind.name: set() for kind in k.WATCHED if kind is not k.WORKLOADS}
         #: per kind, each object's resourceVersion: a relist skips what it already holds
         self.object_versions: dict[str, dict[Key, str]] = {kind.name: {} for kind in k.WATCHED}
         #: Kueue's objects as written, for the admin guard (``webhook.cluster.documents``)
@@ -165,7 +166,7 @@ class ClusterStore:
                 if not atomic:
                     time.sleep(0)  # let a waiting request thread take the lock (it is not fair)
             with self.lock:
-                for key in self.keys[kind.name] - seen:
+                for key in [key for key in self.held_keys(kind) if key not in seen]:
                     self._delete(kind, key)
 
     def _held(self, kind: k.Kind, key: Key) -> Any:
@@ -189,7 +190,7 @@ class ClusterStore:
         version = (obj.get("metadata") or {}).get("resourceVersion")
         version = version if isinstance(version, str) else ""
         versions = self.object_versions[kind.name]
-        if version and versions.get(key) == version and key in self.keys[kind.name]:
+        if version and versions.get(key) == version and key in self.held_keys(kind):
             return
         generation = self.documents.generation
         self.documents.put(kind, key, obj)
@@ -258,7 +259,6 @@ class ClusterStore:
         if counted:
             self.workloads[key] = info
             return
-        self.keys[k.WORKLOADS.name].add(key)
         self.ledger.move(key[0], held, -1)
         _locate(self.workloads_at, key, held, -1)
         self.workloads[key] = info
@@ -283,8 +283,13 @@ class ClusterStore:
         if self.documents.generation != generation:
             self.version += 1
 
+    def held_keys(self, kind: k.Kind) -> Collection[Key]:
+        """The keys of the objects of ``kind`` the store holds."""
+        return self.workload_records.by_key if kind is k.WORKLOADS else self.keys[kind.name]
+
     def _remove(self, kind: k.Kind, key: Key) -> None:
-        self.keys[kind.name].discard(key)
+        if kind is not k.WORKLOADS:
+            self.keys[kind.name].discard(key)
         self.object_versions[kind.name].pop(key, None)
         name = key if isinstance(key, str) else ""
         pair = key if isinstance(key, tuple) else ("", "")

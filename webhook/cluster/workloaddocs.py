@@ -36,7 +36,9 @@ class WorkloadRecords:
     def __init__(self) -> None:
         self.by_key: Table[Key, WorkloadInfo] = Table()
         self.by_uid: Table[str, Key] = Table()
-        self.by_job_uid: SetTable[str, Key] = SetTable()
+        #: job uid -> its Workloads' keys: nearly always one, so a tuple (replaced, never changed) and
+        #: not a set of its own per job, which would be most of a cached Workload's bytes
+        self.by_job_uid: Table[str, tuple[Key, ...]] = Table()
         #: (namespace, shard) -> keys (``in_namespace`` reads a namespace's shards together)
         self.by_namespace: SetTable[tuple[str, int], Key] = SetTable()
 
@@ -62,7 +64,16 @@ class WorkloadRecords:
             elif self.by_uid.get(record.uid) == key:
                 self.by_uid.pop(record.uid)
         if record.job_uid:
-            self.by_job_uid.move(record.job_uid, key, sign)
+            held = self.by_job_uid.get(record.job_uid) or ()
+            if sign > 0:
+                if key not in held:
+                    self.by_job_uid[record.job_uid] = (*held, key)
+            elif key in held:
+                left = tuple(other for other in held if other != key)
+                if left:
+                    self.by_job_uid[record.job_uid] = left
+                else:
+                    self.by_job_uid.pop(record.job_uid)
         self.by_namespace.move((key[0], hash(key[1]) & (NAMESPACE_SHARDS - 1)), key, sign)
 
     def in_namespace(self, namespace: str) -> Iterator[Key]:

@@ -22,7 +22,7 @@ Nothing here calls the API server.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence, Set
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import Any, Final
 
 from webhook.cluster import kinds as k
@@ -113,7 +113,7 @@ class RecordIndex:
         by_key = self._records.by_key
         return [by_key[key] for key in sorted(self._records.in_namespace(namespace))]
 
-    def _in(self, lookup: Mapping[str, Set[tuple[str, str]]], value: str) -> list[WorkloadInfo]:
+    def _in(self, lookup: Mapping[str, Collection[tuple[str, str]]], value: str) -> list[WorkloadInfo]:
         """The records ``lookup`` files under ``value``, by namespace and name."""
         by_key = self._records.by_key
         return [by_key[key] for key in sorted(lookup.get(value) or ())]
