@@ -169,3 +169,23 @@ def job(fixture: str = "rfc-job-static") -> JobBuilder:
 def deployment(fixture: str = "service-deployment") -> DeploymentBuilder:
     """An apps/v1 Deployment from ``tests/fixtures/deployments/<fixture>.yaml``."""
     return DeploymentBuilder(load_deployment(fixture))
+
+
+#: the label ``audit --apply`` puts on the reports it owns
+MANAGED_BY = {"app.kubernetes.io/managed-by": "tpu-admission"}
+
+
+def policy_report(name: str, namespace: str = "", labels: dict[str, str] | None = MANAGED_BY) -> dict[str, Any]:
+    """A one-result PolicyReport (namespaced) or ClusterPolicyReport, as ``audit --apply`` writes them."""
+    metadata: dict[str, Any] = {"name": name}
+    if namespace:
+        metadata["namespace"] = namespace
+    if labels:
+        metadata["labels"] = labels
+    return {
+        "apiVersion": "wgpolicyk8s.io/v1alpha2",
+        "kind": "PolicyReport" if namespace else "ClusterPolicyReport",
+        "metadata": metadata,
+        "summary": {"pass": 1},
+        "results": [{"policy": "tpu-admission", "result": "pass"}],
+    }

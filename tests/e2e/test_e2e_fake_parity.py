@@ -30,6 +30,7 @@ from typing import Any
 
 import pytest
 import yaml
+from builders import policy_report
 from cluster_apiserver import FakeApiServer, client_for
 from controlplane import ControlPlane, shipped_policy
 
@@ -559,19 +560,6 @@ def _report_crd(kind: k.Kind) -> dict[str, Any]:
     }
 
 
-def _report(name: str, namespace: str = "", labels: dict[str, str] | None = None) -> dict[str, Any]:
-    metadata: dict[str, Any] = {"name": name, "labels": labels or {"app.kubernetes.io/managed-by": "tpu-admission"}}
-    if namespace:
-        metadata["namespace"] = namespace
-    return {
-        "apiVersion": "wgpolicyk8s.io/v1alpha2",
-        "kind": "PolicyReport" if namespace else "ClusterPolicyReport",
-        "metadata": metadata,
-        "summary": {"pass": 1},
-        "results": [{"policy": "tpu-admission", "result": "pass"}],
-    }
-
-
 def test_audit_apply_writes_and_removes_reports_alike(plane: ControlPlane, real: Any, tmp_path: Path) -> None:
     """``audit --apply``'s writes: server-side apply of a PolicyReport and a ClusterPolicyReport,
     the listing of this tool's earlier reports by label selector, the delete of a stale one;
@@ -582,7 +570,7 @@ def test_audit_apply_writes_and_removes_reports_alike(plane: ControlPlane, real:
     kinds = (POLICY_REPORTS, CLUSTER_POLICY_REPORTS)
     crds = {"apiVersion": "v1", "kind": "List", "items": [_report_crd(kind) for kind in kinds]}
     plane.kubectl("create", "-f", "-", stdin=json.dumps(crds))
-    existing = [_report("tpu-admission-2", NAMESPACE), _report("kyverno", NAMESPACE, {"owner": "kyverno"})]
+    existing = [policy_report("tpu-admission-2", NAMESPACE), policy_report("kyverno", NAMESPACE, {"owner": "kyverno"})]
     try:
         plane.kubectl(
             "wait",
@@ -593,9 +581,11 @@ def test_audit_apply_writes_and_removes_reports_alike(plane: ControlPlane, real:
 
         def run(api_client: Any) -> dict[str, Any]:
             applied = apply_reports(
-                api_client, [_report("tpu-admission", NAMESPACE), _report("tpu-admission")], selector
+                api_client, [policy_report("tpu-admission", NAMESPACE), policy_report("tpu-admission")], selector
             )
-            again = apply_reports(api_client, [_report("tpu-admission", NAMESPACE), _report("tpu-admission")], selector)
+            again = apply_reports(
+                api_client, [policy_report("tpu-admission", NAMESPACE), policy_report("tpu-admission")], selector
+            )
             return {"first": (applied.written, applied.deleted), "again": (again.written, again.deleted)}
 
         plane.kubectl("create", "-f", "-", stdin=json.dumps({"apiVersion": "v1", "kind": "List", "items": existing}))
