@@ -165,6 +165,7 @@ class Lazy:
 
 
 def up_to(queue: Node, lca: Node | None) -> Iterator[Node]:
+    """The cohorts above ``queue``, up to and not including ``lca`` (all of them when ``None``)."""
     for node in queue.ancestors():
         if node is lca:
             return
