@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from webhook.kube.fieldpaths import LABELS, METADATA
+from webhook.kube.fieldpaths import LABELS, METADATA, pointer_token
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy, TierPolicy
 
@@ -42,5 +42,5 @@ def label_patch(workload: Workload, added: dict[str, str]) -> JsonPatch:
 
 
 def _label_pointer(key: str) -> str:
-    """``/metadata/labels/<key>``, the key escaped as RFC 6901 says (``~`` → ``~0``, ``/`` → ``~1``)."""
-    return f"{_LABELS_POINTER}/{key.replace('~', '~0').replace('/', '~1')}"
+    """``/metadata/labels/<key>``, the key escaped as one pointer step."""
+    return f"{_LABELS_POINTER}/{pointer_token(key)}"

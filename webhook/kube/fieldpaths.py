@@ -58,16 +58,17 @@ class FieldPath:
         return self.text or "(object)"
 
     def pointer(self) -> str:
-        """The RFC 6901 JSON pointer of this path (``~`` → ``~0``, ``/`` → ``~1``)."""
-        parts = []
-        for step in self.steps:
-            text = step.name if isinstance(step, MapKey) else str(step)
-            parts.append(text.replace("~", "~0").replace("/", "~1"))
-        return "".join("/" + part for part in parts)
+        """The RFC 6901 JSON pointer of this path."""
+        return "".join("/" + pointer_token(s.name if isinstance(s, MapKey) else str(s)) for s in self.steps)
 
     def parts(self) -> tuple[str | int, ...]:
         """Plain steps (map keys unwrapped), for walking a parsed document."""
         return tuple(s.name if isinstance(s, MapKey) else s for s in self.steps)
+
+
+def pointer_token(text: str) -> str:
+    """One step of an RFC 6901 JSON pointer: ``~`` → ``~0``, ``/`` → ``~1``."""
+    return text.replace("~", "~0").replace("/", "~1")
 
 
 ROOT: Final = FieldPath()
