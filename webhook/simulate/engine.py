@@ -102,13 +102,10 @@ class Simulator:
     @property
     def feasibility(self) -> FeasibilityCheck:
         """The capacity rules' question over this state: could any choice of flavors ever hold a job
-        (usage zero). Built the first time a job does not fit now; nothing is memoized in it."""
+        (usage zero). The state's own when it has one (a snapshot's queue part, memoized there);
+        else made the first time a job does not fit now, with nothing memoized in it."""
         if self._feasibility is None:
-            members = CohortMembers()
-            for queue in self.state.cluster_queues.values():
-                members.add(queue)
-            nodes = ResourceNodes(self.state, members, _nothing_kept, _keep_nothing)
-            self._feasibility = FeasibilityCheck(self.state, nodes, _nothing_kept, _keep_nothing)
+            self._feasibility = self.state.feasibility or _feasibility_of(self.state)
         return self._feasibility
 
     def rebase(self, state: State) -> None:
@@ -613,6 +610,14 @@ def _fits(podsets: Sequence[PodSetResult], queue: str, chips: str) -> str:
         f"{format_amount(v)} chips" if r == chips else f"{format_amount(v, r)} {r}" for r, v in sorted(borrowed.items())
     )
     return text + (f", borrowing {amounts}" if amounts else "")
+
+
+def _feasibility_of(state: State) -> FeasibilityCheck:
+    members = CohortMembers()
+    for queue in state.cluster_queues.values():
+        members.add(queue)
+    nodes = ResourceNodes(state, members, _nothing_kept, _keep_nothing)
+    return FeasibilityCheck(state, nodes, _nothing_kept, _keep_nothing)
 
 
 def _nothing_kept(key: object) -> object:

@@ -174,6 +174,7 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
             pending_by_queue=_PerQueue(names, pending),
             candidates=_PerQueue(names, candidates),
             placement=_placement(snapshot, policy),
+            feasibility=queues.assigner,
         )
 
     if now is not None or policy is not snapshot.policy:  # memoized for the snapshot's own policy alone

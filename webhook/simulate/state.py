@@ -29,6 +29,7 @@ from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.kueue.resources import FlavorResource
 from webhook.kueue.workload import AdmittedWorkload
 from webhook.policy.config import TpuPolicy
+from webhook.quota.feasibility import FeasibilityCheck
 from webhook.simulate.placement import Placement
 
 #: the resource counted as TPU chips when a caller names none: the policy's default
@@ -80,6 +81,9 @@ class State:
     #: static mode's node pools and who occupies them (``placement``); ``None``: placement is not
     #: checked (dynamic mode, or a state made by hand without nodes)
     placement: Placement | None = None
+    #: the capacity rules' "could it ever fit" over these queues, when the caller has one (a
+    #: snapshot's queue part, memoized there); ``None``: the engine makes its own
+    feasibility: FeasibilityCheck | None = None
 
     def cohorts_unknown(self) -> str | None:
         """Why what the cohorts could lend is unknown (the potential quota reads it); ``None`` when known."""
