@@ -340,23 +340,24 @@ def _run_watches(
 ) -> dict[str, list[dict[str, Any]]]:
     """A watch from a list's version while ``before`` is done, then one resumed from its last
     event's version while ``after`` is done: each watch's events, raw."""
-    seen: dict[str, list[dict[str, Any]]] = {}
-    version = _list_version(api_client, kind, named)
-    watcher = threading.Thread(target=lambda: seen.setdefault("first", _watch(api_client, kind, named, version)))
+    first = _watch_while(api_client, kind, named, _list_version(api_client, kind, named), before)
+    changes = [e for e in first if e["type"] != "BOOKMARK"]
+    assert changes, first
+    last = changes[-1]["object"]["metadata"]["resourceVersion"]
+    return {"first": first, "resumed": _watch_while(api_client, kind, named, last, after)}
+
+
+def _watch_while(
+    api_client: Any, kind: k.Kind, named: tuple[str, str] | None, version: str, steps: list[Callable[[], None]]
+) -> list[dict[str, Any]]:
+    """The events of a watch from ``version`` while ``steps`` are done, raw."""
+    seen: list[dict[str, Any]] = []
+    watcher = threading.Thread(target=lambda: seen.extend(_watch(api_client, kind, named, version)))
     watcher.start()
     time.sleep(0.5)
-    for step in before:
+    for step in steps:
         step()
     watcher.join()
-    changes = [e for e in seen["first"] if e["type"] != "BOOKMARK"]
-    assert changes, seen["first"]
-    last = changes[-1]["object"]["metadata"]["resourceVersion"]
-    resumed = threading.Thread(target=lambda: seen.setdefault("resumed", _watch(api_client, kind, named, last)))
-    resumed.start()
-    time.sleep(0.5)
-    for step in after:
-        step()
-    resumed.join()
     return seen
 
 
