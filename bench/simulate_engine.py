@@ -29,10 +29,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
 
-from simulate_builders import state_from_objects  # noqa: E402
+from simulate_builders import from_document, state_from_objects  # noqa: E402
 
 from webhook.simulate.engine import Simulator  # noqa: E402
-from webhook.simulate.workloads import from_document  # noqa: E402
 
 TPU = "google.com/tpu"
 NOW = datetime(2026, 1, 1, tzinfo=UTC)

@@ -50,10 +50,10 @@ from support import FIXTURES  # noqa: E402
 from webhook.cluster import kinds as k  # noqa: E402
 from webhook.cluster.store import ClusterStore  # noqa: E402
 from webhook.engine.decision import AdmissionFacts, decide  # noqa: E402
+from webhook.kueue.workload import submitted_workload  # noqa: E402
 from webhook.objects.sources import load_documents  # noqa: E402
 from webhook.policy.config import Policy  # noqa: E402
 from webhook.simulate.live import LiveSimulator, live, simulate_object  # noqa: E402
-from webhook.simulate.workloads import job_of  # noqa: E402
 
 POLICY = Policy()
 
@@ -211,7 +211,7 @@ def main() -> int:
     line_ms = timed(args.runs, nothing, with_line)
 
     busy_jobs = [
-        job_of(pending_workload(f"small-{i}", queue, 1500, {"cpu": "1"}, 1, "2030-01-01T00:00:00Z"))
+        submitted_workload(pending_workload(f"small-{i}", queue, 1500, {"cpu": "1"}, 1, "2030-01-01T00:00:00Z"))
         for i, queue in enumerate(busy)
     ]
     busy_simulator = live(store.snapshot(), POLICY)

@@ -27,11 +27,11 @@ from oracle_cases import Case
 
 from webhook.advisor.submitted import simulate_submitted
 from webhook.cluster.statefiles import load_state_files
+from webhook.kueue.workload import submitted_workload
 from webhook.policy.config import Policy
 from webhook.quota.feasibility import Feasibility
 from webhook.simulate.live import LiveSimulator
 from webhook.simulate.result import Result
-from webhook.simulate.workloads import job_of
 
 ORACLE_DIR = Path(__file__).resolve().parent / "oracle"
 #: the Kueue version the oracle links, as go.mod pins it
@@ -115,7 +115,7 @@ def ask_gate(folder: Path) -> Feasibility | None:
     """The gates' "could it ever fit" (``Snapshot.assign``) for the job's ClusterQueue; ``None``
     when its LocalQueue names none in the state."""
     snapshot = load_state_files([str(folder / "state.yaml")], POLICY).snapshot()
-    job = job_of(yaml.safe_load((folder / "incoming.yaml").read_text()), POLICY.tpu.resource_name)
+    job = submitted_workload(yaml.safe_load((folder / "incoming.yaml").read_text()), POLICY.tpu.resource_name)
     queue = snapshot.queues.local_queues.get((job.namespace, job.queue_name))
     return None if queue is None else snapshot.assign(queue, job.podsets)
 

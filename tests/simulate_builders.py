@@ -23,11 +23,10 @@ from webhook.kueue.podset import podset_demand
 from webhook.kueue.preemption.common import Preemptor
 from webhook.kueue.preemption.preemptor import Oracle
 from webhook.kueue.resourceflavor import FlavorInfo, parse_flavor
-from webhook.kueue.workload import AdmittedWorkload
+from webhook.kueue.workload import AdmittedWorkload, PendingWorkload, read_workload, submitted_workload
 from webhook.simulate.engine import Simulator
 from webhook.simulate.result import Result
-from webhook.simulate.state import PendingWorkload, State, simulation_of, tree_of
-from webhook.simulate.workloads import from_document, job_of
+from webhook.simulate.state import TPU, State, simulation_of, tree_of
 
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 NAMESPACE = "default"
@@ -36,6 +35,12 @@ NAMESPACE = "default"
 QuotaSpec = str | tuple[str, str | None] | tuple[str, str | None, str | None]
 #: one resource group: flavor -> resource -> quota, flavors in order
 Group = Mapping[str, Mapping[str, QuotaSpec]]
+
+
+def from_document(obj: Mapping[str, Any], tpu: str = TPU) -> AdmittedWorkload | PendingWorkload | None:
+    """A stored Workload document as the engine counts it: the one reader's projection, counted."""
+    metadata = obj.get("metadata") or {}
+    return read_workload(obj, tpu).counted(str(metadata.get("namespace", "")), str(metadata.get("name", "")))
 
 
 @dataclass(frozen=True)
@@ -257,7 +262,7 @@ def job(
 ) -> PendingWorkload:
     """The job to simulate, in LocalQueue ``queue`` of the default namespace (one per ClusterQueue)."""
     document = pending_document(name, queue, requests, count, priority, created, active=active)
-    workload = job_of(document)
+    workload = submitted_workload(document, TPU)
     if podsets:
         demands = tuple(
             podset_demand(n, {"containers": [{"name": "c", "resources": {"requests": dict(r)}}]}, c)

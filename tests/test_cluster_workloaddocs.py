@@ -5,7 +5,7 @@ from __future__ import annotations
 from cluster_fixtures import team_a_workload
 
 from webhook.cluster.workloaddocs import NAMESPACE_SHARDS, WorkloadRecords
-from webhook.quota.ledger import project
+from webhook.kueue.workload import read_workload
 
 TPU = "google.com/tpu"
 
@@ -13,7 +13,7 @@ TPU = "google.com/tpu"
 def records(count: int) -> WorkloadRecords:
     out = WorkloadRecords()
     for i in range(count):
-        out.put(("kubemaker", f"w{i}"), project(team_a_workload(f"w{i}", 4), TPU))
+        out.put(("kubemaker", f"w{i}"), read_workload(team_a_workload(f"w{i}", 4), TPU))
     return out
 
 
@@ -30,7 +30,7 @@ def test_a_write_after_a_fork_copies_one_shard_of_the_namespace() -> None:
     """One namespace may hold every Workload of the cluster: a Workload event must not copy them all."""
     held = records(2000)
     published = held.fork()
-    held.put(("kubemaker", "another"), project(team_a_workload("another", 4), TPU))
+    held.put(("kubemaker", "another"), read_workload(team_a_workload("another", 4), TPU))
     copied = [
         shard
         for shard in range(NAMESPACE_SHARDS)

@@ -18,9 +18,8 @@ from datetime import timedelta
 
 import pytest
 
-from tests.simulate_builders import NOW, admitted, cluster_queue, cohort, state, targets
+from tests.simulate_builders import NOW, admitted, cluster_queue, cohort, from_document, state, targets
 from webhook.kueue.preemption.common import ordering_key
-from webhook.simulate.workloads import from_document
 
 IN_CQ, RECLAIM, FAIR, WHILE_BORROWING = (
     "InClusterQueue",

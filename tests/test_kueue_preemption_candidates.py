@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from tests.simulate_builders import NOW, admitted
+from tests.simulate_builders import NOW, admitted, from_document
 from webhook.kueue.preemption.candidates import Peekable, build_index, eligible, may_have, merged
 from webhook.kueue.workload import AdmittedWorkload
-from webhook.simulate.workloads import from_document
 
 NEED = frozenset({("f", "cpu")})
 

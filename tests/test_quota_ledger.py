@@ -13,7 +13,7 @@ import pytest
 from webhook.kube.sharing import Sharing
 from webhook.kueue.clusterqueue import parse_cluster_queue
 from webhook.kueue.podset import PodSetDemand, podset_demand
-from webhook.kueue.workload import FINISHED, HOLDS, IDLE, REPLACING, WAITS
+from webhook.kueue.workload import FINISHED, HOLDS, IDLE, REPLACING, WAITS, read_workload
 from webhook.quota.feasibility import Feasibility, PodSetFeasibility
 from webhook.quota.ledger import (
     Balance,
@@ -24,7 +24,6 @@ from webhook.quota.ledger import (
     guaranteed_balance,
     guaranteed_shortfalls,
     pending_chips,
-    project,
 )
 
 TPU = "google.com/tpu"
@@ -88,20 +87,23 @@ RESERVED = ("QuotaReserved", "True", "QuotaReserved")
     ],
 )
 def test_a_workload_counts_as_kueue_counts_it(obj: dict[str, Any], state: str) -> None:
-    assert project(obj, TPU).state == state
+    assert read_workload(obj, TPU).state == state
 
 
 def test_the_ledger_moves_by_the_difference() -> None:
     ledger = ChipsLedger("guaranteed")
     shared = Sharing().share  # the store's table
-    holding, waiting = project(workload([RESERVED], admitted=True), TPU, shared), project(workload(), TPU, shared)
+    holding, waiting = (
+        read_workload(workload([RESERVED], admitted=True), TPU, shared),
+        read_workload(workload(), TPU, shared),
+    )
     ledger.move("ns", holding, +1)
     ledger.move("ns", waiting, +1)
     ledger.move("ns", waiting, +1)
     assert ledger.in_use == {("cq", "f"): 64} and ledger.holding == {("cq", "f"): 64}
     [(shape, count)] = ledger.waiting_for("ns", "q")
     assert count == 2 and shape[0].total(TPU) == 64
-    assert project(workload(), TPU, shared).shape is shape  # identical podSets share one shape
+    assert read_workload(workload(), TPU, shared).shape is shape  # identical podSets share one shape
     for entry in (holding, waiting, waiting):
         ledger.move("ns", entry, -1)
     assert not ledger.in_use and not ledger.holding and ledger.waiting_for("ns", "q") == []
@@ -114,8 +116,8 @@ NOFIT = Feasibility((PodSetFeasibility("workers", {}, "nofit"),))
 def test_the_guaranteed_balance_is_nominal_less_holding_and_pending() -> None:
     """Pending chips count on the flavor the assignment gives them, and only when they could ever fit."""
     ledger = ChipsLedger("guaranteed")
-    ledger.move("ns", project(workload([RESERVED], admitted=True), TPU), +1)  # cq holds 64 on f
-    ledger.move("ns", project(workload(), TPU), +1)  # 64 more wait in LocalQueue q
+    ledger.move("ns", read_workload(workload([RESERVED], admitted=True), TPU), +1)  # cq holds 64 on f
+    ledger.move("ns", read_workload(workload(), TPU), +1)  # 64 more wait in LocalQueue q
     flavor = {"name": "f", "resources": [{"name": TPU, "nominalQuota": "256"}]}
     spec = {"resourceGroups": [{"coveredResources": [TPU], "flavors": [flavor]}]}
     queue = parse_cluster_queue({"metadata": {"name": "cq"}, "spec": spec})
@@ -136,7 +138,7 @@ def test_the_guaranteed_balance_is_nominal_less_holding_and_pending() -> None:
 
 def test_pending_chips_move_by_one_shape_at_a_time() -> None:
     """What an event adds and takes away, one Workload at a time, is what summing from the ledger gives."""
-    shape = project(workload(), TPU).shape
+    shape = read_workload(workload(), TPU).shape
     sums: dict[str, int] = {}
     add_pending(sums, FITS, shape, TPU, +1)
     add_pending(sums, FITS, shape, TPU, +1)
@@ -210,7 +212,7 @@ def _placed_entry(topology: Any, finished: bool = False) -> Any:
     if topology is not None:
         assignment["topologyAssignment"] = topology
     status = {"conditions": conditions, "admission": {"clusterQueue": "q", "podSetAssignments": [assignment]}}
-    return project({"metadata": {"name": "w"}, "spec": {"queueName": "lq"}, "status": status}, TPU)
+    return read_workload({"metadata": {"name": "w"}, "spec": {"queueName": "lq"}, "status": status}, TPU)
 
 
 POOL, HOST = "cloud.google.com/gke-nodepool", "kubernetes.io/hostname"

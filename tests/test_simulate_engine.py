@@ -29,11 +29,11 @@ from tests.simulate_builders import (
 )
 from webhook.kueue.localqueue import LocalQueueInfo
 from webhook.kueue.resourceflavor import parse_flavor
+from webhook.kueue.workload import submitted_workload
 from webhook.simulate import engine
 from webhook.simulate.engine import Simulator
 from webhook.simulate.result import Result
 from webhook.simulate.state import COHORTS, WORKLOADS, State
-from webhook.simulate.workloads import job_of
 
 TPU = "google.com/tpu"
 GUARANTEED, BEST_EFFORT = 1000, 100
@@ -539,7 +539,7 @@ def test_a_workload_beyond_kueues_schema_never_starts_naming_the_limit() -> None
 
 
 def test_a_workload_without_podsets_is_misconfigured() -> None:
-    from webhook.simulate.state import PendingWorkload
+    from webhook.kueue.workload import PendingWorkload
 
     empty = PendingWorkload("default/e", "e", "default", "team-a", 0, NOW, ())
     assert simulate(rfc_state(), empty).reason == "Misconfigured"
@@ -732,10 +732,10 @@ def test_a_podset_that_exceeds_the_quota_before_one_with_no_flavor_names_exceeds
     second["name"], second["count"] = "picky", 1
     second["template"]["spec"]["nodeSelector"] = {"pool": "b"}
     document["spec"]["podSets"].append(second)
-    result = simulate(st, job_of(document))
+    result = simulate(st, submitted_workload(document, TPU))
     assert (result.outcome, result.reason) == ("never", "ExceedsMaxQuota")
     document["spec"]["podSets"].reverse()  # the podSet with no flavor first: it decides
-    result = simulate(st, job_of(document))
+    result = simulate(st, submitted_workload(document, TPU))
     assert (result.outcome, result.reason) == ("never", "NoMatchingFlavor")
 
 

@@ -6,12 +6,12 @@ from datetime import timedelta
 from typing import Any
 
 from tests.rfc_queues import team_flavor_quotas, tpu7x_flavor_spec
-from tests.simulate_builders import NOW, state_from_objects
+from tests.simulate_builders import NOW, from_document, state_from_objects
 from webhook.kueue.fair_sharing import DEFAULT_STRATEGIES, FairSharing, fair_sharing
 from webhook.kueue.localqueue import LocalQueueInfo, parse_local_queue
+from webhook.kueue.workload import PendingWorkload
 from webhook.simulate.engine import Simulator
-from webhook.simulate.state import WORKLOADS, PendingWorkload
-from webhook.simulate.workloads import from_document
+from webhook.simulate.state import WORKLOADS
 
 TPU = "google.com/tpu"
 

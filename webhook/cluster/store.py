@@ -34,9 +34,9 @@ from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
 from webhook.kueue.cohort import CohortInfo, CohortMembers, parse_cohort
 from webhook.kueue.localqueue import parse_local_queue
 from webhook.kueue.resourceflavor import FlavorInfo, parse_flavor
-from webhook.kueue.workload import WorkloadInfo
+from webhook.kueue.workload import WorkloadInfo, read_workload
 from webhook.policy.config import Policy
-from webhook.quota.ledger import ChipsLedger, project
+from webhook.quota.ledger import ChipsLedger
 from webhook.quota.objects import NodeInfo, parse_node
 from webhook.quota.table import SetTable, Table
 
@@ -244,7 +244,7 @@ class ClusterStore:
         status writes) moves nothing in the ledger and publishes no new counts; one that leaves
         what explain reads as it was publishes nothing for explain either.
         """
-        info = project(obj, self.tpu, self.sharing.share)
+        info = read_workload(obj, self.tpu, self.sharing.share)
         record = self.workload_records.by_key.get(key)
         held = self.workloads.get(key)
         explained = record is not None and record.reads_like(info)

@@ -22,15 +22,17 @@ What counts, as Kueue's cache counts it (``HasActiveQuotaReservation``, ``IsAdmi
   a Workload still in its queue.
 - everything else (finished, deactivated, waiting for replacement pods) does not count.
 
-``AdmittedWorkload`` is what the tree and the preemptor need of one holding quota.
+``AdmittedWorkload`` is what the tree and the preemptor need of one holding quota, and
+``PendingWorkload`` what the queue in front and the flavor assigner need of one waiting; the
+projection makes either (``WorkloadInfo.counted``) when a scheduling attempt reads its queue.
 """
 
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime
 from decimal import Decimal
 from typing import Any, Final
 
@@ -38,6 +40,7 @@ from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import CONTEXT, quantity_or_none
 from webhook.kube.sharing import Share, unshared
 from webhook.kube.topology import NODEPOOL_LABEL
+from webhook.kueue.podset import PodSetDemand, podset_demand
 from webhook.kueue.resources import FlavorResource
 
 ZERO: Final = Decimal(0)
@@ -58,10 +61,8 @@ Values = tuple[Any, ...]
 Usage = tuple[tuple[str, str, Decimal], ...]
 #: (node label, value) of the topology domains an admitted Workload's pods are placed in
 Placed = tuple[tuple[str, str], ...]
-#: its podSets as the flavor assigner reads them (``webhook.quota.podsets.PodSetDemand``, opaque here)
-Shape = tuple[Any, ...]
-#: reads a Workload's ``spec`` into its podSets' shape (the podSet reader sits above this package)
-ShapeReader = Callable[[Mapping[str, Any], Share], Shape]
+#: its podSets as the flavor assigner reads them
+Shape = tuple[PodSetDemand, ...]
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,6 +79,29 @@ class AdmittedWorkload:
     usage: Mapping[FlavorResource, Decimal]
     #: ``Evicted`` is True: preemption or eviction already under way (Kueue tries it first)
     evicted: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class PendingWorkload:
+    """A Workload waiting in a LocalQueue, or the job being simulated: what the queue in front and
+    the flavor assigner read of it."""
+
+    key: str
+    uid: str
+    namespace: str
+    queue_name: str
+    priority: int
+    created: datetime
+    podsets: Shape
+    active: bool = True
+
+
+#: a creation time Kueue would order before every other (``metadata.creationTimestamp`` unknown)
+EPOCH: Final = datetime.fromtimestamp(0, UTC)
+
+
+def _time(seconds: float) -> datetime:
+    return datetime.fromtimestamp(seconds, UTC) if seconds else EPOCH
 
 
 #: what the ledger, the simulator's state and the placement read: equal in these, a new
@@ -219,6 +243,42 @@ class WorkloadInfo:
 
     def owner_references(self) -> list[dict[str, Any]]:
         return [_mapping(owner, _OWNER_FIELDS) for owner in self.owners]
+
+    def admitted(self, namespace: str, name: str) -> AdmittedWorkload:
+        """It holding quota, as the cohort tree and the preemptor read it (``namespace``/``name``: its key)."""
+        key = f"{namespace}/{name}"
+        return AdmittedWorkload(
+            key,
+            self.uid or key,
+            self.cluster_queue,
+            self.priority_value,
+            _time(self.created),
+            datetime.fromtimestamp(self.reserved_at, UTC) if self.reserved_at else None,
+            {(flavor, resource): amount for flavor, resource, amount in self.usage},
+            self.evicted,
+        )
+
+    def pending(self, namespace: str, name: str, active: bool = True) -> PendingWorkload:
+        """It waiting in its LocalQueue, as the queue in front reads it."""
+        key = f"{namespace}/{name}"
+        return PendingWorkload(
+            key,
+            self.uid or key,
+            namespace,
+            self.local_queue,
+            self.priority_value,
+            _time(self.created),
+            self.shape,
+            active,
+        )
+
+    def counted(self, namespace: str, name: str) -> AdmittedWorkload | PendingWorkload | None:
+        """It as Kueue's cache counts it: holding quota, waiting, or (``None``) not at all."""
+        if self.state == HOLDS:
+            return self.admitted(namespace, name)
+        if self.state == WAITS:
+            return self.pending(namespace, name)
+        return None
 
     def document(self) -> dict[str, Any]:
         """Explain's part in the Workload's own shape (a new dict: the reader may keep it)."""
@@ -377,11 +437,46 @@ def _slice_values(piece: Any, levels: int, at: int) -> list[str] | None:
 _NOT: Final = (False, "")
 
 
-def read_workload(obj: Mapping[str, Any], tpu: str, podsets: ShapeReader, shared: Share = unshared) -> WorkloadInfo:
+def shape_of(spec: Mapping[str, Any], shared: Share = unshared) -> Shape:
+    """A Workload's ``spec.podSets`` as the flavor assigner reads them (shared between equal shapes).
+
+    A podSet asks for topology-aware scheduling when Kueue wrote a ``topologyRequest`` on it
+    (from the job's annotations, as ``webhook.quota.podsets.asks_for_tas`` reads them).
+    """
+    podsets = []
+    for podset in map(as_dict, spec.get("podSets") or ()):
+        pod = as_dict(as_dict(podset.get("template")).get("spec"))
+        count = podset.get("count", 1)
+        demand = podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1, share=shared)
+        if "topologyRequest" in podset:
+            demand = podset_demand(demand.name, pod, demand.count, dict(demand.requests), tas=True, share=shared)
+        podsets.append(demand)
+    return shared(tuple(podsets))
+
+
+def submitted_workload(obj: Mapping[str, Any], tpu: str) -> PendingWorkload:
+    """A Workload document as submitted now (the job ``simulate`` is asked about): its podSets
+    whatever its status says, and whether it is active (a deactivated one is answered, not dropped)."""
+    metadata, spec = as_dict(obj.get("metadata")), as_dict(obj.get("spec"))
+    info = read_workload(obj, tpu)
+    namespace, name = str(metadata.get("namespace", "")), str(metadata.get("name", ""))
+    key = f"{namespace}/{name}"
+    return PendingWorkload(
+        key,
+        info.uid or key,
+        namespace,
+        str(spec.get("queueName") or ""),
+        info.priority_value,
+        _time(info.created),
+        info.shape or shape_of(spec),
+        spec.get("active", True) is not False,
+    )
+
+
+def read_workload(obj: Mapping[str, Any], tpu: str, shared: Share = unshared) -> WorkloadInfo:
     """A Workload document (``kueue.x-k8s.io/v1beta2``) read once into its projection.
 
-    ``podsets`` reads a waiting Workload's ``spec`` into its podSets' shape; ``shared``: the
-    store's sharing table (``webhook.kube.sharing``).
+    ``shared``: the store's sharing table (``webhook.kube.sharing``).
     """
     metadata, spec, status = as_dict(obj.get("metadata")), as_dict(obj.get("spec")), as_dict(obj.get("status"))
     ref = spec.get("priorityClassRef")
@@ -435,4 +530,4 @@ def read_workload(obj: Mapping[str, Any], tpu: str, podsets: ShapeReader, shared
         )
     if states.get("WaitingForReplacementPods", _NOT)[0]:
         return WorkloadInfo(queue, "", priority, REPLACING, **common)
-    return WorkloadInfo(queue, "", priority, WAITS, shape=podsets(spec, shared), **common)
+    return WorkloadInfo(queue, "", priority, WAITS, shape=shape_of(spec, shared), **common)

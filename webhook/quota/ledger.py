@@ -1,10 +1,10 @@
 """The chips ledger over the Workloads' one projection, and the guaranteed balance.
 
-A cached Workload is its ``webhook.kueue.workload.WorkloadInfo``, read once per watch event
-(``project`` reads it with the gates' podSet reader); what counts as in use (``HOLDS``) and
-as pending (``WAITS``) is decided there, as Kueue's cache decides it. Each watch event moves
-the ledger's counters by the difference between the old and the new projection, so a
-request reads counters instead of summing Workloads. Pending Workloads are kept by
+A cached Workload is its ``webhook.kueue.workload.WorkloadInfo``, read once per watch
+event; what counts as in use (``HOLDS``) and as pending (``WAITS``) is decided there, as
+Kueue's cache decides it. Each watch event moves the ledger's counters by the difference
+between the old and the new projection, so a request reads counters instead of summing
+Workloads. Pending Workloads are kept by
 LocalQueue and podSet shape; which ClusterQueue and flavor they would use (and whether they
 could ever fit at all, else they do not count either) is resolved by the quota model when a
 request reads the balance, because that depends on objects that may arrive later or change.
@@ -25,41 +25,15 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Protocol
 
-from webhook.kube.jsonvalues import as_dict
 from webhook.kube.quantity import CONTEXT
-from webhook.kube.sharing import Share, unshared
 from webhook.kueue.clusterqueue import ClusterQueueInfo
-from webhook.kueue.podset import PodSetDemand, podset_demand
+from webhook.kueue.podset import PodSetDemand
 from webhook.kueue.potential import Bound
-from webhook.kueue.workload import HOLDS, WAITS, ZERO, WorkloadInfo, read_workload
+from webhook.kueue.workload import HOLDS, WAITS, ZERO, Shape, WorkloadInfo
 from webhook.quota.feasibility import Assigns, Feasibility
 from webhook.quota.table import Table
-
-Shape = tuple[PodSetDemand, ...]
-
-
-def project(obj: Mapping[str, Any], tpu: str, shared: Share = unshared) -> WorkloadInfo:
-    """A Workload object read once (``webhook.kueue.workload.read_workload``) with the gates' podSet reader."""
-    return read_workload(obj, tpu, shape_of, shared)
-
-
-def shape_of(spec: Mapping[str, Any], shared: Share = unshared) -> Shape:
-    """A Workload's ``spec.podSets`` as the flavor assigner reads them (shared between equal shapes).
-
-    A podSet asks for topology-aware scheduling when Kueue wrote a ``topologyRequest`` on it
-    (from the job's annotations, as ``webhook.quota.podsets.asks_for_tas`` reads them).
-    """
-    podsets = []
-    for podset in map(as_dict, spec.get("podSets") or ()):
-        pod = as_dict(as_dict(podset.get("template")).get("spec"))
-        count = podset.get("count", 1)
-        demand = podset_demand(str(podset.get("name", "")), pod, count if isinstance(count, int) else 1, share=shared)
-        if "topologyRequest" in podset:
-            demand = podset_demand(demand.name, pod, demand.count, dict(demand.requests), tas=True, share=shared)
-        podsets.append(demand)
-    return shared(tuple(podsets))
 
 
 class LedgerView(Protocol):

@@ -32,12 +32,12 @@ from webhook.kueue.cohort import CohortInfo
 from webhook.kueue.podset import PodSetDemand
 from webhook.kueue.potential import Bound, Memo, Remember, ResourceNodes
 from webhook.kueue.resourceflavor import FlavorInfo
+from webhook.kueue.workload import Shape
 from webhook.quota.feasibility import Feasibility, FeasibilityCheck
 from webhook.quota.ledger import (
     Balance,
     BalanceAnswer,
     LedgerView,
-    Shape,
     guaranteed_balance,
     guaranteed_shortfalls,
     pending_chips,

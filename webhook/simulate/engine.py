@@ -41,6 +41,7 @@ from webhook.kueue.preemption.common import Preemptor, Victim
 from webhook.kueue.preemption.preemptor import Oracle
 from webhook.kueue.resource_node import Node, available
 from webhook.kueue.resources import FlavorResource
+from webhook.kueue.workload import PendingWorkload
 from webhook.objects.workloadschema import exceeded
 from webhook.quota.feasibility import Exceeded, Feasibility, FeasibilityCheck
 from webhook.simulate.placement import PoolNeed, PoolTracker, pool_needs
@@ -65,7 +66,6 @@ from webhook.simulate.state import (
     LOCAL_QUEUES,
     TPU,
     WORKLOADS,
-    PendingWorkload,
     State,
     simulation_of,
     tree_of,

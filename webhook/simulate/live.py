@@ -34,7 +34,7 @@ from webhook.kube.quantity import CONTEXT
 from webhook.kueue.fair_sharing import FairSharing, fair_sharing
 from webhook.kueue.localqueue import LocalQueueInfo, parse_local_queue
 from webhook.kueue.preemption.candidates import QueueIndex, build_index
-from webhook.kueue.workload import HOLDS, WAITS, AdmittedWorkload
+from webhook.kueue.workload import HOLDS, WAITS, AdmittedWorkload, PendingWorkload, submitted_workload
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.objects.readers import read_workload
 from webhook.objects.workload import Workload
@@ -43,8 +43,7 @@ from webhook.quota.podsets import demands_of
 from webhook.simulate.engine import Simulator
 from webhook.simulate.placement import Placement
 from webhook.simulate.result import ADMIT, PREEMPT, UNKNOWN, Result
-from webhook.simulate.state import COHORTS, FLAVORS, LOCAL_QUEUES, WORKLOADS, PendingWorkload, State
-from webhook.simulate.workloads import admitted_of, job_of, pending_of
+from webhook.simulate.state import COHORTS, FLAVORS, LOCAL_QUEUES, WORKLOADS, State
 
 #: the job kinds read as Kueue's job integrations make their Workloads
 JOB_KINDS: Final = (JOBSET, JOB, DEPLOYMENT)
@@ -138,7 +137,7 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
                 snapshot,
                 (HOLDS, queue, ""),
                 "simulate admitted",
-                lambda: tuple(admitted_of(ns, name, entry) for ns, name, entry in snapshot.holding_in(queue)),
+                lambda: tuple(entry.admitted(ns, name) for ns, name, entry in snapshot.holding_in(queue)),
             )
 
         def candidates(queue: str) -> QueueIndex:
@@ -151,7 +150,7 @@ def state_of(snapshot: Snapshot, policy: Policy, now: datetime | None = None) ->
                 snapshot,
                 (WAITS, namespace, local),
                 "simulate pending",
-                lambda: tuple(pending_of(ns, name, entry) for ns, name, entry in snapshot.waiting_at(namespace, local)),
+                lambda: tuple(entry.pending(ns, name) for ns, name, entry in snapshot.waiting_at(namespace, local)),
             )
 
         def pending(queue: str) -> tuple[PendingWorkload, ...]:
@@ -340,7 +339,7 @@ def simulate_object(simulator: LiveSimulator, obj: Mapping[str, Any], source: st
     if kind == WORKLOAD:
         metadata = obj.get("metadata") if isinstance(obj.get("metadata"), dict) else {}
         document = obj if not namespace or (metadata or {}).get("namespace") else _with_namespace(obj, namespace)
-        return simulator.simulate(job_of(document, tpu), WORKLOAD, source)
+        return simulator.simulate(submitted_workload(document, tpu), WORKLOAD, source)
     if kind not in JOB_KINDS:
         raise ValueError(f"kind {kind!r} cannot be simulated: give a JobSet, Job, Deployment or Workload")
     workload = read_workload(kind, dict(obj), policy, namespace)
@@ -474,7 +473,7 @@ def simulate_stored(snapshot: Snapshot, namespace: str, name: str, policy: Polic
 
     def make() -> Result:
         rest = snapshot.without([(namespace, name)])
-        return live(rest, policy).simulate(pending_of(namespace, name, entry), WORKLOAD)
+        return live(rest, policy).simulate(entry.pending(namespace, name), WORKLOAD)
 
     if policy is not snapshot.policy:  # memoized for the snapshot's own policy alone
         return make()

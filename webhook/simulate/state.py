@@ -22,12 +22,11 @@ from webhook.kueue.cohort import CohortInfo
 from webhook.kueue.fair_sharing import FairSharing
 from webhook.kueue.hierarchy import Tree, build_tree
 from webhook.kueue.localqueue import LocalQueueInfo
-from webhook.kueue.podset import PodSetDemand
 from webhook.kueue.preemption.candidates import QueueIndex, build_index
 from webhook.kueue.preemption.preemptor import Simulation
 from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.kueue.resources import FlavorResource
-from webhook.kueue.workload import AdmittedWorkload
+from webhook.kueue.workload import AdmittedWorkload, PendingWorkload
 from webhook.policy.config import TpuPolicy
 from webhook.quota.feasibility import FeasibilityCheck
 from webhook.simulate.placement import Placement
@@ -36,20 +35,6 @@ from webhook.simulate.placement import Placement
 TPU = TpuPolicy().resource_name
 
 WORKLOADS, COHORTS, FLAVORS, LOCAL_QUEUES = "Workload", "Cohort", "ResourceFlavor", "LocalQueue"
-
-
-@dataclass(frozen=True, slots=True)
-class PendingWorkload:
-    """A Workload waiting in a LocalQueue, or the job being simulated."""
-
-    key: str
-    uid: str
-    namespace: str
-    queue_name: str
-    priority: int
-    created: datetime
-    podsets: tuple[PodSetDemand, ...]
-    active: bool = True
 
 
 @dataclass(frozen=True)
