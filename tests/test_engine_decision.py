@@ -157,6 +157,17 @@ def test_dev_tier_gets_both_default_labels_as_a_patch() -> None:
     }
 
 
+def test_the_labels_the_mutating_call_adds_are_told_on_both_stages() -> None:
+    """``added`` is what the patch writes, and the validating call of the same CREATE says the
+    same (what ``simulate`` reads with the object's own labels); a label the job sets is not added."""
+    obj = load_jobset("falcon-migration")
+    obj["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "mine"}
+    defaults = {"kueue.x-k8s.io/priority-class": "default"}
+    assert run(obj, DYNAMIC).added == defaults
+    assert run(obj, DYNAMIC, stage="validate").added == defaults
+    assert run(obj, DYNAMIC, operation="UPDATE", old_object=copy.deepcopy(obj)).added == {}
+
+
 def test_patch_escapes_label_keys_and_never_overwrites() -> None:
     obj = load_jobset("falcon-migration")
     obj["metadata"]["labels"] = {"app": "sft", "kueue.x-k8s.io/queue-name": "default"}

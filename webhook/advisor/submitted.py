@@ -20,8 +20,7 @@ from typing import Any, Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.snapshot import Snapshot
-from webhook.engine.decision import AdmissionFacts, decide
-from webhook.engine.patches import default_labels
+from webhook.engine.decision import AdmissionFacts, judge
 from webhook.objects.apivalidation import printable, printable_json, printable_lines, refusals
 from webhook.objects.kinds import kind_of_document, likely_meant
 from webhook.objects.readers import read_workload
@@ -114,16 +113,14 @@ def simulate_submitted(
     facts = AdmissionFacts(
         operation="CREATE", stage="mutate", namespace=namespace, tier_override=tier, kind=kind, user=user or UserInfo()
     )
-    decision = decide(data, facts, policy, snapshot)
+    workload = read_workload(kind, data, policy, namespace)
+    decision = judge(workload, facts, policy, snapshot)
     if not decision.allowed:
         name = str((metadata or {}).get("name") or "")
         # every violation, one a line, as check and the webhook's own denial list them
         message = "the webhook would deny it: " + "\n  ".join(decision.deny_message().splitlines())
         return Result(NEVER, DENIED, "", message, source=source, kind=kind, namespace=namespace, name=name)
-    workload = read_workload(kind, data, policy, namespace)
     if workload.malformed:
         raise NotSimulated(f"{kind} {workload.name}: {workload.malformed[0].message}")
-    labels = dict(workload.labels)
-    if decision.tier is not None:  # the tier the mutating call resolved: its default labels
-        labels.update(default_labels(workload, policy.tiers[decision.tier], policy))
-    return simulate_workload(simulator, workload, labels, source)
+    # with the labels the mutating call adds (the tier's default queue and priority class)
+    return simulate_workload(simulator, workload, {**workload.labels, **decision.added}, source)

@@ -75,6 +75,9 @@ class Decision(msgspec.Struct):
     omitted: int = 0
     #: the longest line the answer carries (``limits.maxLineChars``)
     max_line: int = 2048
+    #: on CREATE, the labels the mutating call adds (the tier's default queue and priority class):
+    #: with the object's own, what Kueue will see
+    added: dict[str, str] = {}
 
     @property
     def violations(self) -> list[Finding]:
@@ -321,7 +324,18 @@ def decide(
 ) -> Decision:
     """Judge ``obj``, the object decoded (plain JSON, or what YAML gives a manifest: ``read_workload``);
     ``simulate_line`` gives the ``[simulate]`` line (``SimulateLine``)."""
-    workload = read_workload(facts.kind, obj, policy, facts.namespace)
+    return judge(read_workload(facts.kind, obj, policy, facts.namespace), facts, policy, cluster, simulate_line)
+
+
+def judge(
+    workload: Workload,
+    facts: AdmissionFacts,
+    policy: Policy,
+    cluster: ClusterState | None = None,
+    simulate_line: SimulateLine | None = None,
+) -> Decision:
+    """``decide`` for an object already read: a caller that reads the job for more than its
+    decision (``simulate``) reads it once."""
     if made_by_jobset_controller(workload, facts.user, policy):
         # A JobSet's own Job, sent by the JobSet controller: judged as part of its JobSet
         # already, and Kueue manages it through the JobSet. Admitted as it is, without a word.
@@ -350,7 +364,7 @@ def decide(
     added: dict[str, str] = {}
     scope: Scope
     if creating:
-        added = default_labels(workload, tier, policy)
+        added = decision.added = default_labels(workload, tier, policy)
         scope = "all" if facts.stage == "mutate" else "final"
     else:
         old = read_workload(facts.kind, facts.old_object, policy, facts.namespace)
