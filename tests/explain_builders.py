@@ -16,6 +16,7 @@ from typing import Any, Self
 from builders import MetadataBuilder, jobset
 
 from webhook.explain.inputs import Amounts, CohortQuota, QueueQuota, QuotaPicture
+from webhook.simulate.result import PodSetResult, Position, PreemptionResult, Result
 
 JOBSET_UID = "1c8f5b7e-0000-4000-8000-000000000001"
 PREEMPTOR_UID = "9a41c2d0-0000-4000-8000-000000000002"
@@ -261,26 +262,27 @@ def tpu_pool() -> QuotaPicture:
 
 def simulation(
     outcome: str,
-    reason: str | None = None,
-    ahead: int | None = None,
-    chips_ahead: int | None = None,
+    reason: str = "",
+    ahead: int = 0,
+    chips_ahead: int = 0,
     message: str = "",
     cluster_queue: str = "team-a",
-) -> dict[str, Any]:
-    """A simulate result (SPEC §12, one ``results`` entry) for the RFC's JobSet."""
-    return {
-        "source": "cluster",
-        "kind": "JobSet",
-        "namespace": "kubemaker",
-        "name": "llm-pretrain-a3f8",
-        "outcome": outcome,
-        "reason": reason,
-        "clusterQueue": cluster_queue,
-        "podSets": [{"name": "workers", "count": 32, "flavors": {TPU: "tpu7x"}, "borrows": False}],
-        "preemptions": [],
-        "position": {"ahead": ahead, "chipsAhead": chips_ahead} if ahead is not None else None,
-        "message": message,
-    }
+    preempting: tuple[str, ...] = (),
+) -> Result:
+    """The simulator's answer for the RFC's JobSet (``preempting``: its victims' keys, of team-b)."""
+    return Result(
+        outcome,
+        reason,
+        cluster_queue,
+        message,
+        podsets=(PodSetResult("workers", 32, {TPU: "tpu7x"}),),
+        preemptions=tuple(PreemptionResult(key, "team-b", 100, "InCohortReclamation") for key in preempting),
+        position=Position(ahead, Decimal(chips_ahead)),
+        source="cluster",
+        kind="JobSet",
+        namespace="kubemaker",
+        name="llm-pretrain-a3f8",
+    )
 
 
 def preempted_example_objects() -> list[dict[str, Any]]:

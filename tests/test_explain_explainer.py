@@ -24,6 +24,7 @@ from explain_builders import (
 
 from webhook.explain.explainer import ExplainError, ExplainRequest, explain
 from webhook.explain.inputs import Simulate, WorkloadList
+from webhook.simulate.result import Result
 
 TEAM_B_QUOTA = {
     "clusterQueue": {"tpu7x": {"google.com/tpu": {"nominal": 256, "inUse": 128, "borrowed": 0, "pending": 128}}},
@@ -72,7 +73,7 @@ def test_rfc_example_two_preempted_by_team_a_requeued_with_its_position() -> Non
             "clusterQueue": "team-a",
             "priority": 1000,
         },
-        "simulation": answer,
+        "simulation": answer.to_json(),
         "quota": TEAM_B_QUOTA,
         "message": (
             f"Preempted since {T2}: the lending team took its quota back (the job ran on borrowed quota). "
@@ -126,9 +127,10 @@ def test_each_preemption_reason_is_the_answer_and_in_words(reason: str, words: s
         (simulation("unknown"), "WaitingForQuota"),  # the simulation cannot say: the stored reason stands
     ],
 )
-def test_queued_reason_is_the_simulations_kep_10852_token(answer: dict[str, Any] | None, reason: str) -> None:
+def test_queued_reason_is_the_simulations_kep_10852_token(answer: Result | None, reason: str) -> None:
     result = _result([queued_workload().obj()], simulate=(lambda: answer) if answer is not None else None)
-    assert (result["state"], result["reason"], result["since"], result["simulation"]) == ("Queued", reason, T0, answer)
+    written = answer.to_json() if answer is not None else None
+    assert (result["state"], result["reason"], result["since"], result["simulation"]) == ("Queued", reason, T0, written)
 
 
 def test_queued_clusterqueue_from_its_localqueue_and_the_whole_result() -> None:
@@ -146,7 +148,7 @@ def test_queued_clusterqueue_from_its_localqueue_and_the_whole_result() -> None:
         "since": T0,
         "clusterQueue": "team-a",
         "preemptor": None,
-        "simulation": answer,
+        "simulation": answer.to_json(),
         "quota": TEAM_A_QUOTA,
         "message": (
             f"Queued in ClusterQueue team-a since {T0}: it holds no quota yet. Kueue says: couldn't assign flavors. "
@@ -159,7 +161,7 @@ def test_queued_clusterqueue_from_its_localqueue_and_the_whole_result() -> None:
 def test_the_simulation_is_asked_only_when_the_job_waits() -> None:
     calls: list[int] = []
 
-    def simulate() -> dict[str, Any]:
+    def simulate() -> Result:
         calls.append(1)
         return simulation("admit")
 

@@ -14,6 +14,7 @@ from webhook.cluster.statefiles import state_from_objects
 from webhook.explain.explainer import explain
 from webhook.explain.lookup import BadTarget, NotFound, NotSynced, parse_kind, parse_target, request_from_snapshot
 from webhook.policy.config import Policy
+from webhook.simulate.result import Result
 
 
 def _objects(*workloads: dict[str, Any]) -> list[dict[str, Any]]:
@@ -114,7 +115,7 @@ def test_the_simulator_is_asked_about_the_waiting_workload_by_namespace_and_name
     snapshot = state_from_objects(_objects(rfc_example_two().obj()), Policy()).snapshot()
     asked: list[tuple[str, str]] = []
 
-    def simulator(namespace: str, name: str) -> dict[str, Any]:
+    def simulator(namespace: str, name: str) -> Result:
         asked.append((namespace, name))
         return simulation("wait", "WaitingForQuota", ahead=2, chips_ahead=256, cluster_queue="team-b")
 

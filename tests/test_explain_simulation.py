@@ -1,26 +1,25 @@
-"""What is read of a simulate result (SPEC §12): typed parts only, and the KEP-10852 token."""
+"""What the explainer reads of the simulator's answer, and the KEP-10852 token."""
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from decimal import Decimal
 
 import pytest
 from explain_builders import simulation
 
 from webhook.explain.simulation import SimulationView, read_simulation
+from webhook.simulate.result import Position, Result
 
 
-def test_only_well_typed_parts_are_read() -> None:
-    odd: dict[str, Any] = {
-        "outcome": 3,
-        "reason": None,
-        "clusterQueue": "",
-        "position": {"ahead": -1, "chipsAhead": "0.5"},
-        "preemptions": "two",
-        "message": ["x"],
-    }
-    assert read_simulation(odd) == SimulationView(None, None, None, None, None, 0, None)
-    assert read_simulation({}) == SimulationView(None, None, None, None, None, 0, None)
+def test_empty_parts_read_as_absent_and_a_fraction_of_a_chip_is_not_counted() -> None:
+    """An empty reason, ClusterQueue or message says nothing; chips ahead are said only when whole."""
+    answer = dataclasses.replace(simulation("wait", cluster_queue=""), position=Position(2, Decimal("0.5")))
+    assert read_simulation(answer) == SimulationView("wait", None, None, 2, None, 0, None)
+    assert read_simulation(simulation("never", ahead=3)) == SimulationView("never", None, "team-a", None, None, 0, None)
+    assert read_simulation(simulation("wait", "StrictFIFO", 1, 64, "m", "q")) == SimulationView(
+        "wait", "StrictFIFO", "q", 1, 64, 0, "m"
+    )
     assert read_simulation(None) is None
 
 
@@ -35,10 +34,11 @@ def test_only_well_typed_parts_are_read() -> None:
             ],
         ),
         (
-            {**simulation("preempt"), "preemptions": [{"workload": "b/x"}, {"workload": "b/y"}]},
+            simulation("preempt", ahead=1, chips_ahead=64, preempting=("b/x", "b/y")),
             [
                 "As if submitted now, it would start at Kueue's next scheduling cycle after preempting 2 "
-                "Workload(s) (PendingEvaluation)."
+                "Workload(s) (PendingEvaluation).",
+                "Number 2 in line in its ClusterQueue: 1 Workload is ahead of it (64 chips).",
             ],
         ),
         (
@@ -51,7 +51,10 @@ def test_only_well_typed_parts_are_read() -> None:
         ),
         (
             simulation("never", "ExceedsMaxQuota", message="needs 1024 chips, the cohort has 512."),
-            ["As it is, it can never be admitted (ExceedsMaxQuota).", "needs 1024 chips, the cohort has 512."],
+            [
+                "As it is, it can never be admitted (ExceedsMaxQuota).",
+                "needs 1024 chips, the cohort has 512.",
+            ],
         ),
         (
             simulation("unknown", "", message="LocalQueues are not in the state"),
@@ -62,7 +65,7 @@ def test_only_well_typed_parts_are_read() -> None:
         ),
     ],
 )
-def test_points_per_outcome(result: dict[str, Any], points: list[str]) -> None:
+def test_points_per_outcome(result: Result, points: list[str]) -> None:
     view = read_simulation(result)
     assert view is not None
     assert view.points() == points

@@ -28,6 +28,7 @@ from webhook.explain.simulation import SimulationView, read_simulation
 from webhook.explain.workloads import WORKLOAD, job_workloads, name_of, owner_job
 from webhook.kube.typos import did_you_mean
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
+from webhook.simulate.result import Result
 
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 #: the kinds ``explain`` answers for (SPEC §13)
@@ -68,7 +69,7 @@ class Explanation:
     decided: s.Decided
     cluster_queue: str | None
     preemptor: Preemptor | None
-    simulation: Mapping[str, Any] | None
+    simulation: Result | None
     quota: QuotaPicture | None
     #: the job's Workloads by state (more than one only for a Deployment)
     workload_states: Mapping[str, int]
@@ -215,7 +216,7 @@ def _not_managed(request: ExplainRequest, namespace: str, name: str) -> Explanat
 def _cluster_queue(
     workload: Document,
     decided: s.Decided,
-    simulation: Mapping[str, Any] | None,
+    simulation: Result | None,
     local_queues: Mapping[tuple[str, str], str],
 ) -> str | None:
     """Its ClusterQueue: where it holds quota, else what its LocalQueue points to, else what

@@ -14,10 +14,9 @@ and the tests all fill the same shapes, so none of them is special.
   (nominal, in use, borrowed, lent, pending) and the cohort tree. It is an input, not
   worked out here: ``webhook.quota.picture`` holds it and its arithmetic, and a snapshot
   memoizes it (``Snapshot.quota_picture``).
-- ``Simulate``: a callable returning a simulate result (SPEC §12, one ``results`` entry
-  as a JSON-ready dict) for the job's Workload as if submitted now with itself left
-  out, or ``None`` when it cannot say. Opaque here: only its ``outcome``, ``reason``,
-  ``position`` and ``message`` are read. It is called only for a job that waits.
+- ``Simulate``: a callable returning the simulator's answer (``webhook.simulate.result.Result``)
+  for the job's Workload as if submitted now with itself left out, or ``None`` when it
+  cannot say. It is called only for a job that waits.
 """
 
 from __future__ import annotations
@@ -27,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from webhook.quota.picture import Amounts, CohortQuota, FlavorAmounts, QueueQuota, QuotaPicture
+from webhook.simulate.result import Result
 
 __all__ = [
     "JOB_UID_LABEL",
@@ -46,7 +46,7 @@ __all__ = [
 JOB_UID_LABEL: Final = "kueue.x-k8s.io/job-uid"
 
 Document = Mapping[str, Any]
-Simulate = Callable[[], Mapping[str, Any] | None]
+Simulate = Callable[[], Result | None]
 
 
 def metadata(document: Document) -> Mapping[str, Any]:

@@ -23,7 +23,7 @@ Nothing here calls the API server.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import Any, Final
+from typing import Final
 
 from webhook.cluster import kinds as k
 from webhook.cluster.own import OwnedWorkloads
@@ -38,6 +38,7 @@ from webhook.kube.typos import did_you_mean
 from webhook.kueue.workload import WorkloadInfo
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.simulate.live import simulate_stored
+from webhook.simulate.result import Result
 
 #: what a user may type for each kind, lower-cased: kubectl's names (singular, plural, short names
 #: from the CRDs: Workload's ``kwl``, ``kueueworkload``)
@@ -56,7 +57,7 @@ KIND_NAMES: Final[Mapping[str, str]] = {
     "kueueworkloads": WORKLOAD,
 }
 #: (namespace, Workload name) -> the simulator's answer for that stored Workload as if submitted now
-StoredSimulate = Callable[[str, str], Mapping[str, Any] | None]
+StoredSimulate = Callable[[str, str], Result | None]
 
 
 class BadTarget(ExplainError):
@@ -209,10 +210,9 @@ def request_from_snapshot(
 
 def stored_simulator(snapshot: Snapshot) -> StoredSimulate:
     """The simulator's answer for a stored Workload as if submitted now, itself left out of the
-    state (``webhook.simulate.live.simulate_stored``), as §12's JSON: the CLI and the server alike."""
+    state (``webhook.simulate.live.simulate_stored``): the CLI and the server alike."""
 
-    def simulate(namespace: str, name: str) -> Mapping[str, Any] | None:
-        result = simulate_stored(snapshot, namespace, name, snapshot.policy)
-        return result.to_json() if result is not None else None
+    def simulate(namespace: str, name: str) -> Result | None:
+        return simulate_stored(snapshot, namespace, name, snapshot.policy)
 
     return simulate

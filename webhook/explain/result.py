@@ -8,13 +8,14 @@ numbers: an integer when the amount is whole (chips, bytes), else a decimal frac
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
 import msgspec
 
 from webhook.explain.inputs import FlavorAmounts
+from webhook.simulate.result import Result
 
 
 class QuotaNumbers(msgspec.Struct, rename="camel"):
@@ -72,6 +73,6 @@ def document(results: Sequence[ExplainResult], errors: Sequence[str] = ()) -> di
     return {"results": [msgspec.to_builtins(result) for result in results], "errors": list(errors)}
 
 
-def simulation_json(result: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    """The simulate result as given, copied into a plain dict (it is the simulator's shape)."""
-    return dict(result) if result is not None else None
+def simulation_json(result: Result | None) -> dict[str, Any] | None:
+    """The simulator's answer as SPEC §12 writes it."""
+    return result.to_json() if result is not None else None

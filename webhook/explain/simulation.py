@@ -1,9 +1,8 @@
-"""What the explainer reads of a simulate result (SPEC §12), and its KEP-10852 reason.
+"""What the explainer reads of the simulator's answer, and its KEP-10852 reason.
 
-The result is the simulator's and is passed through to the JSON answer untouched; here
-only ``outcome``, ``reason``, ``clusterQueue``, ``position``, ``preemptions`` and
-``message`` are read, each only when it has the expected type, so a result of a newer
-shape never breaks the explanation.
+The answer is the simulator's own ``Result``, written into the JSON answer as SPEC §12
+writes it; here only its outcome, reason, ClusterQueue, position, preemptions and message
+are read.
 
 The KEP-10852 token of a waiting job: the result's ``reason`` when it is one of the
 KEP's tokens; else by outcome: ``admit`` and ``preempt`` are ``PendingEvaluation``
@@ -14,11 +13,11 @@ give none, and the Workload's stored reason stands.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from webhook.explain.conditions import KEP_10852_REASONS
+from webhook.simulate.result import Result
 
 ADMIT: Final = "admit"
 PREEMPT: Final = "preempt"
@@ -26,14 +25,6 @@ WAIT: Final = "wait"
 NEVER: Final = "never"
 UNKNOWN: Final = "unknown"
 _BY_OUTCOME: Final = {ADMIT: "PendingEvaluation", PREEMPT: "PendingEvaluation", WAIT: "WaitingForQuota"}
-
-
-def _text(value: Any) -> str | None:
-    return value if isinstance(value, str) and value else None
-
-
-def _count(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,19 +103,19 @@ _NEVER_STEPS: Final = {
 }
 
 
-def read_simulation(result: Mapping[str, Any] | None) -> SimulationView | None:
-    """The parts of ``result`` the explainer uses; ``None`` when there is no result."""
+def read_simulation(result: Result | None) -> SimulationView | None:
+    """The parts of ``result`` the explainer uses; ``None`` when there is no result. A job that
+    never fits, or one the simulator cannot place, has no place in line to tell."""
     if result is None:
         return None
-    position = result.get("position")
-    position = position if isinstance(position, Mapping) else {}
-    preemptions = result.get("preemptions")
+    chips = result.position.chips_ahead
+    queued = result.outcome in _BY_OUTCOME
     return SimulationView(
-        _text(result.get("outcome")),
-        _text(result.get("reason")),
-        _text(result.get("clusterQueue")),
-        _count(position.get("ahead")),
-        _count(position.get("chipsAhead")),
-        len(preemptions) if isinstance(preemptions, list) else 0,
-        _text(result.get("message")),
+        result.outcome or None,
+        result.reason or None,
+        result.cluster_queue or None,
+        result.position.ahead if queued else None,
+        int(chips) if queued and chips == chips.to_integral_value() else None,
+        len(result.preemptions),
+        result.message or None,
     )
