@@ -286,9 +286,10 @@ def test_a_kind_the_rules_read_unknown_answers_as_a_fresh_decision(kind: str) ->
 
 def test_a_snapshot_is_handed_on_while_every_kind_is_heard_from_and_not_after() -> None:
     """``ClusterStore.snapshot`` hands the same snapshot on while the clock is below the moment
-    some kind could go silent and nothing changed; a kind gone silent makes a new one with the
-    clock alone, and a kind turned unreadable at once. The queue part, which reads no
-    availability but the Cohorts', is shared throughout."""
+    some kind could go silent and nothing changed. Past that moment, every kind heard from since,
+    the new one keeps the last one's parts and memo (what was worked out still holds); a kind
+    gone silent makes a new one with the clock alone, and a kind turned unreadable at once. The
+    queue part, which reads no availability but the Cohorts', is shared throughout."""
     now = [1000.0]
     store = filled(ClusterStore(POLICY))
     kinds = [kind.name for kind in k.WATCHED]
@@ -300,7 +301,13 @@ def test_a_snapshot_is_handed_on_while_every_kind_is_heard_from_and_not_after() 
     assert not first.unread and store.snapshot() is first
     now[0] += 100  # every kind heard from 100 s ago: within the 120 s bound
     assert store.snapshot() is first
-    now[0] += 30
+    for kind in kinds:
+        store.availability.bookmark(kind)
+    now[0] += 30  # past the first snapshot's bound, heard from 30 s ago: the clock alone moved
+    later = store.snapshot()
+    assert later is not first and later.until > first.until and not later.unread
+    assert all(getattr(later, part) is getattr(first, part) for part in ("memo", "queues", "nodes", "ledger"))
+    now[0] += 100
     silent = store.snapshot()  # silent for 130 s: the API server may be hung
     assert silent is not first and set(silent.unread) == set(kinds)
     assert "silent: no event or bookmark for 130s" in silent.unread["Nodes"]

@@ -408,8 +408,9 @@ class Snapshot:
         records_version: int,
         availability: tuple[int, dict[str, str], float],
     ) -> Snapshot:
-        """This state with newer Workload records (``explain``'s): nothing memoized reads them, so
-        the memos are shared with this snapshot."""
+        """This state with newer Workload records (``explain``'s) and availability: nothing memoized
+        reads either (the caller keeps which kinds cannot be read as they were), so the memos are
+        shared with this snapshot."""
         return Snapshot(
             self.version,
             self.tpu,

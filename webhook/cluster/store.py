@@ -358,10 +358,13 @@ class ClusterStore:
             last is not None
             and last.version == self.version
             and (last.availability_changes, last.unread) == captured[:2]
-            and last.records_version != self.records_version
         ):
-            # only what explain reads of the Workloads changed: every part and memo stays the last one's
-            self._published = last.with_records(self.workload_records.fork(), self.records_version, captured)
+            # Only what explain reads of the Workloads changed, or only the clock moved (past the moment
+            # some kind could have gone silent, and it was heard from since): every part and memo stays
+            # the last one's, so the answers worked out on it (a [simulate] line) are not worked out again.
+            moved = last.records_version != self.records_version
+            records = self.workload_records.fork() if moved else last.record_tables
+            self._published = last.with_records(records, self.records_version, captured)
             return self._published
         cohorts = captured[1].get(k.COHORTS.name)
         cohorts_reason = f"{k.COHORTS.name}: {cohorts}" if cohorts is not None else None
