@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT), str(ROOT / "bench"), str(ROOT / "tests")]
 
 from bench_cluster import one_slice_job  # noqa: E402
-from common import dev_review, dumps, review_around  # noqa: E402
+from common import dev_review, dumps, review_around, rotated  # noqa: E402
 from floor import admit_request  # noqa: E402
 from starlette.applications import Starlette  # noqa: E402
 from starlette.routing import Route  # noqa: E402
@@ -116,8 +116,8 @@ def main() -> int:
             raise SystemExit(f"{label}: answered {status}")
         per_request(request, 500)  # warm-up: memos, specialization
     times: dict[str, list[float]] = {label: [] for label in rows}
-    for _ in range(args.rounds):
-        for label, request in rows.items():
+    for number in range(args.rounds):
+        for label, request in rotated(list(rows.items()), number):
             times[label].append(per_request(request, args.requests))
     floor_us = statistics.median(times[next(iter(rows))])
     print(f"{args.rounds} rounds × {args.requests} requests per row, rows interleaved; medians, µs per request")

@@ -22,7 +22,7 @@ import time
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import yaml
 
@@ -93,6 +93,20 @@ def large_review(replicated_jobs: int = 20, replicas: int = 256) -> dict[str, An
         jobs.append(job)
     obj["spec"]["replicatedJobs"] = jobs
     return review
+
+
+T = TypeVar("T")
+
+
+def rotated(rows: Sequence[T], round_number: int) -> list[T]:
+    """``rows`` in the order round ``round_number`` measures them: each round starts one row later.
+
+    On a shared machine a figure drifts within a round; rows measured in one fixed order put
+    the last row furthest from the baseline it is paired with, every round, and bias its
+    ratio. Rotated, each row takes each place in turn (run as many rounds as there are rows).
+    """
+    shift = round_number % len(rows) if rows else 0
+    return [*rows[shift:], *rows[:shift]]
 
 
 def dumps(obj: Any) -> bytes:

@@ -44,6 +44,7 @@ from common import (
     have_wrk,
     large_review,
     make_certs,
+    rotated,
     rss_kib,
     run_python_load,
     run_wrk,
@@ -127,8 +128,8 @@ def http_section(args: argparse.Namespace, work: Path, certs: Path, env: dict[st
             server.start()
         for conns, (_label, server, path, body, expect, _) in runs:  # warm-up, not recorded
             load(tool, server, path, files[body], bodies[body], expect, 1, conns)
-        for _ in range(args.rounds):
-            for conns, (label, server, path, body, expect, _) in runs:
+        for number in range(args.rounds):
+            for conns, (label, server, path, body, expect, _) in rotated(runs, number):
                 results[conns, label].append(
                     load(tool, server, path, files[body], bodies[body], expect, args.seconds, conns)
                 )

@@ -10,7 +10,8 @@ ClusterQueues, ``--nodes`` Nodes in both). Beside them: the floors (bench/floor.
 no-op Starlette endpoint the goals are judged against, and the thin one beside it), the
 webhook without a cluster (structural rules only), and the webhook as ``serve
 --kubeconfig`` against each API server. Once each cache has synced (the answer carries
-no "skipped" warning), ``wrk`` loads every row in turn, rows interleaved round by round:
+no "skipped" warning), ``wrk`` loads every row in turn, rows interleaved round by round,
+each round starting one row later (``common.rotated``):
 
 - with a cluster, a guaranteed one-slice RFC-0033 4.6 JobSet on ``/validate/production``:
   admitted after every cluster rule (any warning but the ``[simulate]`` line makes the
@@ -56,6 +57,7 @@ from common import (  # noqa: E402
     have_wrk,
     make_certs,
     review_around,
+    rotated,
     rss_kib,
     run_wrk,
     webhook_from,
@@ -293,8 +295,8 @@ def main() -> int:
             rows = [(row, server, body, path, answers.get(server, expect)) for row, server, body, path, expect in rows]
             for _, server, body, path, expect in rows:  # warm-up, not recorded
                 load(servers[server], files[body], 1, args.connections, path, expect)
-            for _ in range(args.rounds):
-                for label, server, body, path, expect in rows:
+            for number in range(args.rounds):
+                for label, server, body, path, expect in rotated(rows, number):
                     result = load(servers[server], files[body], args.seconds, args.connections, path, expect)
                     results[label].append(result)
             rss = {label: rss_kib(server.pid) for label, server in servers.items()}
@@ -307,7 +309,8 @@ def main() -> int:
     print()
     print(
         f"wrk, {args.connections} keep-alive connections, {args.rounds} rounds × {args.seconds:g} s per row, rows "
-        f"interleaved; guaranteed one-slice RFC-0033 4.6 JobSet on {PATH} (admitted after every cluster rule), "
+        f"interleaved, rotated each round; guaranteed one-slice RFC-0033 4.6 JobSet on {PATH} (admitted after "
+        "every cluster rule), "
         f"the RFC example in a dev namespace on {DEV_PATH} (the label patch); "
         f"ratios paired per round, medians. Goals: req/s ≥ {THROUGHPUT_GOAL}× and p99 ≤ {P99_GOAL}× the floor "
         "(the no-op Starlette endpoint)."

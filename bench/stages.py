@@ -50,6 +50,7 @@ from common import (
     free_port,
     have_wrk,
     make_certs,
+    rotated,
     run_python_load,
     run_wrk,
     workspace,
@@ -176,8 +177,8 @@ def main(argv: list[str] | None = None) -> int:
                 server.start()
             for server in servers.values():
                 load(server, 1)  # warm-up
-            for _ in range(args.rounds):
-                for name, server in servers.items():
+            for number in range(args.rounds):
+                for name, server in rotated(list(servers.items()), number):
                     cpu[name].append(load(server, args.seconds))
         finally:
             for server in servers.values():
