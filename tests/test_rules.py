@@ -59,6 +59,13 @@ def test_the_rules_that_read_the_cluster_are_exactly_the_cluster_family() -> Non
     assert [rule.id for rule in RULES if bool(rule.requires) != (rule.family == CLUSTER_FAMILY)] == []
 
 
+def test_the_cluster_family_comes_last_in_the_catalog() -> None:
+    """The engine runs the cluster family's rules after the others (their findings are memoized per
+    snapshot): listed last, findings stay in catalog order."""
+    families = [rule.family == CLUSTER_FAMILY for rule in RULES]
+    assert families == sorted(families) and any(families)
+
+
 def test_examples_name_only_catalog_rules() -> None:
     known = {rule.id for rule in RULES}
     assert {case.rule for case in CASES} <= known

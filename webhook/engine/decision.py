@@ -137,13 +137,19 @@ Scope = Literal["all", "final", "changes"]
 
 
 class Steps(NamedTuple):
-    """The rules a request runs, with their actions, in catalog order."""
+    """The rules a request runs, with their actions, in catalog order: the cluster family's apart
+    (the catalog lists them last), whose findings are worked out once per snapshot and job shape."""
 
-    plan: Plan
-    #: every kind the plan's rules require: asked of the cluster once per request
+    #: the rules that read the object and the request alone
+    structural: Plan
+    #: the cluster family's
+    cluster: Plan
+    #: every kind the plan's rules require (the cluster family's only)
     required: frozenset[str]
-    #: whether any of them is the cluster family's (their findings are memoized on the snapshot)
-    clustered: bool
+
+    @property
+    def plan(self) -> Plan:
+        return self.structural + self.cluster
 
 
 def _applicable(mode: str, scope: Scope, kind: str, clustered: bool) -> tuple[Rule, ...]:
@@ -172,7 +178,8 @@ def _steps(rules: tuple[Rule, ...], actions: Mapping[str, Action]) -> Steps:
         (rule, action) for rule in rules if (action := actions.get(rule.id, rule.default_action)) is not Action.OFF
     )
     required = frozenset().union(*(rule.requires for rule, _ in plan if rule.requires))
-    return Steps(plan, required, any(rule.family == CLUSTER_FAMILY for rule, _ in plan))
+    structural = tuple(step for step in plan if step[0].family != CLUSTER_FAMILY)
+    return Steps(structural, tuple(step for step in plan if step[0].family == CLUSTER_FAMILY), required)
 
 
 class _Applicable(NamedTuple):
@@ -215,8 +222,9 @@ def _plan(policy: Policy, scope: Scope, kind: str, clustered: bool) -> Steps:
         for rule, rule_id, fallback in entry.rules
         if (action := actions.get(rule_id, fallback)) is not off
     )
-    if len(plan) == len(default.plan) == len(entry.rules):
-        return Steps(plan, default.required, default.clustered)  # the same rules run: only their actions moved
+    if len(plan) == len(entry.rules) == len(default.structural) + len(default.cluster):
+        # the same rules run: only their actions moved
+        return Steps(plan[: len(default.structural)], plan[len(default.structural) :], default.required)
     return _steps(tuple(rule for rule, _ in plan), {rule.id: action for rule, action in plan})
 
 
@@ -244,8 +252,9 @@ def _skip(decision: Decision, rule_id: str, reasons: list[str], cluster: bool = 
     decision.warnings.append(f"[{rule_id}] skipped: {why}")
 
 
-#: a cluster rule's outcome: the findings it made and the notes on what it could not know (a skip)
-Outcome = tuple[tuple[Finding, ...], tuple[str, ...]]
+#: a cluster rule that said something: its ID, its findings (with their actions) and the notes on
+#: what it could not know (a skip)
+Outcome = tuple[str, tuple[Finding, ...], tuple[str, ...]]
 
 
 def _missing(rule: Rule, unread: dict[str, str]) -> list[str]:
@@ -254,30 +263,34 @@ def _missing(rule: Rule, unread: dict[str, str]) -> list[str]:
 
 
 def _cluster_outcomes(
-    steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, unread: dict[str, str], shape: Hashable | None
-) -> dict[str, Outcome]:
-    """The cluster family's outcomes, by rule ID: worked out once per snapshot and job shape."""
+    steps: Steps, scope: Scope, workload: Workload, ctx: RuleContext, shape: Hashable | None
+) -> tuple[Outcome, ...]:
+    """The cluster family's outcomes, in catalog order, of the rules that said something (most jobs:
+    none): worked out once per snapshot and job shape."""
+    cluster = ctx.cluster
 
-    def make() -> dict[str, Outcome]:
-        out: dict[str, Outcome] = {}
-        for rule, _ in steps.plan:
-            if rule.family != CLUSTER_FAMILY:
-                continue
+    def make() -> tuple[Outcome, ...]:
+        # Which kinds cannot be read is asked once, for every cluster rule of the request.
+        unread = cluster.unavailable(steps.required) if cluster is not None else {}
+        out: list[Outcome] = []
+        for rule, action in steps.cluster:
             missing = _missing(rule, unread) if unread and rule.requires else []
             if missing:
-                out[rule.id] = ((), tuple(missing))
+                out.append((rule.id, (), tuple(missing)))
                 continue
             findings = tuple(rule.check(workload, ctx))
-            out[rule.id] = (findings, tuple(ctx.unknown))
+            for finding in findings:
+                finding.action = action  # made here, not yet shared
+            if findings or ctx.unknown:
+                out.append((rule.id, findings, tuple(ctx.unknown)))
             ctx.unknown.clear()
-        return out
+        return tuple(out)
 
-    view = ctx.cluster
-    if view is None or shape is None:
+    if cluster is None or shape is None:
         return make()
     # Jobs of one shape read the same of one snapshot (``recall_key``), and under the snapshot's
-    # policy the scope and the kind (in the key) make the plan: one answer per snapshot.
-    return view.remember(("cluster rules", scope, shape), make)  # type: ignore[no-any-return]
+    # policy the scope and the kind (in the key) make the plan and its actions: one answer per snapshot.
+    return cluster.remember(("cluster rules", scope, shape), make)  # type: ignore[no-any-return]
 
 
 def _shape(workload: Workload, ctx: RuleContext) -> Hashable | None:
@@ -291,28 +304,21 @@ def _run(
 ) -> None:
     """Each step in catalog order, its findings with its action; every rule in the quantities'
     decimal context (quota and node fit sum and multiply), where every value the parser gives stays exact."""
-    cluster = ctx.cluster
     findings = decision.findings
     with localcontext(CONTEXT):
-        remembered: dict[str, Outcome] = {}
-        if steps.clustered:  # the only rules that read the cluster (``tests/test_rules.py`` holds it)
-            # Which kinds cannot be read is asked once, for every cluster rule of the request.
-            unread = cluster.unavailable(steps.required) if cluster is not None else {}
-            remembered = _cluster_outcomes(steps, scope, workload, ctx, unread, shape)
-        for rule, action in steps.plan:
-            if rule.family == CLUSTER_FAMILY:
-                made, notes = remembered[rule.id]
-                if made:  # a memoized finding is shared by the requests of its shape: each gets a copy
-                    findings.extend(msgspec.structs.replace(finding, action=action) for finding in made)
-                if notes:
-                    _skip(decision, rule.id, list(notes))
-                continue
+        for rule, action in steps.structural:
             for finding in rule.check(workload, ctx):
                 finding.action = action  # a fresh finding each request: set in place
                 findings.append(finding)
             if ctx.unknown:  # a structural rule whose subject is unknown (queue-not-permitted: the submitter)
                 _skip(decision, rule.id, ctx.unknown, cluster=False)
                 ctx.unknown.clear()
+        if steps.cluster:  # the only rules that read the cluster (``tests/test_rules.py`` holds it)
+            for rule_id, made, notes in _cluster_outcomes(steps, scope, workload, ctx, shape):
+                # a memoized finding is shared by the requests of its shape: each gets a copy
+                findings.extend(msgspec.structs.replace(finding) for finding in made)
+                if notes:
+                    _skip(decision, rule_id, list(notes))
 
 
 def decide(
