@@ -10,12 +10,15 @@ it changes, Kueue's wrapper style (``MakeWorkload(...).Condition(...)``).
 from __future__ import annotations
 
 import copy
+from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any, Self
 
 from builders import MetadataBuilder, jobset
 
+from webhook.cluster.workloaddocs import WorkloadRecords
 from webhook.explain.inputs import Amounts, CohortQuota, QueueQuota, QuotaPicture
+from webhook.kueue.workload import read_workload
 from webhook.simulate.result import PodSetResult, Position, PreemptionResult, Result
 
 JOBSET_UID = "1c8f5b7e-0000-4000-8000-000000000001"
@@ -258,6 +261,15 @@ def tpu_pool() -> QuotaPicture:
         },
         cohorts={"tpu-pool": CohortQuota("tpu-pool")},
     )
+
+
+def workload_index(documents: Iterable[dict[str, Any]]) -> WorkloadRecords:
+    """Explain's Workload index over ``documents``, each read as the store reads a watched one."""
+    records = WorkloadRecords()
+    for document in documents:
+        info = read_workload(document, TPU)
+        records.put((info.namespace, info.name), info)
+    return records
 
 
 def simulation(

@@ -20,10 +20,11 @@ from explain_builders import (
     rfc_example_two,
     simulation,
     tpu_pool,
+    workload_index,
 )
 
 from webhook.explain.explainer import ExplainError, ExplainRequest, explain
-from webhook.explain.inputs import Simulate, WorkloadList
+from webhook.explain.inputs import Simulate
 from webhook.simulate.result import Result
 
 TEAM_B_QUOTA = {
@@ -46,7 +47,7 @@ def _result(
     request = ExplainRequest(
         kind,
         job if job is not None else StoredJobSet().obj(),
-        WorkloadList(workloads),
+        workload_index(workloads),
         tpu_pool(),
         simulate,
         local_queues or {},
@@ -260,7 +261,7 @@ def test_a_deployment_explains_the_pod_workload_that_needs_it_and_counts_them() 
 )
 def test_a_job_that_cannot_be_looked_up_is_an_error_naming_the_field(job: dict[str, Any], field: str) -> None:
     with pytest.raises(ExplainError, match=field):
-        explain(ExplainRequest("JobSet", job, WorkloadList([rfc_example_one().obj()])))
+        explain(ExplainRequest("JobSet", job, workload_index([rfc_example_one().obj()])))
 
 
 @pytest.mark.parametrize(
@@ -272,7 +273,7 @@ def test_a_job_that_cannot_be_looked_up_is_an_error_naming_the_field(job: dict[s
 )
 def test_a_kind_explain_does_not_answer_for_is_an_error(kind: str, message: str) -> None:
     with pytest.raises(ExplainError) as raised:
-        explain(ExplainRequest(kind, StoredJobSet().obj(), WorkloadList([])))
+        explain(ExplainRequest(kind, StoredJobSet().obj(), workload_index([])))
     assert str(raised.value).startswith(message)
 
 
@@ -294,5 +295,5 @@ def test_a_deployments_pod_workload_is_as_ready_as_its_pod(ready: str | None, st
     pod = f"{name}-7c9d8f6b4-x2k4m"
     workload = rfc_example_one().name(f"pod-{pod}-abcde").namespace(namespace).job_uid("uid-pod").owner("Pod", pod)
     pods = {(namespace, pod): _pod(namespace, pod, ready)} if ready is not None else {}
-    request = ExplainRequest("Deployment", service, WorkloadList([workload.obj()]), pods=pods)
+    request = ExplainRequest("Deployment", service, workload_index([workload.obj()]), pods=pods)
     assert explain(request).decided.state == state

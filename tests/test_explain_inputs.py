@@ -1,20 +1,11 @@
-"""The explainer's inputs: the Workload index and the cohort tree of the quota picture."""
+"""The explainer's inputs: the cohort tree of the quota picture (the Workload index is the store's
+records, ``tests/test_cluster_workloaddocs.py``)."""
 
 from __future__ import annotations
 
-from explain_builders import JOBSET_UID, WORKLOAD_UID, amounts, rfc_example_one
+from explain_builders import amounts
 
-from webhook.explain.inputs import CohortQuota, QueueQuota, QuotaPicture, WorkloadList
-
-
-def test_workload_list_indexes_by_uid_job_uid_and_namespace() -> None:
-    one = rfc_example_one().obj()
-    unlabelled = rfc_example_one().name("w2").uid("u2").job_uid(None).namespace("other").obj()
-    index = WorkloadList([one, unlabelled, {"metadata": "broken"}])
-    assert index.by_uid(WORKLOAD_UID) is one
-    assert index.by_uid("missing") is None
-    assert list(index.by_job_uid(JOBSET_UID)) == [one]
-    assert list(index.in_namespace("other")) == [unlabelled]
+from webhook.explain.inputs import CohortQuota, QueueQuota, QuotaPicture
 
 
 def _picture() -> QuotaPicture:

@@ -17,10 +17,10 @@ from explain_builders import (
     rfc_example_two,
     simulation,
     tpu_pool,
+    workload_index,
 )
 
 from webhook.explain.explainer import ExplainRequest, explain
-from webhook.explain.inputs import WorkloadList
 from webhook.explain.result import document, number, quota_numbers
 
 _NULLABLE_STRING = {"type": ["string", "null"]}
@@ -133,7 +133,7 @@ WORKLOADS = {
 @pytest.mark.parametrize("state", sorted(WORKLOADS))
 def test_every_state_answers_in_section_13s_shape(state: str) -> None:
     request = ExplainRequest(
-        "JobSet", StoredJobSet().obj(), WorkloadList(WORKLOADS[state]), tpu_pool(), lambda: simulation("wait")
+        "JobSet", StoredJobSet().obj(), workload_index(WORKLOADS[state]), tpu_pool(), lambda: simulation("wait")
     )
     answer = document([explain(request).result()], ["other.yaml: not found"])
     jsonschema.validate(answer, SCHEMA)
@@ -142,7 +142,7 @@ def test_every_state_answers_in_section_13s_shape(state: str) -> None:
 
 
 def test_the_schema_refuses_what_section_13_does_not_have() -> None:
-    request = ExplainRequest("JobSet", StoredJobSet().obj(), WorkloadList(WORKLOADS["Starting"]), tpu_pool())
+    request = ExplainRequest("JobSet", StoredJobSet().obj(), workload_index(WORKLOADS["Starting"]), tpu_pool())
     answer = document([explain(request).result()])
     answer["results"][0]["extra"] = 1
     with pytest.raises(jsonschema.ValidationError):

@@ -15,10 +15,11 @@ from explain_builders import (
     rfc_example_two,
     simulation,
     tpu_pool,
+    workload_index,
 )
 
 from webhook.explain.explainer import ExplainRequest, explain
-from webhook.explain.inputs import CohortQuota, QueueQuota, QuotaPicture, WorkloadList
+from webhook.explain.inputs import CohortQuota, QueueQuota, QuotaPicture
 from webhook.explain.text import render_explanation
 
 EXAMPLE_TWO = """\
@@ -51,7 +52,7 @@ def _text(workloads: list[dict[str, Any]], picture: QuotaPicture | None = None) 
     request = ExplainRequest(
         "JobSet",
         StoredJobSet().obj(),
-        WorkloadList(workloads),
+        workload_index(workloads),
         picture if picture is not None else tpu_pool(),
         lambda: simulation("wait", "WaitingForQuota", 3, 192, cluster_queue="team-b"),
     )
@@ -118,7 +119,7 @@ def test_a_crowded_cohort_still_marks_the_team_and_draws_bars() -> None:
 
 def _queued_text(answer: dict[str, Any]) -> str:
     request = ExplainRequest(
-        "JobSet", StoredJobSet().obj(), WorkloadList([queued_workload().obj()]), None, lambda: answer
+        "JobSet", StoredJobSet().obj(), workload_index([queued_workload().obj()]), None, lambda: answer
     )
     return render_explanation(explain(request))
 
@@ -166,6 +167,6 @@ def test_a_queued_job_first_in_line_leads_with_what_to_do() -> None:
 )
 def test_what_to_do_follows_the_simulations_answer(answer: dict[str, Any], step: str) -> None:
     request = ExplainRequest(
-        "JobSet", StoredJobSet().obj(), WorkloadList([queued_workload().obj()]), None, lambda: answer
+        "JobSet", StoredJobSet().obj(), workload_index([queued_workload().obj()]), None, lambda: answer
     )
     assert explain(request).next_step == step

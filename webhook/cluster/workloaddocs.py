@@ -10,8 +10,8 @@ Deployments) are not kept: a job is found from its Workloads' owner references.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from typing import Final
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from typing import Any, Final
 
 from webhook.kueue.workload import WorkloadInfo
 from webhook.quota.table import SetTable, Table
@@ -26,7 +26,8 @@ NAMESPACE_SHARDS: Final = 256
 
 class WorkloadRecords:
     """Every Workload's projection by key, and the three lookups ``explain`` makes into them (by uid, by
-    the job-uid label, by namespace), moved record by record as events arrive.
+    the job-uid label, by namespace), moved record by record as events arrive: explain's
+    ``WorkloadIndex`` (``webhook.explain.inputs``), whose answers are the records' documents.
 
     Copy-on-write tables (``webhook.quota.table``): a snapshot forks them whatever their size, and
     a condition change moves one record's entries, so an explanation after it reads the lookups as
@@ -35,12 +36,12 @@ class WorkloadRecords:
 
     def __init__(self) -> None:
         self.by_key: Table[Key, WorkloadInfo] = Table()
-        self.by_uid: Table[str, Key] = Table()
+        self.uids: Table[str, Key] = Table()
         #: job uid -> its Workloads' keys: nearly always one, so a tuple (replaced, never changed) and
         #: not a set of its own per job, which would be most of a cached Workload's bytes
-        self.by_job_uid: Table[str, tuple[Key, ...]] = Table()
-        #: (namespace, shard) -> keys (``in_namespace`` reads a namespace's shards together)
-        self.by_namespace: SetTable[tuple[str, int], Key] = SetTable()
+        self.job_uids: Table[str, tuple[Key, ...]] = Table()
+        #: (namespace, shard) -> keys (``keys_in`` reads a namespace's shards together)
+        self.namespaces: SetTable[tuple[str, int], Key] = SetTable()
 
     def put(self, key: Key, record: WorkloadInfo) -> None:
         held = self.by_key.get(key)
@@ -60,30 +61,51 @@ class WorkloadRecords:
     def _index(self, key: Key, record: WorkloadInfo, sign: int) -> None:
         if record.uid:
             if sign > 0:
-                self.by_uid[record.uid] = key
-            elif self.by_uid.get(record.uid) == key:
-                self.by_uid.pop(record.uid)
+                self.uids[record.uid] = key
+            elif self.uids.get(record.uid) == key:
+                self.uids.pop(record.uid)
         if record.job_uid:
-            held = self.by_job_uid.get(record.job_uid) or ()
+            held = self.job_uids.get(record.job_uid) or ()
             if sign > 0:
                 if key not in held:
-                    self.by_job_uid[record.job_uid] = (*held, key)
+                    self.job_uids[record.job_uid] = (*held, key)
             elif key in held:
                 left = tuple(other for other in held if other != key)
                 if left:
-                    self.by_job_uid[record.job_uid] = left
+                    self.job_uids[record.job_uid] = left
                 else:
-                    self.by_job_uid.pop(record.job_uid)
-        self.by_namespace.move((key[0], hash(key[1]) & (NAMESPACE_SHARDS - 1)), key, sign)
+                    self.job_uids.pop(record.job_uid)
+        self.namespaces.move((key[0], hash(key[1]) & (NAMESPACE_SHARDS - 1)), key, sign)
 
-    def in_namespace(self, namespace: str) -> Iterator[Key]:
+    def keys_in(self, namespace: str) -> Iterator[Key]:
         """The keys of the namespace's Workloads, unordered."""
         for shard in range(NAMESPACE_SHARDS):
-            yield from self.by_namespace.get((namespace, shard)) or ()
+            yield from self.namespaces.get((namespace, shard)) or ()
 
     def fork(self) -> WorkloadRecords:
         """Records that nothing moves (a snapshot's), sharing what neither side changes."""
         out = WorkloadRecords.__new__(WorkloadRecords)
-        out.by_key, out.by_uid = self.by_key.fork(), self.by_uid.fork()
-        out.by_job_uid, out.by_namespace = self.by_job_uid.fork(), self.by_namespace.fork()
+        out.by_key, out.uids = self.by_key.fork(), self.uids.fork()
+        out.job_uids, out.namespaces = self.job_uids.fork(), self.namespaces.fork()
         return out
+
+    # ------------------------------------------------ explain's lookups: a record becomes a document
+    # only when explain reads it (one job's Workloads and its preemptor; a Deployment's namespace)
+
+    def by_uid(self, uid: str) -> Mapping[str, Any] | None:
+        key = self.uids.get(uid)
+        return self.by_key[key].document() if key is not None else None
+
+    def by_job_uid(self, job_uid: str) -> Sequence[Mapping[str, Any]]:
+        return [record.document() for record in self._records(self.job_uids.get(job_uid) or ())]
+
+    def in_namespace(self, namespace: str) -> Sequence[Mapping[str, Any]]:
+        return [record.document() for record in self.records_in(namespace)]
+
+    def records_in(self, namespace: str) -> Sequence[WorkloadInfo]:
+        """The namespace's records, by name."""
+        return self._records(self.keys_in(namespace))
+
+    def _records(self, keys: Iterable[Key]) -> list[WorkloadInfo]:
+        by_key = self.by_key
+        return [by_key[key] for key in sorted(keys)]

@@ -9,7 +9,8 @@ and the tests all fill the same shapes, so none of them is special.
   UID in a condition message), by the ``kueue.x-k8s.io/job-uid`` label (RFC-0033 4.3.2:
   a job's Workload is found by that label, never by its generated name) and by
   namespace (a Deployment's Workloads are its Pods', see ``webhook.explain.workloads``).
-  ``WorkloadList`` is the one implementation over a list of documents.
+  The store's Workload records (``webhook.cluster.workloaddocs.WorkloadRecords``) are the one
+  implementation, whatever filled the store (the watch, ``--cluster-state`` files, a test).
 - ``QuotaPicture``: per ClusterQueue, flavor and resource the numbers a team reads
   (nominal, in use, borrowed, lent, pending) and the cohort tree. It is an input, not
   worked out here: ``webhook.quota.picture`` holds it and its arithmetic, and a snapshot
@@ -21,8 +22,7 @@ and the tests all fill the same shapes, so none of them is special.
 
 from __future__ import annotations
 
-from collections import defaultdict
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final, Protocol
 
 from webhook.quota.picture import Amounts, CohortQuota, FlavorAmounts, QueueQuota, QuotaPicture
@@ -38,7 +38,6 @@ __all__ = [
     "QuotaPicture",
     "Simulate",
     "WorkloadIndex",
-    "WorkloadList",
     "metadata",
     "text_field",
 ]
@@ -67,31 +66,3 @@ class WorkloadIndex(Protocol):
     def by_job_uid(self, job_uid: str) -> Sequence[Document]: ...
 
     def in_namespace(self, namespace: str) -> Sequence[Document]: ...
-
-
-class WorkloadList:
-    """A ``WorkloadIndex`` over Workload documents (each indexed once, when built)."""
-
-    def __init__(self, documents: Iterable[Document]) -> None:
-        self._by_uid: dict[str, Document] = {}
-        self._by_job: defaultdict[str, list[Document]] = defaultdict(list)
-        self._by_namespace: defaultdict[str, list[Document]] = defaultdict(list)
-        for document in documents:
-            meta = metadata(document)
-            uid = text_field(meta, "uid")
-            if uid:
-                self._by_uid[uid] = document
-            labels = meta.get("labels")
-            job_uid = text_field(labels, JOB_UID_LABEL) if isinstance(labels, Mapping) else ""
-            if job_uid:
-                self._by_job[job_uid].append(document)
-            self._by_namespace[text_field(meta, "namespace")].append(document)
-
-    def by_uid(self, uid: str) -> Document | None:
-        return self._by_uid.get(uid)
-
-    def by_job_uid(self, job_uid: str) -> Sequence[Document]:
-        return tuple(self._by_job.get(job_uid, ()))
-
-    def in_namespace(self, namespace: str) -> Sequence[Document]:
-        return tuple(self._by_namespace.get(namespace, ()))

@@ -22,7 +22,7 @@ Nothing here calls the API server.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Final
 
 from webhook.cluster import kinds as k
@@ -35,7 +35,6 @@ from webhook.explain.inputs import Document, Simulate, metadata, text_field
 from webhook.explain.jobstatus import POD
 from webhook.explain.workloads import WORKLOAD, job_workloads
 from webhook.kube.typos import did_you_mean
-from webhook.kueue.workload import WorkloadInfo
 from webhook.objects.kinds import DEPLOYMENT, JOB, JOBSET
 from webhook.simulate.live import simulate_stored
 from webhook.simulate.result import Result
@@ -91,41 +90,12 @@ def parse_target(text: str) -> tuple[str, str]:
     return parse_kind(kind), name
 
 
-class RecordIndex:
-    """A ``WorkloadIndex`` over a snapshot's Workload records, through the lookups the store keeps
-    moved per event (``webhook.cluster.workloaddocs.WorkloadRecords``): nothing is indexed per
-    request, and a record is turned into a document only when explain reads it (one job's
-    Workloads and its preemptor; a Deployment's namespace)."""
-
-    def __init__(self, records: WorkloadRecords) -> None:
-        self._records = records
-
-    def by_uid(self, uid: str) -> Document | None:
-        key = self._records.by_uid.get(uid)
-        return self._records.by_key[key].document() if key is not None else None
-
-    def by_job_uid(self, job_uid: str) -> Sequence[Document]:
-        return [record.document() for record in self._in(self._records.by_job_uid, job_uid)]
-
-    def in_namespace(self, namespace: str) -> Sequence[Document]:
-        return [record.document() for record in self.records_in(namespace)]
-
-    def records_in(self, namespace: str) -> Sequence[WorkloadInfo]:
-        by_key = self._records.by_key
-        return [by_key[key] for key in sorted(self._records.in_namespace(namespace))]
-
-    def _in(self, lookup: Mapping[str, Collection[tuple[str, str]]], value: str) -> list[WorkloadInfo]:
-        """The records ``lookup`` files under ``value``, by namespace and name."""
-        by_key = self._records.by_key
-        return [by_key[key] for key in sorted(lookup.get(value) or ())]
+def workload_index(snapshot: Snapshot) -> WorkloadRecords:
+    """The snapshot's Workload records, as explain looks them up (``WorkloadRecords`` is explain's index)."""
+    return snapshot.record_tables
 
 
-def workload_index(snapshot: Snapshot) -> RecordIndex:
-    """The snapshot's Workload records, as explain looks them up."""
-    return RecordIndex(snapshot.record_tables)
-
-
-def _job_from_owners(kind: str, namespace: str, name: str, index: RecordIndex) -> Document | None:
+def _job_from_owners(kind: str, namespace: str, name: str, index: WorkloadRecords) -> Document | None:
     """The job as its Workloads name it (kind, namespace, name, uid), or ``None`` when none does."""
     if kind == DEPLOYMENT:
         owned = OwnedWorkloads()
@@ -145,7 +115,7 @@ def _job_from_owners(kind: str, namespace: str, name: str, index: RecordIndex) -
 
 
 def _bound_simulation(
-    kind: str, job: Document, index: RecordIndex, simulator: StoredSimulate | None
+    kind: str, job: Document, index: WorkloadRecords, simulator: StoredSimulate | None
 ) -> Simulate | None:
     """The request's ``simulate``: the simulator asked about the job's Workload that waits (a
     Deployment's pods share one shape, so the first that waits answers for them)."""
