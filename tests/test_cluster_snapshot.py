@@ -23,7 +23,7 @@ from builders import deployment, job, jobset
 from cluster_fixtures import OBJECTS, POLICY, team_a_workload
 
 from webhook.cluster import kinds as k
-from webhook.cluster import snapshot as snapshot_module
+from webhook.cluster import memo as memo_module
 from webhook.cluster.availability import Availability
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.statefiles import state_from_objects
@@ -320,7 +320,7 @@ def test_a_snapshot_is_handed_on_while_every_kind_is_heard_from_and_not_after() 
 
 
 def test_the_memo_holds_a_bounded_number_of_answers(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(snapshot_module, "MEMO_LIMIT", 3)
+    monkeypatch.setattr(memo_module, "MEMO_LIMIT", 3)
     store, forgetful = stores()
     for replicas in range(1, 9):
         obj = json.dumps(guaranteed().replicas(replicas).obj()).encode()
@@ -526,24 +526,9 @@ def test_jobs_with_unique_multi_megabyte_values_leave_memory_within_the_memos_by
         tracemalloc.stop()
     assert grown < 16 * 2**20, f"{grown / 2**20:.1f} MiB held after 150 jobs of 1 MB each"
     snapshot = store.snapshot()
-    assert snapshot.memo.bytes <= snapshot_module.MEMO_BYTES
+    assert snapshot.memo.bytes <= memo_module.MEMO_BYTES
     names = [cache for cache, _, _ in store.cache_sizes()]
     assert names == ["snapshot_memo", "queue_memo", "node_memo", "document_memo", "part_memo", "sharing"]
-
-
-def test_a_memo_keeps_answers_within_its_byte_bound() -> None:
-    memo = snapshot_module.Memo()
-    small = "a" * 1000
-    for i in range(10):
-        memo.keep(("small", i), small)
-    assert len(memo.answers) == 10 and 10 * 1000 < memo.bytes < 10 * 1300
-    memo.keep("too big", "x" * snapshot_module.MEMO_ENTRY_BYTES)  # one entry over its share: worked out, not kept
-    assert memo.get("too big") is None
-    while memo.bytes + snapshot_module.MEMO_ENTRY_BYTES // 2 <= snapshot_module.MEMO_BYTES:
-        memo.keep(("half", memo.bytes), "y" * (snapshot_module.MEMO_ENTRY_BYTES // 2 - 200))
-    kept = len(memo.answers)
-    memo.keep("one more", "z" * (snapshot_module.MEMO_ENTRY_BYTES // 2))
-    assert len(memo.answers) == kept and memo.bytes <= snapshot_module.MEMO_BYTES
 
 
 def test_an_index_part_keeps_its_memo_until_its_workloads_change() -> None:
@@ -576,17 +561,3 @@ def test_a_memo_hands_an_answer_to_the_next_snapshot_once() -> None:
         None,
     )
     assert first.memo.bytes == 0
-
-
-def test_an_answer_from_the_cluster_alone_is_counted_without_being_weighed() -> None:
-    """Under a key of the code's own, an answer bounded by the cluster costs a fixed count: a
-    request's answer of the same size is weighed, and refused past its share."""
-    memo = snapshot_module.Memo()
-    large = "x" * snapshot_module.MEMO_ENTRY_BYTES
-    memo.keep("from the cluster", large, derived=True)
-    memo.keep("from a request", large)
-    assert (memo.get("from the cluster") is large, memo.get("from a request"), memo.bytes) == (
-        True,
-        None,
-        snapshot_module.DERIVED_BYTES,
-    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from webhook.cluster.snapshot import MEMO_ENTRY_BYTES
+from webhook.cluster.memo import MEMO_ENTRY_BYTES
 from webhook.kube.sizes import weight
 
 

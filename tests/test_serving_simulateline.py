@@ -9,7 +9,7 @@ from cluster_apiserver import wait_until
 from cluster_fixtures import OBJECTS, POLICY
 from support import load_jobset
 
-from webhook.cluster.snapshot import MEMO_ENTRY_BYTES
+from webhook.cluster.memo import MEMO_ENTRY_BYTES
 from webhook.cluster.statefiles import state_from_objects
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.serving.metrics import Metrics

@@ -22,7 +22,8 @@ import threading
 from collections.abc import Hashable, Mapping
 from typing import Final
 
-from webhook.cluster.snapshot import MEMO_ENTRY_BYTES, Snapshot
+from webhook.cluster.memo import MEMO_ENTRY_BYTES
+from webhook.cluster.snapshot import Snapshot
 from webhook.kube.sizes import weight
 from webhook.objects.workload import Workload
 from webhook.policy.config import Policy
