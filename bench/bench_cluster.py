@@ -388,7 +388,7 @@ def memory_per_workload(count: int, queues: int) -> tuple[float, float]:
     after = tracemalloc.take_snapshot()
     tracemalloc.stop()
     retained = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
-    return retained / count, len(store.workloads)
+    return retained / count, len(store.counted.entries)
 
 
 def main() -> int:
@@ -421,7 +421,7 @@ def main() -> int:
             time.sleep(0.05)
         sync = time.perf_counter() - started
     print(f"synced in {sync:.1f}s; measuring latency ...", flush=True)
-    assert len(cache.workloads) == args.workloads and len(cache.nodes) == args.nodes
+    assert len(cache.counted.entries) == args.workloads and len(cache.nodes) == args.nodes
     decision = decide(job, FACTS, POLICY, cache)
     rules = sorted({f.rule for f in decision.findings}) + decision.warnings
     assert decide(fixture_job, FACTS, POLICY, small).findings == [], "the fixture job is admitted"

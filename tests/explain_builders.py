@@ -16,7 +16,7 @@ from typing import Any, Self
 
 from builders import MetadataBuilder, jobset
 
-from webhook.cluster.workloaddocs import WorkloadRecords
+from webhook.cluster.workloadindex import WorkloadRecords
 from webhook.explain.inputs import Amounts, CohortQuota, QueueQuota, QuotaPicture
 from webhook.kueue.workload import read_workload
 from webhook.simulate.result import PodSetResult, Position, PreemptionResult, Result

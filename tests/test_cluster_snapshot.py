@@ -28,6 +28,7 @@ from webhook.cluster.availability import Availability
 from webhook.cluster.snapshot import Snapshot
 from webhook.cluster.statefiles import state_from_objects
 from webhook.cluster.store import ClusterStore
+from webhook.cluster.workloadindex import CountedWorkloads
 from webhook.engine.decision import AdmissionFacts, Decision, decide
 from webhook.kueue.workload import HOLDS, WAITS
 from webhook.objects.jsontext import plain_json
@@ -452,7 +453,7 @@ def _occupied(
 
 def test_the_domains_admitted_workloads_hold_are_indexed_as_events_arrive() -> None:
     """The store keeps each admitted Workload's topology domains in its per-place index, so a
-    snapshot reads who holds what from the index (the hand-made snapshot's scan gives the same),
+    snapshot reads who holds what from the index (one built anew, Workload by Workload, gives the same),
     and an event moves only that Workload's domains."""
     store = state_from_objects(OBJECTS, POLICY)
     running = holder("on-pools", "team-a-queue", 32)
@@ -473,16 +474,10 @@ def test_the_domains_admitted_workloads_hold_are_indexed_as_events_arrive() -> N
         (("kubemaker", "odd"),),
     )
     assert _occupied(snapshot) == expected
-    by_hand = Snapshot(
-        1,
-        POLICY.tpu.resource_name,
-        snapshot.queues,
-        snapshot.nodes,
-        snapshot.ledger,
-        snapshot.workloads,
-        (0, {}, 0.0),
-        POLICY,
-    )
+    counted = CountedWorkloads(POLICY.guaranteed_priority_class)  # the index built anew, Workload by Workload
+    for key, entry in sorted(snapshot.workloads.items()):
+        counted.put(key, entry)
+    by_hand = Snapshot(1, POLICY.tpu.resource_name, snapshot.queues, snapshot.nodes, counted, (0, {}, 0.0), POLICY)
     assert _occupied(by_hand) == expected
     assert snapshot.nodes.pool_of("kubernetes.io/hostname", "gke-tpu-4x4x8-a-0") == "tpu-4x4x8-a"
     assert snapshot.nodes.pools((("cloud.google.com/gke-tpu-topology", "4x8x8"),)) == {"tpu-4x8x8-a": 2}  # one cordoned

@@ -268,7 +268,7 @@ def ledger_totals(store: ClusterStore) -> tuple[dict[Any, int], dict[Any, int], 
     holding: dict[tuple[str, str], int] = defaultdict(int)
     waiting: dict[tuple[str, str], dict[Any, int]] = defaultdict(lambda: defaultdict(int))
     guaranteed = POLICY.guaranteed_priority_class
-    for (namespace, _), entry in store.workloads.items():
+    for (namespace, _), entry in store.counted.entries.items():
         if entry.state == HOLDS:
             for flavor, chips in entry.chips:
                 in_use[(entry.cluster_queue, flavor)] += chips
@@ -282,7 +282,7 @@ def ledger_totals(store: ClusterStore) -> tuple[dict[Any, int], dict[Any, int], 
 def usage_totals(store: ClusterStore) -> dict[tuple[str, str, str], Decimal]:
     """Usage per (ClusterQueue, flavor, resource) of every admitted Workload, summed over the Workloads held."""
     usage: dict[tuple[str, str, str], Decimal] = defaultdict(Decimal)
-    for entry in store.workloads.values():
+    for entry in store.counted.entries.values():
         if entry.state == HOLDS:
             for flavor, resource, amount in entry.usage:
                 usage[(entry.cluster_queue, flavor, resource)] += amount
@@ -304,7 +304,7 @@ def pending_totals(store: ClusterStore) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for queue in sorted({*store.cluster_queues, *CLUSTER_QUEUES}):
         sums: dict[str, int] = defaultdict(int)
-        for (namespace, _), entry in store.workloads.items():
+        for (namespace, _), entry in store.counted.entries.items():
             if entry.state != WAITS or entry.priority != POLICY.guaranteed_priority_class:
                 continue
             if store.local_queues.get((namespace, entry.local_queue)) != queue:
@@ -372,7 +372,7 @@ def test_incremental_totals_match_a_recomputation_after_every_event(seed: int) -
     for step, (event, held) in enumerate(events(seed, store)):
         where = f"seed {seed}, step {step}: {event}"
         fresh = from_scratch(held)
-        ledger = store.ledger
+        ledger = store.counted.ledger
         assert (_nonzero(ledger.in_use), _nonzero(ledger.holding), dict(ledger.waiting)) == ledger_totals(store), where
         assert ledger_totals(store) == ledger_totals(fresh), where
         members = store.members

@@ -75,7 +75,7 @@ def test_initial_sync_lists_in_pages_then_watches(api: FakeApiServer, cache: Wat
         "scheduling.antgroup.com/kueue-tier": "production",
     }
     assert view.static_topologies() == {"4x4x4", "4x4x8", "4x8x8"}
-    assert len(cache.workloads) == 6
+    assert len(cache.counted.entries) == 6
     assert api.list_requests(k.WORKLOADS) == 3  # 6 Workloads, pages of 2
     wait_until(lambda: api.watch_requests(k.WORKLOADS) >= 1, what="a watch")
     query = next(q for path, q in api.requests if path == k.WORKLOADS.path and q.get("watch"))
@@ -255,7 +255,7 @@ def test_an_expired_continue_token_falls_back_to_one_full_list(tmp_path: Path) -
     cache = watch(api.port, tmp_path)
     try:
         wait_until(lambda: not cache.snapshot().unavailable(ALL), what="sync through full lists")
-        assert len(cache.workloads) == 6
+        assert len(cache.counted.entries) == 6
         queries = api.list_queries(k.WORKLOADS)
         # page one, its continue page (410), then one unpaged list: no tight relisting
         assert [q.get("limit") for q in queries] == [["2"], ["2"], None]
@@ -394,17 +394,17 @@ def test_a_relist_redoes_only_what_changed() -> None:
     for version, obj in enumerate(workloads, start=1):
         obj["metadata"]["resourceVersion"] = str(version)
     store.replace(k.WORKLOADS, workloads, atomic=False)  # a first list, in chunks
-    held = dict(store.workloads)
+    held = dict(store.counted.entries)
     assert len(held) == len(workloads)
     changed = copy.deepcopy(workloads[0])
     changed["metadata"]["resourceVersion"] = "99"
     changed["spec"]["priorityClassRef"]["name"] = "best-effort"
     store.replace(k.WORKLOADS, [changed, *workloads[1:]])
     key = (changed["metadata"]["namespace"], changed["metadata"]["name"])
-    assert store.workloads[key] is not held[key]  # re-read
-    assert all(store.workloads[other] is held[other] for other in held if other != key)  # kept as they were
+    assert store.counted.entries[key] is not held[key]  # re-read
+    assert all(store.counted.entries[other] is held[other] for other in held if other != key)  # kept as they were
     store.replace(k.WORKLOADS, workloads[2:])  # two gone
-    assert set(store.workloads) == set(held) - {
+    assert set(store.counted.entries) == set(held) - {
         key,
         (workloads[1]["metadata"]["namespace"], workloads[1]["metadata"]["name"]),
     }

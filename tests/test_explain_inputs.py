@@ -1,5 +1,5 @@
 """The explainer's inputs: the cohort tree of the quota picture (the Workload index is the store's
-records, ``tests/test_cluster_workloaddocs.py``)."""
+records, ``tests/test_cluster_workloadindex.py``)."""
 
 from __future__ import annotations
 

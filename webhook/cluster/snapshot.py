@@ -14,8 +14,9 @@ snapshot is shared with it, answers memoized on it included:
   memoized on it: potential quota and flavor assignment (``webhook.quota``);
 - ``NodeState``: the node index; memoized on it: node fit and the pools' topologies;
 - ``DocumentState``: Kueue's objects as written; memoized on it: the admin guard's judged set;
-- the counted Workloads (``webhook.quota.ledger.ChipsLedger``, a copy) and every Workload
-  held (``webhook.quota.table``: buckets shared until written);
+- the counted Workloads (``webhook.cluster.workloadindex.CountedWorkloads``: the ledger's
+  counters, each one's projection, where each is; forked, buckets shared until written),
+  and what explain reads of every Workload (``WorkloadRecords``), forked on its own changes;
 - which kinds cannot be read, captured with the moment the clock could change that.
 
 Memoized on the ``Snapshot`` itself: whatever also reads the Workloads (the guaranteed
@@ -33,9 +34,9 @@ from decimal import Decimal
 from typing import Any
 
 from webhook.cluster import kinds as k
-from webhook.cluster.memo import PART_LIMIT, Memo
+from webhook.cluster.memo import Memo
 from webhook.cluster.nodes import NodeIndex
-from webhook.cluster.workloaddocs import WorkloadRecords
+from webhook.cluster.workloadindex import PLACED, UNPLACED, CountedWorkloads, LocatedSet, Where, WorkloadRecords
 from webhook.kube.scheduling import Toleration
 from webhook.kube.topology import NODEPOOL_LABEL
 from webhook.kueue.clusterqueue import ClusterQueueInfo
@@ -46,39 +47,12 @@ from webhook.kueue.resourceflavor import FlavorInfo
 from webhook.kueue.workload import HOLDS, WAITS, WorkloadInfo
 from webhook.policy.config import Policy
 from webhook.quota.feasibility import Feasibility, FeasibilityCheck
-from webhook.quota.ledger import Balance, BalanceAnswer, ChipsLedger
+from webhook.quota.ledger import Balance, BalanceAnswer
 from webhook.quota.model import QuotaModel
 from webhook.quota.objects import NodeFit
 from webhook.quota.picture import QuotaPicture, build_picture, pending_requests
-from webhook.quota.table import SetTable, Table
 
 WorkloadKey = tuple[str, str]
-
-
-class LocatedSet(set[tuple[str, str]]):
-    """The Workloads at one place of the store's index (the holders of a ClusterQueue, the
-    waiters of a LocalQueue), with a memo of what is worked out from them alone. The store
-    never changes a set a published snapshot holds (it copies it first, and the copy starts
-    with no memo), so the memo is shared by every snapshot while that place is unchanged and
-    goes with the set: a Workload event elsewhere keeps it."""
-
-    __slots__ = ("_memo",)
-
-    def __init__(self, keys: Iterable[tuple[str, str]] = ()) -> None:
-        super().__init__(keys)
-        self._memo: Memo | None = None
-
-    @property
-    def memo(self) -> Memo:
-        memo = self._memo
-        if memo is None:
-            memo = self._memo = Memo(PART_LIMIT)
-        return memo
-
-    @property
-    def kept(self) -> Memo | None:
-        """The memo, if anything was worked out from the set yet."""
-        return self._memo
 
 
 class QueueState:
@@ -204,15 +178,13 @@ class Snapshot:
         policy_tpu: str,
         queues: QueueState,
         nodes: NodeState,
-        ledger: ChipsLedger,
-        workloads: Table[WorkloadKey, WorkloadInfo],
+        counted: CountedWorkloads,
         availability: tuple[int, dict[str, str], float],
         policy: Policy,
         *,
         records: WorkloadRecords | None = None,
         records_version: int = 0,
         memo: Memo | None = None,
-        located: SetTable[tuple[str, str, str], WorkloadKey] | None = None,
         documents: DocumentState | None = None,
     ) -> None:
         #: the store's count of changes this snapshot holds
@@ -220,20 +192,20 @@ class Snapshot:
         self.tpu = policy_tpu
         self.queues = queues
         self.nodes = nodes
-        self.ledger = ledger
-        self.workloads = workloads
+        #: the counted Workloads (``webhook.cluster.workloadindex``): the ledger's counters, each one's
+        #: projection by key, and where each is (the simulator reads one queue's Workloads through it)
+        self.counted = counted
+        self.ledger = counted.ledger
+        self.workloads = counted.entries
         #: (the availability's change count, kinds that cannot be read with why, until when that holds)
         self.availability_changes, self.unread, self.until = availability
         #: the policy the store reads objects with: answers memoized here are for it alone
         self.policy = policy
-        #: what ``explain`` reads of each Workload (``webhook.cluster.workloaddocs``) and its change count
+        #: what ``explain`` reads of each Workload (``webhook.cluster.workloadindex``) and its change count
         self.record_tables = records if records is not None else WorkloadRecords()
         self.records: Mapping[WorkloadKey, WorkloadInfo] = self.record_tables.by_key
         self.records_version = records_version
         self.memo = memo if memo is not None else Memo()
-        #: where each counted Workload is (``ClusterStore.workloads_at``): the simulator reads one queue's
-        #: Workloads through it; ``None``: not indexed (then read from ``workloads``)
-        self.located = located
         #: the kept documents (Kueue's objects as written), as the store kept them
         self.documents = documents if documents is not None else DocumentState()
         #: kind name -> key -> kept document (LocalQueues, Kueue's Configuration)
@@ -243,7 +215,7 @@ class Snapshot:
             queues,
             queues.nodes,
             queues.assigner,
-            ledger,
+            counted.ledger,
             policy_tpu,
             f"{k.WORKLOADS.name}: {workloads_reason}" if workloads_reason is not None else None,
             self.memo.get,
@@ -268,7 +240,7 @@ class Snapshot:
     def _part_memos(self) -> tuple[int, int]:
         """Entries and bytes of the index parts' memos, summed (O(parts), for the metric)."""
         entries = size = 0
-        for part in (self.located or {}).values():
+        for part in self.counted.located.values():
             memo = part.kept if isinstance(part, LocatedSet) else None
             if memo is not None:
                 entries, size = entries + len(memo.answers), size + memo.bytes
@@ -277,10 +249,9 @@ class Snapshot:
     def part_memo(self, where: tuple[str, str, str]) -> Memo | None:
         """The memo of the index part at ``where`` (``(HOLDS, ClusterQueue, "")``, ``(WAITS,
         namespace, LocalQueue)``): what is worked out from that part's Workloads alone is kept
-        there, and outlives Workload events elsewhere. ``None`` when the part is empty or the
-        snapshot is not indexed: then it is worked out each time it is asked."""
-        located = self.located
-        part = located.get(where) if located is not None else None
+        there, and outlives Workload events elsewhere. ``None`` when the part is empty: then it is
+        worked out each time it is asked."""
+        part = self.counted.located.get(where)
         return part.memo if isinstance(part, LocatedSet) else None
 
     def remember(self, key: Any, make: Callable[[], Any], *, derived: bool = False) -> Any:
@@ -292,33 +263,20 @@ class Snapshot:
         """This state as if the Workloads ``keys`` were not there (``audit`` judges an object against
         the cluster less its own Workloads): the same queues and nodes, memos included; the
         Workloads counted again without them."""
-        ledger = self.ledger.copy()
-        left_out = set()
+        counted = self.counted.fork()
         for key in keys:
-            entry = self.workloads.get(key)
-            if entry is not None:
-                ledger.move(key[0], entry, -1)
-                left_out.add(key)
-        workloads = self.workloads.fork()
-        located = self.located.fork() if self.located is not None else None
-        for key in left_out:
-            entry = workloads.pop(key)
-            if located is not None and entry is not None:
-                for where in places(key, entry):
-                    located.move(where, key, -1)
+            counted.pop(key)
         changes = (self.availability_changes, self.unread, self.until)
         return Snapshot(
             self.version,
             self.tpu,
             self.queues,
             self.nodes,
-            ledger,
-            workloads,
+            counted,
             changes,
             self.policy,
             records=self.record_tables,
             records_version=self.records_version,
-            located=located,
             documents=self.documents,
         )
 
@@ -336,14 +294,12 @@ class Snapshot:
             self.tpu,
             self.queues,
             self.nodes,
-            self.ledger,
-            self.workloads,
+            self.counted,
             availability,
             self.policy,
             records=records,
             records_version=records_version,
             memo=self.memo,
-            located=self.located,
             documents=self.documents,
         )
 
@@ -424,9 +380,7 @@ class Snapshot:
     def holding_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadInfo]]:
         """(namespace, name, entry) of the Workloads holding quota in the queue: O(the queue's
         Workloads) through the index, not memoized (the caller memoizes what it builds)."""
-        return self._located(
-            (HOLDS, cluster_queue, ""), lambda e: e.state == HOLDS and e.cluster_queue == cluster_queue
-        )
+        return self._located((HOLDS, cluster_queue, ""))
 
     def waiting_in(self, cluster_queue: str) -> list[tuple[str, str, WorkloadInfo]]:
         """(namespace, name, entry) of the Workloads waiting in the queue's LocalQueues, unordered."""
@@ -446,24 +400,11 @@ class Snapshot:
 
     def waiting_at(self, namespace: str, local: str) -> list[tuple[str, str, WorkloadInfo]]:
         """(namespace, name, entry) of the Workloads waiting in one LocalQueue."""
-        return self._located(
-            (WAITS, namespace, local),
-            lambda e: e.state == WAITS and e.local_queue == local,
-            namespace,
-        )
+        return self._located((WAITS, namespace, local))
 
-    def _located(
-        self, where: tuple[str, str, str], keep: Callable[[WorkloadInfo], bool], namespace: str | None = None
-    ) -> list[tuple[str, str, WorkloadInfo]]:
-        located = self.located
-        if located is None:  # not indexed (a snapshot made by hand): the one scan
-            return [
-                (ns, name, entry)
-                for (ns, name), entry in self.workloads.items()
-                if keep(entry) and (namespace is None or ns == namespace)
-            ]
+    def _located(self, where: Where) -> list[tuple[str, str, WorkloadInfo]]:
         out = []
-        for key in sorted(located.get(where, ())):
+        for key in sorted(self.counted.at(where)):
             entry = self.workloads.get(key)
             if entry is not None:
                 out.append((key[0], key[1], entry))
@@ -476,17 +417,7 @@ class Snapshot:
         walked; a caller expands only the domains it asks about."""
 
         def make() -> tuple[dict[tuple[str, str], Set[WorkloadKey]], tuple[WorkloadKey, ...]]:
-            located = self.located
-            if located is None:  # not indexed (a snapshot made by hand): the one scan
-                scanned: defaultdict[tuple[str, str], set[WorkloadKey]] = defaultdict(set)
-                unread: list[WorkloadKey] = []
-                for key, entry in self.workloads.items():
-                    for where in places(key, entry):
-                        if where[0] == PLACED:
-                            scanned[(where[1], where[2])].add(key)
-                        elif where[0] == UNPLACED:
-                            unread.append(key)
-                return dict(scanned), tuple(sorted(unread))
+            located = self.counted.located
             domains: dict[tuple[str, str], Set[WorkloadKey]] = {
                 (where[1], where[2]): keys for where, keys in located.items() if where[0] == PLACED and keys
             }
@@ -509,22 +440,3 @@ class Snapshot:
     def kept_documents(self, kind: k.Kind) -> list[Mapping[str, Any]]:
         """The kind's kept documents this snapshot carries (LocalQueues, Kueue's Configuration)."""
         return list(self.kept.get(kind.name, {}).values())
-
-
-#: index keys of the topology domains admitted Workloads occupy: (PLACED, node label, value), and
-#: (UNPLACED, "", "") for those whose ``topologyAssignment`` cannot be read
-PLACED, UNPLACED = "placed", "unplaced"
-
-
-def places(key: WorkloadKey, entry: WorkloadInfo) -> tuple[tuple[str, str, str], ...]:
-    """Where a Workload is indexed: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue); one
-    holding quota also under each topology domain it occupies (static mode's placement reads them)."""
-    if entry.state == HOLDS:
-        if entry.placed is None:
-            return ((HOLDS, entry.cluster_queue, ""), (UNPLACED, "", ""))
-        if entry.placed:
-            return ((HOLDS, entry.cluster_queue, ""), *((PLACED, label, value) for label, value in entry.placed))
-        return ((HOLDS, entry.cluster_queue, ""),)
-    if entry.state == WAITS:
-        return ((WAITS, key[0], entry.local_queue),)
-    return ()

@@ -25,8 +25,8 @@ from webhook.cluster import kinds as k
 from webhook.cluster.availability import Availability
 from webhook.cluster.documents import KeptDocuments
 from webhook.cluster.nodes import NodeIndex
-from webhook.cluster.snapshot import DocumentState, LocatedSet, NodeState, QueueState, Snapshot, places
-from webhook.cluster.workloaddocs import WorkloadRecords
+from webhook.cluster.snapshot import DocumentState, NodeState, QueueState, Snapshot
+from webhook.cluster.workloadindex import CountedWorkloads, WorkloadRecords
 from webhook.kube.jsonvalues import as_dict
 from webhook.kube.scheduling import string_map
 from webhook.kube.sharing import Sharing
@@ -34,26 +34,14 @@ from webhook.kueue.clusterqueue import ClusterQueueInfo, parse_cluster_queue
 from webhook.kueue.cohort import CohortInfo, CohortMembers, parse_cohort
 from webhook.kueue.localqueue import parse_local_queue
 from webhook.kueue.resourceflavor import FlavorInfo, parse_flavor
-from webhook.kueue.workload import WorkloadInfo, read_workload
+from webhook.kueue.workload import read_workload
 from webhook.policy.config import Policy
-from webhook.quota.ledger import ChipsLedger
 from webhook.quota.objects import NodeInfo, parse_node
 from webhook.quota.table import SetTable, Table
 
 Key = str | tuple[str, str]
 #: objects indexed per lock hold during a first list
 _CHUNK = 1000
-
-
-def _locate(
-    located: SetTable[tuple[str, str, str], tuple[str, str]],
-    key: tuple[str, str],
-    entry: WorkloadInfo | None,
-    sign: int,
-) -> None:
-    """Move a Workload's key into (or out of) the set of the queue it holds quota in or waits in."""
-    for where in places(key, entry) if entry is not None else ():
-        located.move(where, key, sign)
 
 
 def object_key(kind: k.Kind, obj: Mapping[str, Any]) -> Key:
@@ -107,27 +95,23 @@ class ClusterStore:
         self.cohorts: Table[str, CohortInfo] = Table()
         self.flavors: Table[str, FlavorInfo] = Table()
         self.node_index = NodeIndex(policy.tpu)
-        self.workloads: Table[tuple[str, str], WorkloadInfo] = Table()
+        #: what Kueue's cache counts of the Workloads: their projections, the ledger, where each is
+        self.counted = CountedWorkloads(policy.guaranteed_priority_class)
         #: one copy of equal values across the Workloads' projections (``webhook.kube.sharing``)
         self.sharing = Sharing()
-        #: what ``explain`` reads of each Workload, with explain's lookups (``webhook.cluster.workloaddocs``),
+        #: what ``explain`` reads of each Workload, with explain's lookups (``webhook.cluster.workloadindex``),
         #: and its own change count: a new condition message publishes a snapshot that keeps the others' memos
         self.workload_records = WorkloadRecords()
         self.records_version = 0
-        #: where each counted Workload is: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue)
-        #: -> its keys, so the simulator reads one queue's Workloads, never all of them
-        self.workloads_at: SetTable[tuple[str, str, str], tuple[str, str]] = SetTable(LocatedSet)
         #: the kept documents as the last snapshot carries them, and the generation they were copied at
         self._kept: tuple[int, DocumentState] = (-1, DocumentState())
         #: what ClusterQueues store in their cohorts, kept summed as they come and go
         self.members = CohortMembers()
-        #: what the Workloads hold and wait for, moved by each one's difference
-        self.ledger = ChipsLedger(policy.guaranteed_priority_class)
         #: bumped by every write that changes what the store holds (a snapshot made before is not current)
         self.version = 0
         self.node_generation = 0
         #: which parts changed since the last snapshot
-        self._queues_changed = self._nodes_changed = self._ledger_changed = True
+        self._queues_changed = self._nodes_changed = self._counted_changed = True
         self._published: Snapshot | None = None
 
     @property
@@ -246,24 +230,20 @@ class ClusterStore:
         """
         info = read_workload(obj, self.tpu, self.sharing.share)
         record = self.workload_records.by_key.get(key)
-        held = self.workloads.get(key)
+        held = self.counted.entries.get(key)
         explained = record is not None and record.reads_like(info)
         counted = held is not None and held.counts_like(info)
         if explained and counted:
             return
-        # one object per Workload: the table whose part did not change takes the new projection
-        # too, which no snapshot sees until it forks that table for a change of its own
+        # one object per Workload: the part that did not change takes the new projection too,
+        # which no snapshot sees until it forks that part for a change of its own
         self.workload_records.put(key, info)
         if not explained:
             self.records_version += 1
         if counted:
-            self.workloads[key] = info
+            self.counted.swap(key, info)
             return
-        self.ledger.move(key[0], held, -1)
-        _locate(self.workloads_at, key, held, -1)
-        self.workloads[key] = info
-        self.ledger.move(key[0], info, +1)
-        _locate(self.workloads_at, key, info, +1)
+        self.counted.put(key, info)
         self._bump(k.WORKLOADS)
 
     def _delete(self, kind: k.Kind, key: Key) -> None:
@@ -310,9 +290,7 @@ class ClusterStore:
         elif kind is k.NODES:
             self.node_index.remove(name)
         elif kind is k.WORKLOADS:
-            gone = self.workloads.pop(pair, None)
-            self.ledger.move(pair[0], gone, -1)
-            _locate(self.workloads_at, pair, gone, -1)
+            self.counted.pop(pair)
             if self.workload_records.pop(pair) is not None:
                 self.records_version += 1
         self._bump(kind)
@@ -325,7 +303,7 @@ class ClusterStore:
             return
         self.version += 1
         if kind is k.WORKLOADS:
-            self._ledger_changed = True
+            self._counted_changed = True
         elif kind is k.NODES:
             self._nodes_changed = True
             self.node_generation += 1
@@ -384,9 +362,7 @@ class ClusterStore:
         else:
             queues = last.queues
         nodes = NodeState(self.node_index.copy(), self.tpu) if last is None or self._nodes_changed else last.nodes
-        ledger = self.ledger.copy() if last is None or self._ledger_changed else last.ledger
-        workloads = self.workloads.fork() if last is None or self._ledger_changed else last.workloads
-        located = self.workloads_at.fork() if last is None or self._ledger_changed else last.located
+        counted = self.counted.fork() if last is None or self._counted_changed else last.counted
         documents = self.documents
         copied, kept = self._kept
         if copied != documents.generation:
@@ -400,19 +376,17 @@ class ClusterStore:
                     }
                 ),
             )
-        self._queues_changed = self._nodes_changed = self._ledger_changed = False
+        self._queues_changed = self._nodes_changed = self._counted_changed = False
         published = Snapshot(
             self.version,
             self.tpu,
             queues,
             nodes,
-            ledger,
-            workloads,
+            counted,
             captured,
             self.policy,
             records=self.workload_records.fork(),
             records_version=self.records_version,
-            located=located,
             documents=self._kept[1],
         )
         if last is not None:

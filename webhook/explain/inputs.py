@@ -9,7 +9,7 @@ and the tests all fill the same shapes, so none of them is special.
   UID in a condition message), by the ``kueue.x-k8s.io/job-uid`` label (RFC-0033 4.3.2:
   a job's Workload is found by that label, never by its generated name) and by
   namespace (a Deployment's Workloads are its Pods', see ``webhook.explain.workloads``).
-  The store's Workload records (``webhook.cluster.workloaddocs.WorkloadRecords``) are the one
+  The store's Workload records (``webhook.cluster.workloadindex.WorkloadRecords``) are the one
   implementation, whatever filled the store (the watch, ``--cluster-state`` files, a test).
 - ``QuotaPicture``: per ClusterQueue, flavor and resource the numbers a team reads
   (nominal, in use, borrowed, lent, pending) and the cohort tree. It is an input, not

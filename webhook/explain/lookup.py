@@ -1,7 +1,7 @@
 """``explain``'s inputs filled from a cluster snapshot, for the CLI and the advisor's explanations.
 
 The server's watch cache keeps every Workload (what ``explain`` reads of each,
-``webhook.cluster.workloaddocs``) and Kueue's queue objects, not the jobs: a JobSet, Job
+``webhook.cluster.workloadindex``) and Kueue's queue objects, not the jobs: a JobSet, Job
 or Deployment is found from its Workloads, whose owner reference names it (kind, name,
 uid) and whose ``kueue.x-k8s.io/job-uid`` label carries its uid. So without the job's
 document the state comes from the Workload's conditions alone (readiness from
@@ -28,7 +28,7 @@ from typing import Final
 from webhook.cluster import kinds as k
 from webhook.cluster.own import OwnedWorkloads
 from webhook.cluster.snapshot import Snapshot
-from webhook.cluster.workloaddocs import WorkloadRecords
+from webhook.cluster.workloadindex import WorkloadRecords
 from webhook.explain import jobstate as s
 from webhook.explain.explainer import ExplainError, ExplainRequest
 from webhook.explain.inputs import Document, Simulate, metadata, text_field

@@ -2,7 +2,7 @@
 
 A cluster of 100,000 Workloads made from a few templates repeats the same usage, shapes,
 conditions and strings over and over. The ledger's entries (``webhook.quota.ledger``) and
-explain's records (``webhook.cluster.workloaddocs``) hand each value they keep to the
+explain's records (``webhook.cluster.workloadindex``) hand each value they keep to the
 store's ``Sharing``, which gives back the one equal copy already held, so Workloads made
 from one template hold one copy between them. The table is the store's
 (``webhook.cluster.store``): it lives and goes with the cache whose values it shares.

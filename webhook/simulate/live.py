@@ -81,14 +81,9 @@ class _PerQueue(Mapping[str, Any]):
 
 
 def _on_part(snapshot: Snapshot, where: tuple[str, str, str], key: Hashable, make: Callable[[], Any]) -> Any:
-    """``make()``, kept on the index part at ``where``; on the snapshot's own memo when it has no
-    index (a snapshot made by hand), and not at all for an empty part (nothing to work out)."""
+    """``make()``, kept on the index part at ``where``; not at all for an empty part (nothing to work out)."""
     memo = snapshot.part_memo(where)
-    if memo is not None:
-        return memo.remember(key, make, derived=True)
-    if snapshot.located is None:
-        return snapshot.memo.remember((key, where), make, derived=True)
-    return make()
+    return memo.remember(key, make, derived=True) if memo is not None else make()
 
 
 def _configuration(snapshot: Snapshot, policy: Policy) -> Mapping[str, Any] | None:

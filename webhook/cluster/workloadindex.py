@@ -1,4 +1,13 @@
-"""Explain's lookups into the Workloads' projections: by key, by uid, by the job-uid label, by namespace.
+"""The store's Workload index: every Workload's projection, and the lookups into them, moved per event.
+
+Each Workload is read once per watch event into its projection (``webhook.kueue.workload.WorkloadInfo``)
+and filed in two parts, each forked by a snapshot on its own changes:
+
+- ``CountedWorkloads``: what Kueue's cache counts, as the gates and the simulator read it: the
+  projections by key, the ledger's counters, and where each Workload is (the ClusterQueue it
+  holds quota in, the LocalQueue it waits in, the topology domains it occupies), so a
+  scheduling attempt reads one queue's Workloads, never all of them;
+- ``WorkloadRecords``: what explain reads, with its three lookups.
 
 Explain reads each Workload's projection (``webhook.kueue.workload.WorkloadInfo``, made once per
 event by the store): its conditions, AdmissionChecks, ``spec.active``, priority, ClusterQueue,
@@ -10,18 +19,112 @@ Deployments) are not kept: a job is found from its Workloads' owner references.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence, Set
 from typing import Any, Final
 
-from webhook.kueue.workload import WorkloadInfo
+from webhook.cluster.memo import PART_LIMIT, Memo
+from webhook.kueue.workload import HOLDS, WAITS, WorkloadInfo
+from webhook.quota.ledger import ChipsLedger
 from webhook.quota.table import SetTable, Table
 
 #: (namespace, name) of a Workload
 Key = tuple[str, str]
+#: a place of the index: (HOLDS, ClusterQueue, ""), (WAITS, namespace, LocalQueue), (PLACED, node label, value)
+Where = tuple[str, str, str]
 
 #: a namespace's Workloads are filed in this many sets, by their name's hash: a set shared with a
 #: snapshot is copied on its first change, and one namespace can hold every Workload of the cluster
 NAMESPACE_SHARDS: Final = 256
+
+
+class LocatedSet(set[tuple[str, str]]):
+    """The Workloads at one place of the store's index (the holders of a ClusterQueue, the
+    waiters of a LocalQueue), with a memo of what is worked out from them alone. The store
+    never changes a set a published snapshot holds (it copies it first, and the copy starts
+    with no memo), so the memo is shared by every snapshot while that place is unchanged and
+    goes with the set: a Workload event elsewhere keeps it."""
+
+    __slots__ = ("_memo",)
+
+    def __init__(self, keys: Iterable[tuple[str, str]] = ()) -> None:
+        super().__init__(keys)
+        self._memo: Memo | None = None
+
+    @property
+    def memo(self) -> Memo:
+        memo = self._memo
+        if memo is None:
+            memo = self._memo = Memo(PART_LIMIT)
+        return memo
+
+    @property
+    def kept(self) -> Memo | None:
+        """The memo, if anything was worked out from the set yet."""
+        return self._memo
+
+
+#: index keys of the topology domains admitted Workloads occupy: (PLACED, node label, value), and
+#: (UNPLACED, "", "") for those whose ``topologyAssignment`` cannot be read
+PLACED, UNPLACED = "placed", "unplaced"
+
+
+def places(key: Key, entry: WorkloadInfo) -> tuple[Where, ...]:
+    """Where a Workload is indexed: ("holds", ClusterQueue, "") or ("waits", namespace, LocalQueue); one
+    holding quota also under each topology domain it occupies (static mode's placement reads them)."""
+    if entry.state == HOLDS:
+        if entry.placed is None:
+            return ((HOLDS, entry.cluster_queue, ""), (UNPLACED, "", ""))
+        if entry.placed:
+            return ((HOLDS, entry.cluster_queue, ""), *((PLACED, label, value) for label, value in entry.placed))
+        return ((HOLDS, entry.cluster_queue, ""),)
+    if entry.state == WAITS:
+        return ((WAITS, key[0], entry.local_queue),)
+    return ()
+
+
+class CountedWorkloads:
+    """The Workloads Kueue's cache counts: each one's projection by key, the ledger's counters, and
+    where each is (``places``), moved together by one Workload's difference. Copy-on-write: a
+    snapshot holds a fork, and what neither side changes is shared, a located set's memo with it."""
+
+    __slots__ = ("entries", "ledger", "located")
+
+    def __init__(self, guaranteed_priority_class: str) -> None:
+        self.entries: Table[Key, WorkloadInfo] = Table()
+        self.ledger = ChipsLedger(guaranteed_priority_class)
+        self.located: SetTable[Where, Key] = SetTable(LocatedSet)
+
+    def put(self, key: Key, entry: WorkloadInfo) -> None:
+        """``entry`` counted in place of what was counted under ``key``."""
+        self._move(key, self.entries.get(key), -1)
+        self.entries[key] = entry
+        self._move(key, entry, +1)
+
+    def swap(self, key: Key, entry: WorkloadInfo) -> None:
+        """``entry`` in place of one that counts the same (``WorkloadInfo.counts_like``): nothing moves."""
+        self.entries[key] = entry
+
+    def pop(self, key: Key) -> WorkloadInfo | None:
+        gone = self.entries.pop(key)
+        self._move(key, gone, -1)
+        return gone
+
+    def _move(self, key: Key, entry: WorkloadInfo | None, sign: int) -> None:
+        if entry is None:
+            return
+        self.ledger.move(key[0], entry, sign)
+        for where in places(key, entry):
+            self.located.move(where, key, sign)
+
+    def fork(self) -> CountedWorkloads:
+        """The same Workloads, counted apart from here on (a snapshot's, or one it changes)."""
+        out = CountedWorkloads.__new__(CountedWorkloads)
+        out.entries, out.ledger, out.located = self.entries.fork(), self.ledger.copy(), self.located.fork()
+        return out
+
+    def at(self, where: Where) -> Set[Key]:
+        """The keys at one place of the index (empty when none)."""
+        return self.located.get(where) or frozenset()
 
 
 class WorkloadRecords:

@@ -1,11 +1,11 @@
-"""Explain's lookups into the Workloads' projections (``webhook.cluster.workloaddocs``)."""
+"""Explain's lookups into the Workloads' projections (``webhook.cluster.workloadindex``)."""
 
 from __future__ import annotations
 
 from cluster_fixtures import team_a_workload
 from explain_builders import JOBSET_UID, WORKLOAD_UID, rfc_example_one, workload_index
 
-from webhook.cluster.workloaddocs import NAMESPACE_SHARDS, WorkloadRecords
+from webhook.cluster.workloadindex import NAMESPACE_SHARDS, WorkloadRecords
 from webhook.kueue.workload import read_workload
 
 TPU = "google.com/tpu"
