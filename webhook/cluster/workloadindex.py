@@ -7,14 +7,13 @@ and filed in two parts, each forked by a snapshot on its own changes:
   projections by key, the ledger's counters, and where each Workload is (the ClusterQueue it
   holds quota in, the LocalQueue it waits in, the topology domains it occupies), so a
   scheduling attempt reads one queue's Workloads, never all of them;
-- ``WorkloadRecords``: what explain reads, with its three lookups.
+- ``WorkloadRecords``: what explain reads, with its three lookups: each Workload's conditions,
+  AdmissionChecks, ``spec.active``, priority, ClusterQueue, requeue backoff, owner references
+  and two labels (``kueue.x-k8s.io/job-uid`` finds it, ``kueue.x-k8s.io/queue-name``), given back
+  in the Workload's own shape (``WorkloadInfo.document()``) for the few one explanation reads.
 
-Explain reads each Workload's projection (``webhook.kueue.workload.WorkloadInfo``, made once per
-event by the store): its conditions, AdmissionChecks, ``spec.active``, priority, ClusterQueue,
-requeue backoff, owner references and two labels (``kueue.x-k8s.io/job-uid`` finds it,
-``kueue.x-k8s.io/queue-name``); ``WorkloadInfo.document()`` gives that back in the Workload's own
-shape, for the few Workloads one explanation reads. The job objects themselves (JobSets, Jobs,
-Deployments) are not kept: a job is found from its Workloads' owner references.
+The job objects themselves (JobSets, Jobs, Deployments) are not kept: a job is found from its
+Workloads' owner references.
 """
 
 from __future__ import annotations
