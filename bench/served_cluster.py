@@ -10,8 +10,10 @@ ClusterQueues, ``--nodes`` Nodes in both). Beside them: the floors (bench/floor.
 no-op Starlette endpoint the goals are judged against, and the thin one beside it), the
 webhook without a cluster (structural rules only), and the webhook as ``serve
 --kubeconfig`` against each API server. Once each cache has synced (the answer carries
-no "skipped" warning), ``wrk`` loads every row in turn, rows interleaved round by round,
-each round starting one row later (``common.rotated``):
+no "skipped" warning) and, where the simulator has one to say, the ``[simulate]`` line is
+served (it is worked out after a shape's first request on a snapshot), ``wrk`` loads every
+row in turn, rows interleaved round by round, each round starting one row later
+(``common.rotated``):
 
 - with a cluster, a guaranteed one-slice RFC-0033 4.6 JobSet on ``/validate/production``:
   admitted after every cluster rule (any warning but the ``[simulate]`` line makes the
@@ -288,7 +290,9 @@ def main() -> int:
             for server in servers.values():
                 server.start()
             for label, name in clustered.items():
-                need = "[simulate] starts now" if name == "fixture-b" else ""
+                # The line is worked out after the first request of a shape on a snapshot, then read:
+                # where the simulator has one to say, the answer every request must get carries it.
+                need = "" if name == "fixture" or label.endswith("(simulate: off)") else "[simulate] "
                 synced[label], answers[label] = wait_synced(servers[label], bodies[name], timeout=900, need=need)
                 line = answers[label].partition('"warnings":[')[2].rstrip("]}") or "no warning"
                 print(f"{label}: synced in {synced[label]:.1f}s; answer's warnings: {line}", flush=True)

@@ -307,9 +307,13 @@ def test_a_snapshot_is_handed_on_while_every_kind_is_heard_from_and_not_after() 
     now[0] += 30  # past the first snapshot's bound, heard from 30 s ago: the clock alone moved
     later = store.snapshot()
     assert later is not first and later.until > first.until and not later.unread
-    assert all(getattr(later, part) is getattr(first, part) for part in ("memo", "queues", "nodes", "ledger"))
-    now[0] += 100
-    silent = store.snapshot()  # silent for 130 s: the API server may be hung
+    store.availability.watching("Nodes")  # a watch renewed: a change of availability, the same kinds readable
+    renewed = store.snapshot()
+    assert renewed is not later and renewed.availability_changes > later.availability_changes
+    for kept in (later, renewed):
+        assert all(getattr(kept, part) is getattr(first, part) for part in ("memo", "queues", "nodes", "ledger"))
+    now[0] += 130
+    silent = store.snapshot()  # Nodes silent for 130 s, the others longer: the API server may be hung
     assert silent is not first and set(silent.unread) == set(kinds)
     assert "silent: no event or bookmark for 130s" in silent.unread["Nodes"]
     for kind in kinds:

@@ -287,8 +287,8 @@ class Snapshot:
         availability: tuple[int, dict[str, str], float],
     ) -> Snapshot:
         """This state with newer Workload records (``explain``'s) and availability: nothing memoized
-        reads either (the caller keeps which kinds cannot be read as they were), so the memos are
-        shared with this snapshot."""
+        reads either (the caller keeps which kinds cannot be read, and why, as they were), so the
+        memos are shared with this snapshot."""
         return Snapshot(
             self.version,
             self.tpu,

@@ -332,14 +332,11 @@ class ClusterStore:
         """A new snapshot (under the lock): the parts that changed are copied, the rest shared with the last."""
         last = self._published
         captured = self.availability.capture()
-        if (
-            last is not None
-            and last.version == self.version
-            and (last.availability_changes, last.unread) == captured[:2]
-        ):
-            # Only what explain reads of the Workloads changed, or only the clock moved (past the moment
-            # some kind could have gone silent, and it was heard from since): every part and memo stays
-            # the last one's, so the answers worked out on it (a [simulate] line) are not worked out again.
+        if last is not None and last.version == self.version and last.unread == captured[1]:
+            # The same objects, and the same kinds unreadable for the same reasons: only what explain
+            # reads of the Workloads changed, or the clock moved (past the moment some kind could have
+            # gone silent, and it was heard from since), or a watch was renewed. Every part and memo
+            # stays the last one's, so what was worked out on it (a [simulate] line) is not worked out again.
             moved = last.records_version != self.records_version
             records = self.workload_records.fork() if moved else last.record_tables
             self._published = last.with_records(records, self.records_version, captured)
