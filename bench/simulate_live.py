@@ -56,6 +56,7 @@ from webhook.policy.config import Policy  # noqa: E402
 from webhook.simulate.live import LiveSimulator, live, simulate_object  # noqa: E402
 
 POLICY = Policy()
+TPU = POLICY.tpu.resource_name
 
 
 def cohort_tree(queues: int) -> list[dict[str, Any]]:
@@ -211,7 +212,7 @@ def main() -> int:
     line_ms = timed(args.runs, nothing, with_line)
 
     busy_jobs = [
-        submitted_workload(pending_workload(f"small-{i}", queue, 1500, {"cpu": "1"}, 1, "2030-01-01T00:00:00Z"))
+        submitted_workload(pending_workload(f"small-{i}", queue, 1500, {"cpu": "1"}, 1, "2030-01-01T00:00:00Z"), TPU)
         for i, queue in enumerate(busy)
     ]
     busy_simulator = live(store.snapshot(), POLICY)
