@@ -282,7 +282,7 @@ def drop_memos(state: ClusterStore) -> Callable[[], None]:
     def drop() -> None:
         # every part of the next snapshot made again, as after a change to the queues and the nodes
         with state.lock:
-            state._queues_changed = state._nodes_changed = state._ledger_changed = True
+            state._queues_changed = state._nodes_changed = state._counted_changed = True
             state.version += 1
 
     return drop

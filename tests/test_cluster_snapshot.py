@@ -142,7 +142,8 @@ class Forgetful(ClusterStore):
 
     def snapshot(self) -> Snapshot:
         with self.lock:
-            self._queues_changed = self._nodes_changed = self._ledger_changed = True
+            self._queues_changed = self._nodes_changed = self._counted_changed = True
+            self.version += 1  # as after a change: not the last snapshot handed on with its memo
             return self._publish()
 
 
@@ -168,6 +169,14 @@ def filled(store: ClusterStore) -> ClusterStore:
 def stores() -> tuple[ClusterStore, ClusterStore]:
     """(the fixture cluster, the same cluster remembering nothing); every kind a job rule reads is known."""
     return state_from_objects(OBJECTS, POLICY), filled(Forgetful(POLICY))
+
+
+def test_the_store_remembering_nothing_hands_on_no_memo_or_part() -> None:
+    """The comparisons below are only as good as the forgetful store: each of its snapshots works
+    everything out again."""
+    _, forgetful = stores()
+    first, second = forgetful.snapshot(), forgetful.snapshot()
+    assert all(getattr(first, part) is not getattr(second, part) for part in ("memo", "queues", "nodes", "counted"))
 
 
 @pytest.mark.parametrize("from_wire", [False, True], ids=["as built", "from the wire"])
