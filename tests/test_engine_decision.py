@@ -570,8 +570,9 @@ def test_the_plan_from_the_table_is_the_catalogs_under_the_policys_actions(actio
     planned = {}
     for key in keys:
         steps = decision_module._plan(policy.model_copy(update={"mode": key[0]}), key[1], key[2], key[3])  # type: ignore[arg-type]
-        required = frozenset().union(*(rule.requires for rule, _ in steps.plan))
-        cluster = tuple(step for step in steps.plan if step[0].family == CLUSTER_FAMILY)
+        plan = steps.structural + steps.cluster
+        required = frozenset().union(*(rule.requires for rule, _ in plan))
+        cluster = tuple(step for step in plan if step[0].family == CLUSTER_FAMILY)
         assert (steps.required, steps.cluster) == (required, cluster), key
-        planned[key] = [(rule.id, action) for rule, action in steps.plan]
+        planned[key] = [(rule.id, action) for rule, action in plan]
     assert planned == {key: _catalog_plan(policy, key) for key in keys}

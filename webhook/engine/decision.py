@@ -147,10 +147,6 @@ class Steps(NamedTuple):
     #: every kind the plan's rules require (the cluster family's only)
     required: frozenset[str]
 
-    @property
-    def plan(self) -> Plan:
-        return self.structural + self.cluster
-
 
 def _applicable(mode: str, scope: Scope, kind: str, clustered: bool) -> tuple[Rule, ...]:
     """The catalog's rules a request of this mode, scope and kind runs, in catalog order."""

@@ -90,11 +90,6 @@ def parse_target(text: str) -> tuple[str, str]:
     return parse_kind(kind), name
 
 
-def workload_index(snapshot: Snapshot) -> WorkloadRecords:
-    """The snapshot's Workload records, as explain looks them up (``WorkloadRecords`` is explain's index)."""
-    return snapshot.record_tables
-
-
 def _job_from_owners(kind: str, namespace: str, name: str, index: WorkloadRecords) -> Document | None:
     """The job as its Workloads name it (kind, namespace, name, uid), or ``None`` when none does."""
     if kind == DEPLOYMENT:
@@ -149,7 +144,7 @@ def request_from_snapshot(
     reason = snapshot.unread.get(k.WORKLOADS.name)
     if reason is not None:
         raise NotSynced(f"Workloads cannot be read now: {reason}; retry once the watch has synced")
-    index = workload_index(snapshot)
+    index = snapshot.record_tables  # explain's Workload index
     job: Document | None
     if kind == WORKLOAD:
         record = snapshot.records.get((namespace, name))

@@ -29,6 +29,7 @@ projection makes either (``WorkloadInfo.counted``) when a scheduling attempt rea
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -459,18 +460,10 @@ def submitted_workload(obj: Mapping[str, Any], tpu: str) -> PendingWorkload:
     whatever its status says, and whether it is active (a deactivated one is answered, not dropped)."""
     metadata, spec = as_dict(obj.get("metadata")), as_dict(obj.get("spec"))
     info = read_workload(obj, tpu)
-    namespace, name = str(metadata.get("namespace", "")), str(metadata.get("name", ""))
-    key = f"{namespace}/{name}"
-    return PendingWorkload(
-        key,
-        info.uid or key,
-        namespace,
-        str(spec.get("queueName") or ""),
-        info.priority_value,
-        _time(info.created),
-        info.shape or shape_of(spec),
-        spec.get("active", True) is not False,
-    )
+    active = spec.get("active", True) is not False
+    job = info.pending(str(metadata.get("namespace", "")), str(metadata.get("name", "")), active)
+    # the projection keeps podSets only while the Workload waits; as submitted, it always has them
+    return job if info.shape else dataclasses.replace(job, podsets=shape_of(spec))
 
 
 def read_workload(obj: Mapping[str, Any], tpu: str, shared: Share = unshared) -> WorkloadInfo:
