@@ -25,6 +25,8 @@ WAIT: Final = "wait"
 NEVER: Final = "never"
 UNKNOWN: Final = "unknown"
 _BY_OUTCOME: Final = {ADMIT: "PendingEvaluation", PREEMPT: "PendingEvaluation", WAIT: "WaitingForQuota"}
+#: the outcomes of a job that stands in line (it starts now, or waits): the others have no place to tell
+_IN_LINE: Final = frozenset({ADMIT, PREEMPT, WAIT})
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,7 +111,7 @@ def read_simulation(result: Result | None) -> SimulationView | None:
     if result is None:
         return None
     chips = result.position.chips_ahead
-    queued = result.outcome in _BY_OUTCOME
+    queued = result.outcome in _IN_LINE
     return SimulationView(
         result.outcome or None,
         result.reason or None,
